@@ -1,0 +1,169 @@
+"""The pipeline: tree -> facts -> graph -> contract + runner + registry -> verdicts -> rules.
+
+``analyze`` builds one ``Context`` that rules query. Internal errors inside one rule are caught and
+recorded, so the other rules' findings still reach the report.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from eagle3_lint import contract as contract_mod
+from eagle3_lint import registry as registry_mod
+from eagle3_lint import runner as runner_mod
+from eagle3_lint.contract import Contract
+from eagle3_lint.graph import ClassGraph, ClassKey
+from eagle3_lint.model import Finding, Verdict
+from eagle3_lint.registry import Registry
+from eagle3_lint.runner import RunnerPath
+from eagle3_lint.source import SourceTree
+from eagle3_lint.store import FactStore
+from eagle3_lint.verdict import Judge
+
+MODEL_DIRS = ("vllm/model_executor/models/", "vllm/models/")
+
+
+@dataclass
+class Options:
+    targets: tuple[str, ...] = ()  # architectures the user targets (--arch)
+    cache_dir: Path | None = None
+    target_config: dict | None = None  # the target's HF config.json, parsed
+    target_config_path: str | None = None
+    draft_config: dict | None = None
+    draft_config_path: str | None = None
+    debug: bool = False
+    progress: Callable[[str], None] | None = None
+
+
+@dataclass
+class InternalError:
+    where: str
+    message: str
+    traceback: str = ""
+
+
+@dataclass
+class Context:
+    source: SourceTree
+    store: FactStore
+    graph: ClassGraph
+    contract: Contract
+    runner: RunnerPath
+    registry: Registry
+    judge: Judge
+    options: Options
+    version: str
+    verdicts: dict[str, Verdict] = field(default_factory=dict)
+    keys: dict[str, ClassKey | None] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+    errors: list[InternalError] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def targeted(self) -> tuple[str, ...]:
+        return self.options.targets
+
+    def is_targeted(self, arch: str | None) -> bool:
+        return arch is not None and arch in self.options.targets
+
+    def model_files(self) -> list[str]:
+        return [f for f in self.source.py_files() if f.startswith(MODEL_DIRS)]
+
+    def model_classes(self) -> Iterable[tuple[ClassKey, str]]:
+        """Every class defined at module level in the model files, with its file."""
+        for rel in self.model_files():
+            mf = self.store.load_path(rel)
+            if mf is None or mf.error:
+                continue
+            for qn, cf in mf.classes.items():
+                if cf.nested_in is None:
+                    yield ClassKey(mf.module, qn), rel
+
+    def read_text(self, rel: str) -> str:
+        from eagle3_lint.facts import decode_source
+
+        return decode_source(self.source.read_bytes(rel))
+
+
+def resolve_entry(graph: ClassGraph, module: str, class_name: str) -> tuple[ClassKey | None, str]:
+    if graph.module(module) is None:
+        return None, f"module {module} is not in this tree"
+    mf = graph.module(module)
+    if mf is not None and mf.error:
+        return None, f"{mf.path} cannot be parsed ({mf.error}), so the runtime cannot import it"
+    r = graph.resolve_name(module, class_name)
+    if r.kind == "class" and r.key is not None:
+        return r.key, ""
+    if r.kind == "external":
+        return None, f"{class_name} comes from outside the tree ({r.name})"
+    return None, f"{class_name} cannot be resolved in {module}: {r.name} {r.note}".strip()
+
+
+def build(source: SourceTree, options: Options) -> Context:
+    t0 = time.perf_counter()
+    store = FactStore(source, options.cache_dir)
+    if options.progress:
+        options.progress("reading model files")
+    for rel in source.py_files():
+        if rel.startswith(MODEL_DIRS):
+            store.load_path(rel)
+    t1 = time.perf_counter()
+    reg_mf = store.load(registry_mod.REGISTRY_MODULE)
+    try:
+        reg_text = source.read_bytes(reg_mf.path).decode("utf-8", "replace") if reg_mf else ""
+    except OSError:
+        reg_text = ""
+    registry = registry_mod.derive(reg_mf, reg_text)
+    contract = contract_mod.derive(source)
+    runner = runner_mod.derive(source, contract.check_function, contract.required if contract.found else (),
+                               contract.setter, contract.pp_flag)
+    if not contract.found:
+        contract = contract_mod.derive(source, runner.model_calls)
+    t2 = time.perf_counter()
+
+    def registered(arch: str) -> ClassKey | None:
+        e = registry.entries.get(arch)
+        if e is None:
+            return None
+        return resolve_entry(graph, e.module, e.class_name)[0]
+
+    graph = ClassGraph(loader=store.load, registered=registered)
+    judge = Judge(graph, contract, runner)
+    ctx = Context(source, store, graph, contract, runner, registry, judge, options, source.vllm_version())
+    for arch, e in registry.entries.items():
+        key, note = resolve_entry(graph, e.module, e.class_name)
+        ctx.keys[arch] = key
+        try:
+            ctx.verdicts[arch] = judge.verdict(e, key, note, registry.path)
+        except RecursionError as exc:
+            ctx.errors.append(InternalError(f"verdict {arch}", f"{type(exc).__name__}: {exc}", traceback.format_exc()))
+    t3 = time.perf_counter()
+    ctx.timings = {"facts": t1 - t0, "derive": t2 - t1, "verdicts": t3 - t2}
+    return ctx
+
+
+def run_rules(ctx: Context, rules: Iterable[object]) -> None:
+    from eagle3_lint.rules import Rule
+
+    for rule in rules:
+        assert isinstance(rule, Rule)
+        try:
+            ctx.findings.extend(rule.run(ctx))
+        except Exception as exc:  # noqa: BLE001 - one broken rule must not hide the others
+            ctx.errors.append(InternalError(f"rule {rule.meta.id}", f"{type(exc).__name__}: {exc}", traceback.format_exc()))
+    ctx.findings.sort(key=Finding.sort_key)
+    ctx.store.save()
+
+
+def analyze(source: SourceTree, options: Options, select: Callable[[str], bool] | None = None) -> Context:
+    from eagle3_lint.rules import all_rules
+
+    ctx = build(source, options)
+    t = time.perf_counter()
+    run_rules(ctx, [r for r in all_rules() if select is None or select(r.meta.id)])
+    ctx.timings["rules"] = time.perf_counter() - t
+    return ctx

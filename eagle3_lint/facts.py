@@ -1,0 +1,615 @@
+"""One cheap ``ast`` pass per file: the classes, bases, bindings and method shapes that matter.
+
+Facts depend only on a file's bytes (and this module's version), so they are cached by content
+hash. They are plain dataclasses of strings and ints: no parser node survives this module.
+Method bodies are summarised in detail only where a rule can use it (``__init__``, ``forward``,
+``get_language_model``, ``__getattr__`` and anything about aux/eagle hidden states); every other
+method is a name, a span and a "stub body" bit. That keeps the pass close to ``ast.parse`` alone.
+"""
+
+from __future__ import annotations
+
+import ast
+import codecs
+import sys
+from dataclasses import dataclass, field
+
+FACTS_VERSION = 3
+
+# Branch tags for bindings made under control flow; resolution prefers the runtime default.
+MAIN, ELSE, TRY, IF, TYPE_CHECKING, EXCEPT = "", "else", "try", "if", "type-checking", "except"
+
+
+@dataclass
+class Binding:
+    """How a module-level (or class-level) name gets its value."""
+
+    kind: str  # import | class | function | alias | call | other | star
+    target: str  # import: absolute module; class/function: qualname; alias/call: dotted expression
+    attr: str | None = None  # for ``from module import attr``
+    args: tuple[str, ...] = ()  # call: dotted names of positional arguments
+    line: int = 0
+    branch: str = MAIN
+
+
+@dataclass
+class BaseRef:
+    kind: str  # name | call | subscript | other
+    dotted: str  # the name, the subscripted value, or the called function
+    args: tuple[str, ...]
+    text: str
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+
+
+@dataclass
+class Member:
+    name: str
+    kind: str  # def | assign | annassign | annotation | class
+    line: int
+    end_line: int
+    stub: bool = False
+    value: str | None = None  # repr of a literal constant value, if simple
+    decorators: tuple[str, ...] = ()
+
+
+@dataclass
+class SelfAssign:
+    target: str  # dotted, rooted at self: "self.model.aux_hidden_state_layers"
+    value_kind: str  # call | name | attr | const | other
+    func: str  # call: dotted function; name/attr: dotted expression
+    args: tuple[str, ...]
+    kwargs: dict[str, str]
+    line: int
+
+
+@dataclass
+class Use:
+    """Where a loop index (or any name) meets aux-layer plumbing."""
+
+    kind: str  # "in": idx in self.X ; "call": f(..., idx [+ k], ...)
+    target: str  # the attribute compared with, or the function called
+    offset: int  # k in idx + k
+    line: int
+
+
+@dataclass
+class Loop:
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+    index_var: str
+    sliced: str  # "islice" | "subscript" | "" (not a slice of the layer list)
+    iter_text: str
+    start_text: str | None  # the enumerate(start=...) expression, if any
+    call_line: int  # the enumerate(...) call's span, to place a start= fix
+    call_col: int
+    call_end_line: int
+    call_end_col: int
+    uses: tuple[Use, ...] = ()
+
+
+@dataclass
+class Method:
+    name: str
+    line: int
+    col: int
+    end_line: int
+    body_line: int
+    body_col: int
+    params: tuple[str, ...]
+    stub: bool
+    self_assigns: tuple[SelfAssign, ...] = ()
+    reads: tuple[str, ...] = ()
+    calls: tuple[tuple[str, tuple[str, ...], int], ...] = ()
+    memberships: tuple[tuple[str, str, int], ...] = ()  # (left name, dotted container, line)
+    loops: tuple[Loop, ...] = ()
+    returns: tuple[tuple[str, str, int], ...] = ()  # (kind, text, line)
+    decorators: tuple[str, ...] = ()
+
+
+@dataclass
+class ClassFacts:
+    name: str
+    qualname: str
+    line: int
+    col: int
+    end_line: int
+    body_line: int
+    body_col: int
+    bases: tuple[BaseRef, ...]
+    keywords: dict[str, str]
+    decorators: tuple[str, ...]
+    members: dict[str, Member]
+    methods: dict[str, Method]
+    branch: str = MAIN
+    nested_in: str | None = None  # the enclosing function for classes made by factories
+    duplicate_of: int | None = None  # line of an earlier class with the same name
+
+
+@dataclass
+class FunctionFacts:
+    name: str
+    line: int
+    params: tuple[str, ...]
+    returns: tuple[str, ...]  # dotted names returned
+    nested_classes: tuple[str, ...]  # qualnames of classes defined inside
+
+
+@dataclass
+class DictFacts:
+    name: str
+    line: int
+    entries: tuple[tuple[str, str, str, int], ...]  # (key, module, class, line)
+    merges: tuple[str, ...]  # names spread with **
+
+
+@dataclass
+class ImportFacts:
+    module: str  # absolute
+    names: tuple[tuple[str, str | None], ...]
+    line: int
+
+
+@dataclass
+class ModuleFacts:
+    path: str
+    module: str
+    is_package: bool
+    error: str | None = None
+    error_line: int = 0
+    bindings: dict[str, list[Binding]] = field(default_factory=dict)
+    classes: dict[str, ClassFacts] = field(default_factory=dict)
+    functions: dict[str, FunctionFacts] = field(default_factory=dict)
+    dicts: dict[str, DictFacts] = field(default_factory=dict)
+    imports: tuple[ImportFacts, ...] = ()
+    star_imports: tuple[str, ...] = ()
+    n_lines: int = 0
+    first_import_line: int = 0  # where a new import can go
+    last_import_line: int = 0
+
+
+def decode_source(data: bytes) -> str:
+    """Decode like the interpreter would: BOM, PEP 263 cookie, else UTF-8; raises UnicodeError."""
+    if data.startswith(codecs.BOM_UTF8):
+        return data[3:].decode("utf-8")
+    head = data[:256]
+    if b"coding" in head:
+        import io
+        import tokenize
+
+        enc, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        return data.decode(enc)
+    return data.decode("utf-8")
+
+
+def dotted(node: ast.AST | None) -> str:
+    """``a.b.c`` for a Name/Attribute chain, else an empty string."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    if isinstance(node, ast.Call) and parts:
+        inner = dotted(node.func)
+        if inner:
+            parts.append(inner + "()")
+            return ".".join(reversed(parts))
+    return ""
+
+
+def _is_stub_body(body: list[ast.stmt]) -> bool:
+    for st in body:
+        if isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant):
+            continue  # docstring or ``...``
+        if isinstance(st, ast.Pass):
+            continue
+        if isinstance(st, ast.Raise):
+            exc = st.exc
+            if isinstance(exc, ast.Call):
+                exc = exc.func
+            if dotted(exc) == "NotImplementedError":
+                continue
+        return False
+    return True
+
+
+def _is_interesting(name: str) -> bool:
+    if name in ("__init__", "forward", "get_language_model", "__getattr__"):
+        return True
+    low = name.lower()
+    return "aux" in low or "eagle" in low or "hidden_state" in low
+
+
+def _const_repr(node: ast.AST | None) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, (bool, int, str, float, type(None))):
+        return repr(node.value)
+    return None
+
+
+class _Extractor:
+    def __init__(self, path: str, module: str, is_package: bool, text: str) -> None:
+        self.path = path
+        self.module = module
+        self.is_package = is_package
+        self.lines = text.splitlines()
+        self.mf = ModuleFacts(path=path, module=module, is_package=is_package, n_lines=len(self.lines))
+        self._imports: list[ImportFacts] = []
+        self._stars: list[str] = []
+
+    # -- text helpers -------------------------------------------------------------------------
+    def seg(self, node: ast.AST) -> str:
+        """Source text of a node; byte offsets converted per line, only for short spans."""
+        try:
+            l0, l1 = node.lineno - 1, node.end_lineno - 1  # type: ignore[attr-defined]
+            c0, c1 = node.col_offset, node.end_col_offset  # type: ignore[attr-defined]
+        except AttributeError:
+            return ""
+        if l1 - l0 > 20 or l0 < 0 or l1 >= len(self.lines):
+            return ""
+        if l0 == l1:
+            b = self.lines[l0].encode("utf-8")
+            return b[c0:c1].decode("utf-8", "replace")
+        first = self.lines[l0].encode("utf-8")[c0:].decode("utf-8", "replace")
+        last = self.lines[l1].encode("utf-8")[:c1].decode("utf-8", "replace")
+        return "\n".join([first, *self.lines[l0 + 1 : l1], last])
+
+    def char_col(self, line: int, byte_col: int) -> int:
+        if 0 < line <= len(self.lines):
+            raw = self.lines[line - 1]
+            if raw.isascii():
+                return byte_col
+            return len(raw.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
+        return byte_col
+
+    def abs_module(self, level: int, module: str | None) -> str:
+        if level == 0:
+            return module or ""
+        parts = self.module.split(".")
+        if not self.is_package:
+            parts = parts[:-1]
+        if level > 1:
+            parts = parts[: len(parts) - (level - 1)] if level - 1 <= len(parts) else []
+        base = ".".join(parts)
+        if module:
+            return f"{base}.{module}" if base else module
+        return base
+
+    # -- module level ---------------------------------------------------------------------------
+    def run(self, tree: ast.Module) -> ModuleFacts:
+        self._block(tree.body, MAIN, scope="")
+        self.mf.imports = tuple(self._imports)
+        self.mf.star_imports = tuple(self._stars)
+        return self.mf
+
+    def _bind(self, name: str, b: Binding) -> None:
+        self.mf.bindings.setdefault(name, []).append(b)
+
+    def _block(self, body: list[ast.stmt], branch: str, scope: str) -> None:
+        for st in body:
+            self._stmt(st, branch, scope)
+
+    def _stmt(self, st: ast.stmt, branch: str, scope: str) -> None:
+        if isinstance(st, ast.ClassDef):
+            self._class(st, branch, nested_in=None)
+            self._bind(st.name, Binding("class", st.name, line=st.lineno, branch=branch))
+        elif isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            self._function(st)
+            self._bind(st.name, Binding("function", st.name, line=st.lineno, branch=branch))
+        elif isinstance(st, ast.Import):
+            self._note_import_line(st)
+            for a in st.names:
+                if a.asname:
+                    self._bind(a.asname, Binding("import", a.name, line=st.lineno, branch=branch))
+                else:
+                    top = a.name.split(".")[0]
+                    self._bind(top, Binding("import", top, line=st.lineno, branch=branch))
+            self._imports.append(ImportFacts(st.names[0].name, tuple((a.name, a.asname) for a in st.names), st.lineno))
+        elif isinstance(st, ast.ImportFrom):
+            self._note_import_line(st)
+            mod = self.abs_module(st.level, st.module)
+            self._imports.append(ImportFacts(mod, tuple((a.name, a.asname) for a in st.names), st.lineno))
+            for a in st.names:
+                if a.name == "*":
+                    self._stars.append(mod)
+                    continue
+                self._bind(a.asname or a.name, Binding("import", mod, attr=a.name, line=st.lineno, branch=branch))
+        elif isinstance(st, (ast.Assign, ast.AnnAssign)):
+            targets = st.targets if isinstance(st, ast.Assign) else [st.target]
+            value = st.value
+            for t in targets:
+                if isinstance(t, ast.Name):
+                    self._bind(t.id, self._value_binding(value, st.lineno, branch))
+                    if isinstance(value, ast.Dict) and branch == MAIN:
+                        self._dict(t.id, value, st.lineno)
+        elif isinstance(st, ast.If):
+            test = dotted(st.test)
+            if test.endswith("TYPE_CHECKING"):
+                self._block(st.body, TYPE_CHECKING, scope)
+            else:
+                self._block(st.body, IF, scope)
+            if st.orelse:
+                # ``elif`` chains nest; only a final plain ``else`` is the runtime default.
+                if len(st.orelse) == 1 and isinstance(st.orelse[0], ast.If):
+                    self._stmt(st.orelse[0], branch or IF, scope)
+                else:
+                    self._block(st.orelse, ELSE if branch in (MAIN, IF, TYPE_CHECKING) else branch, scope)
+        elif isinstance(st, ast.Try) or (sys.version_info >= (3, 11) and isinstance(st, ast.TryStar)):
+            self._block(st.body, TRY if branch == MAIN else branch, scope)
+            for h in st.handlers:
+                self._block(h.body, EXCEPT, scope)
+            self._block(st.orelse, TRY if branch == MAIN else branch, scope)
+            self._block(st.finalbody, branch, scope)
+        elif isinstance(st, (ast.With, ast.AsyncWith)):
+            self._block(st.body, branch, scope)
+
+    def _note_import_line(self, st: ast.stmt) -> None:
+        if st.col_offset != 0:
+            return
+        if not self.mf.first_import_line:
+            self.mf.first_import_line = st.lineno
+        self.mf.last_import_line = max(self.mf.last_import_line, st.end_lineno or st.lineno)
+
+    def _value_binding(self, value: ast.AST | None, line: int, branch: str) -> Binding:
+        d = dotted(value)
+        if d:
+            return Binding("alias", d, line=line, branch=branch)
+        if isinstance(value, ast.Call):
+            f = dotted(value.func)
+            args = tuple(dotted(a) for a in value.args)
+            return Binding("call", f, args=args, line=line, branch=branch)
+        return Binding("other", "", line=line, branch=branch)
+
+    def _dict(self, name: str, node: ast.Dict, line: int) -> None:
+        entries: list[tuple[str, str, str, int]] = []
+        merges: list[str] = []
+        for k, v in zip(node.keys, node.values):
+            if k is None:
+                d = dotted(v)
+                if d:
+                    merges.append(d)
+                continue
+            if (
+                isinstance(k, ast.Constant) and isinstance(k.value, str)
+                and isinstance(v, ast.Tuple) and len(v.elts) == 2
+                and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in v.elts)
+            ):
+                entries.append((k.value, v.elts[0].value, v.elts[1].value, k.lineno))  # type: ignore[union-attr]
+        if entries or merges:
+            self.mf.dicts[name] = DictFacts(name, line, tuple(entries), tuple(merges))
+
+    # -- functions (factories) ----------------------------------------------------------------
+    def _function(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        nested: list[str] = []
+        returns: list[str] = []
+        stack: list[ast.stmt] = list(fn.body)
+        while stack:
+            st = stack.pop()
+            if isinstance(st, ast.ClassDef):
+                qn = f"{fn.name}.<locals>.{st.name}"
+                self._class(st, MAIN, nested_in=fn.name, qualname=qn)
+                nested.append(qn)
+            elif isinstance(st, ast.Return) and st.value is not None:
+                d = dotted(st.value)
+                if d:
+                    returns.append(d)
+            elif isinstance(st, (ast.If, ast.For, ast.While, ast.With, ast.Try)):
+                for fld in ("body", "orelse", "finalbody"):
+                    stack.extend(getattr(st, fld, []) or [])
+                for h in getattr(st, "handlers", []) or []:
+                    stack.extend(h.body)
+        params = tuple(a.arg for a in (*fn.args.posonlyargs, *fn.args.args))
+        self.mf.functions[fn.name] = FunctionFacts(fn.name, fn.lineno, params, tuple(returns), tuple(nested))
+
+    # -- classes ------------------------------------------------------------------------------
+    def _class(self, node: ast.ClassDef, branch: str, nested_in: str | None, qualname: str | None = None) -> None:
+        bases: list[BaseRef] = []
+        for b in node.bases:
+            kind, d, args = "other", dotted(b), ()
+            if d:
+                kind = "name"
+            elif isinstance(b, ast.Call):
+                kind, d = "call", dotted(b.func)
+                args = tuple(dotted(a) for a in b.args)
+            elif isinstance(b, ast.Subscript):
+                kind, d = "subscript", dotted(b.value)
+            bases.append(BaseRef(
+                kind, d, args, self.seg(b), b.lineno, self.char_col(b.lineno, b.col_offset),
+                b.end_lineno or b.lineno, self.char_col(b.end_lineno or b.lineno, b.end_col_offset or 0),
+            ))
+        members: dict[str, Member] = {}
+        methods: dict[str, Method] = {}
+        for st in node.body:
+            self._class_member(st, members, methods)
+        first = node.body[0]
+        body_line = first.lineno
+        # Decorated first members start at their decorator; insertions go above it.
+        if isinstance(first, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and first.decorator_list:
+            body_line = first.decorator_list[0].lineno
+        cf = ClassFacts(
+            name=node.name,
+            qualname=qualname or node.name,
+            line=node.lineno,
+            col=self.char_col(node.lineno, node.col_offset),
+            end_line=node.end_lineno or node.lineno,
+            body_line=body_line,
+            body_col=first.col_offset,
+            bases=tuple(bases),
+            keywords={k.arg or "**": self.seg(k.value) for k in node.keywords},
+            decorators=tuple(dotted(d.func if isinstance(d, ast.Call) else d) for d in node.decorator_list),
+            members=members,
+            methods=methods,
+            branch=branch,
+            nested_in=nested_in,
+        )
+        key = cf.qualname
+        prev = self.mf.classes.get(key)
+        if prev is not None:
+            cf.duplicate_of = prev.line
+        self.mf.classes[key] = cf
+
+    def _class_member(self, st: ast.stmt, members: dict[str, Member], methods: dict[str, Method]) -> None:
+        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            decos = tuple(dotted(d.func if isinstance(d, ast.Call) else d) for d in st.decorator_list)
+            stub = _is_stub_body(st.body)
+            members[st.name] = Member(st.name, "def", st.lineno, st.end_lineno or st.lineno, stub, None, decos)
+            if _is_interesting(st.name):
+                methods[st.name] = self._method(st, stub, decos)
+        elif isinstance(st, ast.Assign):
+            for t in st.targets:
+                for n in (t.elts if isinstance(t, ast.Tuple) else [t]):
+                    if isinstance(n, ast.Name):
+                        members[n.id] = Member(n.id, "assign", st.lineno, st.end_lineno or st.lineno, False, _const_repr(st.value))
+        elif isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name):
+            kind = "annassign" if st.value is not None else "annotation"
+            members[st.target.id] = Member(st.target.id, kind, st.lineno, st.end_lineno or st.lineno, False, _const_repr(st.value))
+        elif isinstance(st, ast.ClassDef):
+            members[st.name] = Member(st.name, "class", st.lineno, st.end_lineno or st.lineno)
+        elif isinstance(st, ast.If):
+            # Members defined under a class-level ``if`` exist on one branch; count both.
+            for sub in (*st.body, *st.orelse):
+                self._class_member(sub, members, methods)
+
+    def _method(self, fn: ast.FunctionDef | ast.AsyncFunctionDef, stub: bool, decos: tuple[str, ...]) -> Method:
+        params = tuple(a.arg for a in (*fn.args.posonlyargs, *fn.args.args))
+        self_name = params[0] if params else "self"
+        assigns: list[SelfAssign] = []
+        reads: set[str] = set()
+        calls: list[tuple[str, tuple[str, ...], int]] = []
+        members: list[tuple[str, str, int]] = []
+        loops: list[Loop] = []
+        returns: list[tuple[str, str, int]] = []
+        loop_nodes: list[ast.For] = []
+        for node in ast.walk(fn):
+            if isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for t in targets:
+                    d = dotted(t)
+                    if d.startswith(self_name + ".") and node.value is not None:
+                        v = node.value
+                        if isinstance(v, ast.Call):
+                            assigns.append(SelfAssign(
+                                d, "call", dotted(v.func), tuple(self._arg_text(a) for a in v.args),
+                                {k.arg: self.seg(k.value)[:200] for k in v.keywords if k.arg}, node.lineno,
+                            ))
+                        else:
+                            dv = dotted(v)
+                            kind = "name" if isinstance(v, ast.Name) else "attr" if dv else "const" if isinstance(v, ast.Constant) else "other"
+                            assigns.append(SelfAssign(d, kind, dv or self.seg(v)[:200], (), {}, node.lineno))
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+                d = dotted(node)
+                if d.startswith(self_name + "."):
+                    reads.add(d)
+            elif isinstance(node, ast.Call):
+                f = dotted(node.func)
+                if f:
+                    calls.append((f, tuple(self._arg_text(a) for a in node.args), node.lineno))
+            elif isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)):
+                left = dotted(node.left) or self.seg(node.left)[:80]
+                members.append((left, dotted(node.comparators[0]), node.lineno))
+            elif isinstance(node, ast.For):
+                loop_nodes.append(node)
+            elif isinstance(node, ast.Return) and node.value is not None:
+                v = node.value
+                kind = "tuple" if isinstance(v, ast.Tuple) else "name" if isinstance(v, ast.Name) else "call" if isinstance(v, ast.Call) else "other"
+                returns.append((kind, self.seg(v)[:200], node.lineno))
+        for ln in loop_nodes:
+            lp = self._loop(ln)
+            if lp is not None:
+                loops.append(lp)
+        body0 = fn.body[0]
+        return Method(
+            name=fn.name, line=fn.lineno, col=self.char_col(fn.lineno, fn.col_offset),
+            end_line=fn.end_lineno or fn.lineno, body_line=body0.lineno, body_col=body0.col_offset,
+            params=params, stub=stub, self_assigns=tuple(assigns), reads=tuple(sorted(reads)),
+            calls=tuple(calls), memberships=tuple(members), loops=tuple(loops), returns=tuple(returns),
+            decorators=decos,
+        )
+
+    def _arg_text(self, a: ast.AST) -> str:
+        d = dotted(a)
+        if d:
+            return d
+        if isinstance(a, ast.BinOp) and isinstance(a.op, ast.Add):
+            return self.seg(a)[:80]
+        if isinstance(a, ast.Starred):
+            return "*" + (dotted(a.value) or "?")
+        return self.seg(a)[:80] if isinstance(a, (ast.Constant, ast.List, ast.Tuple)) else "?"
+
+    def _loop(self, node: ast.For) -> Loop | None:
+        it = node.iter
+        if not (isinstance(it, ast.Call) and dotted(it.func) == "enumerate" and it.args):
+            return None
+        tgt = node.target
+        if not (isinstance(tgt, ast.Tuple) and tgt.elts and isinstance(tgt.elts[0], ast.Name)):
+            return None
+        idx = tgt.elts[0].id
+        inner = it.args[0]
+        sliced = ""
+        if isinstance(inner, ast.Call) and dotted(inner.func) in ("islice", "itertools.islice") and len(inner.args) >= 2:
+            sliced = "islice"
+        elif isinstance(inner, ast.Subscript) and isinstance(inner.slice, ast.Slice) and inner.slice.lower is not None:
+            sliced = "subscript"
+        start: str | None = None
+        if len(it.args) >= 2:
+            start = self.seg(it.args[1])
+        for kw in it.keywords:
+            if kw.arg == "start":
+                start = self.seg(kw.value)
+        uses: list[Use] = []
+        for sub in node.body:
+            for n in ast.walk(sub):
+                if isinstance(n, ast.Compare) and isinstance(n.left, ast.Name) and n.left.id == idx \
+                        and len(n.ops) == 1 and isinstance(n.ops[0], (ast.In, ast.NotIn)):
+                    uses.append(Use("in", dotted(n.comparators[0]), 0, n.lineno))
+                elif isinstance(n, ast.Call):
+                    for a in n.args:
+                        off = self._index_offset(a, idx)
+                        if off is not None:
+                            uses.append(Use("call", dotted(n.func), off, n.lineno))
+        return Loop(
+            line=node.lineno, col=self.char_col(node.lineno, node.col_offset),
+            end_line=node.end_lineno or node.lineno, end_col=0, index_var=idx, sliced=sliced,
+            iter_text=self.seg(inner)[:200], start_text=start,
+            call_line=it.lineno, call_col=self.char_col(it.lineno, it.col_offset),
+            call_end_line=it.end_lineno or it.lineno,
+            call_end_col=self.char_col(it.end_lineno or it.lineno, it.end_col_offset or 0),
+            uses=tuple(uses),
+        )
+
+    @staticmethod
+    def _index_offset(a: ast.AST, idx: str) -> int | None:
+        if isinstance(a, ast.Name) and a.id == idx:
+            return 0
+        if isinstance(a, ast.BinOp) and isinstance(a.left, ast.Name) and a.left.id == idx \
+                and isinstance(a.right, ast.Constant) and isinstance(a.right.value, int):
+            if isinstance(a.op, ast.Add):
+                return a.right.value
+            if isinstance(a.op, ast.Sub):
+                return -a.right.value
+        return None
+
+
+def extract(path: str, module: str, is_package: bool, data: bytes) -> ModuleFacts:
+    """Facts of one file; a file that cannot be decoded or parsed yields facts with ``error`` set."""
+    try:
+        text = decode_source(data)
+    except (UnicodeError, LookupError, SyntaxError) as exc:
+        return ModuleFacts(path, module, is_package, error=f"cannot decode: {exc}", error_line=1)
+    try:
+        tree = ast.parse(text, filename=path)
+    except SyntaxError as exc:
+        return ModuleFacts(path, module, is_package, error=f"syntax error: {exc.msg}", error_line=exc.lineno or 1,
+                           n_lines=text.count("\n") + 1)
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return ModuleFacts(path, module, is_package, error=f"cannot parse: {type(exc).__name__}: {exc}"[:200],
+                           error_line=1)
+    try:
+        return _Extractor(path, module, is_package, text).run(tree)
+    except RecursionError:
+        return ModuleFacts(path, module, is_package, error="cannot analyze: nesting too deep", error_line=1)

@@ -1,0 +1,398 @@
+"""The class graph: names resolved across modules, C3 MROs, and wrapper-to-inner delegation edges.
+
+Modules are loaded lazily from the facts store, so a check touches the registry's classes and
+what they reach, not the whole tree. Rules ask named questions (``mro``, ``member_origin``,
+``delegations``, ``layer_owner``) and never see a parser node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+from eagle3_lint.facts import ELSE, EXCEPT, IF, MAIN, TRY, TYPE_CHECKING, Binding, ClassFacts, Member, ModuleFacts
+
+# Which of several conditional bindings of one name the runtime picks: an unconditional binding,
+# else the final ``else`` of an if/elif dispatch (vLLM's platform dispatchers default there), else
+# the ``try`` side of an optional import.
+_BRANCH_PREFERENCE = {MAIN: 0, ELSE: 1, TRY: 2, IF: 3, TYPE_CHECKING: 4, EXCEPT: 5}
+_MAX_DEPTH = 40
+
+BUILTIN_NAMES = frozenset({"object", "Exception", "dict", "list", "tuple", "int", "str", "type", "ValueError"})
+
+
+@dataclass(frozen=True, order=True)
+class ClassKey:
+    """A class in the tree; ``binds`` substitutes a factory parameter (``cls``) with a class."""
+
+    module: str
+    qualname: str
+    binds: tuple[tuple[str, "ClassKey"], ...] = ()
+
+    def __str__(self) -> str:
+        s = f"{self.module}.{self.qualname}"
+        if self.binds:
+            s += "[" + ", ".join(f"{p}={k.name}" for p, k in self.binds) + "]"
+        return s
+
+    @property
+    def name(self) -> str:
+        return self.qualname.rsplit(".", 1)[-1] if not self.binds else f"{self.qualname.rsplit('.', 1)[-1]}({self.binds[0][1].name})"
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """What a name stands for."""
+
+    kind: str  # class | external | module | function | unresolved | dynamic
+    key: ClassKey | None = None
+    name: str = ""  # external dotted name, module name, function "module:name", or the reason
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Delegation:
+    attr: str  # the attribute on the wrapper: "language_model", "model"
+    how: str  # "init-assign", "registered-model", "get_language_model", "__getattr__"
+    target: ClassKey | None
+    detail: str
+    path: str
+    line: int
+
+
+@dataclass
+class MroResult:
+    entries: list[ClassKey | Resolved]  # in-tree classes, or external/unresolved bases
+    error: str | None = None
+
+
+@dataclass
+class ClassGraph:
+    loader: Callable[[str], ModuleFacts | None]
+    registered: Callable[[str], ClassKey | None] = lambda _arch: None
+    _mro: dict[ClassKey, MroResult] = field(default_factory=dict)
+    _resolving: set[tuple[str, str]] = field(default_factory=set)
+    nx_graph: nx.DiGraph = field(default_factory=nx.DiGraph)
+
+    # -- facts -----------------------------------------------------------------------------------
+    def module(self, name: str) -> ModuleFacts | None:
+        return self.loader(name)
+
+    def class_facts(self, key: ClassKey) -> ClassFacts | None:
+        mf = self.loader(key.module)
+        if mf is None:
+            return None
+        return mf.classes.get(key.qualname)
+
+    def path_of(self, key: ClassKey) -> str:
+        mf = self.loader(key.module)
+        return mf.path if mf else key.module.replace(".", "/") + ".py"
+
+    # -- name resolution ---------------------------------------------------------------------------
+    @staticmethod
+    def _pick(bindings: list[Binding]) -> Binding:
+        return min(enumerate(bindings), key=lambda ib: (_BRANCH_PREFERENCE.get(ib[1].branch, 9), -ib[0]))[1]
+
+    def resolve_name(self, module: str, name: str, depth: int = 0,
+                     binds: tuple[tuple[str, ClassKey], ...] = ()) -> Resolved:
+        for p, k in binds:
+            if p == name:
+                return Resolved("class", k)
+        mf = self.loader(module)
+        if mf is None:
+            return Resolved("unresolved", name=f"module {module} not found")
+        if depth > _MAX_DEPTH or (module, name) in self._resolving:
+            return Resolved("unresolved", name=f"circular or too deep import of {name} in {module}")
+        self._resolving.add((module, name))
+        try:
+            bl = mf.bindings.get(name)
+            if bl:
+                return self._from_binding(mf, name, self._pick(bl), depth, binds)
+            for star in mf.star_imports:
+                smf = self.loader(star)
+                if smf is not None and (name in smf.bindings or smf.star_imports):
+                    r = self.resolve_name(star, name, depth + 1)
+                    if r.kind != "unresolved":
+                        return r
+                elif smf is None and not star.startswith("vllm"):
+                    return Resolved("external", name=f"{star}.{name}", note="via star import")
+            if name in BUILTIN_NAMES:
+                return Resolved("external", name=f"builtins.{name}")
+            # ``import a.b`` binds ``a``; a submodule of this package is reachable as an attribute.
+            if mf.is_package and self.loader(f"{module}.{name}") is not None:
+                return Resolved("module", name=f"{module}.{name}")
+            return Resolved("unresolved", name=f"name {name!r} is not bound in {module}")
+        finally:
+            self._resolving.discard((module, name))
+
+    def _from_binding(self, mf: ModuleFacts, name: str, b: Binding, depth: int,
+                      binds: tuple[tuple[str, ClassKey], ...]) -> Resolved:
+        if b.kind == "class":
+            return Resolved("class", ClassKey(mf.module, b.target))
+        if b.kind == "function":
+            return Resolved("function", name=f"{mf.module}:{b.target}")
+        if b.kind == "import":
+            if b.attr is None:
+                if self.loader(b.target) is not None:
+                    return Resolved("module", name=b.target)
+                return self._missing_or_external(b.target)
+            if self.loader(b.target) is not None:
+                r = self.resolve_name(b.target, b.attr, depth + 1)
+                if r.kind == "unresolved" and self.loader(f"{b.target}.{b.attr}") is not None:
+                    return Resolved("module", name=f"{b.target}.{b.attr}")
+                return r
+            if self.loader(f"{b.target}.{b.attr}") is not None:
+                return Resolved("module", name=f"{b.target}.{b.attr}")
+            return self._missing_or_external(f"{b.target}.{b.attr}")
+        if b.kind == "alias":
+            return self.resolve_dotted(mf.module, b.target, depth + 1, binds)
+        if b.kind == "call":
+            fn = self.resolve_dotted(mf.module, b.target, depth + 1, binds) if b.target else Resolved("unresolved")
+            if fn.kind == "function" and b.args:
+                arg = self.resolve_dotted(mf.module, b.args[0], depth + 1, binds) if b.args[0] else Resolved("unresolved")
+                prod = self.factory_product(fn.name, arg)
+                if prod is not None:
+                    return prod
+            return Resolved("dynamic", name=f"{b.target}(...)", note="value made by a call the tool cannot follow")
+        return Resolved("dynamic", name=name, note="bound to an expression the tool cannot follow")
+
+    def _missing_or_external(self, dotted_name: str) -> Resolved:
+        top = dotted_name.split(".")[0]
+        if top == "vllm":
+            return Resolved("unresolved", name=f"{dotted_name} is not in this tree")
+        return Resolved("external", name=dotted_name)
+
+    def resolve_dotted(self, module: str, dotted_name: str, depth: int = 0,
+                       binds: tuple[tuple[str, ClassKey], ...] = ()) -> Resolved:
+        parts = dotted_name.split(".")
+        cur = self.resolve_name(module, parts[0], depth, binds)
+        for part in parts[1:]:
+            if cur.kind == "module":
+                sub = f"{cur.name}.{part}"
+                r = self.resolve_name(cur.name, part, depth + 1)
+                if r.kind == "unresolved" and self.loader(sub) is not None:
+                    r = Resolved("module", name=sub)
+                cur = r
+            elif cur.kind == "external":
+                cur = Resolved("external", name=f"{cur.name}.{part}")
+            elif cur.kind == "class" and cur.key is not None:
+                inner = ClassKey(cur.key.module, f"{cur.key.qualname}.{part}")
+                if self.class_facts(inner) is not None:
+                    cur = Resolved("class", inner)
+                else:
+                    return Resolved("dynamic", name=dotted_name, note="attribute of a class")
+            else:
+                return cur
+        return cur
+
+    def factory_product(self, fn_ref: str, arg: Resolved) -> Resolved | None:
+        """A class made by a function such as ``as_seq_cls_model(cls)``: its nested class, with ``cls`` bound."""
+        mod, _, fname = fn_ref.partition(":")
+        mf = self.loader(mod)
+        if mf is None or arg.kind != "class" or arg.key is None:
+            return None
+        ff = mf.functions.get(fname)
+        if ff is None or not ff.params:
+            return None
+        param = ff.params[0]
+        for ret in ff.returns:
+            qn = f"{fname}.<locals>.{ret}"
+            if qn in ff.nested_classes:
+                return Resolved("class", ClassKey(mod, qn, ((param, arg.key),)))
+        if param in ff.returns:
+            return arg
+        return None
+
+    # -- bases and MRO -------------------------------------------------------------------------
+    def bases(self, key: ClassKey) -> list[Resolved]:
+        cf = self.class_facts(key)
+        if cf is None:
+            return []
+        out: list[Resolved] = []
+        for b in cf.bases:
+            if b.kind in ("name", "subscript") and b.dotted:
+                out.append(self.resolve_dotted(key.module, b.dotted, binds=key.binds))
+            elif b.kind == "call" and b.dotted:
+                fn = self.resolve_dotted(key.module, b.dotted, binds=key.binds)
+                prod = None
+                if fn.kind == "function" and b.args and b.args[0]:
+                    prod = self.factory_product(fn.name, self.resolve_dotted(key.module, b.args[0], binds=key.binds))
+                out.append(prod or Resolved("dynamic", name=b.text, note="base made by a call the tool cannot follow"))
+            else:
+                out.append(Resolved("dynamic", name=b.text, note="base expression the tool cannot follow"))
+        return out
+
+    def mro(self, key: ClassKey) -> MroResult:
+        cached = self._mro.get(key)
+        if cached is not None:
+            return cached
+        self._mro[key] = MroResult([key], error="circular inheritance")  # guard for cycles
+        res = self._c3(key)
+        self._mro[key] = res
+        return res
+
+    def _c3(self, key: ClassKey) -> MroResult:
+        seqs: list[list[ClassKey | Resolved]] = []
+        direct: list[ClassKey | Resolved] = []
+        error: str | None = None
+        for b in self.bases(key):
+            if b.kind == "class" and b.key is not None:
+                if b.key == key:
+                    error = "class inherits from itself"
+                    continue
+                sub = self.mro(b.key)
+                if sub.error and not error:
+                    error = sub.error
+                seqs.append(list(sub.entries))
+                direct.append(b.key)
+            else:
+                seqs.append([b])
+                direct.append(b)
+        seqs.append(list(direct))
+        out: list[ClassKey | Resolved] = [key]
+        seqs = [s for s in seqs if s]
+        while seqs:
+            for s in seqs:
+                head = s[0]
+                if not any(head in t[1:] for t in seqs):
+                    break
+            else:
+                # No consistent order; Python would raise TypeError at class creation.
+                error = error or "inconsistent MRO (no C3 linearization)"
+                for s in seqs:
+                    for e in s:
+                        if e not in out:
+                            out.append(e)
+                break
+            out.append(head)
+            seqs = [[e for e in s if e != head] for s in seqs]
+            seqs = [s for s in seqs if s]
+        return MroResult(out, error)
+
+    def member_origin(self, key: ClassKey, name: str, *, attribute_only: bool = True) -> tuple[ClassKey, Member] | None:
+        """The first class in the MRO that defines ``name`` (an annotation alone defines no attribute)."""
+        for e in self.mro(key).entries:
+            if isinstance(e, ClassKey):
+                cf = self.class_facts(e)
+                if cf is None:
+                    continue
+                m = cf.members.get(name)
+                if m is not None and (not attribute_only or m.kind != "annotation"):
+                    return e, m
+        return None
+
+    def in_mro(self, key: ClassKey, target: ClassKey) -> bool:
+        return target in self.mro(key).entries
+
+    def external_bases(self, key: ClassKey) -> list[Resolved]:
+        return [e for e in self.mro(key).entries if isinstance(e, Resolved)]
+
+    def method(self, key: ClassKey, name: str) -> tuple[ClassKey, object] | None:
+        """The ``Method`` detail of the first class in the MRO that defines ``name``."""
+        for e in self.mro(key).entries:
+            if isinstance(e, ClassKey):
+                cf = self.class_facts(e)
+                if cf is not None and name in cf.members:
+                    md = cf.methods.get(name)
+                    return (e, md) if md is not None else None
+        return None
+
+    # -- delegation ---------------------------------------------------------------------------
+    def delegations(self, key: ClassKey) -> list[Delegation]:
+        """Wrapper-to-inner edges: attributes that hold another model, from ``__init__``, ``get_language_model`` and ``__getattr__``."""
+        out: list[Delegation] = []
+        seen: set[str] = set()
+        lm_attrs: set[str] = set()
+        for e in self.mro(key).entries:
+            if not isinstance(e, ClassKey):
+                continue
+            cf = self.class_facts(e)
+            if cf is None:
+                continue
+            path = self.path_of(e)
+            glm = cf.methods.get("get_language_model")
+            if glm is not None:
+                for _kind, text, _line in glm.returns:
+                    if text.startswith("self.") and text.count(".") == 1:
+                        lm_attrs.add(text[5:])
+            ga = cf.methods.get("__getattr__")
+            if ga is not None:
+                for f, args, line in ga.calls:
+                    if f == "getattr" and args and args[0].startswith("self.") and args[0].count(".") == 1:
+                        attr = args[0][5:]
+                        if attr not in seen:
+                            out.append(Delegation(attr, "__getattr__", None, "attribute lookups forward here", path, line))
+            init = cf.methods.get("__init__")
+            if init is None:
+                continue
+            for sa in init.self_assigns:
+                attr = sa.target[5:] if sa.target.startswith("self.") else ""
+                if not attr or "." in attr or attr in seen:
+                    continue
+                d = self._delegation_from_assign(e, attr, sa, path)
+                if d is not None:
+                    seen.add(attr)
+                    out.append(d)
+        # Attach targets to __getattr__ edges and mark the get_language_model attribute.
+        by_attr = {d.attr: d for d in out if d.target is not None}
+        result: list[Delegation] = []
+        for d in out:
+            if d.how == "__getattr__" and d.attr in by_attr:
+                t = by_attr[d.attr]
+                d = Delegation(d.attr, "__getattr__", t.target, d.detail, d.path, d.line)
+            result.append(d)
+        for d in result:
+            if d.target is not None:
+                self.nx_graph.add_edge(str(key), str(d.target), kind="delegates", attr=d.attr)
+        self._lm_attrs[key] = lm_attrs
+        return result
+
+    _lm_attrs: dict[ClassKey, set[str]] = field(default_factory=dict)
+
+    def language_model_attrs(self, key: ClassKey) -> set[str]:
+        if key not in self._lm_attrs:
+            self.delegations(key)
+        return self._lm_attrs.get(key, set())
+
+    def _delegation_from_assign(self, owner: ClassKey, attr: str, sa: object, path: str) -> Delegation | None:
+        from eagle3_lint.facts import SelfAssign
+
+        assert isinstance(sa, SelfAssign)
+        if sa.value_kind != "call" or not sa.func:
+            return None
+        fn = self.resolve_dotted(owner.module, sa.func, binds=owner.binds)
+        if fn.kind == "class" and fn.key is not None:
+            return Delegation(attr, "init-assign", fn.key, f"self.{attr} = {sa.func}(...)", path, sa.line)
+        if sa.func.endswith("init_vllm_registered_model") or (fn.kind == "function" and fn.name.endswith(":init_vllm_registered_model")):
+            archs = sa.kwargs.get("architectures", "")
+            names = [a.strip().strip("'\"") for a in archs.strip("[]()").split(",") if a.strip()]
+            for arch in names:
+                k = self.registered(arch)
+                if k is not None:
+                    return Delegation(attr, "registered-model", k,
+                                      f"self.{attr} = init_vllm_registered_model(architectures=[{arch!r}])", path, sa.line)
+            return Delegation(attr, "registered-model", None,
+                              f"self.{attr} = init_vllm_registered_model(...): architecture chosen by the checkpoint config",
+                              path, sa.line)
+        return None
+
+    def inherits_edges(self, key: ClassKey) -> Iterator[tuple[str, str]]:
+        for b in self.bases(key):
+            tgt = str(b.key) if b.key is not None else b.name
+            self.nx_graph.add_edge(str(key), tgt, kind="inherits")
+            yield str(key), tgt
+
+    # -- where the decoder layers live ----------------------------------------------------------
+    def assigns_attr(self, key: ClassKey, attr: str) -> tuple[ClassKey, int] | None:
+        """The class in the MRO whose ``__init__`` assigns ``self.<attr>``."""
+        for e in self.mro(key).entries:
+            if isinstance(e, ClassKey):
+                cf = self.class_facts(e)
+                init = cf.methods.get("__init__") if cf else None
+                if init is not None:
+                    for sa in init.self_assigns:
+                        if sa.target == f"self.{attr}":
+                            return e, sa.line
+        return None

@@ -1,0 +1,117 @@
+"""Plain, frozen data types shared by every stage: no parser nodes, so JSON and SARIF are trivial."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from typing import Any
+
+
+class Severity(str, Enum):
+    ERROR = "error"
+    WARNING = "warning"
+    NOTE = "note"
+
+    @property
+    def rank(self) -> int:
+        return {"error": 3, "warning": 2, "note": 1}[self.value]
+
+
+class Applicability(str, Enum):
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+
+
+class Status(str, Enum):
+    SUPPORTED = "supported"
+    UNSUPPORTED = "unsupported"
+    WRAPPER_GAP = "wrapper-gap"
+    PARTIAL = "partial"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True, order=True)
+class Location:
+    """A span in a file; ``path`` is relative to the tree root, lines are 1-based, columns 0-based."""
+
+    path: str
+    line: int
+    col: int = 0
+    end_line: int | None = None
+    end_col: int | None = None
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}"
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace the text between (line, col) and (end_line, end_col) with ``new_text``.
+
+    An insertion has an empty span. Columns count characters, not bytes.
+    """
+
+    path: str
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+    new_text: str
+
+
+@dataclass(frozen=True)
+class Fix:
+    title: str
+    edits: tuple[Edit, ...]
+    applicability: Applicability = Applicability.SAFE
+
+
+@dataclass(frozen=True)
+class Step:
+    """One link of an evidence chain: what was found, and where."""
+
+    kind: str
+    text: str
+    location: Location | None = None
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    name: str
+    severity: Severity
+    message: str
+    location: Location
+    architecture: str | None = None
+    symbol: str | None = None
+    related: tuple[Step, ...] = ()
+    fix: Fix | None = None
+
+    def sort_key(self) -> tuple[Any, ...]:
+        return (self.location.path, self.location.line, self.location.col, self.rule, self.architecture or "")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    architecture: str
+    module: str
+    class_name: str
+    supports_eagle3: bool | None
+    status: Status
+    reason: str
+    evidence: tuple[Step, ...] = ()
+    location: Location | None = None
+    inner: tuple[str, ...] = field(default_factory=tuple)
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Dataclasses and enums to plain JSON values, keeping field order."""
+    if isinstance(obj, Enum):
+        return obj.value
+    if hasattr(obj, "__dataclass_fields__"):
+        return {k: to_jsonable(v) for k, v in asdict(obj).items()}
+    if isinstance(obj, dict):
+        return {k: to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(v) for v in obj]
+    return obj

@@ -1,0 +1,72 @@
+"""Rules are plugins: one module per rule, discovered by name (``eglNNN_<name>.py``).
+
+Each module defines ``META`` (a ``RuleMeta``), a docstring in ruff's shape (What it does / Why is
+this bad? / Example / Fix safety), ``check(ctx)`` yielding findings, and optionally a pure
+``fix(ctx, finding)`` returning a ``Fix`` (or None). Rules query the context; they never read files.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import pkgutil
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+from eagle3_lint.model import Finding, Fix, Location, Severity
+
+if TYPE_CHECKING:
+    from eagle3_lint.analysis import Context
+
+
+@dataclass(frozen=True)
+class RuleMeta:
+    id: str
+    name: str
+    severity: Severity
+    fixable: bool
+    summary: str
+
+
+class Rule:
+    def __init__(self, module: ModuleType) -> None:
+        self.module = module
+        self.meta: RuleMeta = module.META
+        self.doc: str = (module.__doc__ or "").strip()
+        self._check: Callable[[Context], Iterable[Finding]] = module.check
+        self._fix: Callable[[Context, Finding], Fix | None] | None = getattr(module, "fix", None)
+
+    def run(self, ctx: Context) -> Iterator[Finding]:
+        for f in self._check(ctx):
+            if self._fix is not None and f.fix is None:
+                fx = self._fix(ctx, f)
+                if fx is not None and fx.edits:
+                    f = dataclasses.replace(f, fix=fx)
+            yield f
+
+    def finding(self, message: str, location: Location, *, severity: Severity | None = None, **kw: object) -> Finding:
+        return Finding(self.meta.id, self.meta.name, severity or self.meta.severity, message, location, **kw)  # type: ignore[arg-type]
+
+
+def make(meta: RuleMeta, message: str, location: Location, *, severity: Severity | None = None, **kw: object) -> Finding:
+    return Finding(meta.id, meta.name, severity or meta.severity, message, location, **kw)  # type: ignore[arg-type]
+
+
+_RULE_FILE = re.compile(r"^egl\d{3}_\w+$")
+
+
+@lru_cache(maxsize=1)
+def all_rules() -> tuple[Rule, ...]:
+    mods: list[Rule] = []
+    for info in pkgutil.iter_modules(__path__):
+        if _RULE_FILE.match(info.name):
+            mods.append(Rule(importlib.import_module(f"{__name__}.{info.name}")))
+    return tuple(sorted(mods, key=lambda r: r.meta.id))
+
+
+def by_id() -> dict[str, Rule]:
+    return {r.meta.id: r for r in all_rules()}

@@ -1,0 +1,41 @@
+"""## What it does
+Reports a model file that cannot be decoded or parsed.
+
+## Why is this bad?
+vLLM imports the model module when the architecture is served; a file that does not parse raises
+at import time, so every architecture it defines cannot load at all. The rest of the tree is still
+checked.
+
+## Example
+```python
+class LlamaForCausalLM(nn.Module
+    ...
+```
+
+## Fix safety
+No automatic fix: the file needs a human.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from eagle3_lint.model import Finding, Location, Severity
+from eagle3_lint.rules import RuleMeta, make
+
+if TYPE_CHECKING:
+    from eagle3_lint.analysis import Context
+
+META = RuleMeta("EGL000", "unparsable-file", Severity.ERROR, False,
+                "A model file cannot be decoded or parsed, so vLLM cannot import it.")
+
+
+def check(ctx: Context) -> Iterator[Finding]:
+    for rel in ctx.model_files():
+        mf = ctx.store.load_path(rel)
+        if mf is None:
+            why = ctx.store.read_errors.get(rel, "cannot be read")
+            yield make(META, f"{rel} cannot be read: {why}", Location(rel, 1))
+        elif mf.error:
+            yield make(META, f"{rel}: {mf.error}", Location(rel, max(1, mf.error_line)))

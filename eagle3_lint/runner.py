@@ -1,0 +1,276 @@
+"""The runner's aux-layer path and the config-time gates, read from the tree being checked.
+
+Runner: every call of the contract's check function (``supports_eagle3(...)``) outside the model
+files, with the object it interrogates, the error it raises, the config-path function and key,
+and the model methods called afterwards (the fallback getter and the setter). Releases with no
+check function still call the model's methods directly; those calls are the path then.
+
+Gates: ``if`` statements that refuse EAGLE-3 by the target's HF ``model_type`` before any weight
+loads (``SpeculativeConfig`` from 0.9 to about 0.20). Recognised by shape, not by variable name.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from eagle3_lint.facts import decode_source, dotted
+from eagle3_lint.source import SourceTree
+
+_MODEL_DIRS = ("vllm/model_executor/models/", "vllm/models/")
+_RUNNER_MARKERS = (b"supports_eagle3(", b"aux_hidden_state_layers(", b"eagle_aux_hidden_state_layer_ids")
+_GATE_MARKERS = (b"eagle3", b"model_type")
+
+
+@dataclass(frozen=True)
+class RunnerSite:
+    path: str
+    line: int
+    function: str
+    interrogated: str  # source text of the object passed to the check, or of the receiver
+    error: str = ""
+    error_line: int = 0
+    config_function: str | None = None
+    config_line: int = 0
+    fallback: str | None = None
+    fallback_line: int = 0
+    setter: str | None = None
+    setter_line: int = 0
+    checked: bool = True  # False where the runner calls the methods with no check first
+
+
+@dataclass(frozen=True)
+class Gate:
+    path: str
+    line: int
+    methods: tuple[str, ...]  # speculative methods it applies to ("eagle3", ...)
+    allow_list: tuple[str, ...]
+    list_name: str | None
+    list_line: int
+    config_attr: str  # e.g. "hf_text_config"
+    match: str  # "substring"
+    error: str
+
+
+@dataclass(frozen=True)
+class RunnerPath:
+    sites: tuple[RunnerSite, ...] = ()
+    config_key: str | None = None
+    config_key_path: str = ""
+    config_key_line: int = 0
+    pp_verifier: str | None = None  # function that refuses PP unless the decoder sets the flag
+    pp_verifier_path: str = ""
+    pp_verifier_line: int = 0
+    pp_flag: str | None = None
+    gates: tuple[Gate, ...] = ()
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def primary(self) -> RunnerSite | None:
+        for s in self.sites:
+            if s.path.endswith("gpu_model_runner.py"):
+                return s
+        return self.sites[0] if self.sites else None
+
+    @property
+    def fallback_names(self) -> tuple[str, ...]:
+        return tuple(sorted({s.fallback for s in self.sites if s.fallback}))
+
+    @property
+    def setter_names(self) -> tuple[str, ...]:
+        return tuple(sorted({s.setter for s in self.sites if s.setter}))
+
+    @property
+    def model_calls(self) -> tuple[str, ...]:
+        return tuple(sorted({n for s in self.sites for n in (s.setter, s.fallback) if n}))
+
+
+def _candidates(source: SourceTree, markers: tuple[bytes, ...], need_all: bool) -> list[tuple[str, bytes]]:
+    out: list[tuple[str, bytes]] = []
+    for rel in source.py_files():
+        if rel.startswith(_MODEL_DIRS) or "/tests/" in rel:
+            continue
+        try:
+            data = source.read_bytes(rel)
+        except OSError:
+            continue
+        hit = all(m in data for m in markers) if need_all else any(m in data for m in markers)
+        if hit:
+            out.append((rel, data))
+    return out
+
+
+def _parse(rel: str, data: bytes) -> ast.Module | None:
+    try:
+        return ast.parse(decode_source(data), filename=rel)
+    except (SyntaxError, UnicodeError, ValueError, RecursionError):
+        return None
+
+
+def _functions(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    return [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+def _message(node: ast.AST) -> str:
+    """The literal parts of an exception message (f-string holes become ``{...}``)."""
+    parts: list[str] = []
+    for n in ast.walk(node):
+        if isinstance(n, ast.JoinedStr):
+            for v in n.values:
+                parts.append(v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else "{...}")
+            return "".join(parts)
+    for n in ast.walk(node):
+        if isinstance(n, ast.Constant) and isinstance(n.value, str):
+            parts.append(n.value)
+    return "".join(parts)
+
+
+def _raise_in(stmts: list[ast.stmt]) -> tuple[str, int]:
+    for st in stmts:
+        for n in ast.walk(st):
+            if isinstance(n, ast.Raise) and n.exc is not None:
+                exc = n.exc
+                name = dotted(exc.func) if isinstance(exc, ast.Call) else dotted(exc)
+                return f"{name}({_message(exc)!r})", n.lineno
+    return "", 0
+
+
+def derive(source: SourceTree, check_function: str, member_names: tuple[str, ...],
+           setter_hint: str | None, pp_flag: str | None) -> RunnerPath:
+    """Read the runner path; ``member_names`` are the contract's methods (may be empty)."""
+    sites: list[RunnerSite] = []
+    config_fns: dict[str, tuple[str, int]] = {}
+    cfg_key: tuple[str, str, int] | None = None
+    pp: tuple[str, str, int] | None = None
+    for rel, data in _candidates(source, _RUNNER_MARKERS, need_all=False):
+        tree = _parse(rel, data)
+        if tree is None:
+            continue
+        for fn in _functions(tree):
+            site = _site(rel, fn, check_function, member_names)
+            if site is not None:
+                sites.append(site)
+            for n in ast.walk(fn):
+                if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.startswith("eagle_aux") \
+                        and n.value.endswith("layer_ids") and cfg_key is None:
+                    cfg_key = (n.value, rel, n.lineno)
+                    config_fns[fn.name] = (rel, fn.lineno)
+                if pp_flag and isinstance(n, ast.Constant) and n.value == pp_flag and pp is None:
+                    pp = (fn.name, rel, fn.lineno)
+    gates = _gates(source)
+    notes: list[str] = []
+    if not sites:
+        notes.append("no runner call site found: the tree never asks the model for aux hidden states")
+    return RunnerPath(
+        sites=tuple(sorted(sites, key=lambda s: (not s.path.endswith("gpu_model_runner.py"), s.path, s.line))),
+        config_key=cfg_key[0] if cfg_key else None,
+        config_key_path=cfg_key[1] if cfg_key else "",
+        config_key_line=cfg_key[2] if cfg_key else 0,
+        pp_verifier=pp[0] if pp else None, pp_verifier_path=pp[1] if pp else "", pp_verifier_line=pp[2] if pp else 0,
+        pp_flag=pp_flag if pp else None,
+        gates=tuple(gates), notes=tuple(notes),
+    )
+
+
+def _site(rel: str, fn: ast.FunctionDef | ast.AsyncFunctionDef, check_function: str,
+          member_names: tuple[str, ...]) -> RunnerSite | None:
+    check: tuple[str, int] | None = None
+    err, err_line = "", 0
+    for n in ast.walk(fn):
+        if isinstance(n, ast.If):
+            t = n.test
+            if isinstance(t, ast.UnaryOp) and isinstance(t.op, ast.Not):
+                t = t.operand
+            if isinstance(t, ast.Call) and dotted(t.func).endswith(check_function) and t.args:
+                check = (ast.unparse(t.args[0]), n.lineno)
+                err, err_line = _raise_in(n.body)
+                break
+    fallback = setter = cfg = None
+    fb_line = st_line = cfg_line = 0
+    receiver = ""
+    for n in ast.walk(fn):
+        if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)):
+            if isinstance(n, ast.Call) and "from_config" in dotted(n.func) and "aux" in dotted(n.func):
+                cfg, cfg_line = dotted(n.func).rsplit(".", 1)[-1], n.lineno
+            continue
+        name = n.func.attr
+        if "from_config" in name and "aux" in name:
+            cfg, cfg_line = name, n.lineno
+            continue
+        is_member = name in member_names or (not member_names and "aux_hidden_state" in name)
+        if not is_member:
+            continue
+        if n.args:
+            if setter is None or n.lineno < st_line:
+                setter, st_line = name, n.lineno
+                receiver = ast.unparse(n.func.value)
+        elif fallback is None or n.lineno < fb_line:
+            fallback, fb_line = name, n.lineno
+    if check is None and setter is None:
+        return None
+    if check is None and fallback is None:
+        return None
+    return RunnerSite(
+        path=rel, line=check[1] if check else st_line, function=fn.name,
+        interrogated=check[0] if check else receiver, error=err, error_line=err_line,
+        config_function=cfg, config_line=cfg_line, fallback=fallback, fallback_line=fb_line,
+        setter=setter, setter_line=st_line, checked=check is not None,
+    )
+
+
+def _gates(source: SourceTree) -> list[Gate]:
+    out: list[Gate] = []
+    for rel, data in _candidates(source, _GATE_MARKERS, need_all=True):
+        if b"raise" not in data:
+            continue
+        tree = _parse(rel, data)
+        if tree is None:
+            continue
+        for fn in _functions(tree):
+            lists: dict[str, tuple[tuple[str, ...], int]] = {}
+            for n in ast.walk(fn):
+                if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) \
+                        and isinstance(n.value, (ast.List, ast.Tuple, ast.Set)) and n.value.elts \
+                        and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in n.value.elts):
+                    lists[n.targets[0].id] = (tuple(e.value for e in n.value.elts), n.lineno)  # type: ignore[union-attr]
+            for n in ast.walk(fn):
+                if isinstance(n, ast.If):
+                    g = _gate(rel, n, lists)
+                    if g is not None:
+                        out.append(g)
+    return out
+
+
+def _gate(rel: str, node: ast.If, lists: dict[str, tuple[tuple[str, ...], int]]) -> Gate | None:
+    test = node.test
+    methods = tuple(sorted({
+        n.value for n in ast.walk(test)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in ("eagle3", "eagle", "extract_hidden_states", "dflash", "dspark")
+    }))
+    if "eagle3" not in methods:
+        return None
+    if not any(isinstance(n, ast.Attribute) and n.attr == "model_type" for n in ast.walk(test)):
+        return None
+    err, _ = _raise_in(node.body)
+    if not err:
+        return None
+    allow: tuple[str, ...] = ()
+    list_name: str | None = None
+    list_line = 0
+    cfg_attr = ""
+    for n in ast.walk(test):
+        if isinstance(n, ast.Attribute) and n.attr == "model_type" and isinstance(n.value, ast.Attribute):
+            cfg_attr = n.value.attr
+        # ``not any(x in <...>.model_type for x in LIST)``
+        if isinstance(n, ast.comprehension) and isinstance(n.iter, ast.Name) and n.iter.id in lists:
+            list_name = n.iter.id
+            allow, list_line = lists[list_name]
+        # ``"llama" not in <...>.model_type``
+        if isinstance(n, ast.Compare) and isinstance(n.left, ast.Constant) and isinstance(n.left.value, str) \
+                and len(n.ops) == 1 and isinstance(n.ops[0], ast.NotIn) \
+                and isinstance(n.comparators[0], ast.Attribute) and n.comparators[0].attr == "model_type":
+            allow = (n.left.value,)
+            list_line = n.lineno
+    if not allow:
+        return None
+    return Gate(rel, node.lineno, methods, allow, list_name, list_line, cfg_attr, "substring", err)

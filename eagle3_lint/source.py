@@ -1,0 +1,182 @@
+"""Read-only access to a vLLM source tree, from a folder or straight from a wheel's zip.
+
+Paths are POSIX, relative to the tree root (the folder that holds ``vllm/``). Nothing here imports
+or executes the analyzed code.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import zipfile
+from abc import ABC, abstractmethod
+from pathlib import Path
+
+from eagle3_lint.errors import TargetError
+
+# Generated files this large are not model code; reading them would only cost time.
+MAX_FILE_BYTES = 8 * 1024 * 1024
+
+
+class SourceTree(ABC):
+    """A tree of files below a root; the only way the analyzer reads analyzed code."""
+
+    root_label: str
+
+    @abstractmethod
+    def py_files(self) -> list[str]:
+        """Every ``.py`` file under ``vllm/``, sorted."""
+
+    @abstractmethod
+    def read_bytes(self, rel: str) -> bytes:
+        """The file's bytes; raises OSError when it cannot be read."""
+
+    @abstractmethod
+    def other_files(self) -> list[str]:
+        """Non-Python files that matter (dist-info METADATA)."""
+
+    @property
+    def writable_root(self) -> Path | None:
+        """Where ``--apply`` may write, or None for a wheel."""
+        return None
+
+    def exists(self, rel: str) -> bool:
+        return rel in self._index()
+
+    def _index(self) -> set[str]:
+        idx = getattr(self, "_idx", None)
+        if idx is None:
+            idx = set(self.py_files())
+            self._idx = idx
+        return idx
+
+    def module_path(self, module: str) -> str | None:
+        """``vllm.a.b`` to ``vllm/a/b.py`` or ``vllm/a/b/__init__.py``, if present."""
+        base = module.replace(".", "/")
+        for cand in (base + ".py", base + "/__init__.py"):
+            if self.exists(cand):
+                return cand
+        return None
+
+    @staticmethod
+    def path_module(rel: str) -> str:
+        mod = rel[:-3] if rel.endswith(".py") else rel
+        if mod.endswith("/__init__"):
+            mod = mod[: -len("/__init__")]
+        return mod.replace("/", ".")
+
+    def vllm_version(self) -> str:
+        """From ``vllm/_version.py``/``version.py``, else dist-info METADATA, else "unknown"."""
+        for rel in ("vllm/_version.py", "vllm/version.py"):
+            if self.exists(rel):
+                try:
+                    text = self.read_bytes(rel).decode("utf-8", "replace")
+                except OSError:
+                    continue
+                m = re.search(r"^(?:__version__|version)\s*(?::\s*str\s*)?=\s*['\"]([^'\"]+)['\"]", text, re.M)
+                if m:
+                    return m.group(1)
+        for rel in self.other_files():
+            if rel.endswith(".dist-info/METADATA"):
+                try:
+                    text = self.read_bytes(rel).decode("utf-8", "replace")
+                except OSError:
+                    continue
+                m = re.search(r"^Version:\s*(\S+)", text, re.M)
+                if m:
+                    return m.group(1)
+        return "unknown"
+
+
+class DirSource(SourceTree):
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.root_label = str(root)
+        self._files: list[str] | None = None
+        self.skipped: list[tuple[str, str]] = []
+
+    @property
+    def writable_root(self) -> Path | None:
+        return self.root
+
+    def _walk(self) -> list[str]:
+        out: list[str] = []
+        seen_dirs: set[tuple[int, int]] = set()
+        top = self.root / "vllm"
+        # followlinks=False plus an inode set: a symlink loop cannot make the walk spin.
+        for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+            try:
+                st = os.stat(dirpath)
+                key = (st.st_dev, st.st_ino)
+            except OSError:
+                dirnames[:] = []
+                continue
+            if key in seen_dirs:
+                dirnames[:] = []
+                continue
+            seen_dirs.add(key)
+            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__" and not d.startswith("."))
+            for fn in filenames:
+                if fn.endswith(".py"):
+                    full = os.path.join(dirpath, fn)
+                    out.append(os.path.relpath(full, self.root).replace(os.sep, "/"))
+        return sorted(out)
+
+    def py_files(self) -> list[str]:
+        if self._files is None:
+            self._files = self._walk()
+        return self._files
+
+    def other_files(self) -> list[str]:
+        try:
+            return sorted(
+                f"{p.name}/METADATA" for p in self.root.iterdir()
+                if p.name.startswith("vllm-") and p.name.endswith(".dist-info") and (p / "METADATA").is_file()
+            )
+        except OSError:
+            return []
+
+    def read_bytes(self, rel: str) -> bytes:
+        full = self.root / rel
+        st = os.stat(full)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(f"not a regular file: {rel}")
+        if st.st_size > MAX_FILE_BYTES:
+            raise OSError(f"file too large to analyze ({st.st_size} bytes): {rel}")
+        with open(full, "rb") as fh:
+            return fh.read()
+
+
+class ZipSource(SourceTree):
+    """A wheel read in place: members are decompressed one at a time, on demand."""
+
+    def __init__(self, wheel: Path) -> None:
+        self.wheel = wheel
+        self.root_label = str(wheel)
+        try:
+            self._zip = zipfile.ZipFile(wheel)
+            names = self._zip.namelist()
+        except (zipfile.BadZipFile, OSError, EOFError) as exc:
+            raise TargetError(f"cannot read wheel {wheel}: {exc}") from None
+        self._py = sorted(n for n in names if n.startswith("vllm/") and n.endswith(".py"))
+        self._other = sorted(n for n in names if n.endswith(".dist-info/METADATA"))
+
+    def py_files(self) -> list[str]:
+        return self._py
+
+    def other_files(self) -> list[str]:
+        return self._other
+
+    def read_bytes(self, rel: str) -> bytes:
+        try:
+            info = self._zip.getinfo(rel)
+            if info.file_size > MAX_FILE_BYTES:
+                raise OSError(f"file too large to analyze ({info.file_size} bytes): {rel}")
+            return self._zip.read(rel)
+        except (KeyError, zipfile.BadZipFile, EOFError, ValueError) as exc:
+            raise OSError(f"cannot read {rel} from wheel: {exc}") from None
+
+
+def looks_like_vllm(root: Path) -> bool:
+    return (root / "vllm" / "model_executor").is_dir() or (root / "vllm" / "__init__.py").is_file()

@@ -1,0 +1,142 @@
+"""Turn what the user passed (a folder, a wheel, ``vllm==X.Y.Z`` or nothing) into a read-only tree.
+
+``vllm==X.Y.Z`` is fetched once with ``pip download --no-deps`` and only its ``.py`` files and
+dist-info are kept, under ``$XDG_CACHE_HOME/eagle3-lint/vllm-X.Y.Z/``; a ``.complete`` marker,
+written last, tells a finished extraction from an interrupted one.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+from eagle3_lint.errors import TargetError, UsageError
+from eagle3_lint.source import DirSource, SourceTree, ZipSource, looks_like_vllm
+
+SPEC_RE = re.compile(r"^vllm==(?P<ver>[0-9][0-9A-Za-z.+\-]*)$")
+COMPLETE_MARKER = ".complete"
+
+
+def cache_root(cache_dir: str | os.PathLike[str] | None = None) -> Path:
+    if cache_dir:
+        return Path(cache_dir)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "eagle3-lint"
+
+
+def release_dir(version: str, cache_dir: str | os.PathLike[str] | None = None) -> Path:
+    return cache_root(cache_dir) / f"vllm-{version}"
+
+
+def _extract_py(wheel: Path, dest: Path) -> int:
+    n = 0
+    with zipfile.ZipFile(wheel) as z:
+        for name in z.namelist():
+            if name.endswith(".py") or ".dist-info/" in name:
+                # Wheels are untrusted too: refuse members that would escape the destination.
+                if name.startswith("/") or ".." in Path(name).parts:
+                    continue
+                z.extract(name, dest)
+                n += 1
+    return n
+
+
+def fetch_release(
+    version: str,
+    cache_dir: str | os.PathLike[str] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Path:
+    """The cached source tree of ``vllm==version``, downloading it on first use."""
+    dest = release_dir(version, cache_dir)
+    if (dest / COMPLETE_MARKER).is_file():
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=dest.parent, prefix=".dl-") as td:
+        if progress:
+            progress(f"downloading vllm=={version} with pip (about 340 MB, once)")
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
+               "--progress-bar", "on" if progress else "off", f"vllm=={version}", "-d", td]
+        try:
+            proc = subprocess.run(cmd, stdout=sys.stderr if progress else subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, timeout=3600)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise TargetError(f"cannot run pip to fetch vllm=={version}: {exc}") from None
+        if proc.returncode != 0:
+            last = [ln for ln in (proc.stderr or "").splitlines() if ln.strip()]
+            reason = last[-1].strip() if last else f"pip exited {proc.returncode}"
+            raise TargetError(f"cannot fetch vllm=={version}: {reason}")
+        wheels = sorted(Path(td).glob("*.whl"))
+        if not wheels:
+            raise TargetError(f"cannot fetch vllm=={version}: pip produced no wheel (only an sdist?)")
+        if progress:
+            progress(f"extracting .py files of {wheels[0].name}")
+        staging = Path(td) / "tree"
+        try:
+            _extract_py(wheels[0], staging)
+        except (zipfile.BadZipFile, OSError) as exc:
+            raise TargetError(f"cannot unpack {wheels[0].name}: {exc}") from None
+        (staging / COMPLETE_MARKER).write_text(version)
+        shutil.rmtree(dest, ignore_errors=True)
+        os.replace(staging, dest)
+    return dest
+
+
+def _git_checkout_root(start: Path) -> Path | None:
+    for p in (start, *start.parents):
+        if (p / ".git").exists():
+            return p if looks_like_vllm(p) else None
+    return None
+
+
+def resolve(
+    target: str | None,
+    cache_dir: str | os.PathLike[str] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> SourceTree:
+    """Resolve a target argument; raises UsageError/TargetError with a one-line message."""
+    if target is None:
+        here = Path.cwd()
+        if looks_like_vllm(here):
+            return DirSource(here)
+        checkout = _git_checkout_root(here)
+        if checkout is not None:
+            return DirSource(checkout)
+        # find_spec on a top-level name locates it without running its __init__.
+        spec = importlib.util.find_spec("vllm")
+        if spec is None or not spec.submodule_search_locations:
+            raise UsageError(
+                "no vLLM found: pass a path (site-packages, vllm/ folder, checkout or .whl) or vllm==X.Y.Z"
+            )
+        return DirSource(Path(list(spec.submodule_search_locations)[0]).parent)
+
+    m = SPEC_RE.match(target.strip())
+    if m:
+        return DirSource(fetch_release(m.group("ver"), cache_dir, progress))
+    if target.startswith("vllm") and ("=" in target or "<" in target or ">" in target):
+        raise UsageError(f"unsupported version spec {target!r}: use an exact pin, vllm==X.Y.Z")
+
+    path = Path(target).expanduser()
+    if not path.exists():
+        raise TargetError(f"target does not exist: {target}")
+    if path.is_file():
+        if path.suffix == ".whl":
+            return ZipSource(path)
+        raise UsageError(f"target is a file but not a wheel (.whl): {target}")
+    if not os.access(path, os.R_OK | os.X_OK):
+        raise TargetError(f"target folder is not readable: {target}")
+    path = path.resolve()
+    if looks_like_vllm(path):
+        return DirSource(path)
+    if path.name == "vllm" and ((path / "model_executor").is_dir() or (path / "__init__.py").is_file()):
+        return DirSource(path.parent)
+    raise UsageError(
+        f"not a vLLM tree: {target} (expected a folder holding vllm/, a vllm/ folder, a .whl or vllm==X.Y.Z)"
+    )
