@@ -14,7 +14,7 @@ import codecs
 import sys
 from dataclasses import dataclass, field
 
-FACTS_VERSION = 3
+FACTS_VERSION = 5
 
 # Branch tags for bindings made under control flow; resolution prefers the runtime default.
 MAIN, ELSE, TRY, IF, TYPE_CHECKING, EXCEPT = "", "else", "try", "if", "type-checking", "except"
@@ -53,6 +53,7 @@ class Member:
     stub: bool = False
     value: str | None = None  # repr of a literal constant value, if simple
     decorators: tuple[str, ...] = ()
+    alias: str | None = None  # dotted name assigned (``model_cls = DeepseekV2Model``)
 
 
 @dataclass
@@ -223,7 +224,8 @@ def _is_interesting(name: str) -> bool:
     if name in ("__init__", "forward", "get_language_model", "__getattr__"):
         return True
     low = name.lower()
-    return "aux" in low or "eagle" in low or "hidden_state" in low
+    # ``_init_model`` builders tell which class ``self.model`` holds.
+    return "aux" in low or "eagle" in low or "hidden_state" in low or "init" in low
 
 
 def _const_repr(node: ast.AST | None) -> str | None:
@@ -464,10 +466,12 @@ class _Extractor:
             for t in st.targets:
                 for n in (t.elts if isinstance(t, ast.Tuple) else [t]):
                     if isinstance(n, ast.Name):
-                        members[n.id] = Member(n.id, "assign", st.lineno, st.end_lineno or st.lineno, False, _const_repr(st.value))
+                        members[n.id] = Member(n.id, "assign", st.lineno, st.end_lineno or st.lineno, False,
+                                               _const_repr(st.value), alias=dotted(st.value) or None)
         elif isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name):
             kind = "annassign" if st.value is not None else "annotation"
-            members[st.target.id] = Member(st.target.id, kind, st.lineno, st.end_lineno or st.lineno, False, _const_repr(st.value))
+            members[st.target.id] = Member(st.target.id, kind, st.lineno, st.end_lineno or st.lineno, False,
+                                           _const_repr(st.value), alias=dotted(st.value) or None)
         elif isinstance(st, ast.ClassDef):
             members[st.name] = Member(st.name, "class", st.lineno, st.end_lineno or st.lineno)
         elif isinstance(st, ast.If):
@@ -489,6 +493,14 @@ class _Extractor:
             if isinstance(node, (ast.Assign, ast.AnnAssign)):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for t in targets:
+                    if isinstance(t, ast.Tuple) and node.value is not None:
+                        # ``self.start_layer, self.end_layer, self.layers = make_layers(...)``
+                        f = dotted(node.value.func) if isinstance(node.value, ast.Call) else ""
+                        for el in t.elts:
+                            de = dotted(el)
+                            if de.startswith(self_name + "."):
+                                assigns.append(SelfAssign(de, "unpack", f, (), {}, node.lineno))
+                        continue
                     d = dotted(t)
                     if d.startswith(self_name + ".") and node.value is not None:
                         v = node.value

@@ -362,7 +362,25 @@ class ClassGraph:
         assert isinstance(sa, SelfAssign)
         if sa.value_kind != "call" or not sa.func:
             return None
-        fn = self.resolve_dotted(owner.module, sa.func, binds=owner.binds)
+        if sa.func.startswith("self.") and sa.func.count(".") == 1:
+            # ``self.model = self.model_cls(...)`` with ``model_cls = DeepseekV2Model`` on the class.
+            hit = self.member_origin(owner, sa.func[5:])
+            fn = Resolved("dynamic", name=sa.func)
+            if hit is not None and hit[1].alias:
+                fn = self.resolve_dotted(hit[0].module, hit[1].alias, binds=hit[0].binds)
+            elif hit is not None and hit[1].kind == "def":
+                # ``self.model = self._init_model(...)`` whose body returns ``LlamaModel(...)``.
+                cf = self.class_facts(hit[0])
+                md = cf.methods.get(sa.func[5:]) if cf else None
+                for kind, text, _line in (md.returns if md else ()):
+                    head = text.split("(", 1)[0].strip()
+                    if kind == "call" and head:
+                        r = self.resolve_dotted(hit[0].module, head, binds=hit[0].binds)
+                        if r.kind == "class":
+                            fn = r
+                            break
+        else:
+            fn = self.resolve_dotted(owner.module, sa.func, binds=owner.binds)
         if fn.kind == "class" and fn.key is not None:
             return Delegation(attr, "init-assign", fn.key, f"self.{attr} = {sa.func}(...)", path, sa.line)
         if sa.func.endswith("init_vllm_registered_model") or (fn.kind == "function" and fn.name.endswith(":init_vllm_registered_model")):

@@ -37,6 +37,7 @@ class RunnerSite:
     setter: str | None = None
     setter_line: int = 0
     checked: bool = True  # False where the runner calls the methods with no check first
+    negated: bool = True  # ``if not supports_eagle3(...): raise`` (0.12+) vs ``if supports_eagle3(...): set`` (0.11)
 
 
 @dataclass(frozen=True)
@@ -176,11 +177,13 @@ def _site(rel: str, fn: ast.FunctionDef | ast.AsyncFunctionDef, check_function: 
           member_names: tuple[str, ...]) -> RunnerSite | None:
     check: tuple[str, int] | None = None
     err, err_line = "", 0
+    negated = False
     for n in ast.walk(fn):
         if isinstance(n, ast.If):
             t = n.test
-            if isinstance(t, ast.UnaryOp) and isinstance(t.op, ast.Not):
-                t = t.operand
+            negated = isinstance(t, ast.UnaryOp) and isinstance(t.op, ast.Not)
+            if negated:
+                t = t.operand  # type: ignore[attr-defined]
             if isinstance(t, ast.Call) and dotted(t.func).endswith(check_function) and t.args:
                 check = (ast.unparse(t.args[0]), n.lineno)
                 err, err_line = _raise_in(n.body)
@@ -214,7 +217,7 @@ def _site(rel: str, fn: ast.FunctionDef | ast.AsyncFunctionDef, check_function: 
         path=rel, line=check[1] if check else st_line, function=fn.name,
         interrogated=check[0] if check else receiver, error=err, error_line=err_line,
         config_function=cfg, config_line=cfg_line, fallback=fallback, fallback_line=fb_line,
-        setter=setter, setter_line=st_line, checked=check is not None,
+        setter=setter, setter_line=st_line, checked=check is not None, negated=negated,
     )
 
 

@@ -1,0 +1,10 @@
+"""Small shims for Python 3.10 (tomllib arrived in 3.11)."""
+
+import sys
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+__all__ = ["tomllib"]

@@ -1,0 +1,97 @@
+"""What a command does, between argument parsing (cli.py) and rendering (report/).
+
+Kept apart from click so tests and other front ends (pre-commit, the matrix) call the same code.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from eagle3_lint import target as target_mod
+from eagle3_lint.analysis import Context, Options, analyze
+from eagle3_lint.errors import UsageError
+from eagle3_lint.model import Finding, Severity
+from eagle3_lint.source import SourceTree
+
+
+@dataclass
+class CheckRequest:
+    target: str | None = None
+    archs: tuple[str, ...] = ()
+    cache_dir: str | None = None
+    no_cache: bool = False
+    target_config: str | None = None
+    draft_config: str | None = None
+    debug: bool = False
+    select: Callable[[str], bool] | None = None
+    progress: Callable[[str], None] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def load_json_file(path: str, what: str) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except FileNotFoundError:
+        raise UsageError(f"{what} not found: {path}") from None
+    except (OSError, UnicodeError, json.JSONDecodeError) as exc:
+        raise UsageError(f"{what} is not readable JSON: {path}: {exc}") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{what} must be a JSON object: {path}")
+    return data
+
+
+def open_target(req: CheckRequest) -> SourceTree:
+    return target_mod.resolve(req.target, req.cache_dir, req.progress)
+
+
+def run_check(req: CheckRequest) -> Context:
+    source = open_target(req)
+    if not source.py_files():
+        raise UsageError(f"not a vLLM tree: no vllm/*.py files under {source.root_label}")
+    tcfg = load_json_file(req.target_config, "--target-config") if req.target_config else None
+    dcfg = load_json_file(req.draft_config, "--draft-config") if req.draft_config else None
+    archs = tuple(req.archs)
+    if not archs and tcfg and isinstance(tcfg.get("architectures"), list):
+        archs = tuple(str(a) for a in tcfg["architectures"])
+    cache = None if req.no_cache else target_mod.cache_root(req.cache_dir)
+    opts = Options(targets=archs, cache_dir=cache, target_config=tcfg, target_config_path=req.target_config,
+                   draft_config=dcfg, draft_config_path=req.draft_config, debug=req.debug, progress=req.progress)
+    ctx = analyze(source, opts, req.select)
+    unknown = [a for a in archs if a not in ctx.verdicts]
+    if unknown:
+        hints = []
+        for a in unknown:
+            close = difflib.get_close_matches(a, list(ctx.verdicts), n=1)
+            hints.append(f"{a}" + (f" (did you mean {close[0]}?)" if close else ""))
+        raise UsageError(f"unknown architecture for vLLM {ctx.version}: {', '.join(hints)}")
+    return ctx
+
+
+def exit_code(findings: list[Finding], fail_on: str, errors: int) -> int:
+    if errors:
+        return 2
+    level = Severity(fail_on).rank
+    return 1 if any(f.severity.rank >= level for f in findings) else 0
+
+
+def write_output(text: str, output: str | None) -> None:
+    if output is None or output == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    p = Path(output)
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        tmp = p.with_name(p.name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, p)
+    except OSError as exc:
+        raise UsageError(f"cannot write {output}: {exc.strerror or exc}") from None

@@ -1,0 +1,153 @@
+"""Command line: parses arguments, calls app/report, and picks the exit code. Nothing else.
+
+Exit codes: 0 no finding at or above the fail level; 1 findings; 2 usage error, unreadable target
+or internal error. A traceback is printed only with ``--debug``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+import click
+from rich.console import Console
+
+from eagle3_lint import __version__
+from eagle3_lint import fixes as fixes_mod
+from eagle3_lint.app import CheckRequest, exit_code, run_check, write_output
+from eagle3_lint.errors import UsageError
+from eagle3_lint.report import build_report
+
+FORMATS = ["text", "json"]
+
+
+def _fail(msg: str, debug: bool = False) -> NoReturn:
+    if debug:
+        traceback.print_exc()
+    click.echo(f"eagle3-lint: error: {msg}", err=True)
+    sys.exit(2)
+
+
+def _progress(enabled: bool) -> Callable[[str], None] | None:
+    if not enabled or not sys.stderr.isatty():
+        return None
+    console = Console(stderr=True)
+    return lambda msg: console.print(f"[dim]{msg}[/]")
+
+
+def _guard(debug: bool, fn: Callable[[], int]) -> NoReturn:
+    try:
+        code = fn()
+    except UsageError as exc:
+        _fail(str(exc), debug)
+    except fixes_mod.ApplyError as exc:
+        _fail(str(exc), debug)
+    except KeyboardInterrupt:
+        _fail("interrupted")
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, exit 2
+        _fail(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)", debug)
+    sys.exit(code)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="eagle3-lint")
+def main() -> None:
+    """Static EAGLE-3 compatibility analyzer for vLLM model classes (never imports the tree)."""
+
+
+_common = [
+    click.option("--cache-dir", type=click.Path(file_okay=False), default=None, help="Cache folder (default $XDG_CACHE_HOME/eagle3-lint)."),
+    click.option("--no-cache", is_flag=True, help="Do not read or write the facts cache."),
+    click.option("--debug", is_flag=True, help="Show tracebacks of internal errors."),
+]
+
+
+def common(f: Callable[..., Any]) -> Callable[..., Any]:
+    for opt in reversed(_common):
+        f = opt(f)
+    return f
+
+
+@main.command()
+@click.argument("target", required=False)
+@click.option("--arch", "archs", multiple=True, help="Architecture to target (repeatable). Default: report all, flag none.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
+@click.option("--output", "-o", default=None, help="Write the report (or the patch, with --fix) to this file.")
+@click.option("--fix", "do_fix", is_flag=True, help="Emit a unified diff of the fixes (writes nothing to the tree).")
+@click.option("--apply", "do_apply", is_flag=True, help="With --fix: write the fixes into the tree, atomically.")
+@click.option("--unsafe-fixes", is_flag=True, help="Include fixes marked unsafe (new methods, new loops).")
+@click.option("--backup", is_flag=True, help="With --apply: keep FILE.orig copies.")
+@click.option("--target-config", default=None, help="The target model's HF config.json.")
+@click.option("--draft-config", default=None, help="The EAGLE-3 drafter's config.json.")
+@click.option("--fail-on", type=click.Choice(["error", "warning", "note"]), default="error", show_default=True)
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
+@click.option("--all", "show_all", is_flag=True, help="Text: list every architecture even with --arch.")
+@common
+def check(target: str | None, archs: tuple[str, ...], fmt: str, output: str | None, do_fix: bool, do_apply: bool,
+          unsafe_fixes: bool, backup: bool, target_config: str | None, draft_config: str | None, fail_on: str,
+          exit_zero: bool, show_all: bool, cache_dir: str | None, no_cache: bool, debug: bool) -> None:
+    """Check TARGET: a site-packages or vllm/ folder, a checkout, a .whl, vllm==X.Y.Z, or the installed vllm."""
+
+    def run() -> int:
+        if do_apply and not do_fix:
+            raise UsageError("--apply needs --fix")
+        req = CheckRequest(target, archs, cache_dir, no_cache, target_config, draft_config, debug,
+                           progress=_progress(fmt == "text" and not do_fix))
+        ctx = run_check(req)
+        findings = list(ctx.findings)
+        if do_fix:
+            plan = fixes_mod.plan(ctx.source, findings, unsafe_fixes)
+            if do_apply:
+                written = fixes_mod.apply(ctx.source.writable_root, plan, backup)
+                for p in written:
+                    click.echo(f"fixed {p}", err=True)
+            else:
+                write_output(fixes_mod.unified_diff(plan), output)
+            if plan.held_back_unsafe:
+                click.echo(f"{plan.held_back_unsafe} unsafe fix(es) held back; rerun with --unsafe-fixes", err=True)
+            if plan.conflicts:
+                click.echo(f"{plan.conflicts} overlapping edit(s) dropped; rerun --fix after applying", err=True)
+        elif fmt == "json":
+            write_output(json.dumps(build_report(ctx, findings), indent=2) + "\n", output)
+        else:
+            from eagle3_lint.report.text import render_check
+
+            console = Console(file=open(output, "w", encoding="utf-8") if output else None, width=160 if output else None)
+            render_check(ctx, console, findings, show_all)
+        code = exit_code(findings, fail_on, len(ctx.errors))
+        if code == 2:
+            for e in ctx.errors:
+                click.echo(f"eagle3-lint: internal error in {e.where}: {e.message}", err=True)
+                if debug:
+                    click.echo(e.traceback, err=True)
+        if exit_zero and code == 1:
+            return 0
+        return code
+
+    _guard(debug, run)
+
+
+@main.command()
+@click.argument("arch")
+@click.argument("target", required=False)
+@click.option("--target-config", default=None, help="The target model's HF config.json.")
+@common
+def trace(arch: str, target: str | None, target_config: str | None, cache_dir: str | None, no_cache: bool, debug: bool) -> None:
+    """Show how the runner reaches ARCH: gates, call site, MRO, delegation, aux-state loop, fallback."""
+
+    def run() -> int:
+        from eagle3_lint.report.text import trace_tree
+
+        ctx = run_check(CheckRequest(target, (arch,), cache_dir, no_cache, target_config, None, debug,
+                                     progress=_progress(True)))
+        Console().print(trace_tree(ctx, arch))
+        return 0
+
+    _guard(debug, run)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,5 @@
+from torch import nn
+
+
+class FamForCausalLM(nn.Module):
+    pass

@@ -1,0 +1,55 @@
+"""Shared fixtures: real released vLLM trees (downloaded once, cached) and sample-tree materialisation."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from eagle3_lint import target
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLES = REPO / "sample_trees"
+
+
+def real_cache_dir() -> Path:
+    """Where real releases are cached; CI and developers share the user cache by default."""
+    env = os.environ.get("EAGLE3_LINT_TEST_CACHE")
+    return Path(env) if env else target.cache_root()
+
+
+class RealTrees:
+    """Session-wide access to real vLLM releases: ``trees.get("0.16.0")`` -> root folder."""
+
+    def __init__(self) -> None:
+        self.cache = real_cache_dir()
+
+    def get(self, version: str) -> Path:
+        if os.environ.get("EAGLE3_LINT_OFFLINE") and not (target.release_dir(version, self.cache) / target.COMPLETE_MARKER).exists():
+            pytest.skip(f"vllm=={version} not cached and EAGLE3_LINT_OFFLINE is set")
+        return target.fetch_release(version, self.cache)
+
+
+@pytest.fixture(scope="session")
+def real_trees() -> RealTrees:
+    return RealTrees()
+
+
+def materialize(case_dir: Path, dest: Path) -> Path:
+    """Copy a sample case (its base, then its own files on top) to ``dest``; returns the tree root."""
+    from eagle3_lint._compat import tomllib
+
+    meta = tomllib.loads((case_dir / "case.toml").read_text()) if (case_dir / "case.toml").exists() else {}
+    base = meta.get("base")
+    if base:
+        shutil.copytree(SAMPLES / "_bases" / base, dest, dirs_exist_ok=True)
+    for item in case_dir.iterdir():
+        if item.name in ("case.toml", "expected.diff") or item.name.endswith(".json"):
+            continue
+        if item.is_dir():
+            shutil.copytree(item, dest / item.name, dirs_exist_ok=True)
+        else:
+            shutil.copy2(item, dest / item.name)
+    return dest
