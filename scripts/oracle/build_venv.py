@@ -14,9 +14,9 @@ tests/differential/locks/vllm-<V>.txt:
   5. pip install --no-deps -r <lock>
   6. delete torchaudio/lib/_torchaudio*.so if present (CUDA-built native ext)
   7. smoke test: import vllm's model registry inside the venv
-  8. write the marker file (last), recording the lock's sha256
+  8. write the marker file (last), recording the lock's sha256 and RECIPE
 
-A venv with a marker whose lock hash matches is reused as is; a venv without the
+A venv with a marker whose lock hash and recipe number match is reused as is; a venv without the
 marker (an interrupted build) or built from another lock is deleted and rebuilt.
 Prints the venv's python path as the last line of stdout on success. On failure,
 exits non-zero with one line starting with "build_venv: error:" on stderr.
@@ -36,6 +36,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 LOCK_DIR = REPO / "tests" / "differential" / "locks"
 MARKER = ".eagle3-lint-oracle-complete.json"
+# Bump when the build steps change, so that venvs built the old way are rebuilt.
+RECIPE = 1
 TORCH = "torch==2.13.0"
 TORCH_NO_DEPS = ["torchvision==0.28.0", "torchaudio==2.11.1"]
 
@@ -137,12 +139,14 @@ def main(argv: list[str] | None = None) -> int:
         lock_hash = sha256(lock)
         marker = read_marker(venv)
         if marker and not args.force and marker.get("lock_sha256") == lock_hash \
+                and marker.get("recipe") == RECIPE \
                 and (venv / "bin" / "python").exists():
             log(f"reuse complete venv {venv} (built {marker.get('built')})")
             print(venv / "bin" / "python")
             return 0
         if venv.exists():
-            why = "forced" if args.force else ("lock changed" if marker else "no completion marker (interrupted build?)")
+            why = "forced" if args.force else (
+                "lock or recipe changed" if marker else "no completion marker (interrupted build?)")
             log(f"delete {venv} ({why})")
             shutil.rmtree(venv)
         cache.mkdir(parents=True, exist_ok=True)
@@ -150,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         build(version, venv, lock, args.python)
         (venv / MARKER).write_text(json.dumps({
             "vllm": version,
+            "recipe": RECIPE,
             "lock": str(lock),
             "lock_sha256": lock_hash,
             "torch": TORCH,
