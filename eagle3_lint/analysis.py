@@ -11,6 +11,7 @@ import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from eagle3_lint import contract as contract_mod
 from eagle3_lint import registry as registry_mod
@@ -24,6 +25,9 @@ from eagle3_lint.source import SourceTree
 from eagle3_lint.store import FactStore
 from eagle3_lint.verdict import Judge
 
+if TYPE_CHECKING:
+    from eagle3_lint.suppress import Suppression
+
 MODEL_DIRS = ("vllm/model_executor/models/", "vllm/models/")
 
 
@@ -36,7 +40,8 @@ class Options:
     draft_config: dict | None = None
     draft_config_path: str | None = None
     debug: bool = False
-    progress: Callable[[str], None] | None = None
+    # progress(message) for a step, progress(message, done, total) for a counted one (cli.py renders it).
+    progress: Callable[..., None] | None = None
 
 
 @dataclass
@@ -62,6 +67,8 @@ class Context:
     findings: list[Finding] = field(default_factory=list)
     errors: list[InternalError] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
+    # Findings silenced by an inline ``# eagle3-lint: ignore[...]`` comment (suppress.py), with why.
+    suppressed: list[tuple[Finding, Suppression]] = field(default_factory=list)
 
     @property
     def targeted(self) -> tuple[str, ...]:
@@ -106,11 +113,7 @@ def resolve_entry(graph: ClassGraph, module: str, class_name: str) -> tuple[Clas
 def build(source: SourceTree, options: Options) -> Context:
     t0 = time.perf_counter()
     store = FactStore(source, options.cache_dir)
-    if options.progress:
-        options.progress("reading model files")
-    for rel in source.py_files():
-        if rel.startswith(MODEL_DIRS):
-            store.load_path(rel)
+    store.preload([rel for rel in source.py_files() if rel.startswith(MODEL_DIRS)], options.progress)
     t1 = time.perf_counter()
     reg_mf = store.load(registry_mod.REGISTRY_MODULE)
     try:
@@ -118,11 +121,14 @@ def build(source: SourceTree, options: Options) -> Context:
     except OSError:
         reg_text = ""
     registry = registry_mod.derive(reg_mf, reg_text)
-    contract = contract_mod.derive(source)
-    runner = runner_mod.derive(source, contract.check_function, contract.required if contract.found else (),
-                               contract.setter, contract.pp_flag)
+    # Whole-tree derivations are cached under the content hashes of the files they read (store.memo).
+    iface = [p for p in (source.module_path(contract_mod.INTERFACES_MODULE),) if p]
+    contract = store.memo("contract", (), iface, contract_mod.derive)
+    rargs = (contract.check_function, contract.required if contract.found else (), contract.setter, contract.pp_flag)
+    runner = store.memo("runner", rargs, runner_mod.input_files(source), lambda src: runner_mod.derive(src, *rargs))
     if not contract.found:
-        contract = contract_mod.derive(source, runner.model_calls)
+        calls = runner.model_calls
+        contract = store.memo("contract-duck", (calls,), iface, lambda src: contract_mod.derive(src, calls))
     t2 = time.perf_counter()
 
     def registered(arch: str) -> ClassKey | None:
@@ -159,11 +165,25 @@ def run_rules(ctx: Context, rules: Iterable[object]) -> None:
     ctx.store.save()
 
 
+def apply_suppressions(ctx: Context, ran: set[str]) -> None:
+    from eagle3_lint import suppress
+
+    try:
+        suppress.apply(ctx, ran)
+    except Exception as exc:  # noqa: BLE001 - a comment-scanning bug must not lose the findings
+        ctx.errors.append(InternalError("suppressions", f"{type(exc).__name__}: {exc}", traceback.format_exc()))
+
+
 def analyze(source: SourceTree, options: Options, select: Callable[[str], bool] | None = None) -> Context:
+    from eagle3_lint import guard
     from eagle3_lint.rules import all_rules
 
-    ctx = build(source, options)
-    t = time.perf_counter()
-    run_rules(ctx, [r for r in all_rules() if select is None or select(r.meta.id)])
-    ctx.timings["rules"] = time.perf_counter() - t
+    rules = [r for r in all_rules() if select is None or select(r.meta.id)]
+    # Nothing under the tree may be imported, executed or written while it is analyzed (guard.py).
+    with guard.protect(source):
+        ctx = build(source, options)
+        t = time.perf_counter()
+        run_rules(ctx, rules)
+        apply_suppressions(ctx, {r.meta.id for r in rules})
+        ctx.timings["rules"] = time.perf_counter() - t
     return ctx
