@@ -14,7 +14,7 @@ import codecs
 import sys
 from dataclasses import dataclass, field
 
-FACTS_VERSION = 5
+FACTS_VERSION = 7
 
 # Branch tags for bindings made under control flow; resolution prefers the runtime default.
 MAIN, ELSE, TRY, IF, TYPE_CHECKING, EXCEPT = "", "else", "try", "if", "type-checking", "except"
@@ -138,6 +138,7 @@ class FunctionFacts:
     params: tuple[str, ...]
     returns: tuple[str, ...]  # dotted names returned
     nested_classes: tuple[str, ...]  # qualnames of classes defined inside
+    local_bindings: dict[str, Binding] = field(default_factory=dict)  # ``Base = factory(cls)`` inside the body
 
 
 @dataclass
@@ -389,10 +390,19 @@ class _Extractor:
     def _function(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         nested: list[str] = []
         returns: list[str] = []
+        local: dict[str, Binding] = {}
         stack: list[ast.stmt] = list(fn.body)
         while stack:
             st = stack.pop()
-            if isinstance(st, ast.ClassDef):
+            if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+                local[st.targets[0].id] = self._value_binding(st.value, st.lineno, MAIN)
+            elif isinstance(st, ast.ImportFrom):
+                # Lazy imports inside factories bind the bases of the classes they make.
+                mod = self.abs_module(st.level, st.module)
+                for a in st.names:
+                    if a.name != "*":
+                        local[a.asname or a.name] = Binding("import", mod, attr=a.name, line=st.lineno)
+            elif isinstance(st, ast.ClassDef):
                 qn = f"{fn.name}.<locals>.{st.name}"
                 self._class(st, MAIN, nested_in=fn.name, qualname=qn)
                 nested.append(qn)
@@ -406,7 +416,7 @@ class _Extractor:
                 for h in getattr(st, "handlers", []) or []:
                     stack.extend(h.body)
         params = tuple(a.arg for a in (*fn.args.posonlyargs, *fn.args.args))
-        self.mf.functions[fn.name] = FunctionFacts(fn.name, fn.lineno, params, tuple(returns), tuple(nested))
+        self.mf.functions[fn.name] = FunctionFacts(fn.name, fn.lineno, params, tuple(returns), tuple(nested), local)
 
     # -- classes ------------------------------------------------------------------------------
     def _class(self, node: ast.ClassDef, branch: str, nested_in: str | None, qualname: str | None = None) -> None:

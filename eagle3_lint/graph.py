@@ -206,13 +206,30 @@ class ClassGraph:
         return None
 
     # -- bases and MRO -------------------------------------------------------------------------
+    def _local(self, key: ClassKey, cf: ClassFacts, dotted_name: str) -> Resolved | None:
+        """A name bound inside the factory function that defines this class (``ModelForPooling = f(cls)``)."""
+        if cf.nested_in is None:
+            return None
+        mf = self.loader(key.module)
+        ff = mf.functions.get(cf.nested_in) if mf else None
+        head = dotted_name.split(".")[0]
+        if ff is None or head not in ff.local_bindings or any(p == head for p, _k in key.binds):
+            return None
+        b = ff.local_bindings[head]
+        if mf is None or "." in dotted_name:
+            return None
+        return self._from_binding(mf, head, b, 1, key.binds)
+
     def bases(self, key: ClassKey) -> list[Resolved]:
         cf = self.class_facts(key)
         if cf is None:
             return []
         out: list[Resolved] = []
         for b in cf.bases:
-            if b.kind in ("name", "subscript") and b.dotted:
+            local = self._local(key, cf, b.dotted) if b.dotted else None
+            if local is not None:
+                out.append(local)
+            elif b.kind in ("name", "subscript") and b.dotted:
                 out.append(self.resolve_dotted(key.module, b.dotted, binds=key.binds))
             elif b.kind == "call" and b.dotted:
                 fn = self.resolve_dotted(key.module, b.dotted, binds=key.binds)
