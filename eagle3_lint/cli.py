@@ -10,18 +10,21 @@ import json
 import sys
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, NoReturn
 
 import click
 from rich.console import Console
 
 from eagle3_lint import __version__
+from eagle3_lint import config as config_mod
 from eagle3_lint import fixes as fixes_mod
+from eagle3_lint import outcome as outcome_mod
 from eagle3_lint.app import CheckRequest, exit_code, run_check, write_output
 from eagle3_lint.errors import UsageError
 from eagle3_lint.report import build_report
 
-FORMATS = ["text", "json"]
+FORMATS = ["text", "json", "sarif", "github"]
 
 
 def _fail(msg: str, debug: bool = False) -> NoReturn:
@@ -78,46 +81,80 @@ def common(f: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--output", "-o", default=None, help="Write the report (or the patch, with --fix) to this file.")
 @click.option("--fix", "do_fix", is_flag=True, help="Emit a unified diff of the fixes (writes nothing to the tree).")
 @click.option("--apply", "do_apply", is_flag=True, help="With --fix: write the fixes into the tree, atomically.")
-@click.option("--unsafe-fixes", is_flag=True, help="Include fixes marked unsafe (new methods, new loops).")
+@click.option("--unsafe-fixes/--no-unsafe-fixes", default=None,
+              help="Include fixes marked unsafe (new methods, new loops). Config: unsafe-fixes.")
 @click.option("--backup", is_flag=True, help="With --apply: keep FILE.orig copies.")
 @click.option("--target-config", default=None, help="The target model's HF config.json.")
 @click.option("--draft-config", default=None, help="The EAGLE-3 drafter's config.json.")
-@click.option("--fail-on", type=click.Choice(["error", "warning", "note"]), default="error", show_default=True)
+@click.option("--fail-on", type=click.Choice(["error", "warning", "note"]), default=None,
+              help="Lowest severity that fails the run (default error). Config: fail-on.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @click.option("--all", "show_all", is_flag=True, help="Text: list every architecture even with --arch.")
+@click.option("--config", "config_file", default=None,
+              help="Configuration file (pyproject.toml or eagle3-lint.toml). Default: found from the cwd upward.")
+@click.option("--no-config", is_flag=True, help="Ignore configuration files.")
+@click.option("--select", multiple=True, help="Rule ids or prefixes to run, comma-separated (replaces config select).")
+@click.option("--extend-select", multiple=True, help="Rule ids or prefixes to run in addition.")
+@click.option("--ignore", multiple=True, help="Rule ids or prefixes not to run (adds to config ignore).")
+@click.option("--baseline", "baseline_file", default=None, help="Report only findings not recorded in this baseline file.")
+@click.option("--write-baseline", default=None, help="Record the current findings in this baseline file.")
+@click.option("--path-prefix", multiple=True, metavar="FROM=TO",
+              help="Rewrite reported paths starting with FROM (tree-relative) to start with TO (repeatable).")
 @common
 def check(target: str | None, archs: tuple[str, ...], fmt: str, output: str | None, do_fix: bool, do_apply: bool,
-          unsafe_fixes: bool, backup: bool, target_config: str | None, draft_config: str | None, fail_on: str,
-          exit_zero: bool, show_all: bool, cache_dir: str | None, no_cache: bool, debug: bool) -> None:
+          unsafe_fixes: bool | None, backup: bool, target_config: str | None, draft_config: str | None,
+          fail_on: str | None, exit_zero: bool, show_all: bool, config_file: str | None, no_config: bool,
+          select: tuple[str, ...], extend_select: tuple[str, ...], ignore: tuple[str, ...], baseline_file: str | None,
+          write_baseline: str | None, path_prefix: tuple[str, ...], cache_dir: str | None, no_cache: bool,
+          debug: bool) -> None:
     """Check TARGET: a site-packages or vllm/ folder, a checkout, a .whl, vllm==X.Y.Z, or the installed vllm."""
 
     def run() -> int:
         if do_apply and not do_fix:
             raise UsageError("--apply needs --fix")
-        req = CheckRequest(target, archs, cache_dir, no_cache, target_config, draft_config, debug,
-                           progress=_progress(fmt == "text" and not do_fix))
+        settings = config_mod.resolve(config=config_file, no_config=no_config, select=select,
+                                      extend_select=extend_select, ignore=ignore, archs=archs, fail_on=fail_on,
+                                      baseline=baseline_file, write_baseline=write_baseline,
+                                      unsafe_fixes=unsafe_fixes, path_prefixes=path_prefix)
+        req = CheckRequest(target, settings.archs, cache_dir, no_cache, target_config, draft_config, debug,
+                           select=settings.selection, progress=_progress(fmt == "text" and not do_fix))
         ctx = run_check(req)
-        findings = list(ctx.findings)
+        out = outcome_mod.finalize(ctx, settings)
+        findings = out.findings
         if do_fix:
-            plan = fixes_mod.plan(ctx.source, findings, unsafe_fixes)
+            plan = fixes_mod.plan(ctx.source, findings, settings.unsafe_fixes)
             if do_apply:
                 written = fixes_mod.apply(ctx.source.writable_root, plan, backup)
                 for p in written:
                     click.echo(f"fixed {p}", err=True)
             else:
-                write_output(fixes_mod.unified_diff(plan), output)
+                write_output(fixes_mod.unified_diff(out.paths.plan(plan)), output)
             if plan.held_back_unsafe:
                 click.echo(f"{plan.held_back_unsafe} unsafe fix(es) held back; rerun with --unsafe-fixes", err=True)
             if plan.conflicts:
                 click.echo(f"{plan.conflicts} overlapping edit(s) dropped; rerun --fix after applying", err=True)
         elif fmt == "json":
-            write_output(json.dumps(build_report(ctx, findings), indent=2) + "\n", output)
+            write_output(json.dumps(outcome_mod.json_report(ctx, out), indent=2) + "\n", output)
+        elif fmt == "sarif":
+            from eagle3_lint.report.sarif import build_sarif
+
+            write_output(json.dumps(build_sarif(ctx, out), indent=2) + "\n", output)
+        elif fmt == "github":
+            from eagle3_lint.report.github import render as render_github
+
+            write_output(render_github([out.paths.finding(f) for f in findings]), output)
         else:
             from eagle3_lint.report.text import render_check
 
             console = Console(file=open(output, "w", encoding="utf-8") if output else None, width=160 if output else None)
-            render_check(ctx, console, findings, show_all)
-        code = exit_code(findings, fail_on, len(ctx.errors))
+            render_check(ctx, console, [out.paths.finding(f) for f in findings], show_all)
+        for line in out.notes():
+            click.echo(f"eagle3-lint: {line}", err=True)
+        code = exit_code(findings, settings.fail_on, len(ctx.errors))
+        stale = out.stale_baseline_failure()
+        if stale and code == 0:
+            click.echo(f"eagle3-lint: error: {stale}", err=True)
+            code = 1
         if code == 2:
             for e in ctx.errors:
                 click.echo(f"eagle3-lint: internal error in {e.where}: {e.message}", err=True)
@@ -147,6 +184,71 @@ def trace(arch: str, target: str | None, target_config: str | None, cache_dir: s
         return 0
 
     _guard(debug, run)
+
+
+@main.command("rules")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--write-docs", type=click.Path(file_okay=False), default=None,
+              help="Write one Markdown page per rule plus an index (README.md) into this folder.")
+def rules_cmd(fmt: str, write_docs: str | None) -> None:
+    """List the rules (from the rule plugins); --write-docs regenerates the rules/ pages."""
+
+    def run() -> int:
+        from eagle3_lint import catalog
+        from eagle3_lint.rules import all_rules
+
+        if write_docs:
+            names = catalog.write_docs(Path(write_docs))
+            click.echo(f"wrote {len(names)} pages to {write_docs}", err=True)
+            return 0
+        if fmt == "json":
+            write_output(json.dumps([catalog.summary_json(r) for r in all_rules()], indent=2) + "\n", None)
+            return 0
+        from rich.table import Table
+
+        t = Table(header_style="bold")
+        for col in ("id", "name", "severity", "fixable", "summary"):
+            t.add_column(col)
+        for r in all_rules():
+            m = r.meta
+            t.add_row(m.id, m.name, m.severity.value, "yes" if m.fixable else "no", m.summary)
+        Console().print(t)
+        return 0
+
+    _guard(False, run)
+
+
+@main.command()
+@click.argument("rule")
+def explain(rule: str) -> None:
+    """Print the documentation page of RULE (an id such as EGL001, or its name)."""
+
+    def run() -> int:
+        from eagle3_lint import catalog
+
+        write_output(catalog.rule_page(catalog.find_rule(rule)), None)
+        return 0
+
+    _guard(False, run)
+
+
+@main.command()
+@click.argument("kind", type=click.Choice(["json", "sarif"]))
+def schema(kind: str) -> None:
+    """Print the JSON Schema of the JSON report (json), or the id of the SARIF 2.1.0 schema (sarif)."""
+
+    def run() -> int:
+        if kind == "json":
+            from importlib import resources
+
+            write_output(resources.files("eagle3_lint").joinpath("data/report.schema.json").read_text(encoding="utf-8"), None)
+        else:
+            from eagle3_lint.report.sarif import SARIF_SCHEMA
+
+            write_output(SARIF_SCHEMA + "\n", None)
+        return 0
+
+    _guard(False, run)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,170 @@
+"""From the core's findings to what a run reports: configuration filters, fingerprints, baseline, paths.
+
+The core (analysis + suppress.py) yields reported and inline-suppressed findings. ``finalize`` then
+applies the project configuration (per-architecture and per-file ignores, which drop findings as
+ruff does, and severity overrides), fingerprints every finding, and applies or writes the baseline
+(baselined findings become suppressed, kind ``external``). Every renderer (text, json, sarif,
+github) and the exit code work from the resulting ``Outcome``. ``PathMap`` rewrites tree-relative
+paths for repositories that vendor the tree (``--path-prefix FROM=TO``), at output time only:
+fingerprints, baselines and configuration globs see the tree-relative paths.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from eagle3_lint import baseline as baseline_mod
+from eagle3_lint.config import Settings
+from eagle3_lint.fixes import Plan
+from eagle3_lint.model import Finding, Location
+from eagle3_lint.report import build_report, finding_json
+from eagle3_lint.suppress import Suppression
+
+if TYPE_CHECKING:
+    from eagle3_lint.analysis import Context
+
+
+@dataclass(frozen=True)
+class PathMap:
+    """``--path-prefix FROM=TO``: the first FROM that starts a path is replaced by its TO."""
+
+    prefixes: tuple[tuple[str, str], ...] = ()
+
+    def path(self, p: str) -> str:
+        for frm, to in self.prefixes:
+            if p.startswith(frm):
+                return to + p[len(frm):]
+        return p
+
+    def location(self, loc: Location | None) -> Location | None:
+        return None if loc is None or not self.prefixes else dataclasses.replace(loc, path=self.path(loc.path))
+
+    def finding(self, f: Finding) -> Finding:
+        if not self.prefixes:
+            return f
+        fix = f.fix
+        if fix is not None:
+            fix = dataclasses.replace(fix, edits=tuple(dataclasses.replace(e, path=self.path(e.path)) for e in fix.edits))
+        return dataclasses.replace(
+            f, location=self.location(f.location), fix=fix,
+            related=tuple(dataclasses.replace(s, location=self.location(s.location)) for s in f.related),
+        )
+
+    def plan(self, p: Plan) -> Plan:
+        """A fix plan whose file names are rewritten, for the printed diff (never for --apply)."""
+        return p if not self.prefixes else dataclasses.replace(p, files={self.path(k): v for k, v in p.files.items()})
+
+    def json(self, obj: Any) -> Any:
+        """Rewrite every ``"path"`` string in a JSON-shaped value, in place; returns it."""
+        if not self.prefixes:
+            return obj
+        if isinstance(obj, dict):
+            for k, v in obj.items():
+                if k == "path" and isinstance(v, str):
+                    obj[k] = self.path(v)
+                else:
+                    self.json(v)
+        elif isinstance(obj, list):
+            for v in obj:
+                self.json(v)
+        return obj
+
+
+@dataclass
+class Suppressed:
+    finding: Finding
+    suppression: Suppression
+    fingerprint: str
+
+
+@dataclass
+class Outcome:
+    findings: list[Finding]
+    fingerprints: list[str]  # aligned with findings
+    suppressed: list[Suppressed] = field(default_factory=list)
+    baseline: baseline_mod.BaselineStatus | None = None
+    paths: PathMap = PathMap()
+    settings: Settings = Settings()
+
+    def stale_baseline_failure(self) -> str | None:
+        """Why the run fails because the baseline needs updating (only in CI), or None."""
+        b = self.baseline
+        if b is None or b.written or not b.stale or not baseline_mod.in_ci():
+            return None
+        return (f"baseline {b.path} has {len(b.stale)} stale entr{'y' if len(b.stale) == 1 else 'ies'} "
+                f"(fixed or changed findings) and CI is set; update it with --write-baseline {b.path}")
+
+    def notes(self) -> list[str]:
+        """Lines for stderr: what was suppressed, the baseline written or compared, its stale entries."""
+        lines: list[str] = []
+        inline = sum(1 for s in self.suppressed if s.suppression.kind == "inSource")
+        external = len(self.suppressed) - inline
+        if self.suppressed:
+            lines.append(f"{len(self.suppressed)} finding(s) suppressed ({inline} by comments, {external} by the baseline)")
+        b = self.baseline
+        if b is not None and b.written:
+            lines.append(f"wrote {b.entries} finding(s) to the baseline {b.path}")
+        elif b is not None and b.stale:
+            lines.append(f"baseline {b.path}: {len(b.stale)} stale entr{'y' if len(b.stale) == 1 else 'ies'} "
+                         "(no longer found; update with --write-baseline):")
+            lines += [f"  {e.get('rule')} {self.paths.path(str(e.get('path')))} {e.get('symbol')}: {e.get('snippet')}"
+                      for e in b.stale]
+        return lines
+
+
+def _filter(findings: Sequence[Finding], settings: Settings, paths: PathMap) -> list[Finding]:
+    out: list[Finding] = []
+    for f in findings:
+        if settings.ignored_for(f.rule, f.architecture, {f.location.path, paths.path(f.location.path)}):
+            continue
+        sev = settings.severity_for(f.rule)
+        out.append(dataclasses.replace(f, severity=sev) if sev is not None and sev is not f.severity else f)
+    return out
+
+
+def finalize(ctx: Context, settings: Settings) -> Outcome:
+    paths = PathMap(settings.path_prefixes)
+    active = _filter(ctx.findings, settings, paths)
+    inline = [(f2, s) for f, s in ctx.suppressed for f2 in _filter([f], settings, paths)]
+    reader = baseline_mod.SnippetReader(ctx.read_text)
+    everything = active + [f for f, _ in inline]
+    fps = baseline_mod.fingerprints(everything, reader)
+    active_fps, inline_fps = fps[: len(active)], fps[len(active):]
+    suppressed = [Suppressed(f, s, fp) for (f, s), fp in zip(inline, inline_fps)]
+
+    status: baseline_mod.BaselineStatus | None = None
+    bpath = settings.write_baseline or settings.baseline
+    if settings.write_baseline:
+        baseline_mod.write(settings.write_baseline, active, active_fps, reader, ctx.version)
+    if bpath:
+        b = baseline_mod.read(bpath)
+        hit, status = baseline_mod.compare(b, active_fps)
+        status.written = bool(settings.write_baseline)
+        why = f"recorded in the baseline {bpath}"
+        suppressed += [Suppressed(f, Suppression("external", why), fp) for f, fp, h in zip(active, active_fps, hit) if h]
+        active, active_fps = [f for f, h in zip(active, hit) if not h], [fp for fp, h in zip(active_fps, hit) if not h]
+    suppressed.sort(key=lambda s: s.finding.sort_key())
+    return Outcome(active, active_fps, suppressed, status, paths, settings)
+
+
+def json_report(ctx: Context, out: Outcome) -> dict[str, Any]:
+    """The JSON report (report.build_report) plus fingerprints, suppressed findings and baseline state."""
+    rep = build_report(ctx, out.findings)
+    for fj, fp in zip(rep["findings"], out.fingerprints):
+        fj["fingerprint"] = fp
+    sup = []
+    for s in out.suppressed:
+        fj = finding_json(s.finding)
+        fj["fingerprint"] = s.fingerprint
+        loc = s.suppression.location
+        fj["suppression"] = {"kind": s.suppression.kind, "justification": s.suppression.justification,
+                             "path": loc.path if loc else None, "line": loc.line if loc else None}
+        sup.append(fj)
+    rep["suppressed"] = sup
+    rep["baseline"] = out.baseline.to_json() if out.baseline else None
+    rep["config"] = str(out.settings.config_path) if out.settings.config_path else None
+    return out.paths.json(rep)
+

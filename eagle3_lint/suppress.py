@@ -1,0 +1,196 @@
+"""Inline suppressions: ``# eagle3-lint: ignore[EGL005, EGL003] -- reason``.
+
+A post-processing layer of the core, run once every rule has reported: rules never see comments.
+A directive silences the named rules on its own line; a directive on a line holding only a comment
+also silences the line after it. The reason is what follows the closing bracket (a leading ``--``
+or ``:`` is dropped), up to another ``# word:`` comment. Directives that silenced nothing become
+EGL100 findings (ruff's RUF100), each with a safe fix that removes the comment or the unused ids.
+
+Comments are found with ``tokenize`` (so a directive quoted inside a string or docstring is not one),
+only in files whose bytes contain the marker at all: the model files and the files that hold
+findings. A file that does not tokenize (it is already an EGL000 finding) is scanned line by line.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from eagle3_lint.facts import decode_source
+from eagle3_lint.model import Edit, Finding, Fix, Location
+from eagle3_lint.rules import make
+from eagle3_lint.rules.egl100_unused_suppression import META as UNUSED
+
+if TYPE_CHECKING:
+    from eagle3_lint.analysis import Context
+
+MARKER = b"eagle3-lint"
+DIRECTIVE = re.compile(r"#\s*eagle3-lint\s*:\s*ignore\b(?:\[(?P<codes>[^\]]*)\])?(?P<rest>.*)")
+# Where the reason stops: the start of another directive-like comment (``# expect: ...``, ``# type: ...``).
+_NEXT_COMMENT = re.compile(r"\s+#\s*[A-Za-z][\w-]*\s*:")
+_CODE_SPLIT = re.compile(r"[\s,]+")
+
+
+@dataclass(frozen=True)
+class Suppression:
+    """Why a finding is not reported: ``inSource`` (a comment) or ``external`` (a baseline)."""
+
+    kind: str
+    justification: str = ""
+    location: Location | None = None
+
+
+@dataclass
+class Directive:
+    path: str
+    line: int
+    col: int  # of the ``#``, in characters
+    end_col: int  # just past the directive and its reason
+    codes: tuple[str, ...]
+    codes_col: int  # span of the text between the brackets
+    codes_end_col: int
+    reason: str
+    own_line: bool  # nothing but whitespace before it on its line
+    line_text: str
+    used: set[str] = field(default_factory=set)
+
+    @property
+    def location(self) -> Location:
+        return Location(self.path, self.line, self.col, self.line, self.end_col)
+
+    def covers(self, line: int) -> bool:
+        return line == self.line or (self.own_line and line == self.line + 1)
+
+
+def _parse(path: str, row: int, col: int, comment: str, line_text: str) -> Iterator[Directive]:
+    for m in DIRECTIVE.finditer(comment):
+        rest = m.group("rest")
+        cut = _NEXT_COMMENT.search(rest)
+        body = (rest[: cut.start()] if cut else rest).rstrip()
+        reason = body.strip()
+        for lead in ("--", ":", "-"):
+            if reason.startswith(lead):
+                reason = reason[len(lead):].strip()
+                break
+        raw = m.group("codes")
+        codes = tuple(c.upper() for c in _CODE_SPLIT.split(raw or "") if c)
+        start = col + m.start()
+        codes_col = col + (m.start("codes") if raw is not None else m.end())
+        yield Directive(
+            path=path, line=row, col=start, end_col=col + m.start("rest") + len(body), codes=codes,
+            codes_col=codes_col, codes_end_col=codes_col + len(raw or ""), reason=reason,
+            own_line=not line_text[:start].strip(), line_text=line_text,
+        )
+
+
+def scan(text: str, path: str) -> list[Directive]:
+    """Every directive in a file's comments."""
+    lines = text.splitlines()
+    out: list[Directive] = []
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.COMMENT and "eagle3-lint" in tok.string:
+                row, col = tok.start
+                out.extend(_parse(path, row, col, tok.string, lines[row - 1] if row <= len(lines) else ""))
+    except (tokenize.TokenError, SyntaxError):
+        # Unparsable file: a plain line scan is the best we can do, and such files are rare.
+        out = []
+        for row, line in enumerate(lines, 1):
+            i = line.find("#")
+            if i >= 0 and "eagle3-lint" in line[i:]:
+                out.extend(_parse(path, row, i, line[i:], line))
+    return out
+
+
+def collect(ctx: Context, findings: Collection[Finding]) -> dict[str, list[Directive]]:
+    files = set(ctx.model_files()) | {f.location.path for f in findings}
+    out: dict[str, list[Directive]] = {}
+    for rel in sorted(files):
+        try:
+            data = ctx.source.read_bytes(rel)
+        except OSError:
+            continue
+        if MARKER not in data:
+            continue
+        try:
+            text = decode_source(data)
+        except (UnicodeError, LookupError, SyntaxError):
+            text = data.decode("utf-8", "replace")
+        found = scan(text, rel)
+        if found:
+            out[rel] = found
+    return out
+
+
+def _removal(d: Directive, keep: list[str]) -> Edit:
+    if keep:
+        return Edit(d.path, d.line, d.codes_col, d.line, d.codes_end_col, ", ".join(keep))
+    before, after = d.line_text[: d.col], d.line_text[d.end_col:]
+    if not before.strip() and not after.strip():
+        return Edit(d.path, d.line, 0, d.line + 1, 0, "")
+    if not before.strip():
+        return Edit(d.path, d.line, d.col, d.line, d.end_col + len(after) - len(after.lstrip()), "")
+    return Edit(d.path, d.line, len(before.rstrip()), d.line, d.end_col, "")
+
+
+def unused_findings(directives: dict[str, list[Directive]], ran: Collection[str], known: Collection[str]) -> list[Finding]:
+    out: list[Finding] = []
+    for ds in directives.values():
+        for d in ds:
+            if not d.codes:
+                out.append(make(UNUSED, "suppression names no rule and suppresses nothing: write "
+                                "`# eagle3-lint: ignore[EGLnnn]`", d.location,
+                                fix=Fix("Remove the suppression that names no rule", (_removal(d, []),))))
+                continue
+            unknown = [c for c in d.codes if c not in known]
+            unused = [c for c in d.codes if c in known and c in ran and c not in d.used and c != UNUSED.id]
+            if not unknown and not unused:
+                continue
+            keep = [c for c in d.codes if c not in unknown and c not in unused]
+            where = f"line {d.line}" + (f" or {d.line + 1}" if d.own_line else "")
+            parts = []
+            if unused:
+                parts.append(f"{', '.join(unused)} reported nothing on {where}")
+            if unknown:
+                parts.append(f"unknown rule id{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}")
+            title = "Remove the unused suppression" if not keep else f"Remove {', '.join(unused + unknown)} from the suppression"
+            out.append(make(UNUSED, "unused suppression: " + "; ".join(parts), d.location,
+                            fix=Fix(title, (_removal(d, keep),))))
+    return out
+
+
+def apply(ctx: Context, ran: Collection[str]) -> None:
+    """Split ``ctx.findings`` into reported and suppressed; add EGL100 findings if that rule ran."""
+    from eagle3_lint.rules import all_rules
+
+    directives = collect(ctx, ctx.findings)
+    if not directives:
+        return
+    by_line: dict[tuple[str, int], list[Directive]] = {}
+    for ds in directives.values():
+        for d in ds:
+            by_line.setdefault((d.path, d.line), []).append(d)
+            if d.own_line:
+                by_line.setdefault((d.path, d.line + 1), []).append(d)
+    kept: list[Finding] = []
+    for f in ctx.findings:
+        hit = next((d for d in by_line.get((f.location.path, f.location.line), ()) if f.rule in d.codes), None)
+        if hit is None:
+            kept.append(f)
+            continue
+        hit.used.add(f.rule)
+        ctx.suppressed.append((f, Suppression("inSource", hit.reason, hit.location)))
+    if UNUSED.id in ran:
+        for u in unused_findings(directives, ran, {r.meta.id for r in all_rules()}):
+            # An EGL100 can itself be silenced by naming EGL100 in the same comment.
+            same = next((d for d in by_line.get((u.location.path, u.location.line), ()) if UNUSED.id in d.codes), None)
+            if same is not None:
+                ctx.suppressed.append((u, Suppression("inSource", same.reason, same.location)))
+            else:
+                kept.append(u)
+    kept.sort(key=Finding.sort_key)
+    ctx.findings[:] = kept
