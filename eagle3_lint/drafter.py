@@ -1,0 +1,701 @@
+"""What a drafter's ``config.json`` means to the vLLM tree being checked (EGL007's facts).
+
+Every answer comes from the analyzed tree, evaluated with ``minieval`` (never imported):
+
+- **conversion**: a speculators-format config (``speculators_model_type``) goes through the tree's
+  own ``SpeculatorsConfig`` (``vllm/transformers_utils/configs/speculators/``) exactly as vLLM
+  builds the drafter's HF config from it; a tree without that package cannot read the format.
+- **the ids the runner uses**: the runner's config function (``_get_eagle3_aux_layers_from_config``
+  in 0.12+, ``eagle3_utils.get_eagle3_aux_layers_from_config`` later) is evaluated with the
+  converted config as ``draft_model_config.hf_config``. Releases before 0.12 have no such
+  function and always use the model default.
+- **the model default**: the runner's fallback method (``get_eagle3_aux_hidden_state_layers`` or
+  ``get_eagle3_default_aux_hidden_state_layers``, whichever this runner calls) as the targeted
+  class resolves it (an override, a delegation to an inner model, or the Protocol's default
+  body), evaluated with ``len(....layers)`` = the target's ``num_hidden_layers``.
+- **the capture points**: the forward of the decoder that owns ``self.layers``. Each collection
+  site is classified by where it sits relative to the layer call: ``if idx in ids: append(h)``
+  *before* ``layer(...)`` and ``helper(aux, idx + 1, h)`` *after* it both capture the state
+  entering layer ``k`` for id ``k`` (shift 0, vLLM's convention); other combinations shift it.
+- **the drafter's fc width**: the drafter class's ``__init__`` (from the registry, by the
+  converted config's ``architectures``) is read in partial mode up to ``self.fc = ...(...)``.
+- **pipeline parallelism**: the split from ``pp.split`` (the tree's ``get_pp_indices``) and
+  the rank whose forward captures each id.
+
+Conventions of the drafter side (data with reasons, used only to say which layer a drafter was
+trained on): vLLM and the speculators format number an aux id by the layer it *enters*
+(``id k`` = input of layer ``k``); SpecForge/SGLang drafters keep their ids in
+``eagle_config.eagle_aux_hidden_state_layer_ids`` and number a layer's *output* (SGLang's
+``set_eagle3_layers_to_capture`` adds 1; SpecForge's HF backend hooks the output of layer ``k``
+and its default is ``[1, n//2 - 1, n - 4]``, vLLM's ``(2, n//2, n - 3)`` less one); DFlash's
+``target_layer_ids`` number outputs too (the tree's own config function adds 1).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from eagle3_lint import minieval as me
+from eagle3_lint import pp as pp_mod
+from eagle3_lint.aux import layer_owner
+from eagle3_lint.facts import decode_source
+from eagle3_lint.graph import ClassKey
+
+if TYPE_CHECKING:
+    from eagle3_lint.analysis import Context
+
+SPECULATORS_BASE = "vllm/transformers_utils/configs/speculators/base.py"
+SPECULATORS_ALGOS = "vllm/transformers_utils/configs/speculators/algos.py"
+SPECULATORS_KEY = "speculators_model_type"
+
+# Sub-configs that hold the language model's config, in the order HF's ``get_text_config()``
+# tries them (``decoder``, ``generator``, ``text_config``), then names multimodal configs use.
+TEXT_CONFIG_KEYS = ("decoder", "generator", "text_config", "llm_config", "language_config")
+
+INPUT, OUTPUT = 0, 1  # an id names the state entering layer k (vLLM) or leaving layer k (SGLang)
+
+# Where drafter configs keep aux ids, and how the tool reads their numbering (see module doc).
+ID_FIELDS: tuple[tuple[tuple[str, ...], int | None, str], ...] = (
+    (("eagle_aux_hidden_state_layer_ids",), INPUT,
+     "vLLM's and the speculators format's key: id k is the hidden state entering layer k"),
+    (("eagle_config", "eagle_aux_hidden_state_layer_ids"), OUTPUT,
+     "SpecForge/SGLang layout: id k is the output of layer k (SGLang captures at k + 1)"),
+    (("eagle_config", "layer_ids"), None, "layer ids in eagle_config"),
+    (("dflash_config", "target_layer_ids"), OUTPUT, "DFlash numbering: id k is the output of layer k"),
+    (("dflash_config", "layer_ids"), None, "layer ids in dflash_config"),
+    (("target_layer_ids",), OUTPUT, "DFlash/DSpark numbering: id k is the output of layer k"),
+    (("dspark_target_layer_ids",), None, "DSpark ids (numbering depends on the target family)"),
+)
+
+
+@dataclass(frozen=True)
+class IdsField:
+    path: tuple[str, ...]
+    ids: tuple[Any, ...]
+    convention: int | None
+    why: str
+    line: int
+
+    @property
+    def name(self) -> str:
+        return ".".join(self.path)
+
+
+@dataclass(frozen=True)
+class Where:
+    path: str
+    line: int
+    text: str = ""
+
+
+@dataclass
+class Capture:
+    """How the target decoder's forward collects aux hidden states."""
+
+    owner: ClassKey
+    path: str
+    forward_line: int
+    loop_line: int = 0
+    idiom: str = "none"  # explicit | mixin | none
+    shift: int | None = None  # id k -> state entering layer k + shift
+    sites: tuple[tuple[str, int, int], ...] = ()  # (before|after|pre-loop, offset, line)
+    absolute: bool = True  # enumerate(..., start=self.start_layer)
+    residual_none_at_start: bool = False  # explicit ``h + residual`` while residual is None before layer 0
+    residual_line: int = 0
+    order_dependent: bool = False
+    order_why: str = ""
+    relays_pp: bool | None = None
+    relay_why: str = ""
+    note: str = ""
+
+    def valid_ids(self, n: int) -> set[int]:
+        """Ids this forward can capture with ``n`` layers (PP-independent, absolute indices)."""
+        out: set[int] = set()
+        for pos, off, _line in self.sites:
+            if pos == "pre-loop":
+                out.add(0)
+            elif pos in ("before", "after"):
+                out.update(range(off, n + off))
+        if self.residual_none_at_start:
+            out.discard(0)
+        return out
+
+
+@dataclass
+class FcInfo:
+    in_size: int | None
+    where: Where | None
+    drafter_class: str = ""
+    note: str = ""
+
+
+@dataclass
+class PPLayout:
+    split: pp_mod.Split
+    rank_of_id: dict[int, int | None]
+    note: str = ""
+
+
+@dataclass
+class DraftAnalysis:
+    draft_path: str
+    arch: str | None
+    speculators: bool = False
+    converted: dict[str, Any] | None = None
+    conversion_error: str = ""
+    conversion_where: Where | None = None
+    fields: list[IdsField] = field(default_factory=list)
+    runner_ids: tuple[Any, ...] | None = None
+    runner_where: Where | None = None
+    runner_note: str = ""
+    runner_reads: bool = False  # the tree has a config function at all
+    used_field: IdsField | None = None
+    transform: int | None = None  # runner id = field id + transform
+    default_ids: tuple[Any, ...] | None = None
+    default_where: Where | None = None
+    default_note: str = ""
+    effective_ids: tuple[Any, ...] | None = None
+    effective_from: str = ""  # "config" | "default"
+    num_layers: int | None = None
+    target_hidden: int | None = None
+    capture: Capture | None = None
+    fc: FcInfo | None = None
+    pp: PPLayout | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def json_line(self, key: str) -> int:
+        return _json_line(self.draft_path, key)
+
+
+# -- configs ------------------------------------------------------------------------------------------
+def text_config(cfg: dict[str, Any] | None) -> dict[str, Any] | None:
+    if not cfg:
+        return cfg
+    for k in TEXT_CONFIG_KEYS:
+        sub = cfg.get(k)
+        if isinstance(sub, dict) and sub:
+            return sub
+    thinker = cfg.get("thinker_config")
+    if isinstance(thinker, dict) and isinstance(thinker.get("text_config"), dict):
+        return thinker["text_config"]
+    return cfg
+
+
+def _json_line(path: str, key: str) -> int:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for i, line in enumerate(fh, 1):
+                if f'"{key}"' in line:
+                    return i
+    except OSError:
+        pass
+    return 1
+
+
+def _dig(cfg: dict[str, Any], path: tuple[str, ...]) -> Any:
+    cur: Any = cfg
+    for p in path:
+        if not isinstance(cur, dict) or p not in cur:
+            return None
+        cur = cur[p]
+    return cur
+
+
+def id_fields(cfg: dict[str, Any], json_path: str) -> list[IdsField]:
+    out: list[IdsField] = []
+    for path, conv, why in ID_FIELDS:
+        v = _dig(cfg, path)
+        if isinstance(v, (list, tuple)) and v:
+            out.append(IdsField(path, tuple(v), conv, why, _json_line(json_path, path[-1])))
+    return out
+
+
+def _read(ctx: Context, rel: str) -> ast.Module | None:
+    if not ctx.source.exists(rel):
+        return None
+    try:
+        return me.parse(decode_source(ctx.source.read_bytes(rel)), rel)
+    except (OSError, UnicodeError, SyntaxError):
+        return None
+
+
+# -- speculators conversion -------------------------------------------------------------------------
+def convert_speculators(ctx: Context, raw: dict[str, Any]) -> tuple[dict[str, Any] | None, str, Where | None]:
+    """The HF config vLLM builds from a speculators-format config, by the tree's own converter."""
+    base = _read(ctx, SPECULATORS_BASE)
+    algos = _read(ctx, SPECULATORS_ALGOS)
+    if base is None or algos is None:
+        return None, (f"this vLLM ({ctx.version}) has no speculators converter ({SPECULATORS_BASE}), so it cannot "
+                      f"load a speculators-format drafter ({SPECULATORS_KEY}={raw.get(SPECULATORS_KEY)!r})"), None
+    algos_env = me.ModuleEnv.of(algos, SPECULATORS_ALGOS)
+    registry: dict[str, Any] = {}
+    for st in algos.body:
+        if isinstance(st, ast.FunctionDef):
+            for d in st.decorator_list:
+                if isinstance(d, ast.Call) and d.args and isinstance(d.args[0], ast.Constant):
+                    fn = algos_env.function(st.name)
+                    if fn is not None:
+                        registry[str(d.args[0].value)] = fn
+    base_env = me.ModuleEnv.of(base, SPECULATORS_BASE, {"SUPPORTED_SPECULATORS_TYPES": registry})
+    cls = next((c for c in base_env.names.values() if isinstance(c, me.ClassValue) and c.member("from_pretrained") is not me.NOTHING), None)
+    if cls is None:
+        return None, f"{SPECULATORS_BASE} has no from_pretrained the tool can read", None
+    fp = cls.member("from_pretrained")
+    assert isinstance(fp, me.FuncValue)
+    where = Where(SPECULATORS_BASE, fp.node.lineno, f"{cls.name}.from_pretrained")
+    data = json.loads(json.dumps(raw))  # a private copy: the converter mutates what it is given
+
+    def call(path: tuple[str, ...], args: list[Any], kwargs: dict[str, Any]) -> Any:
+        if path[-1] == "get_config_dict":
+            return (data, {})
+        if path[:1] == ("class",):  # cls(**vllm_config): the config's attributes are those keys
+            return dict(kwargs)
+        return me.NOTHING
+
+    def attr(path: tuple[str, ...]) -> Any:
+        if len(path) == 2 and path[0] == cls.name:
+            m = cls.member(path[1])
+            return m
+        return me.NOTHING
+
+    interp = me.Interpreter(me.World(attr=attr, call=call), strict=True)
+    try:
+        out = interp.call(fp, ["<drafter>"])
+    except me.EvalRaise as exc:
+        return None, f"the tree's speculators converter rejects this config: {exc.kind}: {exc.message}", where
+    except me.Unsupported as exc:
+        return None, f"the tree's speculators converter could not be evaluated ({exc})", where
+    if isinstance(out, me.ConfigView):
+        out = out.data
+    if not isinstance(out, dict):
+        return None, f"the tree's speculators converter returned {out!r}", where
+    return out, "", where
+
+
+# -- the runner's config function ----------------------------------------------------------------
+def runner_ids(ctx: Context, hf_config: dict[str, Any]) -> tuple[tuple[Any, ...] | None, Where | None, str, bool]:
+    """Evaluate the runner's config path with ``hf_config`` as the drafter's HF config."""
+    sites = [s for s in ctx.runner.sites if s.config_function]
+    site = next((s for s in sites if s is ctx.runner.primary), sites[0] if sites else None)
+    if site is None or not site.config_function:
+        key = ctx.runner.config_key
+        why = (f"this vLLM ({ctx.version}) never reads {key or 'eagle_aux_hidden_state_layer_ids'} from the drafter config: "
+               "the runner always uses the model default")
+        return None, None, why, False
+    # The function is defined beside the call site, or imported into it from where the key is read.
+    fnode = None
+    tree = None
+    site_path = site.path
+    for cand in dict.fromkeys((site.path, ctx.runner.config_key_path)):
+        if not cand:
+            continue
+        t = _read(ctx, cand)
+        for n in ast.walk(t) if t is not None else ():
+            if isinstance(n, ast.FunctionDef) and n.name == site.config_function:
+                fnode, tree, site_path = n, t, cand
+        if fnode is not None:
+            break
+    if fnode is None or tree is None:
+        return None, Where(site.path, site.config_line), f"{site.config_function} not found in the tree", True
+    env = me.ModuleEnv.of(tree, site_path)
+    fn = me.FuncValue(fnode, env)
+    view = me.ConfigView(hf_config, "draft_hf_config")
+
+    def attr(path: tuple[str, ...]) -> Any:
+        if path[-1] == "hf_config":
+            return view
+        return me.NOTHING
+
+    interp = me.Interpreter(me.World(attr=attr), strict=True)
+    where = Where(site_path, fnode.lineno, site.config_function)
+    params = [a.arg for a in fnode.args.args]
+    try:
+        res = interp.call(fn, [me.Opaque((p,)) for p in params])
+    except me.EvalRaise as exc:
+        return None, where, f"{site.config_function} raises for this config: {exc.kind}: {exc.message}", True
+    except me.Unsupported as exc:
+        return None, where, f"{site.config_function} could not be evaluated ({exc})", True
+    if res is None:
+        return None, where, "", True
+    if isinstance(res, (list, tuple)):
+        return tuple(res), where, "", True
+    return None, where, f"{site.config_function} returned {res!r}", True
+
+
+# -- the model default ----------------------------------------------------------------------------
+def default_ids(ctx: Context, key: ClassKey, n: int, tcfg: dict[str, Any] | None, depth: int = 0,
+                name: str | None = None) -> tuple[tuple[Any, ...] | None, Where | None, str]:
+    site = ctx.runner.primary
+    fallback = name or (site.fallback if site else None) or ctx.contract.default_getter
+    if not fallback:
+        return None, None, "the runner calls no default method"
+    if depth > 4:
+        return None, None, "delegation too deep"
+    hit = ctx.graph.method(key, fallback)
+    if hit is None:
+        origin = ctx.graph.member_origin(key, fallback)
+        if origin is None:
+            return None, None, f"{key.name} has no {fallback}()"
+        path = ctx.graph.path_of(origin[0])
+        return None, Where(path, origin[1].line), f"{origin[0].name}.{fallback} is not a method the tool can read"
+    owner, md = hit
+    path = ctx.graph.path_of(owner)
+    where = Where(path, md.line, f"{owner.name}.{fallback}")  # type: ignore[attr-defined]
+    if getattr(md, "stub", False):
+        return None, where, f"{owner.name}.{fallback}() has a stub body: it returns None, so there is no default"
+    tree = _read(ctx, path)
+    fnode = me.function_at(tree, md.line) if tree is not None else None  # type: ignore[attr-defined]
+    if fnode is None:
+        return None, where, "cannot read the method body"
+    full = me.ConfigView(tcfg or {}, "target_config")
+    text = me.ConfigView(text_config(tcfg) or {}, "target_text_config")
+    dels = {d.attr: d for d in ctx.graph.delegations(key) if d.target is not None}
+    nested: list[str] = []
+
+    def attr(p: tuple[str, ...]) -> Any:
+        last = p[-1]
+        if last in ("text_config", "hf_text_config"):
+            return text
+        if last in ("config", "hf_config") and len(p) == 2:
+            return full if tcfg and text.data is not full.data and "num_hidden_layers" not in full.data else text
+        if last == "num_hidden_layers":
+            return n
+        return me.NOTHING
+
+    def length(p: tuple[str, ...]) -> Any:
+        return n if p[-1] == "layers" else me.NOTHING
+
+    def call(p: tuple[str, ...], _a: list[Any], _k: dict[str, Any]) -> Any:
+        # ``self.language_model.get_eagle3_..._layers()``: the inner model's own default.
+        if len(p) == 3 and p[0] == fnode.args.args[0].arg and p[1] in dels and "layers" in p[2]:
+            inner = dels[p[1]].target
+            assert inner is not None
+            ids, w, why = default_ids(ctx, inner, n, tcfg, depth + 1, p[2])
+            nested.append(f"delegates to {inner.name}.{p[2]}()" + (f" at {w.path}:{w.line}" if w else ""))
+            if ids is None:
+                raise me.Unsupported(f"inner default unknown: {why}")
+            return ids
+        return me.NOTHING
+
+    interp = me.Interpreter(me.World(attr=attr, length=length, call=call), strict=True)
+    env = me.ModuleEnv.of(tree, path) if tree is not None else None
+    assert env is not None
+    try:
+        res = interp.call(me.FuncValue(fnode, env), [me.Opaque((fnode.args.args[0].arg,))])
+    except me.EvalRaise as exc:
+        return None, where, f"{where.text}() raises: {exc.kind}: {exc.message}"
+    except me.Unsupported as exc:
+        return None, where, f"{where.text}() could not be evaluated ({exc})"
+    if isinstance(res, (list, tuple)) and all(isinstance(x, int) for x in res):
+        return tuple(res), where, "; ".join(nested)
+    return None, where, f"{where.text}() returned {res!r}"
+
+
+# -- capture points -------------------------------------------------------------------------------
+def _calls_name(node: ast.AST, name: str) -> bool:
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name for n in ast.walk(node))
+
+
+def _index_offset(a: ast.AST, idx: str) -> int | None:
+    if isinstance(a, ast.Name) and a.id == idx:
+        return 0
+    if isinstance(a, ast.BinOp) and isinstance(a.left, ast.Name) and a.left.id == idx \
+            and isinstance(a.right, ast.Constant) and isinstance(a.right.value, int):
+        if isinstance(a.op, ast.Add):
+            return a.right.value
+        if isinstance(a.op, ast.Sub):
+            return -a.right.value
+    return None
+
+
+def _none_before(fn: ast.FunctionDef, loop: ast.For, st: ast.stmt) -> int:
+    """Line of an ``a + b`` in ``st`` whose operand is ``None`` before the loop (rank 0, layer 0), else 0."""
+    for m in ast.walk(st):
+        if not (isinstance(m, ast.BinOp) and isinstance(m.op, ast.Add)):
+            continue
+        for operand in (m.left, m.right):
+            if not isinstance(operand, ast.Name):
+                continue
+            name = operand.id
+            none_at = [a.lineno for a in ast.walk(fn) if isinstance(a, ast.Assign) and a.lineno < loop.lineno
+                       and any(isinstance(t, ast.Name) and t.id == name for t in a.targets)
+                       and isinstance(a.value, ast.Constant) and a.value.value is None]
+            if not none_at:
+                continue
+            # An unconditional re-assignment between the ``None`` and the loop settles it.
+            later = [a for a in fn.body if isinstance(a, ast.Assign) and max(none_at) < a.lineno < loop.lineno
+                     and any(isinstance(t, ast.Name) and t.id == name for t in a.targets)]
+            if not later:
+                return m.lineno
+    return 0
+
+
+def _is_collector(call: ast.Call, collectors: tuple[str, ...]) -> bool:
+    fname = me._dotted(call.func).rsplit(".", 1)[-1]
+    return fname in collectors or "hidden_state" in fname
+
+
+def capture(ctx: Context, key: ClassKey) -> Capture | None:
+    lo = layer_owner(ctx.graph, key)
+    if lo is None:
+        return None
+    hit = ctx.graph.method(lo.key, "forward")
+    if hit is None:
+        return Capture(lo.key, ctx.graph.path_of(lo.key), 0, note=f"{lo.key.name} has no forward the tool can read")
+    mowner, md = hit
+    path = ctx.graph.path_of(mowner)
+    tree = _read(ctx, path)
+    fnode = me.function_at(tree, md.line) if tree is not None else None  # type: ignore[attr-defined]
+    cap = Capture(lo.key, path, md.line)  # type: ignore[attr-defined]
+    if fnode is None:
+        cap.note = "cannot read the forward body"
+        return cap
+    collectors = tuple(x for x in (ctx.contract.mixin_collector,) if x)
+    loop = None
+    for n in ast.walk(fnode):
+        if isinstance(n, ast.For) and isinstance(n.iter, ast.Call) and me._dotted(n.iter.func) == "enumerate" \
+                and n.iter.args and "layers" in ast.unparse(n.iter.args[0]) \
+                and isinstance(n.target, ast.Tuple) and len(n.target.elts) == 2 \
+                and all(isinstance(e, ast.Name) for e in n.target.elts):
+            loop = n
+            break
+    if loop is None:
+        cap.note = "no enumerate loop over the layers in forward"
+        return cap
+    idx = loop.target.elts[0].id  # type: ignore[attr-defined]
+    elem = loop.target.elts[1].id  # type: ignore[attr-defined]
+    cap.loop_line = loop.lineno
+    it = loop.iter
+    assert isinstance(it, ast.Call)
+    cap.absolute = len(it.args) >= 2 or any(k.arg == "start" for k in it.keywords) \
+        or not isinstance(it.args[0], ast.Call)  # a plain enumerate(self.layers) counts from 0 = absolute
+    layer_pos = next((i for i, st in enumerate(loop.body) if _calls_name(st, elem)
+                      or any(isinstance(c, ast.Call) and isinstance(c.func, ast.Subscript) for c in ast.walk(st))), None)
+    sites: list[tuple[str, int, int]] = []
+    aux_attr = None
+    for i, st in enumerate(loop.body):
+        pos = "before" if layer_pos is None or i < layer_pos else "after"
+        for n in ast.walk(st):
+            if isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], ast.In):
+                off = _index_offset(n.left, idx)
+                if off is not None and "aux" in ast.unparse(n.comparators[0]):
+                    sites.append((pos, off, n.lineno))
+                    cap.idiom = "explicit"
+                    aux_attr = me._dotted(n.comparators[0])
+                    # ``h + residual`` while ``residual = None`` before the first layer: id 0 raises TypeError.
+                    if i <= (layer_pos if layer_pos is not None else i):
+                        none_line = _none_before(fnode, loop, st)
+                        if none_line:
+                            cap.residual_none_at_start = True
+                            cap.residual_line = none_line
+            elif isinstance(n, ast.Call) and _is_collector(n, collectors):
+                for a in n.args:
+                    off = _index_offset(a, idx)
+                    if off is not None:
+                        sites.append((pos, off, n.lineno))
+                        cap.idiom = "mixin"
+                        break
+    # Collector calls before the loop with the first index: the state entering layer start (= 0 on rank 0).
+    for st in fnode.body:
+        if st.lineno >= loop.lineno:
+            break
+        for n in ast.walk(st):
+            if isinstance(n, ast.Call) and _is_collector(n, collectors) \
+                    and any("start_layer" in ast.unparse(a) or (isinstance(a, ast.Constant) and a.value == 0) for a in n.args):
+                sites.append(("pre-loop", 0, n.lineno))
+    cap.sites = tuple(sites)
+    shifts = {off if pos == "before" else off - 1 for pos, off, _ in sites if pos in ("before", "after")}
+    # shift s: id k captures the state entering layer k - s ... normalise to "k -> k + shift".
+    norm = {-s for s in shifts}
+    cap.shift = norm.pop() if len(norm) == 1 else None
+    if not sites:
+        cap.note = "the layer loop compares no index with aux ids"
+    # Does anything depend on the order of the configured ids?
+    if aux_attr:
+        for n in ast.walk(fnode):
+            if isinstance(n, (ast.For, ast.comprehension)) and me._dotted(n.iter) == aux_attr:
+                cap.order_dependent = True
+                cap.order_why = f"forward iterates {aux_attr} (line {n.iter.lineno}): states come out in the ids' order"
+    if cap.idiom == "mixin" or (aux_attr is None and sites):
+        cap.order_why = cap.order_why or "collection tests membership layer by layer: states come out in layer order"
+    elif aux_attr and not cap.order_dependent:
+        cap.order_why = f"collection tests {aux_attr} membership layer by layer: states come out in layer order"
+    # Pipeline relay of states captured on earlier ranks.
+    flag = ctx.contract.pp_flag
+    if flag:
+        m = ctx.graph.member_origin(lo.key, flag)
+        cap.relays_pp = bool(m and m[1].value == "True")
+        cap.relay_why = (f"{lo.key.name}.{flag} = True" if cap.relays_pp else
+                         f"{lo.key.name} does not set {flag} = True")
+    else:
+        returns = [text for kind, text, _l in md.returns if "IntermediateTensors" in text]  # type: ignore[attr-defined]
+        if returns:
+            cap.relays_pp = any("aux" in t for t in returns)
+            cap.relay_why = ("forward passes aux states to the next rank in IntermediateTensors" if cap.relays_pp else
+                             "forward returns IntermediateTensors without the aux states on non-last ranks")
+    return cap
+
+
+# -- the drafter's fc -----------------------------------------------------------------------------------
+def fc_input(ctx: Context, hf_config: dict[str, Any]) -> FcInfo:
+    archs = hf_config.get("architectures") or []
+    arch = next((a for a in archs if a in ctx.registry.entries), None)
+    if arch is None:
+        return FcInfo(None, None, "", f"drafter architectures {archs} are not registered in this vLLM")
+    key = ctx.keys.get(arch)
+    if key is None:
+        return FcInfo(None, None, arch, f"{arch} does not resolve to a class in this tree")
+    # The class (or a model it builds) whose __init__ assigns self.fc.
+    todo = [key]
+    seen: set[ClassKey] = set()
+    found = None
+    while todo and found is None:
+        k = todo.pop(0)
+        if k in seen:
+            continue
+        seen.add(k)
+        found = ctx.graph.assigns_attr(k, "fc")
+        if found is None:
+            todo.extend(d.target for d in ctx.graph.delegations(k) if d.target is not None)
+    if found is None:
+        return FcInfo(None, None, arch, f"{key.name} builds no self.fc")
+    owner, line = found
+    path = ctx.graph.path_of(owner)
+    tree = _read(ctx, path)
+    cf = ctx.graph.class_facts(owner)
+    init = cf.methods.get("__init__") if cf else None
+    fnode = me.function_at(tree, init.line) if tree is not None and init is not None else None
+    if fnode is None or tree is None:
+        return FcInfo(None, Where(path, line), arch, "cannot read the drafter's __init__")
+    view = me.ConfigView(hf_config, "draft_hf_config")
+    result: list[Any] = []
+
+    def attr(p: tuple[str, ...]) -> Any:
+        return view if p[-1] == "hf_config" else me.NOTHING
+
+    interp = me.Interpreter(me.World(attr=attr), strict=False)
+
+    def hook(target: str, value: ast.AST, frame: Any) -> None:
+        if target == "self.fc" and isinstance(value, ast.Call) and not result:
+            arg = value.args[0] if value.args else next(
+                (k.value for k in value.keywords if k.arg in ("input_size", "in_features")), None)
+            if arg is not None:
+                try:
+                    result.append((interp._eval(arg, frame), ast.unparse(arg), value.lineno))
+                except (me.Unsupported, me.EvalRaise):
+                    result.append((me.UNKNOWN, ast.unparse(arg), value.lineno))
+
+    # The hook needs the frame, not just its locals: wrap _assign.
+    orig = interp._assign
+
+    def assign(target: ast.AST, v: Any, frame: Any, value_node: ast.AST) -> None:
+        hook(ast.unparse(target), value_node, frame)
+        orig(target, v, frame, value_node)
+
+    interp._assign = assign  # type: ignore[method-assign]
+    env = me.ModuleEnv.of(tree, path)
+    params = [a.arg for a in (*fnode.args.posonlyargs, *fnode.args.args, *fnode.args.kwonlyargs)]
+    args: dict[str, Any] = {p: me.Opaque((p,)) for p in params[1:]}
+    rec = me.Record("self")
+    try:
+        a = fnode.args
+        pos = [rec] + [args[p.arg] for p in a.args[1:]]
+        kw = {k.arg: args[k.arg] for k in a.kwonlyargs}
+        interp._call_func(me.FuncValue(fnode, env), pos, kw)
+    except (me.EvalRaise, me.Unsupported) as exc:
+        if not result:
+            return FcInfo(None, Where(path, line), arch, f"{owner.name}.__init__ stops before self.fc ({exc})")
+    if not result:
+        return FcInfo(None, Where(path, line), arch, f"{owner.name}.__init__ does not reach self.fc for this config")
+    value, text, fc_line = result[0]
+    w = Where(path, fc_line, text)
+    if isinstance(value, int):
+        return FcInfo(value, w, arch, "")
+    return FcInfo(None, w, arch, f"the fc input size {text} is not known for this config")
+
+
+# -- the whole picture ----------------------------------------------------------------------------
+def analyze(ctx: Context) -> DraftAnalysis | None:
+    raw = ctx.options.draft_config
+    if raw is None:
+        return None
+    path = ctx.options.draft_config_path or "<draft config>"
+    arch = ctx.targeted[0] if ctx.targeted else None
+    da = DraftAnalysis(path, arch)
+    tcfg = ctx.options.target_config
+    ttext = text_config(tcfg)
+    if ttext:
+        n = ttext.get("num_hidden_layers")
+        da.num_layers = n if isinstance(n, int) and n > 0 else None
+        h = ttext.get("hidden_size")
+        da.target_hidden = h if isinstance(h, int) else None
+    if SPECULATORS_KEY in raw:
+        da.speculators = True
+        conv, err, where = convert_speculators(ctx, raw)
+        da.converted, da.conversion_error, da.conversion_where = conv, err, where
+        if conv is None:
+            return da
+    else:
+        da.converted = raw
+    cfg = da.converted
+    assert cfg is not None
+    # Raw ids: from the file the user gave, so lines point into it; provenance decides the numbering.
+    da.fields = id_fields(raw, path)
+    if da.speculators:
+        # The converter may move ids (``aux_hidden_state_layer_ids`` of DFlash); report them as read.
+        conv_fields = id_fields(cfg, path)
+        names = {f.path for f in da.fields}
+        da.fields += [f for f in conv_fields if f.path not in names]
+    da.runner_ids, da.runner_where, da.runner_note, da.runner_reads = runner_ids(ctx, cfg)
+    if da.runner_ids is not None:
+        for f in da.fields:
+            if len(f.ids) == len(da.runner_ids) and all(isinstance(x, int) for x in (*f.ids, *da.runner_ids)):
+                diffs = {r - x for r, x in zip(da.runner_ids, f.ids)}
+                if len(diffs) == 1:
+                    da.used_field, da.transform = f, diffs.pop()
+                    break
+    key = ctx.keys.get(arch) if arch else None
+    if key is not None and da.num_layers is not None:
+        da.default_ids, da.default_where, da.default_note = default_ids(ctx, key, da.num_layers, tcfg)
+    elif key is not None:
+        da.default_note = "pass --target-config (its num_hidden_layers) to evaluate the model default"
+    if da.runner_ids is not None:
+        da.effective_ids, da.effective_from = da.runner_ids, "config"
+    elif da.default_ids is not None:
+        da.effective_ids, da.effective_from = da.default_ids, "default"
+    if key is not None:
+        da.capture = capture(ctx, key)
+    da.fc = fc_input(ctx, cfg)
+    pp_size = getattr(ctx.options, "pipeline_parallel", None)
+    if pp_size and pp_size > 1 and da.num_layers is not None:
+        sp = pp_mod.split(ctx.source, da.num_layers, pp_size, getattr(ctx.options, "pp_partition", None))
+        rank_of: dict[int, int | None] = {}
+        for k in da.effective_ids or ():
+            if not isinstance(k, int):
+                continue
+            rank_of[k] = capture_rank(da.capture, sp, k)
+        da.pp = PPLayout(sp, rank_of)
+    elif pp_size and pp_size > 1:
+        da.notes.append("--pipeline-parallel needs --target-config (num_hidden_layers) to split the layers")
+    return da
+
+
+def capture_rank(cap: Capture | None, sp: pp_mod.Split, k: int) -> int | None:
+    """The rank whose forward captures id ``k`` (absolute indices)."""
+    if cap is None or not sp.ranges:
+        return None
+    if k == 0 and any(pos == "pre-loop" for pos, _o, _l in cap.sites):
+        return 0
+    for pos, off, _line in cap.sites:
+        if pos == "before":
+            r = sp.rank_of_layer(k - off)
+        elif pos == "after":
+            r = sp.rank_of_layer(k - off)
+        else:
+            continue
+        if r is not None:
+            return r
+    return None
