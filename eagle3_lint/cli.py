@@ -34,11 +34,42 @@ def _fail(msg: str, debug: bool = False) -> NoReturn:
     sys.exit(2)
 
 
-def _progress(enabled: bool) -> Callable[[str], None] | None:
+class _StderrProgress:
+    """Progress on stderr: a status line per step, a transient bar for counted steps (cold parse)."""
+
+    def __init__(self) -> None:
+        self.console = Console(stderr=True)
+        self._bar: Any = None
+        self._task: Any = None
+
+    def __call__(self, msg: str, done: int | None = None, total: int | None = None) -> None:
+        if total is None or done is None:
+            self._close()
+            self.console.print(f"[dim]{msg}[/]")
+            return
+        if self._bar is None:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            # No auto-refresh: no background thread, so the parse may fork worker processes safely.
+            self._bar = Progress(TextColumn("[dim]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), console=self.console, transient=True, auto_refresh=False)
+            self._bar.start()
+            self._task = self._bar.add_task(msg, total=total)
+        self._bar.update(self._task, completed=done, total=total, description=msg, refresh=True)
+        if done >= total:
+            self._close()
+
+    def _close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
+
+
+def _progress(enabled: bool) -> Callable[..., None] | None:
+    """Progress only for people watching: text format on a terminal; never in JSON/SARIF or pipes."""
     if not enabled or not sys.stderr.isatty():
         return None
-    console = Console(stderr=True)
-    return lambda msg: console.print(f"[dim]{msg}[/]")
+    return _StderrProgress()
 
 
 def _guard(debug: bool, fn: Callable[[], int]) -> NoReturn:

@@ -86,19 +86,33 @@ class RunnerPath:
         return tuple(sorted({n for s in self.sites for n in (s.setter, s.fallback) if n}))
 
 
-def _candidates(source: SourceTree, markers: tuple[bytes, ...], need_all: bool) -> list[tuple[str, bytes]]:
-    out: list[tuple[str, bytes]] = []
-    for rel in source.py_files():
-        if rel.startswith(_MODEL_DIRS) or "/tests/" in rel:
-            continue
+def input_files(source: SourceTree) -> list[str]:
+    """Every file the runner path and the gates may be read from (the key of their cache)."""
+    return [rel for rel in source.py_files() if not rel.startswith(_MODEL_DIRS) and "/tests/" not in rel]
+
+
+def _is_runner_candidate(data: bytes) -> bool:
+    return any(m in data for m in _RUNNER_MARKERS)
+
+
+def _is_gate_candidate(data: bytes) -> bool:
+    return all(m in data for m in _GATE_MARKERS) and b"raise" in data
+
+
+def _candidates(source: SourceTree) -> tuple[list[tuple[str, bytes]], list[tuple[str, bytes]]]:
+    """(runner candidates, gate candidates): each input file is read once, only matches are kept."""
+    runner: list[tuple[str, bytes]] = []
+    gates: list[tuple[str, bytes]] = []
+    for rel in input_files(source):
         try:
             data = source.read_bytes(rel)
         except OSError:
             continue
-        hit = all(m in data for m in markers) if need_all else any(m in data for m in markers)
-        if hit:
-            out.append((rel, data))
-    return out
+        if _is_runner_candidate(data):
+            runner.append((rel, data))
+        if _is_gate_candidate(data):
+            gates.append((rel, data))
+    return runner, gates
 
 
 def _parse(rel: str, data: bytes) -> ast.Module | None:
@@ -143,7 +157,8 @@ def derive(source: SourceTree, check_function: str, member_names: tuple[str, ...
     config_fns: dict[str, tuple[str, int]] = {}
     cfg_key: tuple[str, str, int] | None = None
     pp: tuple[str, str, int] | None = None
-    for rel, data in _candidates(source, _RUNNER_MARKERS, need_all=False):
+    runner_files, gate_files = _candidates(source)
+    for rel, data in runner_files:
         tree = _parse(rel, data)
         if tree is None:
             continue
@@ -158,7 +173,7 @@ def derive(source: SourceTree, check_function: str, member_names: tuple[str, ...
                     config_fns[fn.name] = (rel, fn.lineno)
                 if pp_flag and isinstance(n, ast.Constant) and n.value == pp_flag and pp is None:
                     pp = (fn.name, rel, fn.lineno)
-    gates = _gates(source)
+    gates = _gates(gate_files)
     notes: list[str] = []
     if not sites:
         notes.append("no runner call site found: the tree never asks the model for aux hidden states")
@@ -221,11 +236,9 @@ def _site(rel: str, fn: ast.FunctionDef | ast.AsyncFunctionDef, check_function: 
     )
 
 
-def _gates(source: SourceTree) -> list[Gate]:
+def _gates(files: list[tuple[str, bytes]]) -> list[Gate]:
     out: list[Gate] = []
-    for rel, data in _candidates(source, _GATE_MARKERS, need_all=True):
-        if b"raise" not in data:
-            continue
+    for rel, data in files:
         tree = _parse(rel, data)
         if tree is None:
             continue

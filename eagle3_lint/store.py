@@ -1,23 +1,123 @@
 """Facts for every module, loaded lazily, with an optional on-disk cache keyed by content hash.
 
-The cache is a layer under ``load``: a hit returns the same ``ModuleFacts`` that extraction would,
-so no rule can tell the difference. One pack file per tree holds ``path -> (sha256, facts)``; a
-pack that fails to unpickle or whose header does not match is dropped and rebuilt.
+The cache is a layer under loading: a hit returns the same ``ModuleFacts`` (or the same derived
+contract/runner) that computing it would, so no rule can tell the difference, and ``--no-cache``
+runs exactly the same code minus this layer.
+
+Layout: one pack file per tree, ``<cache>/facts/<sha256(root)[:16]>.pack``::
+
+    MAGIC | sha256(payload) | payload = pickle({"header", "files", "derived"})
+
+- ``header`` is the tool version, ``FACTS_VERSION``, the Python version (``ast`` differs between
+  them) and a hash of the code that produces cached values (``_CODE_FILES``). Any difference
+  drops the whole pack, so a forgotten ``FACTS_VERSION`` bump cannot serve stale facts.
+- ``files[rel] = (stat, sha256, blob)``: the file's content hash, its facts pickled when they were
+  extracted (so nothing that mutates a ``ModuleFacts`` later can leak into the cache), and a stat
+  memo ``(size, mtime_ns, ctime_ns, ino, dev)``.
+- ``derived[name] = (key, blob)``: whole-tree results (contract, runner path and gates); ``key``
+  hashes the parameters and the content hashes of every file the computation may read.
+
+Why a stat memo in front of the content hash: it is git's index. Reading and hashing all 3,000
+files of a tree costs about as much as the rest of a warm check; a ``stat`` costs ~5 µs. An entry
+is keyed by content hash; the stat tuple only remembers "this file, unchanged since, hashed to X".
+``ctime`` cannot be set from user space, so an edit that restores size and mtime still shows.
+A stat is never recorded for a file changed within ``_RACY_NS`` of reading it (git's "racily
+clean" case: a second write inside the same timestamp tick), so such files are hashed next time.
+
+Damage of any kind (bad magic, checksum, header, unpicklable blob, wrong type) means: rebuild
+that part, never trust it. A cache that cannot be written only costs time.
 """
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import pickle
+import stat as stat_mod
+import sys
 import tempfile
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, TypeVar
 
 from eagle3_lint import __version__
 from eagle3_lint.facts import FACTS_VERSION, ModuleFacts, extract
-from eagle3_lint.source import SourceTree
+from eagle3_lint.source import DirSource, SourceTree, ZipSource
 
-_PACK_HEADER = ("eagle3-lint-facts", __version__, FACTS_VERSION)
+T = TypeVar("T")
+
+MAGIC = b"E3LFACTS\x02"
+_DIGEST_LEN = 32
+# A file whose mtime/ctime is this close to the moment it was hashed may still change within the
+# same timestamp tick (coarse kernel clocks, 2 s on FAT); its stat is not trusted next time.
+_RACY_NS = 2_000_000_000
+# The modules whose code decides what is cached: editing any of them invalidates every pack.
+_CODE_FILES = ("facts.py", "store.py", "contract.py", "runner.py", "registry.py")
+# Parallel extraction only pays above this much work (fork + result transfer cost ~30 ms).
+_PARALLEL_MIN_FILES = 48
+_PARALLEL_MIN_BYTES = 2 * 1024 * 1024
+_PROGRESS_MIN_FILES = 100
+JOBS_ENV = "EAGLE3_LINT_JOBS"
+
+StatKey = tuple[int, ...]
+# (stat memo or None, sha256 digest, pickled ModuleFacts or None when only hashed)
+FileEntry = tuple[StatKey | None, bytes, bytes | None]
+Progress = Callable[..., None]
+
+
+def _code_fingerprint() -> str:
+    h = hashlib.sha256(f"{__version__}|{FACTS_VERSION}|{sys.version_info[:2]}".encode())
+    here = Path(__file__).resolve().parent
+    for name in _CODE_FILES:
+        try:
+            h.update((here / name).read_bytes())
+        except OSError:
+            h.update(b"?" + name.encode())  # e.g. a zipapp: the version above still keys the pack
+    return h.hexdigest()
+
+
+_FINGERPRINT: str | None = None
+
+
+def fingerprint() -> str:
+    global _FINGERPRINT
+    if _FINGERPRINT is None:
+        _FINGERPRINT = _code_fingerprint()
+    return _FINGERPRINT
+
+
+@contextmanager
+def no_gc(keep: bool = False) -> Iterator[None]:
+    """Pause the cyclic GC while building many acyclic objects (facts, AST nodes).
+
+    Each collection walks every live container; during a cold parse or an unpickle of all facts
+    that was the largest single cost of a warm check (about half of it). Facts and ASTs hold no
+    cycles, so reference counting still frees them. With ``keep``, what is alive at the end (the
+    loaded facts, which live as long as the check) is moved out of the collector's sight with
+    ``gc.freeze()`` (an O(1) list splice), so later collections do not walk it again either.
+    """
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if keep:
+            gc.freeze()
+        if was:
+            gc.enable()
+
+
+def jobs() -> int:
+    env = os.environ.get(JOBS_ENV, "").strip()
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
 
 
 class FactStore:
@@ -25,79 +125,383 @@ class FactStore:
         self.source = source
         self.cache_dir = cache_dir
         self._facts: dict[str, ModuleFacts | None] = {}
-        self._pack: dict[str, tuple[str, ModuleFacts]] = {}
+        self._by_module: dict[str, ModuleFacts | None] = {}
+        self._files: dict[str, FileEntry] = {}
+        self._derived: dict[str, tuple[str, bytes]] = {}
+        self._digests: dict[str, bytes | None] = {}  # this run's content hashes (None: unreadable)
+        self._wheel_stat: tuple[int, ...] | None = None
         self._dirty = False
         self.read_errors: dict[str, str] = {}
         self.hits = 0
         self.misses = 0
+        self.derived_hits = 0
+        self.rebuilt = False  # the pack existed but was damaged or stale and was dropped
         if cache_dir is not None:
             self._load_pack()
 
     # -- cache pack ------------------------------------------------------------------------------
-    def _pack_path(self) -> Path:
-        assert self.cache_dir is not None
+    def pack_path(self) -> Path | None:
+        if self.cache_dir is None:
+            return None
         tag = hashlib.sha256(self.source.root_label.encode()).hexdigest()[:16]
         return self.cache_dir / "facts" / f"{tag}.pack"
 
     def _load_pack(self) -> None:
-        p = self._pack_path()
+        p = self.pack_path()
+        assert p is not None
         try:
-            with open(p, "rb") as fh:
-                header, body = pickle.load(fh)
-            if header != _PACK_HEADER or not isinstance(body, dict):
+            raw = p.read_bytes()
+        except OSError:
+            return  # no pack yet (or unreadable): start empty
+        try:
+            head = len(MAGIC) + _DIGEST_LEN
+            if raw[: len(MAGIC)] != MAGIC or len(raw) < head:
+                raise ValueError("not a pack")
+            payload = memoryview(raw)[head:]
+            if hashlib.sha256(payload).digest() != raw[len(MAGIC): head]:
+                raise ValueError("checksum mismatch (truncated or corrupted)")
+            with no_gc():
+                body = pickle.loads(payload)
+            if not isinstance(body, dict) or body.get("header") != self._header():
                 raise ValueError("stale header")
-            self._pack = body
-        except FileNotFoundError:
-            self._pack = {}
+            files, derived = body["files"], body["derived"]
+            if not isinstance(files, dict) or not isinstance(derived, dict):
+                raise ValueError("bad body")
+            self._files, self._derived = files, derived
         except Exception:  # noqa: BLE001 - any damage to the pack means: rebuild it
-            self._pack = {}
+            self._files, self._derived = {}, {}
+            self.rebuilt = True
             self._dirty = True
 
+    def _header(self) -> tuple[str, str, str]:
+        return ("eagle3-lint-facts", self.source.root_label, fingerprint())
+
     def save(self) -> None:
-        if self.cache_dir is None or not self._dirty:
+        p = self.pack_path()
+        if p is None or not self._dirty:
             return
-        p = self._pack_path()
+        present = set(self.source.py_files())
+        files = {rel: e for rel, e in self._files.items() if rel in present}  # forget deleted files
+        with no_gc():
+            payload = pickle.dumps({"header": self._header(), "files": files, "derived": self._derived},
+                                   protocol=pickle.HIGHEST_PROTOCOL)
         try:
             p.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=".pack-")
-            with os.fdopen(fd, "wb") as fh:
-                pickle.dump((_PACK_HEADER, self._pack), fh, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, p)
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(MAGIC)
+                    fh.write(hashlib.sha256(payload).digest())
+                    fh.write(payload)
+                os.replace(tmp, p)
+            except BaseException:
+                os.unlink(tmp)
+                raise
             self._dirty = False
         except OSError:
             pass  # a cache that cannot be written only costs time
 
-    # -- facts -----------------------------------------------------------------------------------
-    def load_path(self, rel: str) -> ModuleFacts | None:
-        if rel in self._facts:
-            return self._facts[rel]
+    # -- content hashes --------------------------------------------------------------------------
+    def _stat(self, rel: str) -> StatKey | None:
+        """The stat memo of ``rel`` if it may be trusted later, else None (always hash)."""
+        src = self.source
+        if isinstance(src, DirSource):
+            try:
+                st = os.stat(os.path.join(src.root, rel))
+            except OSError:
+                return None
+            if not stat_mod.S_ISREG(st.st_mode):
+                return None
+            key: StatKey = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+            newest = max(st.st_mtime_ns, st.st_ctime_ns)
+        elif isinstance(src, ZipSource):
+            # A member cannot change unless the wheel file does: the wheel's stat plus the
+            # member's CRC and size stand for the member.
+            try:
+                if self._wheel_stat is None:
+                    w = os.stat(src.wheel)
+                    self._wheel_stat = (w.st_size, w.st_mtime_ns, w.st_ctime_ns, w.st_ino)
+                info = src._zip.getinfo(rel)
+            except (OSError, KeyError):
+                return None
+            ws = self._wheel_stat
+            key = (info.CRC, info.file_size, *ws)
+            newest = max(ws[1], ws[2])
+        else:
+            return None
+        if time.time_ns() - newest < _RACY_NS:
+            return None
+        return key
+
+    def _read(self, rel: str) -> bytes | None:
         try:
             data = self.source.read_bytes(rel)
         except OSError as exc:
             self.read_errors[rel] = str(exc) or type(exc).__name__
-            self._facts[rel] = None
+            self._digests[rel] = None
             return None
-        module = self.source.path_module(rel)
-        is_pkg = rel.endswith("/__init__.py")
-        digest = hashlib.sha256(data).hexdigest()
-        hit = self._pack.get(rel)
-        if hit is not None and hit[0] == digest:
-            mf = hit[1]
+        self._digests[rel] = hashlib.sha256(data).digest()
+        return data
+
+    def digest(self, rel: str) -> bytes | None:
+        """sha256 of ``rel``'s bytes (None if unreadable); trusts an unchanged stat memo."""
+        if rel in self._digests:
+            return self._digests[rel]
+        e = self._files.get(rel)
+        if e is not None and e[0] is not None and e[0] == self._stat(rel):
+            self._digests[rel] = e[1]
+            return e[1]
+        data = self._read(rel)
+        if data is not None and self.cache_dir is not None:
+            d = self._digests[rel]
+            assert d is not None
+            blob = e[2] if e is not None and e[1] == d else None
+            self._remember(rel, d, blob)
+        return self._digests[rel]
+
+    def _remember(self, rel: str, digest: bytes, blob: bytes | None) -> None:
+        new = (self._stat(rel), digest, blob)
+        if self._files.get(rel) != new:
+            self._files[rel] = new
+            self._dirty = True
+
+    # -- facts -----------------------------------------------------------------------------------
+    def _cached_facts(self, rel: str) -> ModuleFacts | None:
+        """Facts from the pack if they belong to ``rel``'s current content, else None."""
+        e = self._files.get(rel)
+        if e is None or e[2] is None:
+            return None
+        if self.digest(rel) != e[1]:
+            return None
+        e = self._files[rel]  # digest() may have refreshed the stat memo
+        try:
+            mf = pickle.loads(e[2])  # type: ignore[arg-type]
+        except Exception:  # noqa: BLE001 - a damaged entry is rebuilt, not trusted
+            mf = None
+        if not isinstance(mf, ModuleFacts) or mf.path != rel:
+            self._files[rel] = (e[0], e[1], None)
+            self._dirty = True
+            return None
+        return mf
+
+    def _extract(self, rel: str) -> ModuleFacts | None:
+        data = self._read(rel)
+        if data is None:
+            return None
+        mf = extract(rel, self.source.path_module(rel), rel.endswith("/__init__.py"), data)
+        if self.cache_dir is not None:
+            d = self._digests[rel]
+            assert d is not None
+            self._remember(rel, d, pickle.dumps(mf, protocol=pickle.HIGHEST_PROTOCOL))
+        return mf
+
+    def load_path(self, rel: str) -> ModuleFacts | None:
+        if rel in self._facts:
+            return self._facts[rel]
+        mf = self._cached_facts(rel) if self.cache_dir is not None else None
+        if mf is not None:
             self.hits += 1
         else:
-            mf = extract(rel, module, is_pkg, data)
+            mf = self._extract(rel)
             self.misses += 1
-            if self.cache_dir is not None:
-                self._pack[rel] = (digest, mf)
-                self._dirty = True
         self._facts[rel] = mf
         return mf
 
     def load(self, module: str) -> ModuleFacts | None:
+        # The graph asks for the same modules tens of thousands of times; resolve each name once.
+        try:
+            return self._by_module[module]
+        except KeyError:
+            pass
         rel = self.source.module_path(module)
-        if rel is None:
-            return None
-        return self.load_path(rel)
+        mf = None if rel is None else self.load_path(rel)
+        self._by_module[module] = mf
+        return mf
 
     def loaded(self) -> list[ModuleFacts]:
         return [mf for mf in self._facts.values() if mf is not None]
+
+    def preload(self, rels: Iterable[str], progress: Progress | None = None) -> None:
+        """Load many files at once: cache hits first, then the misses, in parallel where it pays."""
+        with no_gc(keep=True):
+            todo: list[str] = []
+            for rel in rels:
+                if rel in self._facts:
+                    continue
+                mf = self._cached_facts(rel) if self.cache_dir is not None else None
+                if mf is not None:
+                    self.hits += 1
+                    self._facts[rel] = mf
+                else:
+                    todo.append(rel)
+            if not todo:
+                return
+            # A bar only for a cold parse; an incremental re-check finishes before it could draw.
+            if len(todo) < _PROGRESS_MIN_FILES:
+                progress = None
+            if progress:
+                progress("parsing model files", 0, len(todo))
+            results: Iterable[tuple[str, ModuleFacts | None]]
+            if self._parallel_ok(todo):
+                results = self._extract_parallel(todo)
+            else:
+                results = ((rel, self._extract(rel)) for rel in todo)
+            for i, (rel, mf) in enumerate(results, 1):
+                self.misses += 1
+                self._facts[rel] = mf
+                if progress and (i % 25 == 0 or i == len(todo)):
+                    progress("parsing model files", i, len(todo))
+
+    # -- parallel extraction ---------------------------------------------------------------------
+    def _parallel_ok(self, todo: list[str]) -> bool:
+        # fork is the only start method that does not re-import the world; a wheel's open zip
+        # handle would be shared across the fork, so only folders are split.
+        if jobs() < 2 or len(todo) < _PARALLEL_MIN_FILES or sys.platform != "linux":
+            return False
+        if not isinstance(self.source, DirSource):
+            return False
+        total = 0
+        for rel in todo:
+            try:
+                total += os.stat(os.path.join(self.source.root, rel)).st_size
+            except OSError:
+                pass
+        return total >= _PARALLEL_MIN_BYTES
+
+    def _extract_parallel(self, todo: list[str]) -> Iterator[tuple[str, ModuleFacts | None]]:
+        """Split by size over the parent and ``jobs()-1`` forked children; children send pickles."""
+        import multiprocessing
+
+        n = min(jobs(), 8)
+        sizes: dict[str, int] = {}
+        for rel in todo:
+            try:
+                sizes[rel] = os.stat(os.path.join(self.source.root, rel)).st_size  # type: ignore[attr-defined]
+            except OSError:
+                sizes[rel] = 0
+        shares: list[list[str]] = [[] for _ in range(n)]
+        load = [0] * n
+        for rel in sorted(todo, key=lambda r: -sizes[r]):
+            i = load.index(min(load))
+            shares[i].append(rel)
+            load[i] += sizes[rel] + 4096  # a per-file constant for the open/parse overhead
+        global _WORKER_STORE
+        _WORKER_STORE = self
+        ctx = multiprocessing.get_context("fork")
+        try:
+            pool = ctx.Pool(n - 1)
+        except OSError:
+            yield from ((rel, self._extract(rel)) for rel in todo)
+            return
+        try:
+            pending = [pool.apply_async(_worker_extract, (share,)) for share in shares[1:]]
+            for rel in shares[0]:
+                yield rel, self._extract(rel)
+            for share, job in zip(shares[1:], pending):
+                try:
+                    packed = job.get()
+                except Exception:  # noqa: BLE001 - a failed child costs time, not results
+                    packed = None
+                if packed is None:
+                    yield from ((rel, self._extract(rel)) for rel in share)
+                    continue
+                for rel, digest, blob, err in packed:
+                    yield rel, self._adopt(rel, digest, blob, err)
+        finally:
+            pool.terminate()
+            _WORKER_STORE = None
+
+    def _adopt(self, rel: str, digest: bytes | None, blob: bytes | None, err: str | None) -> ModuleFacts | None:
+        """Take a child's result as if this process had extracted it."""
+        if err is not None or digest is None or blob is None:
+            self.read_errors[rel] = err or "cannot be read"
+            self._digests[rel] = None
+            return None
+        self._digests[rel] = digest
+        mf = pickle.loads(blob)
+        if self.cache_dir is not None:
+            self._remember(rel, digest, blob)
+        return mf
+
+    # -- derived whole-tree results -------------------------------------------------------------
+    def memo(self, name: str, params: tuple[Any, ...], files: Iterable[str],
+             compute: Callable[[SourceTree], T]) -> T:
+        """``compute(tree)`` cached under the content hashes of ``files``, the only files it reads.
+
+        ``tree`` reads through this store, so on a miss each file is read once and its hash is
+        recorded as a side effect; the key is then built from the bytes the computation saw.
+        """
+        if self.cache_dir is None:
+            return compute(self.source)
+        files = list(files)
+        hit = self._derived.get(name)
+        if hit is not None and hit[0] == self._memo_key(name, params, files):
+            try:
+                value = pickle.loads(hit[1])
+                self.derived_hits += 1
+                return value  # type: ignore[no-any-return]
+            except Exception:  # noqa: BLE001 - a damaged entry is recomputed
+                pass
+        value = compute(_Reading(self))
+        self._derived[name] = (self._memo_key(name, params, files),
+                               pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+        self._dirty = True
+        return value
+
+    def _memo_key(self, name: str, params: tuple[Any, ...], files: list[str]) -> str:
+        h = hashlib.sha256(repr((name, params)).encode())
+        for rel in files:
+            d = self.digest(rel)
+            h.update(rel.encode() + b"\0" + (d or b"-") + b"\0")
+        return h.hexdigest()
+
+
+class _Reading(SourceTree):
+    """The store's tree, seen by a memoized computation: reads record their content hash."""
+
+    def __init__(self, store: FactStore) -> None:
+        self._store = store
+        self._src = store.source
+        self.root_label = self._src.root_label
+
+    def py_files(self) -> list[str]:
+        return self._src.py_files()
+
+    def other_files(self) -> list[str]:
+        return self._src.other_files()
+
+    def exists(self, rel: str) -> bool:
+        return self._src.exists(rel)
+
+    def module_path(self, module: str) -> str | None:
+        return self._src.module_path(module)
+
+    def read_bytes(self, rel: str) -> bytes:
+        data = self._src.read_bytes(rel)
+        st = self._store
+        if rel not in st._digests:
+            d = hashlib.sha256(data).digest()
+            st._digests[rel] = d
+            e = st._files.get(rel)
+            st._remember(rel, d, e[2] if e is not None and e[1] == d else None)
+        return data
+
+
+_WORKER_STORE: FactStore | None = None
+
+
+def _worker_extract(rels: list[str]) -> list[tuple[str, bytes | None, bytes | None, str | None]]:
+    """In a forked child: extract ``rels`` and return each result pickled (parent unpickles)."""
+    store = _WORKER_STORE
+    assert store is not None
+    out: list[tuple[str, bytes | None, bytes | None, str | None]] = []
+    gc.disable()
+    for rel in rels:
+        try:
+            data = store.source.read_bytes(rel)
+        except OSError as exc:
+            out.append((rel, None, None, str(exc) or type(exc).__name__))
+            continue
+        mf = extract(rel, store.source.path_module(rel), rel.endswith("/__init__.py"), data)
+        out.append((rel, hashlib.sha256(data).digest(), pickle.dumps(mf, protocol=pickle.HIGHEST_PROTOCOL), None))
+    return out
