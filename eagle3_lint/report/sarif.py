@@ -83,6 +83,28 @@ class _Regions:
         return {"startLine": e.line, "startColumn": col(e.line, e.col), "endLine": e.end_line,
                 "endColumn": col(e.end_line, e.end_col)}
 
+    def replacements(self, edits: Sequence[Edit]) -> list[dict[str, Any]]:
+        """One file's edits as SARIF replacements, in file order. Like fixes.apply_edits: identical
+        edits count once, and insertions at one point keep their order, merged into one replacement
+        (two separate empty regions at one point would leave the order to the consumer)."""
+        out: list[dict[str, Any]] = []
+        seen: set[tuple[Any, ...]] = set()
+        regs = []
+        for e in edits:
+            reg = self.edit(e)
+            key = (*reg.values(), e.new_text)
+            if key not in seen:
+                seen.add(key)
+                regs.append((reg, e.new_text))
+        regs.sort(key=lambda r: (r[0]["startLine"], r[0]["startColumn"], r[0]["endLine"], r[0]["endColumn"]))
+        for reg, text in regs:
+            empty = (reg["startLine"], reg["startColumn"]) == (reg["endLine"], reg["endColumn"])
+            if out and empty and out[-1]["deletedRegion"] == reg:
+                out[-1]["insertedContent"]["text"] += text
+            else:
+                out.append({"deletedRegion": reg, "insertedContent": {"text": text}})
+        return out
+
 
 def _artifact(path: str) -> dict[str, Any]:
     return {"uri": quote(path, safe="/"), "uriBaseId": SRCROOT}
@@ -122,8 +144,7 @@ def build_sarif(ctx: Context, out: Outcome) -> dict[str, Any]:
                 "description": {"text": f.fix.title + (" (unsafe: review before applying; --unsafe-fixes)" if unsafe else "")},
                 "artifactChanges": [{
                     "artifactLocation": _artifact(pm.path(path)),
-                    "replacements": [{"deletedRegion": regions.edit(e), "insertedContent": {"text": e.new_text}}
-                                     for e in edits],
+                    "replacements": regions.replacements(edits),
                 } for path, edits in by_file.items()],
                 "properties": {"applicability": f.fix.applicability.value},
             }]

@@ -1,0 +1,136 @@
+"""Helpers for the CI-surface tests (issue 5): run the real CLI, build sample trees, load schemas."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import REPO, SAMPLES, materialize
+
+SARIF_SCHEMA_ENV = "EAGLE3_LINT_SARIF_SCHEMA"
+# In a checkout the shared data sits beside the repository; CI puts a copy of shared/ there too.
+SARIF_SCHEMA_DEFAULT = REPO.parent / "shared" / "data" / "sarif-schema-2.1.0.json"
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
+
+
+def cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
+        stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m eagle3_lint ARGS`` in a clean environment: no inherited CI flag unless given."""
+    e = {k: v for k, v in os.environ.items() if k != "CI"}
+    e.update(env or {})
+    return subprocess.run([sys.executable, "-m", "eagle3_lint", *args], cwd=cwd, env=e, input=stdin,
+                          capture_output=True, text=True, timeout=600)
+
+
+def cli_json(*args: str, **kw: Any) -> tuple[subprocess.CompletedProcess[str], Any]:
+    p = cli(*args, **kw)
+    try:
+        data = json.loads(p.stdout)
+    except json.JSONDecodeError:
+        raise AssertionError(f"not JSON (exit {p.returncode}): {p.stdout[:500]!r} {p.stderr[:2000]}") from None
+    return p, data
+
+
+def sample(case: str, dest: Path) -> Path:
+    """Materialize ``sample_trees/<case>`` (its base plus its files) into ``dest``."""
+    return materialize(SAMPLES / case, dest)
+
+
+def sarif_schema() -> dict[str, Any]:
+    """The official SARIF 2.1.0 schema; missing is a failure in CI and a skip elsewhere."""
+    path = Path(os.environ.get(SARIF_SCHEMA_ENV) or SARIF_SCHEMA_DEFAULT)
+    if not path.is_file():
+        msg = f"SARIF 2.1.0 schema not found at {path} (set {SARIF_SCHEMA_ENV})"
+        if in_ci():
+            pytest.fail(msg)
+        pytest.skip(msg)
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def validate_sarif(doc: Any) -> None:
+    import jsonschema
+
+    schema = sarif_schema()
+    errors = sorted(jsonschema.Draft4Validator(schema).iter_errors(doc), key=lambda e: list(e.absolute_path))
+    assert not errors, "\n".join(f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors[:20])
+
+
+def report_schema() -> dict[str, Any]:
+    return json.loads((REPO / "eagle3_lint" / "data" / "report.schema.json").read_text(encoding="utf-8"))
+
+
+def strict(schema: Any) -> Any:
+    """The report schema with ``additionalProperties: false`` wherever it lists properties and says
+    nothing else: the shipped schema lets consumers ignore new fields, the tests do not let the
+    report grow fields the schema does not document."""
+    if isinstance(schema, dict):
+        out = {k: strict(v) for k, v in schema.items()}
+        if "properties" in out and "additionalProperties" not in out:
+            out["additionalProperties"] = False
+        return out
+    if isinstance(schema, list):
+        return [strict(v) for v in schema]
+    return schema
+
+
+def validate_report(doc: Any) -> None:
+    import jsonschema
+
+    v = jsonschema.Draft202012Validator(strict(report_schema()))
+    errors = sorted(v.iter_errors(doc), key=lambda e: list(e.absolute_path))
+    assert not errors, "\n".join(f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors[:20])
+
+
+def tree(dest: Path, modules: dict[str, str] | None = None) -> Path:
+    """The clean sample tree (GoodForCausalLM, which supports EAGLE-3) plus ``modules``
+    (module name -> source); every ``class XxxForCausalLM`` in them is registered."""
+    import re
+
+    root = sample("workflow/clean_tree", dest)
+    models = root / "vllm" / "model_executor" / "models"
+    entries = {"GoodForCausalLM": "good"}
+    for mod, text in (modules or {}).items():
+        (models / f"{mod}.py").write_text(text, encoding="utf-8")
+        for cls in re.findall(r"^class (\w+ForCausalLM)\b", text, re.M):
+            entries[cls] = mod
+    body = "".join(f'    "{a}": ("{m}", "{a}"),\n' for a, m in entries.items())
+    (models / "registry.py").write_text(
+        "_TEXT_GENERATION_MODELS = {\n" + body + "}\n_VLLM_MODELS = {\n    **_TEXT_GENERATION_MODELS,\n}\n",
+        encoding="utf-8")
+    return root
+
+
+def broken(*names: str) -> str:
+    """A module of classes that fail the EAGLE-3 check (EGL001 when targeted)."""
+    return "from torch import nn\n" + "".join(
+        f"\n\nclass {n}(nn.Module):\n    def __init__(self, config):\n        super().__init__()\n" for n in names)
+
+
+def sample_cases() -> list[Path]:
+    return sorted(p.parent for p in SAMPLES.glob("*/*/case.toml") if not p.parent.parent.name.startswith("_"))
+
+
+def run_case(case: Path, dest: Path, settings: Any = None) -> tuple[Any, Any]:
+    """Analyze one sample case in-process as ``check`` would: (Context, Outcome)."""
+    from eagle3_lint._compat import tomllib
+    from eagle3_lint.app import CheckRequest, run_check
+    from eagle3_lint.config import Settings
+    from eagle3_lint.outcome import finalize
+
+    meta = tomllib.loads((case / "case.toml").read_text(encoding="utf-8"))
+    root = materialize(case, dest)
+    tc = meta.get("target_config")
+    tc_path = None
+    if tc:
+        tc_path = str(root / tc) if (root / tc).is_file() else str(case / tc)
+    ctx = run_check(CheckRequest(str(root), tuple(meta.get("archs", ())), no_cache=True, target_config=tc_path))
+    return ctx, finalize(ctx, settings or Settings())
