@@ -14,7 +14,7 @@ import codecs
 import sys
 from dataclasses import dataclass, field
 
-FACTS_VERSION = 7
+FACTS_VERSION = 8
 
 # Branch tags for bindings made under control flow; resolution prefers the runtime default.
 MAIN, ELSE, TRY, IF, TYPE_CHECKING, EXCEPT = "", "else", "try", "if", "type-checking", "except"
@@ -91,6 +91,9 @@ class Loop:
     call_end_line: int
     call_end_col: int
     uses: tuple[Use, ...] = ()
+    # Statements in the body that rebind the index (``idx = idx + self.start_layer``): the index
+    # is then no longer the bare enumerate counter, so slice-relative reasoning does not apply.
+    rebinds: tuple[str, ...] = ()
 
 
 @dataclass
@@ -172,6 +175,8 @@ class ModuleFacts:
     n_lines: int = 0
     first_import_line: int = 0  # where a new import can go
     last_import_line: int = 0
+    # A bug of ours, not of the file: the analysis reports it as an internal error (exit 2), not EGL000.
+    internal_error: str | None = None
 
 
 def decode_source(data: bytes) -> str:
@@ -584,8 +589,13 @@ class _Extractor:
             if kw.arg == "start":
                 start = self.seg(kw.value)
         uses: list[Use] = []
+        rebinds: list[str] = []
         for sub in node.body:
             for n in ast.walk(sub):
+                if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and any(
+                        isinstance(t, ast.Name) and t.id == idx
+                        for t in (n.targets if isinstance(n, ast.Assign) else [n.target])):
+                    rebinds.append(self.seg(n)[:120])
                 if isinstance(n, ast.Compare) and isinstance(n.left, ast.Name) and n.left.id == idx \
                         and len(n.ops) == 1 and isinstance(n.ops[0], (ast.In, ast.NotIn)):
                     uses.append(Use("in", dotted(n.comparators[0]), 0, n.lineno))
@@ -601,7 +611,7 @@ class _Extractor:
             call_line=it.lineno, call_col=self.char_col(it.lineno, it.col_offset),
             call_end_line=it.end_lineno or it.lineno,
             call_end_col=self.char_col(it.end_lineno or it.lineno, it.end_col_offset or 0),
-            uses=tuple(uses),
+            uses=tuple(uses), rebinds=tuple(rebinds),
         )
 
     @staticmethod
@@ -635,3 +645,8 @@ def extract(path: str, module: str, is_package: bool, data: bytes) -> ModuleFact
         return _Extractor(path, module, is_package, text).run(tree)
     except RecursionError:
         return ModuleFacts(path, module, is_package, error="cannot analyze: nesting too deep", error_line=1)
+    except Exception as exc:  # noqa: BLE001 - one file must not sink the run; the analysis reports it
+        import traceback
+
+        return ModuleFacts(path, module, is_package, n_lines=text.count("\n") + 1,
+                           internal_error=f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")

@@ -1,0 +1,273 @@
+"""## What it does
+Flags a decoder ``forward`` loop that enumerates a slice of its layer list without ``start=``,
+``enumerate(islice(self.layers, self.start_layer, self.end_layer))`` or
+``enumerate(self.layers[self.start_layer:self.end_layer])``, and then compares the index with
+aux-layer ids: ``idx in self.aux_hidden_state_layers``, or ``idx`` / ``idx + 1`` passed to a
+collector such as ``self._maybe_add_hidden_state``. Every model class's ``forward`` in the tree is
+scanned; each loop is reported once, wherever it is inherited from.
+
+## Why is this bad?
+``enumerate`` counts from 0 inside the slice, while the configured aux layers are absolute layer
+ids. Under pipeline parallelism a rank holds layers ``[start_layer, end_layer)`` with
+``start_layer != 0`` on every rank but the first, so it captures the wrong layers (or too few,
+and the drafter's input projection fails on the shape).
+
+Severity is read from the tree. Where the runner has a pipeline-parallel verifier (0.30+:
+``verify_supports_aux_hidden_states_over_pp``), EAGLE-3 runs with PP only for decoders that set
+``supports_aux_hidden_states_over_pp = True``: an error for those, a warning (latent bug)
+otherwise. Where the tree has no such verifier nothing refuses PP for EAGLE-3: an error when a
+registered architecture that passes ``supports_eagle3()`` and supports PP runs this ``forward``,
+a warning (latent) when none does.
+
+## Example
+```python
+for idx, layer in enumerate(islice(self.layers, self.start_layer, self.end_layer)):
+    if idx in self.aux_hidden_state_layers:
+        aux_hidden_states.append(hidden_states + residual)
+```
+Use instead:
+```python
+for idx, layer in enumerate(islice(self.layers, self.start_layer, self.end_layer), start=self.start_layer):
+```
+
+## Fix safety
+Safe: the fix adds ``start=<the slice's own start expression>`` to the ``enumerate`` call, a
+one-line edit. With ``start_layer == 0`` (no pipeline parallelism) nothing changes; with PP the
+index becomes the absolute layer id the aux list holds.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from eagle3_lint.facts import Loop, Method
+from eagle3_lint.graph import ClassKey
+from eagle3_lint.model import Applicability, Edit, Finding, Fix, Location, Severity, Step
+from eagle3_lint.rules import RuleMeta, make
+
+if TYPE_CHECKING:
+    from eagle3_lint.analysis import Context
+
+META = RuleMeta("EGL005", "slice-relative-aux-index", Severity.ERROR, True,
+                "A forward loop over a slice of the layers compares the slice-relative enumerate index with absolute aux-layer ids.")
+
+_MAX_HOPS = 4  # wrapper -> language model -> decoder is three hops in practice
+_PP_PROTOCOL = "SupportsPP"  # the interface vLLM's registry asks before allowing pipeline parallelism
+
+
+@dataclass(frozen=True)
+class _Runner:
+    """An architecture whose runtime path runs a given ``forward``."""
+
+    arch: str
+    owner: ClassKey  # the class holding the layers (where the PP flag is read)
+    pp: bool | None  # the architecture's class supports pipeline parallelism (None: cannot tell)
+
+
+def slice_start(lp: Loop) -> str | None:
+    """The start expression of the sliced iterable, or None when the slice starts at 0 (or cannot be read)."""
+    try:
+        node = ast.parse(lp.iter_text.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+    lower: ast.AST | None = None
+    if isinstance(node, ast.Call) and len(node.args) >= 3:
+        lower = node.args[1]  # islice(it, start, stop[, step]); islice(it, stop) starts at 0
+    elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
+        lower = node.slice.lower
+    if lower is None or (isinstance(lower, ast.Constant) and lower.value in (0, None)):
+        return None
+    return ast.unparse(lower)
+
+
+def _aux_uses(ctx: Context, lp: Loop) -> list[str]:
+    """How the index meets aux-layer ids, as short texts (empty: it never does)."""
+    collectors = {n for n in (ctx.contract.mixin_collector,) if n}
+    out: list[str] = []
+    for u in lp.uses:
+        tail = u.target.rsplit(".", 1)[-1]
+        low = u.target.lower()
+        if u.kind == "in" and u.target and ("aux" in low or "hidden_state" in low):
+            out.append(f"{lp.index_var} in {u.target} (line {u.line})")
+        elif u.kind == "call" and (tail in collectors or "aux" in low or "hidden_state" in low):
+            arg = lp.index_var + (f" + {u.offset}" if u.offset > 0 else f" - {-u.offset}" if u.offset < 0 else "")
+            out.append(f"{u.target}(..., {arg}, ...) (line {u.line})")
+    return out
+
+
+def _pp_marker(ctx: Context) -> str | None:
+    """The class-level marker of the tree's ``SupportsPP`` interface (``supports_pp``), read from interfaces.py."""
+    r = ctx.graph.resolve_name(ctx.contract.module, _PP_PROTOCOL)
+    cf = ctx.graph.class_facts(r.key) if r.kind == "class" and r.key is not None else None
+    if cf is None:
+        return None
+    for m in cf.members.values():
+        if m.kind in ("annassign", "assign") and m.value == "True":
+            return m.name
+    return None
+
+
+def _flag_value(ctx: Context, key: ClassKey, flag: str) -> tuple[bool, str]:
+    """Whether ``key`` sets the PP flag to True, and where the effective value comes from."""
+    hit = ctx.graph.member_origin(key, flag)
+    if hit is None:
+        return False, f"{key.name} does not define {flag}"
+    origin, m = hit
+    where = f"{ctx.graph.path_of(origin)}:{m.line}"
+    if m.value == "True":
+        return True, f"{origin.name} sets {flag} = True ({where})"
+    return False, f"{flag} is {m.value or 'not a literal True'} for {key.name} (from {origin.name}, {where})"
+
+
+def _reached(ctx: Context, key: ClassKey, hops: int = 0, seen: frozenset[ClassKey] = frozenset()) -> Iterator[ClassKey]:
+    """The class and the inner models it delegates to (``self.model``, ``self.language_model``, ...)."""
+    if key in seen or hops > _MAX_HOPS:
+        return
+    yield key
+    lm = ctx.graph.language_model_attrs(key)
+    for d in ctx.graph.delegations(key):
+        if d.target is None:
+            continue
+        if d.attr in lm or d.attr in ("model", "language_model") or d.how == "registered-model":
+            yield from _reached(ctx, d.target, hops + 1, seen | {key})
+
+
+def _runners(ctx: Context) -> dict[ClassKey, list[_Runner]]:
+    """For each class defining a ``forward``: the EAGLE-3 architectures whose object graph runs it."""
+    marker = _pp_marker(ctx)
+    out: dict[ClassKey, list[_Runner]] = {}
+    for arch, v in sorted(ctx.verdicts.items()):
+        key = ctx.keys.get(arch)
+        if v.supports_eagle3 is not True or key is None:
+            continue
+        pp: bool | None = None
+        if marker is not None:
+            m = ctx.graph.member_origin(key, marker)
+            pp = m is not None and m[1].value == "True"
+        for inner in _reached(ctx, key):
+            hit = ctx.graph.method(inner, "forward")
+            if hit is None:
+                continue
+            lst = out.setdefault(hit[0], [])
+            if all(r.arch != arch for r in lst):
+                lst.append(_Runner(arch, inner, pp))
+    return out
+
+
+def _severity(ctx: Context, key: ClassKey, runners: list[_Runner]) -> tuple[Severity, str, list[Step]]:
+    """Error when this tree runs EAGLE-3 with pipeline parallelism through this forward, else a latent warning."""
+    rp = ctx.runner
+    related: list[Step] = []
+    names = ", ".join(r.arch for r in runners[:4]) + (f" and {len(runners) - 4} more" if len(runners) > 4 else "")
+    if rp.pp_verifier and rp.pp_flag:
+        vloc = Location(rp.pp_verifier_path, rp.pp_verifier_line)
+        related.append(Step("runner", f"{rp.pp_verifier} refuses PP for EAGLE-3 unless the decoder sets {rp.pp_flag} = True", vloc))
+        flagged: list[str] = []
+        own_true, own_why = _flag_value(ctx, key, rp.pp_flag)
+        if own_true:
+            flagged.append(own_why)
+        for r in runners:
+            t, why = _flag_value(ctx, r.owner, rp.pp_flag)
+            if t and why not in flagged:
+                flagged.append(why)
+        if flagged:
+            return (Severity.ERROR,
+                    f"this vLLM runs EAGLE-3 with pipeline parallelism here: {flagged[0]}, so {rp.pp_verifier} "
+                    f"({vloc}) lets PP through and start_layer != 0 on every rank but the first", related)
+        return (Severity.WARNING,
+                f"latent: {rp.pp_verifier} ({vloc}) refuses pipeline parallelism for EAGLE-3 unless the decoder sets "
+                f"{rp.pp_flag} = True, and {own_why}, so start_layer is 0 whenever this runs; the index is wrong as soon "
+                f"as the flag is set", related)
+    pp_runners = [r for r in runners if r.pp is not False]
+    for r in runners[:4]:
+        cf = ctx.graph.class_facts(ctx.keys[r.arch]) if ctx.keys.get(r.arch) else None
+        k = ctx.keys.get(r.arch)
+        if cf is not None and k is not None:
+            related.append(Step("architecture", f"{r.arch} passes supports_eagle3() and runs this forward",
+                                Location(ctx.graph.path_of(k), cf.line)))
+    if pp_runners:
+        names = ", ".join(r.arch for r in pp_runners[:4]) + (f" and {len(pp_runners) - 4} more" if len(pp_runners) > 4 else "")
+        return (Severity.ERROR,
+                "nothing in this tree refuses pipeline parallelism for EAGLE-3 (the runner has no PP verifier), and "
+                f"{names} pass{'es' if len(pp_runners) == 1 else ''} supports_eagle3() and run{'s' if len(pp_runners) == 1 else ''} "
+                "this forward: with PP the drafter's rank has start_layer != 0 and captures the wrong layers", related)
+    if runners:
+        return (Severity.WARNING,
+                f"latent: {names} run{'s' if len(runners) == 1 else ''} this forward with EAGLE-3 but do{'es' if len(runners) == 1 else ''} "
+                f"not implement {_PP_PROTOCOL}, so vLLM refuses pipeline parallelism for them and start_layer is 0", related)
+    return (Severity.WARNING,
+            "latent: no registered architecture that passes supports_eagle3() runs this forward, so the runner never "
+            "configures aux layers on it; the index is wrong as soon as one does, under pipeline parallelism", related)
+
+
+def check(ctx: Context) -> Iterator[Finding]:
+    runners: dict[ClassKey, list[_Runner]] | None = None
+    seen: set[tuple[str, int]] = set()
+    for key, rel in ctx.model_classes():
+        cf = ctx.graph.class_facts(key)
+        md = cf.methods.get("forward") if cf is not None else None
+        if not isinstance(md, Method):
+            continue
+        for lp in md.loops:
+            if (rel, lp.line) in seen or not lp.sliced or lp.start_text is not None or lp.rebinds:
+                continue
+            start = slice_start(lp)
+            uses = _aux_uses(ctx, lp)
+            if start is None or not uses:
+                continue
+            seen.add((rel, lp.line))
+            if runners is None:
+                runners = _runners(ctx)
+            sev, why, related = _severity(ctx, key, runners.get(key, []))
+            msg = (f"{key.name}.forward enumerates {lp.iter_text} without start=, so {lp.index_var} counts from 0 "
+                   f"inside the slice, yet it is compared with absolute aux-layer ids: {'; '.join(uses)}. {why[0].upper()}{why[1:]}.")
+            yield make(META, msg, Location(rel, lp.line, lp.col, lp.end_line, lp.end_col), severity=sev,
+                       symbol=f"{key.name}.forward", related=tuple(related))
+
+
+def _insert_point(text: str, lp: Loop) -> tuple[int, int] | None:
+    """(line, col) right after ``enumerate``'s first argument, read from the call's own span."""
+    lines = text.splitlines()
+    if not (0 < lp.call_line <= lp.call_end_line <= len(lines)):
+        return None
+    seg_lines = lines[lp.call_line - 1: lp.call_end_line]
+    seg_lines[-1] = seg_lines[-1][: lp.call_end_col]
+    seg_lines[0] = seg_lines[0][lp.call_col:]
+    seg = "\n".join(seg_lines)
+    try:
+        call = ast.parse(seg, mode="eval").body
+    except SyntaxError:
+        return None
+    if not (isinstance(call, ast.Call) and call.args):
+        return None
+    a0 = call.args[0]
+    ln = a0.end_lineno or a0.lineno
+    seg_line = seg_lines[ln - 1]
+    col = len(seg_line.encode("utf-8")[: a0.end_col_offset].decode("utf-8", "replace"))
+    return lp.call_line + ln - 1, col + (lp.call_col if ln == 1 else 0)
+
+
+def fix(ctx: Context, finding: Finding) -> Fix | None:
+    rel, line = finding.location.path, finding.location.line
+    mf = ctx.store.load_path(rel)
+    if mf is None:
+        return None
+    for cf in mf.classes.values():
+        md = cf.methods.get("forward")
+        for lp in (md.loops if isinstance(md, Method) else ()):
+            if lp.line != line:
+                continue
+            start = slice_start(lp)
+            if start is None:
+                return None
+            pt = _insert_point(ctx.read_text(rel), lp)
+            if pt is None:
+                return None
+            ln, col = pt
+            # Right after the first argument: ``islice(...), start=X`` keeps any trailing comma after it.
+            return Fix(f"add start={start} to enumerate()",
+                       (Edit(rel, ln, col, ln, col, f", start={start}"),), Applicability.SAFE)
+    return None

@@ -1,0 +1,6 @@
+_TEXT_GENERATION_MODELS = {
+    "RelayForCausalLM": ("relay", "RelayForCausalLM"),
+}
+_VLLM_MODELS = {
+    **_TEXT_GENERATION_MODELS,
+}
