@@ -18,7 +18,7 @@ from eagle3_lint import registry as registry_mod
 from eagle3_lint import runner as runner_mod
 from eagle3_lint.contract import Contract
 from eagle3_lint.graph import ClassGraph, ClassKey
-from eagle3_lint.model import Finding, Verdict
+from eagle3_lint.model import Finding, Status, Verdict
 from eagle3_lint.registry import Registry
 from eagle3_lint.runner import RunnerPath
 from eagle3_lint.source import SourceTree
@@ -28,7 +28,8 @@ from eagle3_lint.verdict import Judge
 if TYPE_CHECKING:
     from eagle3_lint.suppress import Suppression
 
-MODEL_DIRS = ("vllm/model_executor/models/", "vllm/models/")
+# Plugin files (``--plugin``, plugins.py) are model files too, under their ``<plugin>/`` display prefix.
+MODEL_DIRS = ("vllm/model_executor/models/", "vllm/models/", "<plugin")
 
 
 @dataclass
@@ -39,6 +40,8 @@ class Options:
     target_config_path: str | None = None
     draft_config: dict | None = None
     draft_config_path: str | None = None
+    pipeline_parallel: int | None = None  # --pipeline-parallel N (EGL007 shows the layer split)
+    pp_partition: str | None = None  # --pp-partition, vLLM's VLLM_PP_LAYER_PARTITION override
     debug: bool = False
     # progress(message) for a step, progress(message, done, total) for a counted one (cli.py renders it).
     progress: Callable[..., None] | None = None
@@ -121,6 +124,9 @@ def build(source: SourceTree, options: Options) -> Context:
     except OSError:
         reg_text = ""
     registry = registry_mod.derive(reg_mf, reg_text)
+    extend = getattr(source, "extend_registry", None)  # --plugin: the plugins' register_model calls
+    if extend is not None:
+        registry = extend(registry)
     # Whole-tree derivations are cached under the content hashes of the files they read (store.memo).
     iface = [p for p in (source.module_path(contract_mod.INTERFACES_MODULE),) if p]
     contract = store.memo("contract", (), iface, contract_mod.derive)
@@ -141,12 +147,15 @@ def build(source: SourceTree, options: Options) -> Context:
     judge = Judge(graph, contract, runner)
     ctx = Context(source, store, graph, contract, runner, registry, judge, options, source.vllm_version())
     for arch, e in registry.entries.items():
-        key, note = resolve_entry(graph, e.module, e.class_name)
-        ctx.keys[arch] = key
         try:
-            ctx.verdicts[arch] = judge.verdict(e, key, note, registry.path)
-        except RecursionError as exc:
+            key, note = resolve_entry(graph, e.module, e.class_name)
+            ctx.keys[arch] = key
+            ctx.verdicts[arch] = judge.verdict(e, key, note, getattr(e, "path", "") or registry.path)
+        except Exception as exc:  # noqa: BLE001 - one architecture must not sink the others
+            ctx.keys.setdefault(arch, None)
             ctx.errors.append(InternalError(f"verdict {arch}", f"{type(exc).__name__}: {exc}", traceback.format_exc()))
+            ctx.verdicts[arch] = Verdict(arch, e.module, e.class_name, None, Status.UNKNOWN,
+                                         f"internal error while judging it: {type(exc).__name__}: {exc}")
     t3 = time.perf_counter()
     ctx.timings = {"facts": t1 - t0, "derive": t2 - t1, "verdicts": t3 - t2}
     return ctx
@@ -185,5 +194,10 @@ def analyze(source: SourceTree, options: Options, select: Callable[[str], bool] 
         t = time.perf_counter()
         run_rules(ctx, rules)
         apply_suppressions(ctx, {r.meta.id for r in rules})
+        # A file whose facts could not be extracted because of a bug of ours is an internal error (exit 2).
+        for mf in ctx.store.loaded():
+            if getattr(mf, "internal_error", None):
+                msg, _, tb = mf.internal_error.partition("\n")
+                ctx.errors.append(InternalError(f"facts {mf.path}", msg, tb))
         ctx.timings["rules"] = time.perf_counter() - t
     return ctx

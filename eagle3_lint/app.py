@@ -17,6 +17,7 @@ from typing import Any
 from eagle3_lint import target as target_mod
 from eagle3_lint.analysis import Context, Options, analyze
 from eagle3_lint.errors import UsageError
+from eagle3_lint.registry import REGISTRY_MODULE
 from eagle3_lint.model import Finding, Severity
 from eagle3_lint.source import SourceTree
 
@@ -33,6 +34,9 @@ class CheckRequest:
     select: Callable[[str], bool] | None = None
     progress: Callable[[str], None] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    plugins: tuple[str, ...] = ()  # --plugin PATH_OR_DIST (plugins.py)
+    pipeline_parallel: int | None = None
+    pp_partition: str | None = None
 
 
 def load_json_file(path: str, what: str) -> dict[str, Any]:
@@ -54,8 +58,15 @@ def open_target(req: CheckRequest) -> SourceTree:
 
 def run_check(req: CheckRequest) -> Context:
     source = open_target(req)
+    if req.plugins:
+        from eagle3_lint import plugins as plugins_mod
+
+        source = plugins_mod.overlay(source, list(req.plugins))
     if not source.py_files():
         raise UsageError(f"not a vLLM tree: no vllm/*.py files under {source.root_label}")
+    if source.module_path(REGISTRY_MODULE) is None:
+        # Without the registry no architecture can be judged; a silent "0 of 0, exit 0" would pass CI.
+        raise UsageError(f"no model registry in {source.root_label}: {REGISTRY_MODULE.replace('.', '/')}.py is missing")
     tcfg = load_json_file(req.target_config, "--target-config") if req.target_config else None
     dcfg = load_json_file(req.draft_config, "--draft-config") if req.draft_config else None
     archs = tuple(req.archs)
@@ -63,8 +74,12 @@ def run_check(req: CheckRequest) -> Context:
         archs = tuple(str(a) for a in tcfg["architectures"])
     cache = None if req.no_cache else target_mod.cache_root(req.cache_dir)
     opts = Options(targets=archs, cache_dir=cache, target_config=tcfg, target_config_path=req.target_config,
-                   draft_config=dcfg, draft_config_path=req.draft_config, debug=req.debug, progress=req.progress)
+                   draft_config=dcfg, draft_config_path=req.draft_config, debug=req.debug, progress=req.progress,
+                   pipeline_parallel=req.pipeline_parallel, pp_partition=req.pp_partition)
     ctx = analyze(source, opts, req.select)
+    reg_broken = any(f.location.path == ctx.registry.path for f in ctx.findings if f.rule == "EGL000")
+    if ctx.registry.path and not ctx.registry.entries and not reg_broken:  # a broken registry is an EGL000 finding
+        raise UsageError(f"no architectures could be read from {ctx.registry.path} (no *_MODELS dict the tool understands)")
     unknown = [a for a in archs if a not in ctx.verdicts]
     if unknown:
         hints = []

@@ -19,6 +19,8 @@ from eagle3_lint.facts import ELSE, EXCEPT, IF, MAIN, TRY, TYPE_CHECKING, Bindin
 # the ``try`` side of an optional import.
 _BRANCH_PREFERENCE = {MAIN: 0, ELSE: 1, TRY: 2, IF: 3, TYPE_CHECKING: 4, EXCEPT: 5}
 _MAX_DEPTH = 40
+# Real vLLM class hierarchies are under 15 levels deep; this bounds recursion on generated ones.
+_MAX_MRO_DEPTH = 60
 
 BUILTIN_NAMES = frozenset({"object", "Exception", "dict", "list", "tuple", "int", "str", "type", "ValueError"})
 
@@ -74,6 +76,7 @@ class ClassGraph:
     registered: Callable[[str], ClassKey | None] = lambda _arch: None
     _mro: dict[ClassKey, MroResult] = field(default_factory=dict)
     _resolving: set[tuple[str, str]] = field(default_factory=set)
+    _mro_depth: int = 0
     nx_graph: nx.DiGraph = field(default_factory=nx.DiGraph)
 
     # -- facts -----------------------------------------------------------------------------------
@@ -245,8 +248,18 @@ class ClassGraph:
         cached = self._mro.get(key)
         if cached is not None:
             return cached
+        if self._mro_depth >= _MAX_MRO_DEPTH:
+            # A generated 5,000-class chain would otherwise hit RecursionError (and C3 is cubic on it).
+            # Not cached: the same class reached from a shallower start gets its real MRO.
+            return MroResult([key, Resolved("unresolved", name=f"bases of {key.qualname}",
+                                            note=f"inheritance deeper than {_MAX_MRO_DEPTH} levels")],
+                             error=f"inheritance deeper than {_MAX_MRO_DEPTH} levels; the tool stops there")
         self._mro[key] = MroResult([key], error="circular inheritance")  # guard for cycles
-        res = self._c3(key)
+        self._mro_depth += 1
+        try:
+            res = self._c3(key)
+        finally:
+            self._mro_depth -= 1
         self._mro[key] = res
         return res
 

@@ -174,8 +174,10 @@ class ZipSource(SourceTree):
             if info.file_size > MAX_FILE_BYTES:
                 raise OSError(f"file too large to analyze ({info.file_size} bytes): {rel}")
             return self._zip.read(rel)
-        except (KeyError, zipfile.BadZipFile, EOFError, ValueError) as exc:
-            raise OSError(f"cannot read {rel} from wheel: {exc}") from None
+        except OSError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a damaged member fails in many ways (zlib.error, CRC, ...)
+            raise OSError(f"cannot read {rel} from wheel: {type(exc).__name__}: {exc}") from None
 
 
 def looks_like_vllm(root: Path) -> bool:

@@ -23,6 +23,10 @@ from eagle3_lint.source import DirSource, SourceTree, ZipSource, looks_like_vllm
 
 SPEC_RE = re.compile(r"^vllm==(?P<ver>[0-9][0-9A-Za-z.+\-]*)$")
 COMPLETE_MARKER = ".complete"
+# What pip prints when it cannot reach an index (it still ends with "No matching distribution").
+_NETWORK_ERRORS = ("NewConnectionError", "Failed to establish a new connection", "Could not fetch URL",
+                   "Temporary failure in name resolution", "Network is unreachable", "ProxyError",
+                   "ConnectTimeoutError", "Read timed out")
 
 
 def cache_root(cache_dir: str | os.PathLike[str] | None = None) -> Path:
@@ -72,6 +76,8 @@ def fetch_release(
         if proc.returncode != 0:
             last = [ln for ln in (proc.stderr or "").splitlines() if ln.strip()]
             reason = last[-1].strip() if last else f"pip exited {proc.returncode}"
+            if any(m in (proc.stderr or "") for m in _NETWORK_ERRORS):
+                reason += " (the package index could not be reached: offline? pass a path or a .whl instead)"
             raise TargetError(f"cannot fetch vllm=={version}: {reason}")
         wheels = sorted(Path(td).glob("*.whl"))
         if not wheels:
@@ -125,6 +131,8 @@ def resolve(
 
     path = Path(target).expanduser()
     if not path.exists():
+        if os.path.lexists(path):
+            raise TargetError(f"target is a dangling or looping symlink: {target}")
         raise TargetError(f"target does not exist: {target}")
     if path.is_file():
         if path.suffix == ".whl":
