@@ -158,7 +158,7 @@ def check_selectors(values: Iterable[str], where: str, known: tuple[str, ...]) -
         if not sel:
             continue
         if not _SELECTOR.match(sel) or (sel != "ALL" and not any(r.startswith(sel) for r in known)):
-            close = difflib.get_close_matches(sel, known, n=1)
+            close = difflib.get_close_matches(sel, known, n=1, cutoff=0.8)
             hint = f" (did you mean {close[0]}?)" if close else f" (known: {', '.join(known)})"
             raise UsageError(f"{where}: unknown rule id or prefix {v!r}{hint}")
         out.append(sel)
