@@ -116,7 +116,13 @@ def common(f: Callable[..., Any]) -> Callable[..., Any]:
               help="Include fixes marked unsafe (new methods, new loops). Config: unsafe-fixes.")
 @click.option("--backup", is_flag=True, help="With --apply: keep FILE.orig copies.")
 @click.option("--target-config", default=None, help="The target model's HF config.json.")
-@click.option("--draft-config", default=None, help="The EAGLE-3 drafter's config.json.")
+@click.option("--draft-config", default=None, help="The EAGLE-3 drafter's config.json (EGL007; speculators format too).")
+@click.option("--pipeline-parallel", type=click.IntRange(min=1), default=None,
+              help="With --draft-config: show the layer split over N pipeline ranks and which rank captures each aux id.")
+@click.option("--pp-partition", default=None, metavar="N,N,...",
+              help="Layers per pipeline rank, as vLLM's VLLM_PP_LAYER_PARTITION (default: the tree's even split).")
+@click.option("--plugin", "plugins", multiple=True, metavar="PATH_OR_DIST",
+              help="Also analyze an out-of-tree model plugin (a folder or an installed distribution; never imported).")
 @click.option("--fail-on", type=click.Choice(["error", "warning", "note"]), default=None,
               help="Lowest severity that fails the run (default error). Config: fail-on.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
@@ -137,18 +143,23 @@ def check(target: str | None, archs: tuple[str, ...], fmt: str, output: str | No
           fail_on: str | None, exit_zero: bool, show_all: bool, config_file: str | None, no_config: bool,
           select: tuple[str, ...], extend_select: tuple[str, ...], ignore: tuple[str, ...], baseline_file: str | None,
           write_baseline: str | None, path_prefix: tuple[str, ...], cache_dir: str | None, no_cache: bool,
-          debug: bool) -> None:
+          debug: bool, pipeline_parallel: int | None = None, pp_partition: str | None = None,
+          plugins: tuple[str, ...] = ()) -> None:
     """Check TARGET: a site-packages or vllm/ folder, a checkout, a .whl, vllm==X.Y.Z, or the installed vllm."""
 
     def run() -> int:
         if do_apply and not do_fix:
             raise UsageError("--apply needs --fix")
+        if do_apply and plugins:
+            raise UsageError("--apply does not write into --plugin packages; use --fix and apply the diff in the "
+                             "plugin root with git apply -p2")
         settings = config_mod.resolve(config=config_file, no_config=no_config, select=select,
                                       extend_select=extend_select, ignore=ignore, archs=archs, fail_on=fail_on,
                                       baseline=baseline_file, write_baseline=write_baseline,
                                       unsafe_fixes=unsafe_fixes, path_prefixes=path_prefix)
         req = CheckRequest(target, settings.archs, cache_dir, no_cache, target_config, draft_config, debug,
-                           select=settings.selection, progress=_progress(fmt == "text" and not do_fix))
+                           select=settings.selection, progress=_progress(fmt == "text" and not do_fix),
+                           plugins=plugins, pipeline_parallel=pipeline_parallel, pp_partition=pp_partition)
         ctx = run_check(req)
         out = outcome_mod.finalize(ctx, settings)
         findings = out.findings
@@ -179,6 +190,9 @@ def check(target: str | None, archs: tuple[str, ...], fmt: str, output: str | No
 
             console = Console(file=open(output, "w", encoding="utf-8") if output else None, width=160 if output else None)
             render_check(ctx, console, [out.paths.finding(f) for f in findings], show_all)
+            from eagle3_lint.report.draft import render_text as render_draft
+
+            render_draft(ctx, console)  # --draft-config / --plugin sections, when given
         for line in out.notes():
             click.echo(f"eagle3-lint: {line}", err=True)
         code = exit_code(findings, settings.fail_on, len(ctx.errors))

@@ -57,17 +57,17 @@ TEXT_CONFIG_KEYS = ("decoder", "generator", "text_config", "llm_config", "langua
 
 INPUT, OUTPUT = 0, 1  # an id names the state entering layer k (vLLM) or leaving layer k (SGLang)
 
-# Where drafter configs keep aux ids, and how the tool reads their numbering (see module doc).
-ID_FIELDS: tuple[tuple[tuple[str, ...], int | None, str], ...] = (
-    (("eagle_aux_hidden_state_layer_ids",), INPUT,
-     "vLLM's and the speculators format's key: id k is the hidden state entering layer k"),
-    (("eagle_config", "eagle_aux_hidden_state_layer_ids"), OUTPUT,
-     "SpecForge/SGLang layout: id k is the output of layer k (SGLang captures at k + 1)"),
-    (("eagle_config", "layer_ids"), None, "layer ids in eagle_config"),
-    (("dflash_config", "target_layer_ids"), OUTPUT, "DFlash numbering: id k is the output of layer k"),
-    (("dflash_config", "layer_ids"), None, "layer ids in dflash_config"),
-    (("target_layer_ids",), OUTPUT, "DFlash/DSpark numbering: id k is the output of layer k"),
-    (("dspark_target_layer_ids",), None, "DSpark ids (numbering depends on the target family)"),
+# Where drafter configs keep aux ids, who writes them there, and how they number layers.
+ID_FIELDS: tuple[tuple[tuple[str, ...], int | None, str, str], ...] = (
+    (("eagle_aux_hidden_state_layer_ids",), INPUT, "vLLM and the speculators format",
+     "id k is the hidden state entering layer k"),
+    (("eagle_config", "eagle_aux_hidden_state_layer_ids"), OUTPUT, "SpecForge/SGLang",
+     "id k is the output of layer k; SGLang captures at k + 1"),
+    (("eagle_config", "layer_ids"), None, "eagle_config", "numbering not documented"),
+    (("dflash_config", "target_layer_ids"), OUTPUT, "DFlash", "id k is the output of layer k"),
+    (("dflash_config", "layer_ids"), None, "dflash_config", "numbering not documented"),
+    (("target_layer_ids",), OUTPUT, "DFlash/DSpark", "id k is the output of layer k"),
+    (("dspark_target_layer_ids",), None, "DSpark", "numbering depends on the target family"),
 )
 
 
@@ -76,7 +76,8 @@ class IdsField:
     path: tuple[str, ...]
     ids: tuple[Any, ...]
     convention: int | None
-    why: str
+    origin: str
+    meaning: str
     line: int
 
     @property
@@ -135,7 +136,8 @@ class FcInfo:
 @dataclass
 class PPLayout:
     split: pp_mod.Split
-    rank_of_id: dict[int, int | None]
+    rank_of_id: dict[int, int | None]  # the first rank that captures each id
+    captures: dict[int, list[tuple[int, int]]] = field(default_factory=dict)  # rank -> [(id, layer it enters)]
     note: str = ""
 
 
@@ -206,10 +208,10 @@ def _dig(cfg: dict[str, Any], path: tuple[str, ...]) -> Any:
 
 def id_fields(cfg: dict[str, Any], json_path: str) -> list[IdsField]:
     out: list[IdsField] = []
-    for path, conv, why in ID_FIELDS:
+    for path, conv, origin, meaning in ID_FIELDS:
         v = _dig(cfg, path)
         if isinstance(v, (list, tuple)) and v:
-            out.append(IdsField(path, tuple(v), conv, why, _json_line(json_path, path[-1])))
+            out.append(IdsField(path, tuple(v), conv, origin, meaning, _json_line(json_path, path[-1])))
     return out
 
 
@@ -672,30 +674,45 @@ def analyze(ctx: Context) -> DraftAnalysis | None:
     pp_size = getattr(ctx.options, "pipeline_parallel", None)
     if pp_size and pp_size > 1 and da.num_layers is not None:
         sp = pp_mod.split(ctx.source, da.num_layers, pp_size, getattr(ctx.options, "pp_partition", None))
-        rank_of: dict[int, int | None] = {}
-        for k in da.effective_ids or ():
-            if not isinstance(k, int):
-                continue
-            rank_of[k] = capture_rank(da.capture, sp, k)
-        da.pp = PPLayout(sp, rank_of)
+        ids = [k for k in (da.effective_ids or ()) if isinstance(k, int)]
+        caps = rank_captures(da.capture, sp, ids)
+        rank_of: dict[int, int | None] = {k: None for k in ids}
+        for r in sorted(caps):
+            for k, _layer in caps[r]:
+                if rank_of.get(k) is None:
+                    rank_of[k] = r
+        da.pp = PPLayout(sp, rank_of, caps)
     elif pp_size and pp_size > 1:
         da.notes.append("--pipeline-parallel needs --target-config (num_hidden_layers) to split the layers")
     return da
 
 
-def capture_rank(cap: Capture | None, sp: pp_mod.Split, k: int) -> int | None:
-    """The rank whose forward captures id ``k`` (absolute indices)."""
+def rank_captures(cap: Capture | None, sp: pp_mod.Split, ids: list[int]) -> dict[int, list[tuple[int, int]]]:
+    """Per rank, the ids its forward captures and the layer each captured state enters.
+
+    A rank runs ``idx`` over its own layers ``[start, end)``, or over ``0 … end-start-1`` when the
+    loop enumerates a slice without ``start=`` (the actual layer is then ``start + idx``). The
+    collector call before the loop runs on the first rank only (it is guarded by ``is_first_rank``
+    in the releases that have it).
+    """
+    out: dict[int, list[tuple[int, int]]] = {}
     if cap is None or not sp.ranges:
-        return None
-    if k == 0 and any(pos == "pre-loop" for pos, _o, _l in cap.sites):
-        return 0
-    for pos, off, _line in cap.sites:
-        if pos == "before":
-            r = sp.rank_of_layer(k - off)
-        elif pos == "after":
-            r = sp.rank_of_layer(k - off)
-        else:
-            continue
-        if r is not None:
-            return r
-    return None
+        return out
+    wanted = set(ids)
+    for r, (s, e) in enumerate(sp.ranges):
+        got: dict[int, int] = {}
+        for pos, off, _line in cap.sites:
+            if pos == "pre-loop":
+                if r == 0 and 0 in wanted:
+                    got.setdefault(0, 0)
+                continue
+            base = 0 if not cap.absolute else s
+            for i in range(e - s):
+                idx = base + i
+                layer = s + i + (1 if pos == "after" else 0)  # the state entering this layer
+                k = idx + off
+                if k in wanted:
+                    got.setdefault(k, layer)
+        if got:
+            out[r] = sorted(got.items())
+    return out

@@ -25,6 +25,7 @@ class Entry:
     class_name: str
     source_dict: str
     line: int
+    path: str = ""  # where the entry is declared when not in registry.py (a plugin's register_model call)
 
 
 @dataclass(frozen=True)

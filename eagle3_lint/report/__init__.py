@@ -114,6 +114,10 @@ def build_report(ctx: Context, findings: list[Finding] | None = None, extra: dic
         "findings": [finding_json(f) for f in fs],
         "errors": [{"where": e.where, "message": e.message} for e in ctx.errors],
     }
+    if ctx.options.draft_config is not None or getattr(ctx.source, "plugins", None):
+        from eagle3_lint.report.draft import report_json
+
+        rep.update(report_json(ctx))  # "draft" (--draft-config) and "plugins" (--plugin) sections
     if extra:
         rep.update(extra)
     return rep

@@ -1,0 +1,147 @@
+"""Report sections for ``--draft-config`` (the drafter analysis behind EGL007) and ``--plugin``.
+
+JSON: ``"draft"`` holds the ids the runner uses and where they came from, the model default, the
+capture points, the drafter's fc width and, with ``--pipeline-parallel``, the layer split and the
+rank that captures each id; ``"plugins"`` lists each plugin's entry points and register calls.
+Text: the same as two small tables after the architecture table.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.table import Table
+
+from eagle3_lint import drafter as dr
+from eagle3_lint import plugins as plugins_mod
+
+if TYPE_CHECKING:
+    from eagle3_lint.analysis import Context
+
+
+def _analysis(ctx: Context) -> dr.DraftAnalysis | None:
+    if ctx.options.draft_config is None:
+        return None
+    from eagle3_lint.rules.egl007_draft_layer_ids_invalid import analysis
+
+    return analysis(ctx)
+
+
+def _where(w: dr.Where | None) -> dict[str, Any] | None:
+    return None if w is None else {"path": w.path, "line": w.line, "what": w.text}
+
+
+def _span(ids: list[int]) -> dict[str, Any] | list[int]:
+    """``{"first": a, "last": b}`` for a contiguous run (the usual case), else the list."""
+    if ids and ids == list(range(ids[0], ids[-1] + 1)):
+        return {"first": ids[0], "last": ids[-1]}
+    return ids
+
+
+def draft_json(da: dr.DraftAnalysis) -> dict[str, Any]:
+    cap = da.capture
+    out: dict[str, Any] = {
+        "path": da.draft_path,
+        "architecture": da.arch,
+        "speculators_format": da.speculators,
+        "conversion_error": da.conversion_error or None,
+        "fields": [{"key": f.name, "ids": list(f.ids), "numbering": {0: "input", 1: "output"}.get(f.convention) if f.convention is not None else None,
+                    "origin": f.origin, "line": f.line} for f in da.fields],
+        "runner": {"reads_config": da.runner_reads, "ids": None if da.runner_ids is None else list(da.runner_ids),
+                   "function": _where(da.runner_where), "note": da.runner_note or None,
+                   "field": da.used_field.name if da.used_field else None, "shift": da.transform},
+        "default": {"ids": None if da.default_ids is None else list(da.default_ids), "method": _where(da.default_where),
+                    "note": da.default_note or None},
+        "effective_ids": None if da.effective_ids is None else list(da.effective_ids),
+        "effective_from": da.effective_from or None,
+        "target": {"num_hidden_layers": da.num_layers, "hidden_size": da.target_hidden},
+        "capture": None if cap is None else {
+            "decoder": str(cap.owner), "path": cap.path, "forward_line": cap.forward_line, "loop_line": cap.loop_line,
+            "idiom": cap.idiom, "shift": cap.shift, "absolute_index": cap.absolute,
+            "sites": [{"position": p, "offset": o, "line": ln} for p, o, ln in cap.sites],
+            "valid_ids": _span(sorted(cap.valid_ids(da.num_layers))) if da.num_layers is not None and cap.sites else None,
+            "order_dependent": cap.order_dependent, "order": cap.order_why or None,
+            "relays_pp": cap.relays_pp, "relay": cap.relay_why or None, "note": cap.note or None,
+        },
+        "fc": None if da.fc is None else {"input_size": da.fc.in_size, "drafter": da.fc.drafter_class,
+                                          "where": _where(da.fc.where), "note": da.fc.note or None},
+        "pipeline_parallel": None,
+        "notes": list(da.notes),
+    }
+    if da.pp is not None:
+        sp = da.pp.split
+        out["pipeline_parallel"] = {
+            "size": sp.pp_size, "num_layers": sp.num_layers, "partition": sp.partition,
+            "split_source": sp.source, "get_pp_indices": {"path": sp.path, "line": sp.line} if sp.path else None,
+            "reads_partition_env": sp.reads_partition_env, "note": sp.note or None,
+            "ranks": [{"rank": r, "start": s, "end": e,
+                       "captures": [{"id": k, "enters_layer": layer} for k, layer in da.pp.captures.get(r, [])]}
+                      for r, (s, e) in enumerate(sp.ranges)],
+        }
+    return out
+
+
+def report_json(ctx: Context) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    da = _analysis(ctx)
+    if da is not None:
+        out["draft"] = draft_json(da)
+    plugins = plugins_mod.plugin_json(ctx.source)
+    if plugins:
+        out["plugins"] = plugins
+    return out
+
+
+def _ids(v: Any) -> str:
+    return "-" if v is None else "(" + ", ".join(str(x) for x in v) + ")"
+
+
+def render_text(ctx: Context, console: Console) -> None:
+    for p in plugins_mod.plugin_json(ctx.source):
+        t = Table(title=f"plugin {p['name']} ({p['kind']}, {p['files']} files as {p['prefix']}/)", header_style="bold",
+                  title_justify="left")
+        t.add_column("architecture")
+        t.add_column("class")
+        t.add_column("registered at")
+        t.add_column("status")
+        for r in p["registrations"]:  # type: ignore[union-attr]
+            v = ctx.verdicts.get(r["architecture"])
+            t.add_row(r["architecture"], f"{r['module']}:{r['class']}", f"{r['path']}:{r['line']}",
+                      v.status.value if v else "-")
+        console.print(t)
+        for n in p["notes"]:  # type: ignore[union-attr]
+            console.print(f"[dim]plugin note: {n}[/]")
+    da = _analysis(ctx)
+    if da is None:
+        return
+    console.print(f"drafter config: {da.draft_path}" + (" (speculators format)" if da.speculators else ""))
+    if da.conversion_error:
+        console.print(f"  {da.conversion_error}")
+        return
+    src = {"config": f"from {da.used_field.name if da.used_field else 'the drafter config'}",
+           "default": "model default"}.get(da.effective_from, "unknown")
+    console.print(f"  aux ids used: {_ids(da.effective_ids)} ({src}); model default: {_ids(da.default_ids)}"
+                  + (f"; target layers: {da.num_layers}" if da.num_layers is not None else ""))
+    if da.capture is not None and da.capture.sites:
+        c = da.capture
+        console.print(f"  capture: {c.owner.name}.forward {c.path}:{c.loop_line or c.forward_line} ({c.idiom}, "
+                      + ("absolute index" if c.absolute else "slice-relative index") + ")")
+    if da.fc is not None:
+        console.print(f"  drafter fc input: {da.fc.in_size if da.fc.in_size is not None else '?'}"
+                      + (f" ({da.fc.where.path}:{da.fc.where.line})" if da.fc.where else "")
+                      + (f"; {da.fc.note}" if da.fc.note else ""))
+    if da.pp is not None and da.pp.split.ranges:
+        sp = da.pp.split
+        t = Table(title=f"pipeline parallel {sp.pp_size} ({'get_pp_indices ' + sp.path + ':' + str(sp.line) if sp.source == 'tree' else 'reference split'})",
+                  header_style="bold", title_justify="left")
+        t.add_column("rank", justify="right")
+        t.add_column("layers")
+        t.add_column("captures aux ids")
+        for r, (s, e) in enumerate(sp.ranges):
+            caps = da.pp.captures.get(r, [])
+            t.add_row(str(r), f"{s} … {e - 1}" if e > s else "-",
+                      ", ".join(str(k) if layer == k else f"{k} (enters layer {layer})" for k, layer in caps) or "-")
+        console.print(t)
+    for n in da.notes:
+        console.print(f"  [dim]{n}[/]")

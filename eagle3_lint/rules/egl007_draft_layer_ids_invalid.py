@@ -1,0 +1,324 @@
+"""## What it does
+Checks an EAGLE-3 drafter's ``config.json`` (``--draft-config``) against the target model
+(``--target-config``, its text config's ``num_hidden_layers`` and ``hidden_size``) and against the
+vLLM tree being checked, and flags aux-layer ids that this vLLM would collect wrongly:
+
+- ids **out of range** for the layers the target's ``forward`` can capture. vLLM numbers an aux id
+  by the layer it *enters*: ``if idx in ids: append(h + residual)`` before layer ``idx`` runs, or
+  ``_maybe_add_hidden_state(aux, idx + 1, ...)`` after layer ``idx``, which is the same point. The
+  explicit form captures ``0 … n-1`` (and ``0`` only where the residual is not ``None`` before the
+  first layer); the mixin form also captures ``n`` (the last layer's output) and ``0`` (the
+  embeddings) through its call before the loop;
+- **duplicate** ids: the forward tests membership once per layer, so ``[2, 2, 58]`` yields two
+  states, not three;
+- **unsorted** ids, only where the analyzed version relies on their order (a forward that iterates
+  the ids instead of testing membership). In every release from 0.9.2 to 0.33.0 collection is by
+  membership, layer by layer, and 0.30+'s mixin stores ``tuple(sorted(set(layers)))``, so order is
+  irrelevant there and the rule stays silent;
+- a **count** that disagrees with the drafter's ``fc`` input: the drafter concatenates the
+  collected states (``target hidden_size`` wide each), and its ``fc`` width is read from the
+  tree's drafter class for this config (``3 * hidden_size`` fixed up to 0.2x, then
+  ``num_aux_hidden_states`` or the length of ``eagle_config``'s ids);
+- a **capture convention** that differs from the analyzed model's forward: SpecForge/SGLang (and
+  ModelOpt) number a layer's *output* (``eagle_config.eagle_aux_hidden_state_layer_ids``; SGLang
+  adds 1 when capturing), vLLM the layer it *enters*. Ids taken over as-is are one layer early.
+  The rule also flags ids that equal the model default minus one, the usual sign of a converted
+  SGLang config, and a model forward whose own capture point is shifted (``idx`` after the layer,
+  or ``idx + 1`` before it);
+- ids the tree **never reads** (before 0.12 the runner always takes the model default; from 0.12
+  to 0.21 it reads only the top-level key, not ``eagle_config``), when the default it uses instead
+  differs from the layers the drafter names;
+- a speculators-format config the tree's own converter rejects, or a tree without that converter.
+
+Absent ids are not a finding: the runner then takes the model default, which the rule evaluates
+from the method the runner calls (an override, a delegation, or the Protocol's default body
+``(2, n // 2, n - 3)``) and checks like configured ids. With ``--pipeline-parallel N`` a note shows
+the layer split computed with the tree's own ``get_pp_indices`` (honouring ``--pp-partition``, the
+``VLLM_PP_LAYER_PARTITION`` override) and which rank captures each id; ids captured on a rank
+whose states never reach the drafter (no pipeline relay), or a decoder the tree's PP verifier
+refuses, are errors.
+
+## Why is this bad?
+vLLM reads the drafter config only after loading both models. An id past the last layer, a
+duplicate, or a count that does not fit ``fc`` fails at the first forward with a shape error or,
+worse, serves silently with a drafter fed the wrong layers: every draft is rejected and the
+speed-up is gone. A convention off by one does not crash at all.
+
+## Example
+```json
+{"architectures": ["LlamaForCausalLMEagle3"],
+ "eagle_aux_hidden_state_layer_ids": [2, 30, 61],
+ "hidden_size": 7168}
+```
+against a 61-layer DeepSeek-V3 target: id 61 is never captured by ``DeepseekV2Model.forward``
+(it collects before layers 0 … 60), so the drafter receives two states instead of three.
+
+## Fix safety
+No fix: the right ids depend on how the drafter was trained. The message gives the ids this vLLM
+would use and the ones that would match the drafter's numbering.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from eagle3_lint import drafter as dr
+from eagle3_lint.model import Finding, Location, Severity, Step
+from eagle3_lint.rules import RuleMeta, make
+
+if TYPE_CHECKING:
+    from eagle3_lint.analysis import Context
+
+META = RuleMeta("EGL007", "draft-layer-ids-invalid", Severity.ERROR, False,
+                "The drafter config's aux-layer ids do not fit the target model as this vLLM collects them.")
+
+
+def analysis(ctx: Context) -> dr.DraftAnalysis | None:
+    """The drafter analysis, computed once per context (the JSON and text reports reuse it)."""
+    cache = ctx.__dict__.setdefault("_eagle3_lint_draft", {})
+    if "da" not in cache:
+        cache["da"] = dr.analyze(ctx)
+    return cache["da"]
+
+
+def _ids(ids: tuple[object, ...] | list[object] | None) -> str:
+    return "(" + ", ".join(str(i) for i in (ids or ())) + ")"
+
+
+def check(ctx: Context) -> Iterator[Finding]:
+    da = analysis(ctx)
+    if da is None:
+        return
+    arch = da.arch
+    cfg_loc = Location(da.draft_path, 1)
+
+    def at_cfg(key: str) -> Location:
+        return Location(da.draft_path, da.json_line(key))
+
+    def step(kind: str, text: str, w: dr.Where | None) -> Step:
+        return Step(kind, text, Location(w.path, w.line) if w else None)
+
+    # 1. The tree cannot read the config at all.
+    if da.conversion_error:
+        rel = (step("converter", f"{da.conversion_where.text}", da.conversion_where),) if da.conversion_where else ()
+        yield make(META, da.conversion_error, at_cfg(dr.SPECULATORS_KEY), architecture=arch,
+                   symbol=dr.SPECULATORS_KEY, related=rel)
+        return
+
+    used = da.used_field
+    ids = da.effective_ids
+    n = da.num_layers
+    runner_rel = (step("runner", f"the runner reads the ids in {da.runner_where.text}()", da.runner_where),) \
+        if da.runner_where else ()
+    default_rel = (step("default", f"model default from {da.default_where.text}()", da.default_where),) \
+        if da.default_where else ()
+
+    # Where findings about the effective ids point: the field the runner used, else the default method.
+    if da.effective_from == "config" and used is not None:
+        ids_loc = Location(da.draft_path, used.line)
+        ids_what = f"{used.name} {_ids(ids)}"
+        ids_rel = runner_rel
+    elif da.effective_from == "default" and da.default_where is not None:
+        ids_loc = Location(da.default_where.path, da.default_where.line)
+        ids_what = f"the model default {_ids(ids)} (no ids in the drafter config this vLLM reads)"
+        ids_rel = default_rel
+    else:
+        ids_loc = cfg_loc
+        ids_what = f"ids {_ids(ids)}"
+        ids_rel = runner_rel
+
+    # 2. Ids in the config that this vLLM never reads.
+    if da.fields and da.runner_ids is None:
+        f0 = da.fields[0]
+        intended = _intended(f0)
+        if not da.runner_reads:
+            why = da.runner_note
+        else:
+            why = (f"{da.runner_where.text}() ({da.runner_where.path}:{da.runner_where.line}) does not read "
+                   f"{f0.name}" if da.runner_where else f"the runner does not read {f0.name}")
+            if da.runner_note:
+                why += f" ({da.runner_note})"
+        if da.default_ids is not None and intended is not None and tuple(intended) == tuple(da.default_ids):
+            pass  # the default the runner falls back to is what the drafter names: harmless
+        else:
+            uses = (f"it uses the model default {_ids(da.default_ids)} instead" if da.default_ids is not None
+                    else "it falls back to the model default" + (f" ({da.default_note})" if da.default_note else ""))
+            named = f"{f0.name} {_ids(f0.ids)}"
+            if intended is not None and tuple(intended) != tuple(f0.ids):
+                named += f" (layers {_ids(intended)} in vLLM's numbering)"
+            yield make(META, f"{named} is ignored: {why}; {uses}", Location(da.draft_path, f0.line),
+                       severity=Severity.WARNING, architecture=arch, symbol=f0.name,
+                       related=runner_rel + default_rel)
+
+    if ids is None:
+        return
+    int_ids = [i for i in ids if isinstance(i, int) and not isinstance(i, bool)]
+    if len(int_ids) != len(ids):
+        yield make(META, f"{ids_what}: aux layer ids must be integers", ids_loc, architecture=arch, related=ids_rel)
+        return
+
+    cap = da.capture
+    # 3. Range, against what this forward can capture.
+    collected: list[int] = sorted(set(int_ids))
+    if n is not None:
+        valid = cap.valid_ids(n) if cap is not None and cap.sites else set(range(n))
+        bad = [i for i in int_ids if i not in valid]
+        if bad:
+            if cap is not None and cap.sites:
+                how = _capture_text(cap, n)
+            else:
+                how = f"the target has {n} layers (0 … {n - 1})"
+            parts = [f"{ids_what}: {_ids(bad)} cannot be captured: {how}"]
+            if 0 in bad and cap is not None and cap.residual_none_at_start and 0 in range(n):
+                parts.append(f"id 0 is the input of layer 0, where residual is still None, so "
+                             f"h + residual at {cap.path}:{cap.residual_line} raises TypeError")
+            parts.append(f"the drafter receives {len(set(int_ids) - set(bad))} hidden states instead of {len(int_ids)}")
+            rel = ids_rel + ((Step("forward", f"{cap.owner.name}.forward collects here",
+                                   Location(cap.path, cap.loop_line or cap.forward_line)),) if cap else ())
+            yield make(META, "; ".join(parts), ids_loc, architecture=arch, related=rel)
+        collected = sorted(set(int_ids) & valid)
+
+    # 4. Duplicates.
+    dups = sorted({i for i in int_ids if int_ids.count(i) > 1})
+    if dups:
+        yield make(META, f"{ids_what} lists {_ids(dups)} more than once; the forward tests membership once per layer, "
+                         f"so it collects {len(set(int_ids))} hidden states, not {len(int_ids)}",
+                   ids_loc, architecture=arch, related=ids_rel)
+
+    # 5. Order, only where this version relies on it.
+    if cap is not None and cap.order_dependent and list(int_ids) != sorted(int_ids):
+        yield make(META, f"{ids_what} is not sorted and {cap.order_why}; a drafter trained on states in layer order "
+                         f"gets them permuted", ids_loc, severity=Severity.WARNING, architecture=arch, related=ids_rel)
+
+    # 6. Count against the drafter's fc.
+    fc = da.fc
+    if fc is not None and fc.in_size is not None:
+        width = da.target_hidden or _draft_width(da)
+        k = len(collected)
+        if width:
+            if fc.in_size != k * width:
+                expect = fc.in_size / width
+                exp_txt = str(int(expect)) if expect == int(expect) else f"{expect:.2f}"
+                src = "the target's hidden_size" if da.target_hidden else "the drafter's target_hidden_size/hidden_size"
+                rel = ids_rel + (step("fc", f"{fc.drafter_class} fc input = {fc.where.text if fc.where else '?'}", fc.where),)
+                yield make(META, f"the drafter's fc takes {fc.in_size} inputs ({exp_txt} x {width}, {src}), but this vLLM "
+                                 f"collects {k} hidden state(s) for {ids_what}: {k * width} inputs; the first drafter "
+                                 f"forward fails on the shape", ids_loc, architecture=arch, related=rel)
+
+    # 7. Capture conventions.
+    if cap is not None and cap.shift not in (None, 0):
+        site = cap.sites[0] if cap.sites else ("", 0, cap.loop_line)
+        yield make(META, f"{cap.owner.name}.forward captures id k from the state entering layer k + {cap.shift} "
+                         f"({site[0]} the layer call with offset {site[1]}); vLLM's runner, its default ids and its "
+                         f"drafters number the state entering layer k (if idx in ids before the layer, or idx + 1 after it)",
+                   Location(cap.path, site[2]), severity=Severity.WARNING, architecture=arch,
+                   symbol=f"{cap.owner.name}.forward")
+    if da.effective_from == "config" and used is not None:
+        shift = (da.transform or 0) + ((cap.shift or 0) if cap is not None else 0)
+        if used.convention is not None and shift != used.convention:
+            intended = _intended(used)
+            yield make(META, f"{used.name} {_ids(used.ids)} is in {used.origin}'s numbering ({used.meaning}), but this "
+                             f"vLLM uses the ids as-is and captures the states entering layers {_ids(ids)}: one layer "
+                             f"early. In vLLM's numbering the drafter's layers are {_ids(intended)}; put those in "
+                             f"eagle_aux_hidden_state_layer_ids",
+                       Location(da.draft_path, used.line), severity=Severity.WARNING, architecture=arch,
+                       symbol=used.name, related=runner_rel)
+        elif used.convention == dr.INPUT and da.default_ids is not None and len(da.default_ids) == len(int_ids) \
+                and all(a == b - 1 for a, b in zip(int_ids, da.default_ids)):
+            yield make(META, f"{used.name} {_ids(used.ids)} is this model's default {_ids(da.default_ids)} minus one: the "
+                             f"numbering SGLang, SpecForge and ModelOpt use for a layer's output. vLLM captures the state "
+                             f"entering layer k, so if the drafter was trained on the outputs of layers {_ids(used.ids)} "
+                             f"it gets states one layer early here; use {_ids(da.default_ids)} (or drop the key). Ignore "
+                             f"this if the ids were chosen in vLLM's numbering",
+                       Location(da.draft_path, used.line), severity=Severity.WARNING, architecture=arch,
+                       symbol=used.name, related=default_rel)
+
+    # 8. Pipeline parallelism.
+    if da.pp is not None:
+        yield from _pp(ctx, da, collected, arch)
+
+
+def _intended(f: dr.IdsField) -> list[int] | None:
+    """The field's ids in vLLM's numbering (state entering layer k), if its convention is known."""
+    if f.convention is None or not all(isinstance(i, int) for i in f.ids):
+        return None
+    return [int(i) + f.convention for i in f.ids]  # type: ignore[call-overload]
+
+
+def _draft_width(da: dr.DraftAnalysis) -> int | None:
+    cfg = da.converted or {}
+    for key in ("target_hidden_size", "hidden_size"):
+        v = cfg.get(key)
+        if isinstance(v, int):
+            return v
+    return None
+
+
+def _capture_text(cap: dr.Capture, n: int) -> str:
+    valid = sorted(cap.valid_ids(n))
+    rng = f"{valid[0]} … {valid[-1]}" if valid else "none"
+    kinds = []
+    for pos, off, line in cap.sites:
+        if pos == "pre-loop":
+            kinds.append(f"id 0 before the loop (line {line})")
+        else:
+            idx = "idx" if off == 0 else f"idx {'+' if off > 0 else '-'} {abs(off)}"
+            kinds.append(f"{idx} {pos} layer idx (line {line})")
+    return f"{cap.owner.name}.forward ({cap.path}:{cap.forward_line}) captures {rng} for {n} layers ({'; '.join(kinds)})"
+
+
+def _pp(ctx: Context, da: dr.DraftAnalysis, collected: list[int], arch: str | None) -> Iterator[Finding]:
+    assert da.pp is not None
+    sp = da.pp.split
+    cap = da.capture
+    where = Location(sp.path, sp.line) if sp.path else Location(da.draft_path, 1)
+    if not sp.ranges:
+        yield make(META, f"--pipeline-parallel {sp.pp_size}: {sp.note}", where, architecture=arch)
+        return
+    ranks = "; ".join(f"rank {r}: layers {s} … {e - 1}" if e > s else f"rank {r}: no layers"
+                      for r, (s, e) in enumerate(sp.ranges))
+    parts = []
+    for r in sorted(da.pp.captures):
+        items = []
+        for k, layer in da.pp.captures[r]:
+            items.append(str(k) if layer == k + (cap.shift or 0 if cap else 0) else f"{k} (as the state entering layer {layer})")
+        parts.append(f"rank {r} captures {', '.join(items)}")
+    missing = [k for k in collected if da.pp.rank_of_id.get(k) is None]
+    if missing:
+        parts.append(f"no rank captures {_ids(missing)}")
+    cap_txt = "; ".join(parts) or "no rank captures any"
+    src = (f"get_pp_indices at {sp.path}:{sp.line}" if sp.source == "tree" else "the reference arithmetic")
+    extra = []
+    if sp.partition is not None:
+        extra.append(f"VLLM_PP_LAYER_PARTITION={sp.partition}")
+    if sp.note:
+        extra.append(sp.note)
+    if cap is not None and not cap.absolute:
+        extra.append(f"{cap.owner.name}.forward enumerates a slice without start= (line {cap.loop_line}): on rank r it "
+                     f"compares slice-relative indices, so id k is captured at layer start_r + k there (see EGL005)")
+    loc = Location(cap.path, cap.loop_line or cap.forward_line) if cap is not None else where
+    rel = (Step("split", src, where),)
+    yield make(META, f"--pipeline-parallel {sp.pp_size} over {sp.num_layers} layers ({src}): {ranks}. "
+                     f"Aux ids {_ids(collected)}: {cap_txt}" + (f". {'; '.join(extra)}" if extra else ""),
+               loc, severity=Severity.NOTE, architecture=arch, related=rel)
+    if cap is None:
+        return
+    last = len(sp.ranges) - 1
+    verifier = ctx.runner.pp_verifier
+    if verifier and cap.relays_pp is False:
+        # The tree's runner checks the decoder whenever pipeline parallelism is on, whatever the ids.
+        yield make(META, f"with --pipeline-parallel {sp.pp_size} this vLLM refuses EAGLE-3 for this model: {cap.relay_why}, "
+                         f"and {verifier}() ({ctx.runner.pp_verifier_path}:{ctx.runner.pp_verifier_line}) requires it "
+                         f"to relay aux states between ranks", loc, architecture=arch,
+                   related=(Step("verifier", verifier, Location(ctx.runner.pp_verifier_path, ctx.runner.pp_verifier_line)),))
+        return
+    if cap.relays_pp is not False:
+        return
+    delivered = da.pp.captures.get(last, [])
+    early = sorted({k for r, items in da.pp.captures.items() if r != last for k, _l in items} - {k for k, _l in delivered})
+    if len(delivered) < len(collected):
+        lost = f"ids {_ids(early)} are captured on earlier ranks, but " if early else ""
+        yield make(META, f"with --pipeline-parallel {sp.pp_size}, {lost}{cap.relay_why}: the drafter (on the last rank) "
+                         f"receives {len(delivered)} of {len(collected)} hidden states and its fc fails on the shape",
+                   loc, architecture=arch)
