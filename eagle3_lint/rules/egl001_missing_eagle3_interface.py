@@ -16,8 +16,17 @@ class KimiK25ForConditionalGeneration(nn.Module, SupportsMultiModal, SupportsPP)
 ```
 
 ## Fix safety
-No fix of its own: EGL002, EGL003 and EGL004 carry the fixes for the wrapper, the inner class and
-its forward. This rule only reports, and only for architectures named with ``--arch``.
+Unsafe. The fix implements the contract along the whole chain the class graph found, in the
+analysed version's idiom: the top-level class gets the interface base (with its import) and
+methods delegating to the inner model (``self.language_model.set_aux_hidden_state_layers(layers)``);
+the class holding the decoder gets the base and direct methods
+(``self.model.aux_hidden_state_layers = layers``, the default layers from ``len(self.model.layers)``);
+the decoder gets the attribute, a collection at absolute layer indices
+(``enumerate(islice(self.layers, self.start_layer, self.end_layer), start=self.start_layer)``) and
+returns ``(hidden_states, aux_hidden_states)``. Where the Protocol has real default bodies that
+unwrap to an ``EagleModelMixin`` holder (0.18+), the bases and the mixin idiom replace the methods.
+No fix when the decoder cannot be found or its ``forward`` has a shape the tool cannot rewrite.
+Reported only for architectures named with ``--arch``.
 """
 
 from __future__ import annotations
@@ -25,13 +34,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from eagle3_lint.model import Finding, Location, Severity, Status
+from eagle3_lint import fixgen
+from eagle3_lint.graph import ClassKey
+from eagle3_lint.model import Applicability, Edit, Finding, Fix, Location, Severity, Status
 from eagle3_lint.rules import RuleMeta, make
+from eagle3_lint.rules import _interface as itf
 
 if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
 
-META = RuleMeta("EGL001", "missing-eagle3-interface", Severity.ERROR, False,
+META = RuleMeta("EGL001", "missing-eagle3-interface", Severity.ERROR, True,
                 "A targeted architecture, and every model it delegates to, fails the SupportsEagle3 check.")
 
 
@@ -60,3 +72,80 @@ def check(ctx: Context) -> Iterator[Finding]:
 
         yield make(META, "; ".join(parts), v.location, architecture=arch, symbol=v.class_name,
                    related=tuple(Step("inner", "inner model", loc) for loc in related))
+
+
+def fix(ctx: Context, finding: Finding) -> Fix | None:
+    key = ctx.keys.get(finding.architecture or "")
+    if key is None:
+        return None
+    edits = chain_edits(ctx, key)
+    if not edits:
+        return None
+    return Fix(f"implement {ctx.contract.protocol if ctx.contract.found else 'the EAGLE-3 methods'} "
+               f"along {key.name}'s delegation chain", tuple(edits), Applicability.UNSAFE)
+
+
+def chain_edits(ctx: Context, top: ClassKey) -> list[Edit] | None:
+    """The contract on every class from ``top`` down to the decoder that owns the layers."""
+    own = itf.owner(ctx, top)
+    if own is None:
+        return None
+    fl = fixgen.flavor(ctx)
+    chain = [top, *(h.key for h in own.hops)]  # chain[-1] is the layer owner
+    holder_i = max(len(chain) - 2, 0)  # the class holding the decoder (top itself when it owns the layers)
+    param = fixgen.setter_param(ctx)
+    mk = itf.mixin_key(ctx)
+    mixin_idiom = bool(fl.defaults and fl.mixin and fl.collector)
+    edits: list[Edit] = []
+    decoder = own.key
+    attr = (fl.mixin_attr if mixin_idiom else None) or "aux_hidden_state_layers"
+
+    # The decoder: mixin base (0.18+ idiom) or the attribute, then collection and the return.
+    if mixin_idiom and mk is not None and not ctx.graph.in_mro(decoder, mk):
+        edits += fixgen.add_mixin(ctx, decoder)
+    fw = itf.forward_of(ctx, decoder)
+    if fw is None:
+        return None
+    if not fw.collects or not fw.returns_aux:
+        if fw.collects:
+            more = fixgen.collection(ctx, fw.owner, attr, collect=False, ret=True, mixin_idiom=mixin_idiom)
+        else:
+            more = fixgen.collection(ctx, fw.owner, attr, collect=True, ret=not fw.returns_aux, mixin_idiom=mixin_idiom)
+            if more is not None and not mixin_idiom:
+                more = fixgen.init_attr(ctx, decoder, attr) + more
+        if more is None:
+            return None
+        edits += more
+
+    # Every class above the decoder: the base on the top and on the holder; methods where the
+    # contract's own bodies (stubs, or defaults that unwrap elsewhere) would not reach the decoder.
+    for i in range(holder_i, -1, -1):
+        cls = chain[i]
+        if i in (0, holder_i) and not ctx.judge.check_class(cls).supports:
+            edits += fixgen.add_protocol(ctx, cls)
+        rest = own.path[i:]  # attributes from this class down to the decoder
+        direct = i == holder_i
+        if fl.setter and _needs(ctx, cls, fl.setter, rest, getter=False):
+            if direct:
+                body = fixgen.setter_direct(fl, rest, param, attr, via_mixin=mixin_idiom)
+            else:
+                body = fixgen.setter_delegate(rest[0], fl.setter, param)
+            edits += fixgen.add_setter(ctx, cls, body)
+        if fl.getter and _needs(ctx, cls, fl.getter, rest, getter=True):
+            body = fixgen.getter_direct(rest) if direct else fixgen.getter_delegate(rest[0], fl.getter)
+            edits += fixgen.add_getter(ctx, cls, body)
+    return edits
+
+
+def _needs(ctx: Context, cls: ClassKey, name: str, rest: tuple[str, ...], *, getter: bool) -> bool:
+    """Whether ``cls`` needs its own ``name`` once it inherits the Protocol."""
+    hit = itf.method_of(ctx, cls, name)
+    if hit is not None and not itf.is_protocol_method(ctx, hit[0]) and not hit[1].stub:
+        return False  # a real override of its own
+    if ctx.graph.member_origin(cls, name) is not None and hit is None:
+        return False
+    if not ctx.contract.methods_have_defaults:
+        return True
+    # Default bodies: they unwrap get_language_model()/language_model, then .model.
+    kind, hops, _how = itf.default_holder(ctx, cls)
+    return not (kind == "ok" and tuple(h.attr for h in hops) == rest)

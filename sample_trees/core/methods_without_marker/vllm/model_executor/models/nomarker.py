@@ -20,7 +20,7 @@ class NoMarkerModel(nn.Module):
         return hidden_states
 
 
-class NoMarkerForCausalLM(nn.Module, SupportsPP):
+class NoMarkerForCausalLM(nn.Module, SupportsPP):  # expect: EGL003
     def __init__(self, config):
         super().__init__()
         self.model = NoMarkerModel(config)

@@ -31,7 +31,7 @@ class MixForCausalLM(nn.Module, SupportsPP, SupportsEagle3):
         self.model = MixModel(config)
 
 
-class StaleForCausalLM(nn.Module, SupportsPP):
+class StaleForCausalLM(nn.Module, SupportsPP):  # expect: EGL003
     supports_eagle3 = True
 
     def __init__(self, config):

@@ -4,7 +4,7 @@ from .interfaces import SupportsPP
 from .utils import init_vllm_registered_model
 
 
-class WrapForConditionalGeneration(nn.Module, SupportsPP):
+class WrapForConditionalGeneration(nn.Module, SupportsPP):  # expect: EGL002
     def __init__(self, vllm_config, prefix=""):
         super().__init__()
         self.language_model = init_vllm_registered_model(

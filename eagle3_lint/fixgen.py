@@ -1,0 +1,598 @@
+"""Fix text for the interface-side rules: imports, bases, methods and aux-state collection loops.
+
+Everything follows the contract of the tree being fixed (its ``Flavor``): the method names the
+runner of that version calls, the signatures its Protocol declares, stub-era explicit bodies
+(``self.model.aux_hidden_state_layers = layers``) where the Protocol's bodies are stubs, and the
+mixin idiom (``EagleModelMixin`` + ``self._maybe_add_hidden_state(...)``) where the contract has
+real default bodies that need a mixin holder.
+
+Edits are pure insertions wherever possible (a base appended after the last base, a name appended
+to an existing import, a method appended at the end of the class), so fixes from several rules
+for the same class merge instead of conflicting: identical insertions at one place are merged by
+``fixes.apply_edits``. Every builder returns ``[]`` when there is nothing to do, which is what
+makes a second ``--fix`` empty. Generated loops always index layers absolutely
+(``enumerate(..., start=<slice start>)``), never slice-relatively.
+
+The file text is read through ``ctx.read_text`` and parsed with ``ast`` only to find positions;
+nothing here imports or executes the tree.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from eagle3_lint.graph import ClassKey
+from eagle3_lint.model import Edit
+
+if TYPE_CHECKING:
+    from eagle3_lint.analysis import Context
+
+# The default layer choice of every stub-era in-tree override and of the 0.18+ default body:
+# early, middle and late layers.
+DEFAULT_LAYERS_EXPR = "(2, num_layers // 2, num_layers - 3)"
+# Signatures used when the tree has no Protocol to copy them from (before 0.10.1).
+_FALLBACK_SIGNATURES = {"setter": "self, layers: tuple[int, ...]", "setter_ret": "None",
+                        "getter": "self", "getter_ret": "tuple[int, ...]"}
+AUX_LIST = "aux_hidden_states"
+# vLLM formats with ruff at 88 columns; generated lines that would be longer are wrapped the way
+# the formatter would (or, for imports, given a line of their own) so a patch reads like upstream's.
+LINE_LIMIT = 88
+
+
+@dataclass(frozen=True)
+class Flavor:
+    """The analysed version's contract, as far as fix text is concerned."""
+
+    protocol: str | None  # None: no Protocol (duck-typed runner), so no base to add
+    module: str  # where the Protocol and the mixin live
+    setter: str | None
+    getter: str | None  # the name the runner falls back to
+    defaults: bool  # the Protocol's methods have real bodies
+    mixin: str | None
+    mixin_setter: str | None
+    collector: str | None
+    mixin_attr: str | None  # the attribute the mixin's collector compares with
+
+
+def flavor(ctx: Context) -> Flavor:
+    from eagle3_lint.rules import _interface as itf
+
+    c = ctx.contract
+    getters = itf.getter_names(ctx)
+    mixin_attr = None
+    mk = itf.mixin_key(ctx)
+    if mk is not None and c.mixin_collector:
+        hit = ctx.graph.method(mk, c.mixin_collector)
+        if hit is not None:
+            for _left, container, _line in hit[1].memberships:  # type: ignore[attr-defined]
+                if container.startswith("self."):
+                    mixin_attr = container[5:]
+    return Flavor(
+        protocol=c.protocol if c.found else None, module=c.module, setter=itf.setter_name(ctx),
+        getter=getters[0] if getters else None, defaults=c.methods_have_defaults,
+        mixin=c.mixin, mixin_setter=c.mixin_setter, collector=c.mixin_collector, mixin_attr=mixin_attr,
+    )
+
+
+# -- file text ------------------------------------------------------------------------------------
+class Text:
+    """One file's text with an ``ast`` for positions; columns handed out are characters."""
+
+    def __init__(self, rel: str, text: str) -> None:
+        self.rel = rel
+        self.text = text
+        self.lines = text.splitlines()
+
+    @cached_property
+    def tree(self) -> ast.Module | None:
+        try:
+            return ast.parse(self.text, filename=self.rel)
+        except (SyntaxError, ValueError, RecursionError):
+            return None
+
+    def line(self, n: int) -> str:
+        return self.lines[n - 1] if 0 < n <= len(self.lines) else ""
+
+    def ccol(self, line: int, byte_col: int) -> int:
+        raw = self.line(line)
+        if raw.isascii():
+            return byte_col
+        return len(raw.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
+
+    def start(self, node: ast.AST) -> tuple[int, int]:
+        return node.lineno, self.ccol(node.lineno, node.col_offset)  # type: ignore[attr-defined]
+
+    def end(self, node: ast.AST) -> tuple[int, int]:
+        ln = node.end_lineno or node.lineno  # type: ignore[attr-defined]
+        return ln, self.ccol(ln, node.end_col_offset or 0)  # type: ignore[attr-defined]
+
+    def seg(self, node: ast.AST) -> str:
+        return ast.get_source_segment(self.text, node) or ""
+
+    def indent(self, line: int) -> str:
+        raw = self.line(line)
+        return raw[: len(raw) - len(raw.lstrip())]
+
+    def eol(self, line: int) -> tuple[int, int]:
+        return line, len(self.line(line))
+
+    def class_node(self, cls_line: int, name: str) -> ast.ClassDef | None:
+        if self.tree is None:
+            return None
+        for n in ast.walk(self.tree):
+            if isinstance(n, ast.ClassDef) and n.lineno == cls_line and n.name == name:
+                return n
+        return None
+
+    def function_node(self, cls: ast.ClassDef, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        found = None
+        for st in ast.walk(cls):
+            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)) and st.name == name:
+                # The class's own definition, not one nested in a helper class.
+                if found is None or st.col_offset < found.col_offset:
+                    found = st
+        return found
+
+
+def text_of(ctx: Context, rel: str) -> Text | None:
+    try:
+        return Text(rel, ctx.read_text(rel))
+    except (OSError, UnicodeError, LookupError, SyntaxError):
+        return None
+
+
+def code_len(line: str) -> int:
+    """Length of a line without its trailing comment (quotes are tracked, escapes are not needed here)."""
+    quote = ""
+    for i, ch in enumerate(line):
+        if quote:
+            if ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#":
+            return len(line[:i].rstrip())
+    return len(line.rstrip())
+
+
+def insert(path: str, pos: tuple[int, int], text: str) -> Edit:
+    return Edit(path, pos[0], pos[1], pos[0], pos[1], text)
+
+
+def _class_ctx(ctx: Context, key: ClassKey) -> tuple[str, Text, ast.ClassDef] | None:
+    cf = ctx.graph.class_facts(key)
+    if cf is None:
+        return None
+    rel = ctx.graph.path_of(key)
+    t = text_of(ctx, rel)
+    if t is None:
+        return None
+    node = t.class_node(cf.line, cf.name)
+    if node is None:
+        return None
+    return rel, t, node
+
+
+# -- imports --------------------------------------------------------------------------------------
+def import_name(ctx: Context, rel: str, module: str, name: str) -> list[Edit]:
+    """Make ``name`` (from ``module``) bound at module level in ``rel``: extend an existing import, else add one."""
+    mf = ctx.store.load_path(rel)
+    if mf is None or mf.error:
+        return []
+    if any(b.branch in ("", "try", "else") for b in mf.bindings.get(name, [])):
+        return []
+    t = text_of(ctx, rel)
+    if t is None or t.tree is None:
+        return []
+    target: ast.ImportFrom | None = None
+    for st in t.tree.body:
+        if isinstance(st, ast.ImportFrom) and not any(a.name == "*" for a in st.names):
+            absmod = _abs_module(mf.module, mf.is_package, st.level, st.module)
+            if absmod == module:
+                target = st
+                break
+    if target is not None:
+        last = target.names[-1]
+        end = t.end(last)
+        multi = (target.end_lineno or target.lineno) > target.lineno
+        after = t.line(end[0])[end[1]:]
+        if multi and after.lstrip().startswith(","):
+            comma = end[1] + after.index(",") + 1
+            return [insert(rel, (end[0], comma), f"\n{t.indent(end[0])}{name},")]
+        if multi or code_len(t.line(end[0])) + len(name) + 2 <= LINE_LIMIT:
+            return [insert(rel, end, f", {name}")]
+        # A one-line import that would overflow: a sibling import line from the same module.
+        spec = "." * target.level + (target.module or "")
+        return [insert(rel, t.eol(target.end_lineno or target.lineno), f"\nfrom {spec} import {name}")]
+    # No import from that module yet: a new absolute import after the last top-level import.
+    line = mf.last_import_line
+    if line:
+        return [insert(rel, t.eol(line), f"\nfrom {module} import {name}")]
+    first = t.tree.body[0] if t.tree.body else None
+    if first is not None and isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
+            and isinstance(first.value.value, str):
+        return [insert(rel, t.eol(first.end_lineno or first.lineno), f"\n\nfrom {module} import {name}")]
+    return [insert(rel, (1, 0), f"from {module} import {name}\n")]
+
+
+def _abs_module(module: str, is_package: bool, level: int, name: str | None) -> str:
+    if level == 0:
+        return name or ""
+    parts = module.split(".")
+    if not is_package:
+        parts = parts[:-1]
+    if level > 1:
+        parts = parts[: len(parts) - (level - 1)]
+    base = ".".join(parts)
+    return f"{base}.{name}" if name else base
+
+
+def bound_name(ctx: Context, rel: str, module: str, name: str) -> str:
+    """The name under which ``module.name`` is (or will be) reachable in ``rel``."""
+    mf = ctx.store.load_path(rel)
+    if mf is not None:
+        for local, bl in mf.bindings.items():
+            for b in bl:
+                if b.kind == "import" and b.target == module and b.attr == name and b.branch in ("", "try", "else"):
+                    return local
+    return name
+
+
+# -- bases ------------------------------------------------------------------------------------------
+def add_base(ctx: Context, key: ClassKey, module: str, name: str) -> list[Edit]:
+    """Append ``name`` (imported from ``module``) to the bases of ``key``, with its import; [] if inherited already."""
+    target = ClassKey(module, name)
+    if ctx.graph.in_mro(key, target):
+        return []
+    cc = _class_ctx(ctx, key)
+    if cc is None:
+        return []
+    rel, t, node = cc
+    local = bound_name(ctx, rel, module, name)
+    edits = import_name(ctx, rel, module, name) if local == name else []
+    if node.bases:
+        end = t.end(node.bases[-1])
+        if code_len(t.line(end[0])) + len(local) + 2 <= LINE_LIMIT:
+            edits.append(insert(rel, end, f", {local}"))
+        else:
+            ind = t.indent(end[0]) if end[0] > node.lineno else t.indent(node.lineno) + "    "
+            edits.append(insert(rel, end, f",\n{ind}{local}"))
+    else:
+        # ``class X:`` or ``class X():``: put the base in the parentheses.
+        ln = node.lineno
+        raw = t.line(ln)
+        i = raw.find(node.name, raw.find("class")) + len(node.name)
+        rest = raw[i:]
+        if rest.lstrip().startswith("()"):
+            j = i + rest.index("(") + 1
+            edits.append(insert(rel, (ln, j), local))
+        elif rest.lstrip().startswith(":"):
+            edits.append(insert(rel, (ln, i), f"({local})"))
+        else:
+            return []
+    return edits
+
+
+# -- methods ----------------------------------------------------------------------------------------
+def signature(ctx: Context, name: str, role: str) -> str:
+    """``def name(<params>) -> <ret>:`` copied from the tree's Protocol, else the stub-era shape."""
+    c = ctx.contract
+    if c.found and c.path:
+        t = text_of(ctx, c.path)
+        if t is not None and t.tree is not None:
+            for st in t.tree.body:
+                if isinstance(st, ast.ClassDef) and st.name == c.protocol:
+                    for fn in st.body:
+                        if isinstance(fn, ast.FunctionDef) and fn.name == name:
+                            ret = f" -> {ast.unparse(fn.returns)}" if fn.returns is not None else ""
+                            return f"def {name}({ast.unparse(fn.args)}){ret}:"
+    params = _FALLBACK_SIGNATURES[role]
+    ret = _FALLBACK_SIGNATURES[role + "_ret"]
+    return f"def {name}({params}) -> {ret}:"
+
+
+def setter_param(ctx: Context) -> str:
+    m = ctx.contract.member(ctx.contract.setter or "")
+    if m is not None and len(m.params) >= 2:
+        return m.params[1]
+    return "layers"
+
+
+def add_method(ctx: Context, key: ClassKey, header: str, body: list[str]) -> list[Edit]:
+    """Append one method at the end of the class body (one edit per method, so identical ones merge)."""
+    cc = _class_ctx(ctx, key)
+    if cc is None:
+        return []
+    rel, t, node = cc
+    first = node.body[0]
+    ind = t.indent(first.lineno) if not isinstance(first, ast.Expr) or first.lineno != node.lineno else "    "
+    unit = ind[len(t.indent(node.lineno)):] or "    "
+    end = node.end_lineno or node.lineno
+    lines = [f"{ind}{header}"] + [f"{ind}{unit}{b}" if b else "" for b in body]
+    return [insert(rel, t.eol(end), "\n\n" + "\n".join(lines))]
+
+
+def path_expr(path: tuple[str, ...]) -> str:
+    return ".".join(("self", *path))
+
+
+def setter_direct(fl: Flavor, path: tuple[str, ...], param: str, attr: str = "aux_hidden_state_layers",
+                  via_mixin: bool = False) -> list[str]:
+    if via_mixin and fl.mixin_setter:
+        return [f"{path_expr(path)}.{fl.mixin_setter}({param})"]
+    return [f"{path_expr(path)}.{attr} = {param}"]
+
+
+def getter_direct(path: tuple[str, ...]) -> list[str]:
+    return [f"num_layers = len({path_expr(path)}.layers)", f"return {DEFAULT_LAYERS_EXPR}"]
+
+
+def setter_delegate(attr: str, setter: str, param: str) -> list[str]:
+    return [f"self.{attr}.{setter}({param})"]
+
+
+def getter_delegate(attr: str, getter: str) -> list[str]:
+    return [f"return self.{attr}.{getter}()"]
+
+
+def add_setter(ctx: Context, key: ClassKey, body: list[str]) -> list[Edit]:
+    fl = flavor(ctx)
+    if fl.setter is None:
+        return []
+    return add_method(ctx, key, signature(ctx, fl.setter, "setter"), body)
+
+
+def add_getter(ctx: Context, key: ClassKey, body: list[str]) -> list[Edit]:
+    fl = flavor(ctx)
+    if fl.getter is None:
+        return []
+    return add_method(ctx, key, signature(ctx, fl.getter, "getter"), body)
+
+
+def add_protocol(ctx: Context, key: ClassKey) -> list[Edit]:
+    fl = flavor(ctx)
+    if fl.protocol is None:
+        return []
+    return add_base(ctx, key, fl.module, fl.protocol)
+
+
+def add_mixin(ctx: Context, key: ClassKey) -> list[Edit]:
+    fl = flavor(ctx)
+    if fl.mixin is None:
+        return []
+    return add_base(ctx, key, fl.module, fl.mixin)
+
+
+def rename_method(ctx: Context, key: ClassKey, old: str, new: str, calls: tuple[str, ...] = ()) -> list[Edit]:
+    """Rename ``def old`` in ``key`` to ``new``; also ``.old(`` calls in its body on the receivers in ``calls``."""
+    cc = _class_ctx(ctx, key)
+    if cc is None:
+        return []
+    rel, t, node = cc
+    fn = None
+    for st in node.body:
+        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)) and st.name == old:
+            fn = st
+    if fn is None:
+        return []
+    raw = t.line(fn.lineno)
+    i = raw.find(f"def {old}")
+    if i < 0:
+        return []
+    edits = [Edit(rel, fn.lineno, i + 4, fn.lineno, i + 4 + len(old), new)]
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == old:
+            recv = t.seg(n.func.value)
+            if recv in calls:
+                ln, c = t.end(n.func)
+                edits.append(Edit(rel, ln, c - len(old), ln, c, new))
+    return edits
+
+
+# -- aux-state collection in forward ----------------------------------------------------------------
+@dataclass(frozen=True)
+class _Loop:
+    node: ast.For
+    idx: str  # the absolute layer index variable (existing or new)
+    header: tuple[tuple[int, int], tuple[int, int], str] | None  # replace span -> text, to make the index absolute
+    hidden: str
+    residual: str | None
+
+
+def _names(fn: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)} | {a.arg for a in ast.walk(fn) if isinstance(a, ast.arg)}
+
+
+def _slice_start(t: Text, it: ast.AST) -> tuple[bool, str | None]:
+    """(is a slice of a layer list, the slice's start text)."""
+    if isinstance(it, ast.Call) and isinstance(it.func, (ast.Name, ast.Attribute)) and \
+            (getattr(it.func, "id", None) == "islice" or getattr(it.func, "attr", None) == "islice") and len(it.args) >= 2:
+        if len(it.args) == 2:
+            return True, None  # islice(seq, stop): starts at 0
+        return True, t.seg(it.args[1])
+    if isinstance(it, ast.Subscript) and isinstance(it.slice, ast.Slice):
+        return True, t.seg(it.slice.lower) if it.slice.lower is not None else None
+    return False, None
+
+
+def _layer_call_vars(t: Text, loop: ast.For, layer_var: str | None) -> tuple[str, str | None] | None:
+    """(hidden, residual) from ``hidden_states, residual = layer(..., hidden_states, residual, ...)``."""
+    for st in ast.walk(loop):
+        if not (isinstance(st, ast.Assign) and isinstance(st.value, ast.Call)):
+            continue
+        f = st.value.func
+        callee = f.id if isinstance(f, ast.Name) else (f.value.id if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) else None)
+        is_layer = (layer_var is not None and callee == layer_var) or "layers" in t.seg(f)
+        if not is_layer:
+            continue
+        args = {a.id for a in st.value.args if isinstance(a, ast.Name)} | \
+               {k.value.id for k in st.value.keywords if isinstance(k.value, ast.Name)}
+        tgt = st.targets[0]
+        outs = [e.id for e in tgt.elts if isinstance(e, ast.Name)] if isinstance(tgt, ast.Tuple) else \
+               ([tgt.id] if isinstance(tgt, ast.Name) else [])
+        flowing = [o for o in outs if o in args]
+        if flowing:
+            return flowing[0], (flowing[1] if len(flowing) > 1 else None)
+        hidden = [a for a in args if "hidden" in a]
+        if hidden:
+            return hidden[0], ("residual" if "residual" in args else None)
+    return None
+
+
+def _find_loop(t: Text, fn: ast.AST) -> ast.For | None:
+    best: ast.For | None = None
+    for n in ast.walk(fn):
+        if isinstance(n, ast.For) and ".layers" in t.seg(n.iter) and (best is None or n.lineno < best.lineno):
+            best = n
+    return best
+
+
+def _analyse_loop(t: Text, fn: ast.AST, loop: ast.For) -> _Loop | None:
+    used = _names(fn)
+    idx_name = next(n for n in ("idx", "layer_idx", "layer_index", "i_layer") if n not in used)
+    tgt, it = loop.target, loop.iter
+    header = None
+    layer_var: str | None = None
+    if isinstance(tgt, ast.Name) and not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id in ("range", "enumerate")):
+        sliced, start = _slice_start(t, it)
+        if not (sliced or t.seg(it).endswith(".layers")):
+            return None
+        layer_var = tgt.id
+        new_iter = f"enumerate({t.seg(it)}" + (f", start={start})" if start else ")")
+        text = f"{idx_name}, {tgt.id} in {new_iter}"
+        ind = t.indent(loop.lineno)
+        if "\n" not in t.seg(it) and len(f"{ind}for {text}:") > LINE_LIMIT:
+            # Wrapped the way ruff would: one argument per line with a trailing comma.
+            args = [t.seg(it)] + ([f"start={start}"] if start else [])
+            text = f"{idx_name}, {tgt.id} in enumerate(\n" + "".join(f"{ind}    {a},\n" for a in args) + f"{ind})"
+        header = (t.start(tgt), t.end(it), text)
+        idx = idx_name
+    elif isinstance(tgt, ast.Name) and isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range":
+        idx = tgt.id  # ``for i in range(start, end): layer = self.layers[i]``: already absolute
+        for st in loop.body:
+            if isinstance(st, ast.Assign) and isinstance(st.value, ast.Subscript) and ".layers" in t.seg(st.value.value) \
+                    and isinstance(st.targets[0], ast.Name):
+                layer_var = st.targets[0].id
+    elif isinstance(tgt, ast.Tuple) and len(tgt.elts) == 2 and all(isinstance(e, ast.Name) for e in tgt.elts):
+        idx = tgt.elts[0].id  # type: ignore[union-attr]
+        layer_var = tgt.elts[1].id  # type: ignore[union-attr]
+        if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "enumerate" and it.args:
+            has_start = len(it.args) >= 2 or any(k.arg == "start" for k in it.keywords)
+            sliced, start = _slice_start(t, it.args[0])
+            if sliced and start and not has_start:
+                # Slice-relative index: make it absolute while we are here.
+                end = t.end(it.args[0])
+                header = (end, end, f", start={start}")
+        elif not (isinstance(it, ast.Call) and "enumerate" in t.seg(it.args[0] if it.args else it)):
+            return None
+    else:
+        return None
+    hv = _layer_call_vars(t, loop, layer_var)
+    if hv is None:
+        return None
+    return _Loop(loop, idx, header, hv[0], hv[1])
+
+
+def _top_stmt(fn: ast.FunctionDef | ast.AsyncFunctionDef, node: ast.AST) -> ast.stmt | None:
+    for st in fn.body:
+        if st.lineno <= node.lineno and (st.end_lineno or st.lineno) >= (node.end_lineno or node.lineno):  # type: ignore[attr-defined]
+            return st
+    return None
+
+
+def _existing_aux_list(loop: ast.For, collector: str | None) -> str | None:
+    for n in ast.walk(loop):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
+            if n.func.attr == "append" and isinstance(n.func.value, ast.Name) and "aux" in n.func.value.id:
+                return n.func.value.id
+            if collector and n.func.attr == collector and n.args and isinstance(n.args[0], ast.Name):
+                return n.args[0].id
+    return None
+
+
+def collection(ctx: Context, key: ClassKey, attr: str, *, collect: bool, ret: bool, mixin_idiom: bool) -> list[Edit] | None:
+    """Edits to ``key``'s own ``forward``: collect hidden states at absolute layer indices and/or return them.
+
+    None when the forward's shape is not one the tool can rewrite safely (the finding stays, without a fix).
+    """
+    cc = _class_ctx(ctx, key)
+    if cc is None:
+        return None
+    rel, t, node = cc
+    fn = t.function_node(node, "forward")
+    if fn is None or fn.body[0].lineno == fn.lineno:
+        return None
+    loop = _find_loop(t, fn)
+    if loop is None or loop.body[0].lineno == loop.lineno:
+        return None
+    info = _analyse_loop(t, fn, loop)
+    if info is None:
+        return None
+    fl = flavor(ctx)
+    edits: list[Edit] = []
+    aux = AUX_LIST
+    if collect:
+        if aux in _names(fn):
+            return None
+        top = _top_stmt(fn, loop)
+        if top is None:
+            return None
+        edits.append(insert(rel, (top.lineno, 0), f"{t.indent(top.lineno)}{aux} = []\n"))
+        if info.header is not None:
+            (l0, c0), (l1, c1), text = info.header
+            edits.append(Edit(rel, l0, c0, l1, c1, text))
+        b0 = loop.body[0]
+        ind = t.indent(b0.lineno)
+        h, r = info.hidden, info.residual
+        if mixin_idiom and fl.collector:
+            line = f"{ind}self.{fl.collector}({aux}, {info.idx}, {h}, {r or 'None'})\n"
+            if len(line) - 1 > LINE_LIMIT:
+                line = f"{ind}self.{fl.collector}(\n{ind}    {aux}, {info.idx}, {h}, {r or 'None'}\n{ind})\n"
+        else:
+            value = f"{h} + {r} if {r} is not None else {h}" if r else h
+            append = f"{ind}    {aux}.append({value})"
+            if len(append) > LINE_LIMIT:
+                append = f"{ind}    {aux}.append(\n{ind}        {value}\n{ind}    )"
+            line = f"{ind}if {info.idx} in self.{attr}:\n{append}\n"
+        edits.append(insert(rel, (b0.lineno, 0), line))
+    else:
+        found = _existing_aux_list(loop, fl.collector)
+        if found is None:
+            return None
+        aux = found
+    if ret:
+        last = fn.body[-1]
+        if not isinstance(last, ast.Return) or last.value is None or isinstance(last.value, ast.Tuple):
+            return None
+        ind = t.indent(last.lineno)
+        edits.append(insert(rel, (last.lineno, 0),
+                            f"{ind}if len({aux}) > 0:\n{ind}    return {t.seg(last.value)}, {aux}\n"))
+    return edits
+
+
+def init_attr(ctx: Context, key: ClassKey, attr: str) -> list[Edit]:
+    """Give ``key`` ``self.<attr> = tuple[int, ...]()`` right after ``__init__`` builds ``self.layers`` (else a class attribute)."""
+    from eagle3_lint.rules import _interface as itf
+
+    if itf.attr_initialised(ctx, key, attr):
+        return []
+    cc = _class_ctx(ctx, key)
+    if cc is None:
+        return []
+    rel, t, node = cc
+    init = t.function_node(node, "__init__")
+    if init is not None:
+        for st in init.body:
+            for n in ast.walk(st):
+                if isinstance(n, ast.Attribute) and n.attr == "layers" and isinstance(n.ctx, ast.Store) \
+                        and isinstance(n.value, ast.Name) and n.value.id == "self":
+                    ln = st.end_lineno or st.lineno
+                    return [insert(rel, t.eol(ln), f"\n{t.indent(st.lineno)}self.{attr} = tuple[int, ...]()")]
+    first = node.body[0]
+    ind = t.indent(first.lineno)
+    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+        return [insert(rel, t.eol(first.end_lineno or first.lineno), f"\n{ind}{attr}: tuple[int, ...] = ()")]
+    return [insert(rel, (first.lineno, 0), f"{ind}{attr}: tuple[int, ...] = ()\n")]

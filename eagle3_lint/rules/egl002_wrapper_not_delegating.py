@@ -1,0 +1,198 @@
+"""## What it does
+Flags the top-level class the runner interrogates when it fails ``supports_eagle3()``, or passes
+it with a setter that never reaches the object owning the decoder layers, while an inner model it
+delegates to (``self.language_model``, ``self.model``) supports the contract.
+
+## Why is this bad?
+The runner asks the *top-level* object (``supports_eagle3(self.get_model())``) and calls
+``set_aux_hidden_state_layers`` on it. A multimodal wrapper around a decoder that implements
+EAGLE-3 gets ``RuntimeError: Model does not support EAGLE3 interface`` after the whole model has
+loaded; a wrapper that inherits the Protocol's stub setter passes the check, sets nothing, and the
+drafter receives no aux hidden states. This is the Kimi-K2.5 shape.
+
+## Example
+```python
+class WrapForConditionalGeneration(nn.Module, SupportsMultiModal, SupportsPP):
+    def __init__(self, vllm_config, prefix=""):
+        self.language_model = init_vllm_registered_model(..., architectures=["InnerForCausalLM"])
+# InnerForCausalLM implements SupportsEagle3; the wrapper does not.
+```
+
+Use instead (stub-bodied Protocol, vLLM 0.10-0.17):
+```python
+class WrapForConditionalGeneration(nn.Module, SupportsMultiModal, SupportsPP, SupportsEagle3):
+    def set_aux_hidden_state_layers(self, layers: tuple[int, ...]) -> None:
+        self.language_model.set_aux_hidden_state_layers(layers)
+
+    def get_eagle3_aux_hidden_state_layers(self) -> tuple[int, ...]:
+        return self.language_model.get_eagle3_aux_hidden_state_layers()
+```
+With real default bodies (0.18+) adding the base is enough when the defaults' unwrap
+(``get_language_model()`` / ``language_model``, then ``.model``) reaches an ``EagleModelMixin``.
+
+Severity: error when the architecture is targeted (``--arch``), warning otherwise. Reported once
+per wrapper class (several architectures may map to it). Pooling models and drafters are out of
+scope: the runner never interrogates them as EAGLE-3 targets.
+
+## Fix safety
+Adding the interface base (and its import) is safe when the contract's default bodies already
+reach the inner model. New delegating methods are unsafe. A wrapper that overrides the setter with
+a body reaching the wrong object gets no automatic fix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from eagle3_lint import fixgen
+from eagle3_lint.graph import ClassKey
+from eagle3_lint.model import Applicability, Edit, Finding, Fix, Severity, Status, Step
+from eagle3_lint.rules import RuleMeta, make
+from eagle3_lint.rules import _interface as itf
+
+if TYPE_CHECKING:
+    from eagle3_lint.analysis import Context
+
+META = RuleMeta("EGL002", "wrapper-not-delegating", Severity.ERROR, True,
+                "The top-level class fails the contract (or does not reach the layers) while its inner model supports it.")
+
+
+def check(ctx: Context) -> Iterator[Finding]:
+    for f, _g in _pairs(ctx):
+        yield f
+
+
+def _pairs(ctx: Context) -> list[tuple[Finding, itf.Group]]:
+    return itf.memo(ctx, META.id, lambda: [(_finding(ctx, g), g) for g in _compute(ctx)])
+
+
+def _compute(ctx: Context) -> itf.Groups:
+    groups = itf.Groups()
+    for arch, key in itf.scoped_archs(ctx):
+        st = itf.status(ctx, arch)
+        if st is Status.WRAPPER_GAP:
+            inner = itf.supporting_inner(ctx, key)
+            loc = itf.class_location(ctx, key)
+            if loc is not None:
+                groups.get(loc, "gap", arch, key=key, inner=inner)
+        elif st is Status.SUPPORTED:
+            inner = itf.supporting_inner(ctx, key)
+            if not inner:
+                continue
+            eff = itf.setter_effect(ctx, key)
+            if eff.kind in ("missing", "unknown"):
+                continue
+            own = itf.owner(ctx, key)
+            if eff.kind == "writes" and (own is None or eff.path == own.path):
+                continue
+            loc = itf.class_location(ctx, key)
+            if loc is not None:
+                groups.get(loc, "no-reach", arch, key=key, inner=inner, effect=eff, owner=own)
+    return groups
+
+
+def _finding(ctx: Context, g: itf.Group) -> Finding:
+    key: ClassKey = g.data["key"]  # type: ignore[assignment]
+    inner: list[tuple[itf.Hop, ...]] = g.data["inner"]  # type: ignore[assignment]
+    targeted = itf.any_targeted(ctx, g.archs)
+    sev = Severity.ERROR if targeted else Severity.WARNING
+    check_fn = ctx.contract.check_function
+    related: list[Step] = []
+    for p in inner:
+        loc = itf.class_location(ctx, p[-1].key)
+        related.append(Step("inner", f"{_dotted(p)} -> {p[-1].key.name} supports the contract", loc))
+    inner_txt = ", ".join(f"{_dotted(p)} -> {p[-1].key.name}" for p in inner) or "an inner model"
+    if g.kind == "gap":
+        chk = ctx.judge.check_class(key)
+        fails = f"fails {check_fn}()" if ctx.contract.found else "lacks the methods the runner calls"
+        msg = (f"{key.name} {fails} ({chk.reason}), but the inner model it delegates to "
+               f"({inner_txt}) supports the contract; the runner asks the wrapper")
+    else:
+        eff: itf.Effect = g.data["effect"]  # type: ignore[assignment]
+        own: itf.Owner | None = g.data["owner"]  # type: ignore[assignment]
+        where = f"self.{'.'.join(own.path)}" if own is not None and own.path else "the layer owner"
+        if eff.kind == "stub":
+            how = f"its {ctx.contract.setter}() is {eff.detail.split(' has ')[0]}'s stub, which does nothing"
+        elif eff.kind == "writes":
+            how = f"its setter writes self.{'.'.join((*eff.path, eff.attr or '?'))}, not {where}"
+        else:
+            how = eff.detail
+        msg = (f"{key.name} passes {check_fn}() but does not delegate to the inner model ({inner_txt}): {how}; "
+               f"the decoder at {where} never gets the aux layers")
+    msg += f"; architectures: {itf.arch_list(g.archs)}"
+    return make(META, msg, g.location, severity=sev, architecture=itf.primary_arch(ctx, g.archs),
+                symbol=key.name, related=tuple(related))
+
+
+def fix(ctx: Context, finding: Finding) -> Fix | None:
+    g = itf.group_of(_pairs(ctx), finding)
+    if g is None or not itf.wants_fix(ctx, g.archs):
+        return None
+    key: ClassKey = g.data["key"]  # type: ignore[assignment]
+    inner: list[tuple[itf.Hop, ...]] = g.data["inner"]  # type: ignore[assignment]
+    if not inner:
+        return None
+    path = _dotted(inner[0])[5:]
+    if g.kind == "gap":
+        return wrapper_fix(ctx, key, path)
+    eff: itf.Effect = g.data["effect"]  # type: ignore[assignment]
+    if eff.kind == "writes" or (eff.kind == "stub" and not eff.from_protocol):
+        return None  # an override with the wrong body needs a human
+    fl = fixgen.flavor(ctx)
+    if fl.setter is None:
+        return None
+    edits = fixgen.add_setter(ctx, key, fixgen.setter_delegate(path, fl.setter, fixgen.setter_param(ctx)))
+    if not edits:
+        return None
+    return Fix(f"delegate {fl.setter}() to self.{path}", tuple(edits), Applicability.UNSAFE)
+
+
+def _dotted(path: tuple[itf.Hop, ...]) -> str:
+    return "self." + ".".join(h.attr for h in path)
+
+
+def wrapper_fix(ctx: Context, key: ClassKey, attr: str) -> Fix | None:
+    """Interface base (+ import) on the wrapper, and delegating methods where the contract's bodies do not reach."""
+    fl = fixgen.flavor(ctx)
+    edits: list[Edit] = list(fixgen.add_protocol(ctx, key))
+    methods: list[Edit] = []
+    param = fixgen.setter_param(ctx)
+    if fl.setter and _needs_setter(ctx, key):
+        methods += fixgen.add_setter(ctx, key, fixgen.setter_delegate(attr, fl.setter, param))
+    if fl.getter and _needs_getter(ctx, key, fl.getter):
+        methods += fixgen.add_getter(ctx, key, fixgen.getter_delegate(attr, fl.getter))
+    edits += methods
+    if not edits:
+        return None
+    app = Applicability.UNSAFE if methods else Applicability.SAFE
+    what = f"add {fl.protocol}" if fl.protocol else "add the EAGLE-3 methods"
+    if methods:
+        what += f" and methods delegating to self.{attr}"
+    return Fix(what, tuple(edits), app)
+
+
+def _needs_setter(ctx: Context, key: ClassKey) -> bool:
+    """After the base is added, would the setter the runner calls still not reach the layers?"""
+    name = itf.setter_name(ctx)
+    if name is None:
+        return False
+    hit = itf.method_of(ctx, key, name)
+    if hit is not None and not itf.is_protocol_method(ctx, hit[0]):
+        return False  # the class has its own (EGL002 reports it if it does not reach)
+    if not ctx.contract.methods_have_defaults:
+        return True
+    eff = itf.default_setter_effect(ctx, key)
+    own = itf.owner(ctx, key)
+    return not (eff.kind == "writes" and own is not None and eff.path == own.path)
+
+
+def _needs_getter(ctx: Context, key: ClassKey, name: str) -> bool:
+    hit = itf.method_of(ctx, key, name)
+    if hit is not None and not itf.is_protocol_method(ctx, hit[0]):
+        return False
+    if ctx.graph.member_origin(key, name) is not None and hit is None:
+        return False
+    if not ctx.contract.methods_have_defaults:
+        return True
+    return itf.default_getter_state(ctx, key).kind == "broken-default"

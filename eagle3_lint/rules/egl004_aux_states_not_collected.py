@@ -1,0 +1,202 @@
+"""## What it does
+For an architecture that passes ``supports_eagle3()``, follows the aux-state path to the object
+that owns the decoder layers and flags the first broken link:
+
+- the owner's ``forward`` never compares a layer index with the configured aux layers (nor calls
+  the mixin's collector), so it never collects hidden states;
+- it collects them but never returns them (``return hidden_states, aux_hidden_states``);
+- the setter the runner calls writes an attribute that ``forward`` never reads, or writes it on an
+  object other than the layer owner;
+- the contract's default setter (0.18+) unwraps to a holder that is not the ``EagleModelMixin`` it
+  asserts, so ``set_aux_hidden_state_layers`` raises at runtime.
+
+Reported once where the defect is (the forward, the setter, or the holder class), with every
+affected architecture listed. A wrapper whose inner model supports the contract is EGL002's; a
+stub setter is EGL003's. Pooling models and drafters are out of scope.
+
+## Why is this bad?
+The runner accepts the model, the drafter then receives no aux hidden states (or the model's
+output is not the ``(hidden_states, aux_hidden_states)`` pair it unpacks), and EAGLE-3 fails at
+the first decoding step, or the setter's assertion fails at start-up.
+
+## Example
+```python
+class MiMoModel(Qwen2Model):  # Qwen2ForCausalLM's setter writes self.model.aux_hidden_state_layers
+    def forward(self, input_ids, positions, intermediate_tensors, inputs_embeds=None):
+        for layer in islice(self.layers, self.start_layer, self.end_layer):  # never collects
+            hidden_states, residual = layer(positions, hidden_states, residual)
+        ...
+        return hidden_states
+```
+
+## Fix safety
+Unsafe: the fix adds a collection loop in ``forward`` at absolute layer indices
+(``enumerate(..., start=self.start_layer)``) and the ``(hidden_states, aux_hidden_states)``
+return, in the analysed version's idiom (an explicit ``idx in self.aux_hidden_state_layers`` test,
+or the mixin's ``_maybe_add_hidden_state``), or makes the holder an ``EagleModelMixin``. A setter
+that writes the wrong object or attribute gets no automatic fix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from eagle3_lint import fixgen
+from eagle3_lint.graph import ClassKey
+from eagle3_lint.model import Applicability, Edit, Finding, Fix, Location, Severity, Status, Step
+from eagle3_lint.rules import RuleMeta, make
+from eagle3_lint.rules import _interface as itf
+
+if TYPE_CHECKING:
+    from eagle3_lint.analysis import Context
+
+META = RuleMeta("EGL004", "aux-states-not-collected", Severity.ERROR, True,
+                "The interface is claimed, but the layer owner's forward never collects or returns the aux hidden states.")
+
+
+def check(ctx: Context) -> Iterator[Finding]:
+    for f, _g in _pairs(ctx):
+        yield f
+
+
+def _pairs(ctx: Context) -> list[tuple[Finding, itf.Group]]:
+    return itf.memo(ctx, META.id, lambda: [(_finding(ctx, g), g) for g in _compute(ctx)])
+
+
+def _compute(ctx: Context) -> itf.Groups:
+    groups = itf.Groups()
+    for arch, key in itf.scoped_archs(ctx):
+        if itf.status(ctx, arch) is not Status.SUPPORTED:
+            continue
+        own = itf.owner(ctx, key)
+        if own is None:
+            continue
+        eff = itf.setter_effect(ctx, key)
+        wrapper_case = bool(itf.supporting_inner(ctx, key))
+        # The setter's own defects first: they decide which attribute the forward must read.
+        if eff.kind in ("not-mixin", "no-holder") and not wrapper_case:
+            mk = itf.mixin_key(ctx)
+            holder = eff.hops[-1].key if eff.hops else key
+            loc = itf.class_location(ctx, holder)
+            if loc is not None and eff.kind == "not-mixin" and mk is not None:
+                groups.get(loc, "not-mixin", arch, holder=holder, top=key, effect=eff, owner=own)
+            continue
+        if eff.kind == "writes" and eff.path != own.path:
+            if not wrapper_case and eff.method_owner is not None:
+                loc = itf.method_location(ctx, eff.method_owner, eff.line)
+                groups.get(loc, "wrong-object", arch, top=key, effect=eff, owner=own)
+            continue
+        fw = itf.forward_of(ctx, own.key)
+        if fw is None:
+            continue
+        if not fw.collects:
+            attr = eff.attr if eff.kind == "writes" else _expected_attr(ctx, own.key)
+            groups.get(itf.method_location(ctx, fw.owner, fw.line), "no-collect", arch,
+                       top=key, owner=own, forward=fw, attr=attr, effect=eff)
+        elif eff.kind == "writes" and eff.attr and eff.attr not in fw.attrs_read:
+            if eff.method_owner is not None:
+                loc = itf.method_location(ctx, eff.method_owner, eff.line)
+                groups.get(loc, "wrong-attr", arch, top=key, effect=eff, owner=own, forward=fw)
+        elif not fw.returns_aux:
+            groups.get(itf.method_location(ctx, fw.owner, fw.line), "no-return", arch,
+                       top=key, owner=own, forward=fw, effect=eff)
+    return groups
+
+
+def _expected_attr(ctx: Context, owner: ClassKey) -> str:
+    fl = fixgen.flavor(ctx)
+    mk = itf.mixin_key(ctx)
+    if mk is not None and ctx.graph.in_mro(owner, mk) and fl.mixin_attr:
+        return fl.mixin_attr
+    return "aux_hidden_state_layers"
+
+
+def _finding(ctx: Context, g: itf.Group) -> Finding:
+    own: itf.Owner = g.data["owner"]  # type: ignore[assignment]
+    top: ClassKey = g.data["top"]  # type: ignore[assignment]
+    where = "self." + ".".join(own.path) if own.path else "self"
+    owner_txt = f"{own.key.name} (at {where} of {top.name})"
+    related = [Step("layers", f"{own.key.name} owns self.layers",
+                    Location(ctx.graph.path_of(own.key), own.line))]
+    eff: itf.Effect | None = g.data.get("effect")  # type: ignore[assignment]
+    if eff is not None and eff.method_owner is not None and eff.line:
+        related.append(Step("setter", eff.detail, itf.method_location(ctx, eff.method_owner, eff.line)))
+    symbol = own.key.name
+    if g.kind == "no-collect":
+        fw: itf.Forward = g.data["forward"]  # type: ignore[assignment]
+        symbol = f"{fw.owner.name}.forward"
+        msg = (f"{fw.owner.name}.forward, the forward of the layer owner {owner_txt}, never collects hidden states "
+               f"at the configured aux layers (no `idx in self.{g.data['attr']}` test, no "
+               f"{ctx.contract.mixin_collector or 'collector'} call), so the drafter gets none")
+    elif g.kind == "no-return":
+        fw = g.data["forward"]  # type: ignore[assignment]
+        symbol = f"{fw.owner.name}.forward"
+        msg = (f"{fw.owner.name}.forward collects aux hidden states but never returns them: "
+               f"the runner expects (hidden_states, aux_hidden_states) from {owner_txt}")
+    elif g.kind == "wrong-attr":
+        fw = g.data["forward"]  # type: ignore[assignment]
+        assert eff is not None
+        read = ", ".join(sorted(fw.attrs_read)) or "nothing"
+        msg = (f"{eff.detail}, but {fw.owner.name}.forward reads {read}: the configured layers never reach the loop")
+        symbol = f"{top.name}.{ctx.contract.setter}"
+    elif g.kind == "wrong-object":
+        assert eff is not None
+        wrote = "self." + ".".join((*eff.path, eff.attr or "?"))
+        msg = (f"{eff.detail}: it writes {wrote}, but the layers are owned by {owner_txt}, whose forward never sees it")
+        symbol = f"{top.name}.{ctx.contract.setter}"
+    else:  # not-mixin
+        holder: ClassKey = g.data["holder"]  # type: ignore[assignment]
+        assert eff is not None
+        msg = f"{eff.detail} ({top.name} inherits the default {ctx.contract.setter}())"
+        symbol = holder.name
+    msg += f"; architectures: {itf.arch_list(g.archs)}"
+    return make(META, msg, g.location, severity=itf.severity_for(ctx, g.archs, META.severity),
+                architecture=itf.primary_arch(ctx, g.archs), symbol=symbol,
+                related=tuple(related))
+
+
+def fix(ctx: Context, finding: Finding) -> Fix | None:
+    g = itf.group_of(_pairs(ctx), finding)
+    if g is None or not itf.wants_fix(ctx, g.archs):
+        return None
+    own: itf.Owner = g.data["owner"]  # type: ignore[assignment]
+    if g.kind == "no-collect":
+        fw: itf.Forward = g.data["forward"]  # type: ignore[assignment]
+        edits = collect_edits(ctx, fw.owner, own.key, str(g.data["attr"]), ret=not fw.returns_aux)
+        if not edits:
+            return None
+        return Fix(f"collect aux hidden states in {fw.owner.name}.forward", tuple(edits), Applicability.UNSAFE)
+    if g.kind == "no-return":
+        fw = g.data["forward"]  # type: ignore[assignment]
+        ed = fixgen.collection(ctx, fw.owner, "", collect=False, ret=True, mixin_idiom=False)
+        if not ed:
+            return None
+        return Fix(f"return the aux hidden states from {fw.owner.name}.forward", tuple(ed), Applicability.UNSAFE)
+    if g.kind == "not-mixin":
+        holder: ClassKey = g.data["holder"]  # type: ignore[assignment]
+        edits = list(fixgen.add_mixin(ctx, holder))
+        fw2 = itf.forward_of(ctx, holder)
+        if fw2 is not None and not fw2.collects:
+            more = fixgen.collection(ctx, fw2.owner, fixgen.flavor(ctx).mixin_attr or "aux_hidden_state_layers",
+                                     collect=True, ret=not fw2.returns_aux, mixin_idiom=True)
+            if more is None:
+                return None
+            edits += more
+        if not edits:
+            return None
+        return Fix(f"make {holder.name} an {ctx.contract.mixin}", tuple(edits), Applicability.UNSAFE)
+    return None
+
+
+def collect_edits(ctx: Context, forward_owner: ClassKey, layer_owner: ClassKey, attr: str, *, ret: bool) -> list[Edit] | None:
+    """Collection in ``forward_owner.forward`` for the layers of ``layer_owner``, in the analysed version's idiom."""
+    fl = fixgen.flavor(ctx)
+    mk = itf.mixin_key(ctx)
+    mixin = bool(mk is not None and fl.collector and ctx.graph.in_mro(layer_owner, mk) and attr == fl.mixin_attr)
+    edits = fixgen.collection(ctx, forward_owner, attr, collect=True, ret=ret, mixin_idiom=mixin)
+    if edits is None:
+        return None
+    if not mixin:
+        edits = fixgen.init_attr(ctx, layer_owner, attr) + edits
+    return edits

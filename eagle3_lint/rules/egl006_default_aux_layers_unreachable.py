@@ -1,0 +1,174 @@
+"""## What it does
+Checks the runner's fallback path: when the drafter's config names no aux layers, the runner
+calls a getter on the model for the default layers. The getter's name is read from this tree's
+runner (``get_eagle3_aux_hidden_state_layers`` up to 0.17, ``get_eagle3_default_aux_hidden_state_layers``
+from 0.18), never assumed. For every class that passes the check it flags (a class that claims the
+interface but fails the check is EGL003's):
+
+- **error**: the getter is missing, or resolves to a body that returns nothing: the Protocol's
+  stub (``...``) in versions whose Protocol has no default bodies, an own stub, the default body
+  reading ``.layers`` that the holder never sets, or a delegation to an object without it;
+- **warning**: the class defines a differently named getter (a stale name from another vLLM
+  version, such as ``get_eagle3_aux_hidden_state_layers`` in a tree whose runner calls
+  ``get_eagle3_default_aux_hidden_state_layers``) while a working body exists: a dead override
+  the runner never calls. With no working body the stale name is the error above.
+
+Reported once per defining class. Pooling models and drafters are out of scope.
+
+## Why is this bad?
+With a stub getter the runner calls ``set_aux_hidden_state_layers(None)`` and the model iterates
+``None``; with a missing one it raises ``AttributeError`` after the weights have loaded. A dead
+override silently loses whatever layer choice its author made.
+
+## Example
+```python
+class DeepseekV2ForCausalLM(nn.Module, SupportsEagle3):  # vLLM 0.33: runner calls ..._default_...
+    def get_eagle3_aux_hidden_state_layers(self) -> tuple[int, ...]:  # never called
+        num_layers = len(self.model.layers)
+        return (2, num_layers // 2, num_layers - 3)
+```
+
+## Fix safety
+Unsafe: renames the stale method to the runner's name (and its own delegating calls whose
+receiver has the new name), or adds the getter with the analysed version's body
+(``num_layers = len(self.model.layers)``; delegation to the inner model for wrappers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from eagle3_lint import fixgen
+from eagle3_lint.graph import ClassKey
+from eagle3_lint.model import Applicability, Edit, Finding, Fix, Severity, Status
+from eagle3_lint.rules import RuleMeta, make
+from eagle3_lint.rules import _interface as itf
+
+if TYPE_CHECKING:
+    from eagle3_lint.analysis import Context
+
+META = RuleMeta("EGL006", "default-aux-layers-unreachable", Severity.ERROR, True,
+                "The runner's fallback getter for the default aux layers is missing, a stub, or shadowed by a stale name.")
+
+_BROKEN = ("missing", "stub", "broken-default", "broken-delegate")
+
+
+def check(ctx: Context) -> Iterator[Finding]:
+    for f, _g in _pairs(ctx):
+        yield f
+
+
+def _pairs(ctx: Context) -> list[tuple[Finding, itf.Group]]:
+    return itf.memo(ctx, META.id, lambda: [(_finding(ctx, g), g) for g in _compute(ctx)])
+
+
+def _compute(ctx: Context) -> itf.Groups:
+    groups = itf.Groups()
+    names = itf.getter_names(ctx)
+    if not names:
+        return groups
+    for arch, key in itf.scoped_archs(ctx):
+        # A class that claims the interface but fails the check is EGL003's (or EGL002's).
+        if itf.status(ctx, arch) is not Status.SUPPORTED:
+            continue
+        stale = itf.stale_getters(ctx, key)
+        for name in names:
+            st = itf.getter_state(ctx, key, name)
+            if st.kind in _BROKEN:
+                if stale:
+                    cls, old, line = stale[0]
+                    groups.get(itf.method_location(ctx, cls, line), "stale-broken", arch,
+                               key=cls, top=key, old=old, new=name, state=st)
+                    continue
+                if st.kind == "stub" and not st.from_protocol and st.origin is not None:
+                    loc, where = itf.method_location(ctx, st.origin, st.line), st.origin
+                else:
+                    where = itf.claimer(ctx, key)
+                    loc = itf.class_location(ctx, where)
+                if loc is not None:
+                    groups.get(loc, "broken", arch, key=where, top=key, new=name, state=st)
+            else:
+                # A working (or a default) body runs instead of the stale one.
+                for cls, old, line in stale:
+                    groups.get(itf.method_location(ctx, cls, line), "stale", arch,
+                               key=cls, top=key, old=old, new=name, state=st)
+    return groups
+
+
+def _finding(ctx: Context, g: itf.Group) -> Finding:
+    key: ClassKey = g.data["key"]  # type: ignore[assignment]
+    st: itf.GetterState = g.data["state"]  # type: ignore[assignment]
+    new = str(g.data["new"])
+    site = next((s for s in ctx.runner.sites if s.fallback == new), ctx.runner.primary)
+    at = f" ({site.path}:{site.fallback_line or site.line})" if site is not None else ""
+    sev = itf.severity_for(ctx, g.archs, META.severity)
+    if g.kind == "stale":
+        old = g.data["old"]
+        instead = "the contract's default body" if st.from_protocol or st.origin is None else f"{st.origin.name}.{new}"
+        msg = (f"{key.name}.{old} is a dead override: the runner calls {new}(){at}, never {old}(); "
+               f"{instead} runs instead, so this method's layer choice is ignored")
+        sev = Severity.WARNING
+        symbol = f"{key.name}.{old}"
+    elif g.kind == "stale-broken":
+        old = g.data["old"]
+        msg = (f"{key.name} defines {old}() but the runner calls {new}(){at}, which {_broken_text(st)}")
+        symbol = f"{key.name}.{old}"
+    else:
+        msg = f"the runner's fallback {new}(){at} {_broken_text(st)} for {key.name}"
+        symbol = f"{key.name}.{new}"
+    msg += f"; architectures: {itf.arch_list(g.archs)}"
+    return make(META, msg, g.location, severity=sev, architecture=itf.primary_arch(ctx, g.archs), symbol=symbol)
+
+
+def _broken_text(st: itf.GetterState) -> str:
+    if st.kind == "missing":
+        return "does not exist (AttributeError when the drafter config names no layers)"
+    if st.kind == "stub":
+        return f"resolves to a stub: {st.detail}, so the runner would call set_aux_hidden_state_layers(None)"
+    return f"cannot return the layers: {st.detail}"
+
+
+def fix(ctx: Context, finding: Finding) -> Fix | None:
+    g = itf.group_of(_pairs(ctx), finding)
+    if g is None or not itf.wants_fix(ctx, g.archs):
+        return None
+    key: ClassKey = g.data["key"]  # type: ignore[assignment]
+    top: ClassKey = g.data["top"]  # type: ignore[assignment]
+    new = str(g.data["new"])
+    if g.kind in ("stale", "stale-broken"):
+        old = str(g.data["old"])
+        edits = fixgen.rename_method(ctx, key, old, new, _receivers_with(ctx, top, new))
+        if not edits:
+            return None
+        return Fix(f"rename {key.name}.{old} to {new}", tuple(edits), Applicability.UNSAFE)
+    st: itf.GetterState = g.data["state"]  # type: ignore[assignment]
+    if st.kind == "stub" and not st.from_protocol:
+        return None  # an own stub body needs a human to decide the layers
+    body = _getter_body(ctx, top)
+    if body is None:
+        return None
+    edits: list[Edit] = fixgen.add_getter(ctx, key, body)
+    if not edits:
+        return None
+    return Fix(f"add {new}() to {key.name}", tuple(edits), Applicability.UNSAFE)
+
+
+def _getter_body(ctx: Context, top: ClassKey) -> list[str] | None:
+    fl = fixgen.flavor(ctx)
+    inner = itf.supporting_inner(ctx, top)
+    if inner and fl.getter:
+        return fixgen.getter_delegate(".".join(h.attr for h in inner[0]), fl.getter)
+    own = itf.owner(ctx, top)
+    if own is None:
+        return None
+    return fixgen.getter_direct(own.path)
+
+
+def _receivers_with(ctx: Context, top: ClassKey, name: str) -> tuple[str, ...]:
+    """``self.<attr>`` receivers (delegations of ``top``) whose class has ``name``, so renamed calls still resolve."""
+    out = []
+    for d in ctx.graph.delegations(top):
+        if d.target is not None and ctx.graph.member_origin(d.target, name) is not None:
+            out.append(f"self.{d.attr}")
+    return tuple(out)
