@@ -2,8 +2,8 @@
 
 A fingerprint identifies a finding across edits that only move it: the sha256 of the rule, the
 architecture, the qualified symbol (module of the file + the finding's symbol) and the normalized
-text of the flagged line (whitespace collapsed, any ``# eagle3-lint:`` comment dropped). No line
-numbers, no column, no message (messages quote line numbers). Identical fingerprints in one run are
+text of the flagged line (whitespace kept only between two words, any ``# eagle3-lint:`` comment
+dropped). No line numbers, no column, no message (messages quote line numbers). Identical fingerprints in one run are
 numbered in location order (``<hash>:1``, ``<hash>:2``), as GitHub numbers its own line hashes, so a
 second copy of a baselined problem still shows up as new.
 
@@ -31,10 +31,14 @@ from eagle3_lint.source import SourceTree
 BASELINE_VERSION = 1
 _DIRECTIVE = re.compile(r"#\s*eagle3-lint\s*:.*$")
 _WS = re.compile(r"\s+")
+_PUNCT_WS = re.compile(r" ?([^\w ]) ?")
 
 
 def normalized_snippet(line_text: str) -> str:
-    return _WS.sub(" ", _DIRECTIVE.sub("", line_text)).strip()
+    """The line without our directive comment, with whitespace kept only between two words, so
+    re-indenting or reformatting (``f( a, b )`` vs ``f(a, b)``) keeps the fingerprint."""
+    text = _WS.sub(" ", _DIRECTIVE.sub("", line_text)).strip()
+    return _PUNCT_WS.sub(r"\1", text)
 
 
 class SnippetReader:
