@@ -99,6 +99,13 @@ def no_gc(keep: bool = False) -> Iterator[None]:
     loaded facts, which live as long as the check) is moved out of the collector's sight with
     ``gc.freeze()`` (an O(1) list splice), so later collections do not walk it again either.
     """
+    global _FROZE
+    if keep and _FROZE:
+        # A second analysis in this process (tests, a sweep): what the first one froze may be
+        # garbage by now, and a frozen cycle is never collected. Thaw and collect it first.
+        gc.unfreeze()
+        gc.collect()
+        _FROZE = False
     was = gc.isenabled()
     gc.disable()
     try:
@@ -106,8 +113,12 @@ def no_gc(keep: bool = False) -> Iterator[None]:
     finally:
         if keep:
             gc.freeze()
+            _FROZE = True
         if was:
             gc.enable()
+
+
+_FROZE = False
 
 
 def jobs() -> int:
@@ -215,18 +226,15 @@ class FactStore:
             key: StatKey = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
             newest = max(st.st_mtime_ns, st.st_ctime_ns)
         elif isinstance(src, ZipSource):
-            # A member cannot change unless the wheel file does: the wheel's stat plus the
-            # member's CRC and size stand for the member.
+            # A member cannot change unless the wheel file does: the wheel's stat stands for it.
             try:
                 if self._wheel_stat is None:
                     w = os.stat(src.wheel)
-                    self._wheel_stat = (w.st_size, w.st_mtime_ns, w.st_ctime_ns, w.st_ino)
-                info = src._zip.getinfo(rel)
-            except (OSError, KeyError):
+                    self._wheel_stat = (w.st_size, w.st_mtime_ns, w.st_ctime_ns, w.st_ino, w.st_dev)
+            except OSError:
                 return None
-            ws = self._wheel_stat
-            key = (info.CRC, info.file_size, *ws)
-            newest = max(ws[1], ws[2])
+            key = self._wheel_stat
+            newest = max(key[1], key[2])
         else:
             return None
         if time.time_ns() - newest < _RACY_NS:

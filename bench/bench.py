@@ -1,0 +1,426 @@
+#!/usr/bin/env python3
+"""Benchmark eagle3-lint against the parse floor on a real vLLM release, all in one run.
+
+    python bench/bench.py                      # vLLM 0.33.0 from the release cache, everything
+    python bench/bench.py --version 0.16.0     # another cached release
+    python bench/bench.py --tree DIR           # any tree (a folder holding vllm/)
+    python bench/bench.py --no-sweep --no-compare --repeat 1
+
+Measured, each in its own subprocess (so one measurement's heap cannot slow the next):
+
+- floor: read + ``ast.parse`` of every file under ``vllm/model_executor/models`` and
+  ``vllm/models`` (the loop only, no interpreter start-up);
+- cold: ``eagle3-lint check TREE`` with an empty cache folder (all architectures, all rules);
+  also once with ``EAGLE3_LINT_JOBS=1`` to show what the parallel parse buys;
+- warm: the same command again, cache hit;
+- one edit: a COPY of the tree, primed, then one model file edited and checked again;
+- peak RSS of the cold check (``ru_maxrss`` from ``os.wait4``: the process and its workers);
+- sweep: every cached release 0.9.2 .. 0.33.0 checked warm, total seconds;
+- comparisons: astroid ``string_build`` of the same files (what a pylint plugin pays before it
+  can look at anything), and importing every class through vLLM itself with the oracle venv
+  (``~/.cache/eagle3-lint/oracle-venvs/vllm-<V>``, built by ``scripts/oracle/build_venv.py``).
+
+Times are wall clock; the best of ``--repeat`` runs counts (noise only ever adds). CPU seconds are
+printed beside them because a shared machine inflates wall time unevenly. The exit status is 1 if
+a target is missed (``--report-only``: always 0). The cached release trees are only ever read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+MODEL_DIRS = ("vllm/model_executor/models", "vllm/models")
+REPO = Path(__file__).resolve().parent.parent
+TARGETS = {  # measure -> (limit, unit); ratios are against the floor of the same run
+    "cold": (2.5, "x floor"),
+    "warm": (0.25, "x floor"),
+    "one-edit": (0.4, "x floor"),
+    "peak-rss": (400.0, "MB"),
+    "sweep": (60.0, "s"),
+}
+SWEEP_FIRST, SWEEP_LAST = (0, 9, 2), (0, 33, 0)
+
+
+# -- helpers -------------------------------------------------------------------------------------
+@dataclass
+class Run:
+    wall: float
+    cpu: float  # user + sys of the process and the children it waited for
+    rss_mb: float
+    rc: int
+    stdout: str = ""
+    stderr: str = ""
+
+
+@dataclass
+class Results:
+    version: str
+    tree: str
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def run_measured(cmd: list[str], env: dict[str, str] | None = None, cwd: str | None = None,
+                 timeout: float = 3600) -> Run:
+    """Run ``cmd`` and return its wall time, CPU time and peak RSS (its own, via ``wait4``)."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        p = subprocess.Popen(cmd, stdout=out, stderr=err, env=full_env, cwd=cwd)
+        try:
+            _, status, ru = os.wait4(p.pid, 0)
+        except ChildProcessError:
+            p.wait(timeout)
+            raise
+        wall = time.perf_counter() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return Run(wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024.0, p.returncode,
+                   out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace"))
+
+
+def best(runs: list[Run]) -> Run:
+    return min(runs, key=lambda r: r.wall)
+
+
+def version_key(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", v))
+
+
+def cache_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "eagle3-lint"
+
+
+def cached_releases(root: Path) -> list[tuple[str, Path]]:
+    out = []
+    for d in root.glob("vllm-*"):
+        v = d.name[len("vllm-"):]
+        if (d / ".complete").is_file() and re.fullmatch(r"\d+(\.\d+)+", v) \
+                and SWEEP_FIRST <= version_key(v)[:3] <= SWEEP_LAST:
+            out.append((v, d))
+    return sorted(out, key=lambda t: version_key(t[0]))
+
+
+def model_files(tree: Path) -> list[Path]:
+    files: list[Path] = []
+    for d in MODEL_DIRS:
+        top = tree / d
+        if top.is_dir():
+            files.extend(sorted(p for p in top.rglob("*.py") if "__pycache__" not in p.parts))
+    return files
+
+
+def lint_cmd(tree: Path, cache: Path, out: Path) -> list[str]:
+    return [sys.executable, "-m", "eagle3_lint", "check", str(tree), "--cache-dir", str(cache),
+            "--format", "json", "--output", str(out)]
+
+
+def check_rc(r: Run, what: str) -> None:
+    # 0 or 1 (findings) are results; 2 is a crash, which makes every figure meaningless.
+    if r.rc not in (0, 1):
+        raise SystemExit(f"bench: {what} failed (exit {r.rc}):\n{r.stderr[-2000:]}")
+
+
+# -- child modes (run in their own interpreter) --------------------------------------------------
+def child_floor(tree: Path) -> None:
+    import ast
+
+    files = model_files(tree)
+    t0, c0 = time.perf_counter(), time.process_time()
+    lines = 0
+    for p in files:
+        data = p.read_bytes()
+        lines += data.count(b"\n")
+        try:
+            ast.parse(data, filename=str(p))
+        except (SyntaxError, ValueError):
+            pass
+    print(json.dumps({"wall": time.perf_counter() - t0, "cpu": time.process_time() - c0,
+                      "files": len(files), "lines": lines}))
+
+
+def child_astroid(tree: Path) -> None:
+    from astroid.builder import AstroidBuilder
+    from astroid.manager import AstroidManager
+
+    files = model_files(tree)
+    builder = AstroidBuilder(AstroidManager())
+    t0, c0 = time.perf_counter(), time.process_time()
+    failed = 0
+    for p in files:
+        rel = p.relative_to(tree).as_posix()
+        mod = rel[:-3].replace("/", ".").removesuffix(".__init__")
+        try:
+            builder.string_build(p.read_text(encoding="utf-8"), mod, str(p))
+        except Exception:  # noqa: BLE001 - count, do not stop: the time is what is measured
+            failed += 1
+    print(json.dumps({"wall": time.perf_counter() - t0, "cpu": time.process_time() - c0,
+                      "files": len(files), "failed": failed}))
+
+
+def child_phases(tree: Path, cache: Path) -> None:
+    from eagle3_lint.analysis import Options, analyze
+    from eagle3_lint.source import DirSource
+
+    ctx = analyze(DirSource(tree.resolve()), Options(cache_dir=cache))
+    print(json.dumps({k: round(v, 3) for k, v in ctx.timings.items()}
+                     | {"hits": ctx.store.hits, "misses": ctx.store.misses}))
+
+
+# -- measurements --------------------------------------------------------------------------------
+def measure_floor(tree: Path, repeat: int) -> dict[str, Any]:
+    runs = []
+    for _ in range(repeat):
+        r = run_measured([sys.executable, __file__, "--child-floor", str(tree)])
+        check_rc(r, "floor")
+        runs.append(json.loads(r.stdout))
+    return min(runs, key=lambda d: d["wall"])
+
+
+def edit_one_file(tree: Path, n: int) -> str:
+    """A real edit of one model file: a method body gains a statement (new content every time)."""
+    rel = "vllm/model_executor/models/llama.py"
+    p = tree / rel
+    if not p.is_file():
+        p = max(model_files(tree), key=lambda f: f.stat().st_size)
+        rel = p.relative_to(tree).as_posix()
+    text = p.read_text(encoding="utf-8")
+    p.write_text(text + f"\n\ndef _bench_edit_{n}() -> int:\n    return {n}\n", encoding="utf-8")
+    return rel
+
+
+def copy_tree(src: Path, dest: Path) -> None:
+    shutil.copytree(src / "vllm", dest / "vllm", ignore=shutil.ignore_patterns("__pycache__"))
+    for d in src.glob("vllm-*.dist-info"):
+        shutil.copytree(d, dest / d.name)
+
+
+def row(res: Results, measure: str, value: float, unit: str, ratio: float | None = None,
+        cpu_ratio: float | None = None, detail: str = "") -> None:
+    target = TARGETS.get(measure)
+    compared = ratio if ratio is not None else value
+    ok = None if target is None else compared <= target[0]
+    res.rows.append({"measure": measure, "value": round(value, 3), "unit": unit,
+                     "ratio": None if ratio is None else round(ratio, 3),
+                     "cpu_ratio": None if cpu_ratio is None else round(cpu_ratio, 3),
+                     "target": None if target is None else f"<= {target[0]} {target[1]}",
+                     "ok": ok, "detail": detail})
+
+
+def bench(args: argparse.Namespace) -> Results:
+    root = Path(args.cache_root).expanduser()
+    if args.tree:
+        tree = Path(args.tree).expanduser().resolve()
+        version = args.version or "?"
+    else:
+        version = args.version or "0.33.0"
+        tree = root / f"vllm-{version}"
+        if not (tree / ".complete").is_file():
+            raise SystemExit(f"bench: vllm=={version} is not cached under {root}; "
+                             f"run `eagle3-lint check vllm=={version}` once, or pass --tree")
+    if not (tree / "vllm").is_dir():
+        raise SystemExit(f"bench: not a vLLM tree: {tree}")
+    res = Results(version, str(tree))
+    work = Path(tempfile.mkdtemp(prefix="eagle3-lint-bench-"))
+    log = (lambda msg: print(f"  .. {msg}", file=sys.stderr, flush=True)) if not args.quiet else (lambda msg: None)
+    try:
+        log(f"floor: read + ast.parse of the model files of {tree}")
+        fl = measure_floor(tree, args.repeat)
+        floor, floor_cpu = fl["wall"], fl["cpu"]
+        row(res, "floor", floor, "s", detail=f"{fl['files']} files, {fl['lines']} lines; cpu {floor_cpu:.2f} s")
+
+        out = work / "report.json"
+        cold_runs: list[Run] = []
+        for i in range(args.repeat):
+            cache = work / f"cache-cold-{i}"
+            log(f"cold check {i + 1}/{args.repeat}")
+            r = run_measured(lint_cmd(tree, cache, out), cwd=str(work))
+            check_rc(r, "cold check")
+            cold_runs.append(r)
+        cold = best(cold_runs)
+        cold_report = out.read_bytes()
+        row(res, "cold", cold.wall, "s", cold.wall / floor, cold.cpu / floor_cpu,
+            detail=f"cpu {cold.cpu:.2f} s, jobs={os.environ.get('EAGLE3_LINT_JOBS', 'auto')}")
+        row(res, "peak-rss", max(r.rss_mb for r in cold_runs), "MB", detail="cold check, ru_maxrss")
+
+        if not args.no_serial:
+            log("cold check, serial parse (EAGLE3_LINT_JOBS=1)")
+            r = run_measured(lint_cmd(tree, work / "cache-serial", out), env={"EAGLE3_LINT_JOBS": "1"},
+                             cwd=str(work))
+            check_rc(r, "serial cold check")
+            row(res, "cold-serial", r.wall, "s", r.wall / floor, r.cpu / floor_cpu,
+                detail=f"cpu {r.cpu:.2f} s, rss {r.rss_mb:.0f} MB")
+
+        warm_runs = []
+        for i in range(max(args.repeat, 3)):
+            log(f"warm check {i + 1}")
+            r = run_measured(lint_cmd(tree, work / "cache-cold-0", out), cwd=str(work))
+            check_rc(r, "warm check")
+            warm_runs.append(r)
+        warm = best(warm_runs)
+        same = out.read_bytes() == cold_report
+        row(res, "warm", warm.wall, "s", warm.wall / floor, warm.cpu / floor_cpu,
+            detail=f"cpu {warm.cpu:.2f} s, rss {warm.rss_mb:.0f} MB; report identical to cold: {same}")
+        if not same:
+            res.notes.append("warm report differs from the cold one: the cache changed a result")
+
+        log("one edit: copying the tree")
+        copy = work / "copy"
+        copy_tree(tree, copy)
+        # A file changed within 2 s of being hashed is re-hashed next time (store.py, racy stat);
+        # a real checkout is older than that, so let the copy age before priming.
+        time.sleep(2.1)
+        ecache = work / "cache-edit"
+        log("one edit: priming the copy (cold)")
+        check_rc(run_measured(lint_cmd(copy, ecache, out), cwd=str(work)), "priming check")
+        edit_runs = []
+        edited = ""
+        for i in range(max(args.repeat, 3)):
+            edited = edit_one_file(copy, i)
+            log(f"one edit {i + 1}: {edited}")
+            r = run_measured(lint_cmd(copy, ecache, out), cwd=str(work))
+            check_rc(r, "one-edit check")
+            edit_runs.append(r)
+        ed = best(edit_runs)
+        row(res, "one-edit", ed.wall, "s", ed.wall / floor, ed.cpu / floor_cpu,
+            detail=f"cpu {ed.cpu:.2f} s; edited {edited}")
+
+        if args.phases:
+            for name, cache in (("phases-warm", work / "cache-cold-0"),):
+                r = run_measured([sys.executable, __file__, "--child-phases", str(tree), str(cache)], cwd=str(work))
+                if r.rc == 0:
+                    res.notes.append(f"{name} (in-process, seconds): {r.stdout.strip()}")
+
+        if not args.no_sweep:
+            sweep(args, root, res, work, log)
+
+        if not args.no_compare:
+            compare(args, root, tree, version, res, floor, floor_cpu, work, log)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return res
+
+
+def sweep(args: argparse.Namespace, root: Path, res: Results, work: Path, log: Any) -> None:
+    releases = cached_releases(root)
+    if not releases:
+        res.notes.append(f"sweep skipped: no cached releases 0.9.2..0.33.0 under {root}")
+        return
+    # A persistent cache of its own, so "warm" means what it does for a user: checked before.
+    scache = Path(args.sweep_cache).expanduser() if args.sweep_cache else root / "bench-sweep"
+    out = work / "sweep.json"
+    log(f"sweep: priming {len(releases)} releases (cold only the first time)")
+    t0 = time.perf_counter()
+    for v, d in releases:
+        check_rc(run_measured(lint_cmd(d, scache, out), cwd=str(work)), f"sweep priming {v}")
+    prime = time.perf_counter() - t0
+    log("sweep: warm")
+    total = cpu = 0.0
+    slowest = ("", 0.0)
+    for v, d in releases:
+        r = run_measured(lint_cmd(d, scache, out), cwd=str(work))
+        check_rc(r, f"sweep {v}")
+        total += r.wall
+        cpu += r.cpu
+        if r.wall > slowest[1]:
+            slowest = (v, r.wall)
+    row(res, "sweep", total, "s", detail=f"{len(releases)} releases {releases[0][0]}..{releases[-1][0]}, "
+        f"cpu {cpu:.1f} s, slowest {slowest[0]} {slowest[1]:.2f} s; priming pass {prime:.1f} s")
+
+
+def compare(args: argparse.Namespace, root: Path, tree: Path, version: str, res: Results,
+            floor: float, floor_cpu: float, work: Path, log: Any) -> None:
+    log("astroid string_build of the same files")
+    r = run_measured([sys.executable, __file__, "--child-astroid", str(tree)], cwd=str(work))
+    if r.rc == 0:
+        d = json.loads(r.stdout)
+        row(res, "astroid", d["wall"], "s", d["wall"] / floor, d["cpu"] / floor_cpu,
+            detail=f"string_build, {d['files']} files ({d['failed']} failed), rss {r.rss_mb:.0f} MB")
+    else:
+        res.notes.append(f"astroid comparison failed: {r.stderr.strip().splitlines()[-1:]}")
+    venv_py = root / "oracle-venvs" / f"vllm-{version}" / "bin" / "python"
+    script = REPO / "scripts" / "oracle" / "runtime_verdicts.py"
+    if not venv_py.exists() or not script.exists():
+        res.notes.append(f"import-through-vLLM comparison skipped: no oracle venv at {venv_py.parent.parent} "
+                         f"(build it with scripts/oracle/build_venv.py)")
+        return
+    log(f"import every class through vLLM {version} (oracle venv)")
+    r = run_measured([str(venv_py), str(script), "--output", str(work / "oracle.json")], cwd=str(work))
+    if r.rc == 0:
+        row(res, "import-vllm", r.wall, "s", r.wall / floor, r.cpu / floor_cpu,
+            detail=f"runtime_verdicts.py, cpu {r.cpu:.1f} s, rss {r.rss_mb:.0f} MB")
+    else:
+        res.notes.append(f"import-through-vLLM comparison failed (exit {r.rc}): "
+                         f"{(r.stderr.strip().splitlines() or [''])[-1][:200]}")
+
+
+def render(res: Results) -> str:
+    lines = [f"eagle3-lint bench: vLLM {res.version} ({res.tree})", ""]
+    hdr = f"{'measure':<12} {'value':>9}  {'ratio':>7} {'cpu-ratio':>9}  {'target':<16} {'ok':<4} detail"
+    lines += [hdr, "-" * len(hdr)]
+    for r in res.rows:
+        ratio = "" if r["ratio"] is None else f"{r['ratio']:.2f}x"
+        cratio = "" if r["cpu_ratio"] is None else f"{r['cpu_ratio']:.2f}x"
+        ok = "" if r["ok"] is None else ("yes" if r["ok"] else "NO")
+        val = f"{r['value']:.2f} {r['unit']}"
+        lines.append(f"{r['measure']:<12} {val:>9}  {ratio:>7} {cratio:>9}  {r['target'] or '':<16} {ok:<4} {r['detail']}")
+    for n in res.notes:
+        lines.append(f"note: {n}")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--version", help="cached release to measure (default 0.33.0)")
+    ap.add_argument("--tree", help="measure this tree (a folder holding vllm/) instead of a cached release")
+    ap.add_argument("--cache-root", default=str(cache_root()), help="where releases are cached (read only)")
+    ap.add_argument("--repeat", type=int, default=2, help="runs per measure; the best counts (default 2)")
+    ap.add_argument("--no-sweep", action="store_true", help="skip the sweep over all cached releases")
+    ap.add_argument("--sweep-cache", help="facts cache for the sweep (default <cache-root>/bench-sweep)")
+    ap.add_argument("--no-compare", action="store_true", help="skip the astroid and import-through-vLLM comparisons")
+    ap.add_argument("--no-serial", action="store_true", help="skip the serial (EAGLE3_LINT_JOBS=1) cold check")
+    ap.add_argument("--phases", action="store_true", help="also print the in-process phase timings of a warm check")
+    ap.add_argument("--json", help="also write the figures to this JSON file")
+    ap.add_argument("--report-only", action="store_true", help="exit 0 even if a target is missed")
+    ap.add_argument("--quiet", action="store_true", help="no step-by-step log on stderr")
+    ap.add_argument("--child-floor", help=argparse.SUPPRESS)
+    ap.add_argument("--child-astroid", help=argparse.SUPPRESS)
+    ap.add_argument("--child-phases", nargs=2, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child_floor:
+        child_floor(Path(args.child_floor))
+        return 0
+    if args.child_astroid:
+        child_astroid(Path(args.child_astroid))
+        return 0
+    if args.child_phases:
+        child_phases(Path(args.child_phases[0]), Path(args.child_phases[1]))
+        return 0
+    res = bench(args)
+    sys.stdout.write(render(res))
+    if args.json:
+        Path(args.json).write_text(json.dumps({"version": res.version, "tree": res.tree, "rows": res.rows,
+                                               "notes": res.notes}, indent=2) + "\n")
+    missed = [r["measure"] for r in res.rows if r["ok"] is False]
+    if missed and not args.report_only:
+        print(f"bench: target missed: {', '.join(missed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

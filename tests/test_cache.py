@@ -1,0 +1,326 @@
+"""The facts cache (store.py) never changes a result, and damage to it is detected and rebuilt.
+
+Reports are compared byte for byte: without the cache, with a cold cache and with a warm one, on
+a sample tree and on a real release; after truncating, flipping bytes in, or overwriting the pack;
+after an in-place edit that keeps a file's size and mtime; and serial against parallel parsing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from eagle3_lint import store as store_mod
+from eagle3_lint.analysis import Context, Options, analyze
+from eagle3_lint.report import build_report
+from eagle3_lint.source import DirSource
+from eagle3_lint.store import FactStore
+from tests.conftest import SAMPLES, materialize
+
+CASE = SAMPLES / "core" / "wrapper_inner_supports"
+
+
+def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "eagle3_lint", *args], capture_output=True, text=True,
+                          timeout=900, env={**os.environ, **(env or {})})
+
+
+def report(ctx: Context) -> str:
+    return json.dumps(build_report(ctx, ctx.findings), indent=2)
+
+
+def run(root: Path, cache: Path | None) -> Context:
+    return analyze(DirSource(root), Options(cache_dir=cache))
+
+
+def pack_of(cache: Path) -> Path:
+    packs = list((cache / "facts").glob("*.pack"))
+    assert len(packs) == 1, packs
+    return packs[0]
+
+
+@pytest.fixture
+def sample(tmp_path: Path) -> Path:
+    return materialize(CASE, tmp_path / "tree")
+
+
+@pytest.fixture
+def old_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Trust stat memos at once: freshly written test files are otherwise 'racily clean'."""
+    monkeypatch.setattr(store_mod, "_RACY_NS", 0)
+
+
+def check_json(tree: Path, *flags: str, env: dict[str, str] | None = None) -> str:
+    p = cli("check", str(tree), "--format", "json", *flags, env=env)
+    assert p.returncode in (0, 1), p.stderr
+    assert p.stderr == "", p.stderr  # JSON mode, not a terminal: no progress output at all
+    return p.stdout
+
+
+# -- the cache never changes results --------------------------------------------------------------
+def test_sample_tree_reports_identical_without_cold_and_warm(sample: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    plain = check_json(sample, "--no-cache")
+    assert not cache.exists()
+    cold = check_json(sample, "--cache-dir", str(cache))
+    pack = pack_of(cache)
+    first = pack.read_bytes()
+    warm = check_json(sample, "--cache-dir", str(cache))
+    assert plain == cold == warm
+    assert pack.read_bytes() == first  # a warm hit rewrites nothing
+    ctx = run(sample, cache)
+    assert ctx.store.misses == 0 and ctx.store.hits > 0 and ctx.store.derived_hits == 2
+
+
+@pytest.mark.real
+def test_real_release_reports_identical_without_cold_and_warm(real_trees: object, tmp_path: Path) -> None:
+    root = real_trees.get("0.16.0")  # type: ignore[attr-defined]
+    cache = tmp_path / "cache"
+    plain = check_json(root, "--no-cache")
+    serial = check_json(root, "--no-cache", env={store_mod.JOBS_ENV: "1"})
+    cold = check_json(root, "--cache-dir", str(cache))
+    warm = check_json(root, "--cache-dir", str(cache))
+    assert plain == serial == cold == warm
+    assert json.loads(warm)["target"]["vllm_version"] == "0.16.0"
+    # Truncated pack on a real tree: same report, and the pack is whole again afterwards.
+    pack = pack_of(cache)
+    size = pack.stat().st_size
+    pack.write_bytes(pack.read_bytes()[: size // 3])
+    assert check_json(root, "--cache-dir", str(cache)) == plain
+    assert pack.stat().st_size == size
+
+
+# -- damage is detected and rebuilt ----------------------------------------------------------------
+def _truncate(b: bytes) -> bytes:
+    return b[: len(b) // 2]
+
+
+def _flip(b: bytes) -> bytes:
+    mid = len(b) // 2
+    return b[:mid] + bytes(x ^ 0xFF for x in b[mid: mid + 16]) + b[mid + 16:]
+
+
+def _garbage(b: bytes) -> bytes:
+    return os.urandom(len(b))
+
+
+def _empty(b: bytes) -> bytes:
+    return b""
+
+
+def _last_byte(b: bytes) -> bytes:
+    return b[:-1] + bytes([b[-1] ^ 1])
+
+
+@pytest.mark.parametrize("damage", [_truncate, _flip, _garbage, _empty, _last_byte])
+def test_damaged_pack_is_detected_and_rebuilt(sample: Path, tmp_path: Path, damage: object) -> None:
+    cache = tmp_path / "cache"
+    expected = report(run(sample, None))
+    assert report(run(sample, cache)) == expected
+    pack = pack_of(cache)
+    good_size = pack.stat().st_size
+    pack.write_bytes(damage(pack.read_bytes()))  # type: ignore[operator]
+
+    ctx = run(sample, cache)
+    assert ctx.store.rebuilt and ctx.store.hits == 0  # nothing from the damaged pack was trusted
+    assert report(ctx) == expected
+    assert pack.stat().st_size == good_size
+    again = run(sample, cache)
+    assert not again.store.rebuilt and again.store.misses == 0
+    assert report(again) == expected
+
+
+def _rewrite_pack(pack: Path, edit: object) -> None:
+    """Change the body of a pack and re-seal it, so only the per-entry checks can notice."""
+    raw = pack.read_bytes()
+    head = len(store_mod.MAGIC) + 32
+    body = pickle.loads(raw[head:])
+    edit(body)  # type: ignore[operator]
+    payload = pickle.dumps(body)
+    import hashlib
+
+    pack.write_bytes(store_mod.MAGIC + hashlib.sha256(payload).digest() + payload)
+
+
+@pytest.mark.parametrize("what", ["garbage-blob", "wrong-type-blob", "other-file-blob", "bad-derived"])
+def test_damaged_entry_in_a_sealed_pack_is_rebuilt(sample: Path, tmp_path: Path, what: str) -> None:
+    cache = tmp_path / "cache"
+    expected = report(run(sample, None))
+    run(sample, cache)
+    rel = "vllm/model_executor/models/registry.py"
+
+    def edit(body: dict) -> None:
+        files = body["files"]
+        stat, digest, blob = files[rel]
+        if what == "garbage-blob":
+            files[rel] = (stat, digest, b"\x80\x05garbage")
+        elif what == "wrong-type-blob":
+            files[rel] = (stat, digest, pickle.dumps({"not": "facts"}))
+        elif what == "other-file-blob":
+            other = next(r for r, e in files.items() if r != rel and e[2] is not None)
+            files[rel] = (stat, digest, files[other][2])
+        else:
+            body["derived"] = {k: (key, b"\x80\x05junk") for k, (key, _) in body["derived"].items()}
+
+    _rewrite_pack(pack_of(cache), edit)
+    ctx = run(sample, cache)
+    assert report(ctx) == expected
+    assert ctx.store.misses == (0 if what == "bad-derived" else 1)
+    again = run(sample, cache)
+    assert again.store.misses == 0 and report(again) == expected
+
+
+def test_stale_code_fingerprint_drops_the_pack(sample: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "cache"
+    run(sample, cache)
+    monkeypatch.setattr(store_mod, "_FINGERPRINT", "facts.py was edited")
+    ctx = run(sample, cache)
+    assert ctx.store.rebuilt and ctx.store.hits == 0
+
+
+# -- what the stat memo may and may not skip -------------------------------------------------------
+def test_unchanged_files_are_not_read_again(sample: Path, tmp_path: Path, old_files: None,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "cache"
+    run(sample, cache)
+    reads: list[str] = []
+    real_read = FactStore._read
+
+    def counting(self: FactStore, rel: str) -> bytes | None:
+        reads.append(rel)
+        return real_read(self, rel)
+
+    monkeypatch.setattr(FactStore, "_read", counting)
+    ctx = run(sample, cache)
+    assert ctx.store.misses == 0 and ctx.store.derived_hits == 2
+    assert reads == []
+
+
+def test_same_size_edit_with_restored_mtime_is_seen(sample: Path, tmp_path: Path, old_files: None) -> None:
+    cache = tmp_path / "cache"
+    target = sample / "vllm/model_executor/models/registry.py"
+    before = run(sample, cache)
+    arch = next(iter(before.registry.entries))
+    st = target.stat()
+    text = target.read_text()
+    # Rename the first architecture in place: same size, and the mtime put back as it was.
+    new_arch = arch[:-1] + ("X" if arch[-1] != "X" else "Y")
+    edited = text.replace(f'"{arch}"', f'"{new_arch}"', 1)
+    assert len(edited.encode()) == len(text.encode()) and edited != text
+    time.sleep(0.05)
+    target.write_text(edited)
+    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert target.stat().st_mtime_ns == st.st_mtime_ns and target.stat().st_size == st.st_size
+
+    after = run(sample, cache)
+    assert new_arch in after.registry.entries and arch not in after.registry.entries
+    assert report(after) == report(run(sample, None))
+
+
+def test_non_model_edit_invalidates_the_runner_memo(sample: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    runner_file = sample / "vllm/v1/worker/gpu_model_runner.py"
+    before = run(sample, cache)
+    assert before.runner.primary is not None and "EAGLE3" in before.runner.primary.error
+    runner_file.write_text(runner_file.read_text().replace("Model does not support EAGLE3", "No EAGLE-3 here"))
+    after = run(sample, cache)
+    assert after.runner.primary is not None and "No EAGLE-3 here" in after.runner.primary.error
+    assert report(after) == report(run(sample, None))
+
+
+def test_deleted_file_is_forgotten(sample: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    run(sample, cache)
+    victim = "vllm/model_executor/models/__init__.py"
+    (sample / victim).unlink()
+    ctx = run(sample, cache)
+    ctx.store._dirty = True
+    ctx.store.save()
+    raw = pack_of(cache).read_bytes()
+    body = pickle.loads(raw[len(store_mod.MAGIC) + 32:])
+    assert victim not in body["files"]
+
+
+# -- serial and parallel parsing agree -------------------------------------------------------------
+def test_parallel_parse_equals_serial(sample: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv(store_mod.JOBS_ENV, "1")
+    serial = report(run(sample, None))
+    monkeypatch.setenv(store_mod.JOBS_ENV, "3")
+    monkeypatch.setattr(store_mod, "_PARALLEL_MIN_FILES", 1)
+    monkeypatch.setattr(store_mod, "_PARALLEL_MIN_BYTES", 0)
+    calls: list[int] = []
+    real = FactStore._extract_parallel
+
+    def spy(self: FactStore, todo: list[str]):  # type: ignore[no-untyped-def]
+        calls.append(len(todo))
+        return real(self, todo)
+
+    monkeypatch.setattr(FactStore, "_extract_parallel", spy)
+    assert report(run(sample, None)) == serial
+    assert report(run(sample, tmp_path / "cache")) == serial
+    assert report(run(sample, tmp_path / "cache")) == serial  # warm, from facts the children made
+    assert len(calls) == 2 and calls[0] > 1
+
+
+# -- --cache-dir and --no-cache, for releases and facts --------------------------------------------
+def test_cache_dir_holds_releases_and_facts(sample: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    rel_dir = cache / "vllm-9.9.9"  # a "downloaded" release: the cache layout target.py writes
+    shutil.copytree(sample, rel_dir)
+    (rel_dir / ".complete").write_text("9.9.9")
+    plain = check_json(sample, "--no-cache")
+    out = check_json(Path("vllm==9.9.9"), "--cache-dir", str(cache))
+    assert list((cache / "facts").glob("*.pack"))
+    nocache_dir = tmp_path / "other"
+    shutil.copytree(rel_dir, nocache_dir / "vllm-9.9.9")
+    out2 = check_json(Path("vllm==9.9.9"), "--cache-dir", str(nocache_dir), "--no-cache")
+    assert not (nocache_dir / "facts").exists()  # --no-cache: no facts written, release still found
+    strip = lambda s: {k: v for k, v in json.loads(s).items() if k != "target"}  # noqa: E731
+    assert strip(out) == strip(out2) == strip(plain)
+
+
+def test_unwritable_cache_only_costs_time(sample: Path, tmp_path: Path) -> None:
+    blocker = tmp_path / "file-not-dir"
+    blocker.write_text("x")
+    ctx = run(sample, blocker)  # cache_dir is a file: the pack can be neither read nor written
+    assert report(ctx) == report(run(sample, None))
+
+
+# -- progress ------------------------------------------------------------------------------------
+def test_progress_counts_a_cold_parse(sample: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(store_mod, "_PROGRESS_MIN_FILES", 1)
+    seen: list[tuple] = []
+    analyze(DirSource(sample), Options(progress=lambda *a: seen.append(a)))
+    counted = [a for a in seen if len(a) == 3]
+    assert counted and counted[0][1] == 0 and counted[-1][1] == counted[-1][2] > 0
+
+
+def test_progress_is_off_without_a_terminal() -> None:
+    from eagle3_lint import cli
+
+    assert cli._progress(True) is None  # pytest captures stderr: not a TTY
+    assert cli._progress(False) is None
+
+
+def test_progress_bar_renders(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from rich.console import Console
+
+    from eagle3_lint import cli
+
+    buf = io.StringIO()
+    p = cli._StderrProgress()
+    p.console = Console(file=buf, force_terminal=True, width=80)
+    p("downloading")
+    p("parsing model files", 0, 3)
+    p("parsing model files", 3, 3)
+    assert "downloading" in buf.getvalue() and p._bar is None
