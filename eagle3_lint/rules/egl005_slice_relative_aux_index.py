@@ -197,7 +197,8 @@ def _severity(ctx: Context, key: ClassKey, runners: list[_Runner]) -> tuple[Seve
     if runners:
         return (Severity.WARNING,
                 f"latent: {names} run{'s' if len(runners) == 1 else ''} this forward with EAGLE-3 but do{'es' if len(runners) == 1 else ''} "
-                f"not implement {_PP_PROTOCOL}, so vLLM refuses pipeline parallelism for them and start_layer is 0", related)
+                f"not implement {_PP_PROTOCOL}, so vLLM refuses pipeline parallelism for {'it' if len(runners) == 1 else 'them'} "
+                "and start_layer is 0", related)
     return (Severity.WARNING,
             "latent: no registered architecture that passes supports_eagle3() runs this forward, so the runner never "
             "configures aux layers on it; the index is wrong as soon as one does, under pipeline parallelism", related)

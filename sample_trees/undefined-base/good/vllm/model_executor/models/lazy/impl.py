@@ -1,0 +1,2 @@
+class LazyBase:
+    pass

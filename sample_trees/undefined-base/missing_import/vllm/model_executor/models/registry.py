@@ -1,0 +1,6 @@
+_TEXT_GENERATION_MODELS = {
+    "LlamaForCausalLM": ("llama", "LlamaForCausalLM"),
+}
+_VLLM_MODELS = {
+    **_TEXT_GENERATION_MODELS,
+}

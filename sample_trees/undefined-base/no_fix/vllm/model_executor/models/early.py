@@ -1,0 +1,9 @@
+from torch import nn
+
+
+class EarlyForCausalLM(nn.Module, LateMixin):  # expect: EGL008
+    pass
+
+
+class LateMixin:
+    pass
