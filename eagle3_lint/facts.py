@@ -210,6 +210,23 @@ def dotted(node: ast.AST | None) -> str:
     return ""
 
 
+def _walk(node: ast.AST) -> list[ast.AST]:
+    """``list(ast.walk(node))``, same breadth-first order, about twice as fast (no generators)."""
+    todo: list[ast.AST] = [node]
+    i = 0
+    AST = ast.AST
+    while i < len(todo):
+        n = todo[i]
+        i += 1
+        for name in n._fields:
+            v = getattr(n, name, None)
+            if isinstance(v, AST):
+                todo.append(v)
+            elif isinstance(v, list):
+                todo.extend(x for x in v if isinstance(x, AST))
+    return todo
+
+
 def _is_stub_body(body: list[ast.stmt]) -> bool:
     for st in body:
         if isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant):
@@ -504,7 +521,7 @@ class _Extractor:
         loops: list[Loop] = []
         returns: list[tuple[str, str, int]] = []
         loop_nodes: list[ast.For] = []
-        for node in ast.walk(fn):
+        for node in _walk(fn):
             if isinstance(node, (ast.Assign, ast.AnnAssign)):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for t in targets:
@@ -591,7 +608,7 @@ class _Extractor:
         uses: list[Use] = []
         rebinds: list[str] = []
         for sub in node.body:
-            for n in ast.walk(sub):
+            for n in _walk(sub):
                 if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and any(
                         isinstance(t, ast.Name) and t.id == idx
                         for t in (n.targets if isinstance(n, ast.Assign) else [n.target])):
