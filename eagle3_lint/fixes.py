@@ -9,11 +9,14 @@ file and ``os.replace`` with the original mode kept.
 
 from __future__ import annotations
 
+import codecs
 import difflib
 import hashlib
+import io
 import os
 import stat
 import tempfile
+import tokenize
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -124,41 +127,99 @@ def unified_diff(p: Plan) -> str:
     return "".join(chunks)
 
 
-def apply(root: Path | None, p: Plan, backup: bool = False) -> list[str]:
-    """Write the planned files atomically; returns the paths written."""
-    if root is None:
-        raise ApplyError("--apply needs a folder target; a wheel cannot be written to")
-    # Check everything first, so a refusal leaves the tree untouched.
-    for path, (_old, _new, sha) in p.files.items():
-        full = root / path
-        try:
-            current = hashlib.sha256(full.read_bytes()).hexdigest()
-        except OSError as exc:
-            raise ApplyError(f"cannot read {path}: {exc.strerror or exc}") from None
-        if current != sha:
-            raise ApplyError(f"{path} changed since it was analyzed; re-run eagle3-lint before --apply")
-        if not os.access(full, os.W_OK) or not os.access(full.parent, os.W_OK):
-            raise ApplyError(f"{path} is not writable")
-    written: list[str] = []
-    for path, (old, new, _sha) in p.files.items():
-        full = root / path
-        raw = full.read_bytes()
-        bom = raw.startswith(b"\xef\xbb\xbf")
-        data = (b"\xef\xbb\xbf" if bom else b"") + new.encode("utf-8")
-        mode = stat.S_IMODE(os.stat(full).st_mode)
-        if backup:
-            Path(str(full) + ".orig").write_bytes(raw)
-        fd, tmp = tempfile.mkstemp(dir=full.parent, prefix=f".{full.name}.")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.chmod(tmp, mode)
-            os.replace(tmp, full)
-        except OSError as exc:
+def _encoding(raw: bytes) -> str:
+    """The encoding the file was decoded with (decode_source): BOM, PEP 263 cookie, else UTF-8."""
+    if raw.startswith(codecs.BOM_UTF8):
+        return "utf-8-sig"
+    if b"coding" in raw[:256]:
+        return tokenize.detect_encoding(io.BytesIO(raw).readline)[0]
+    return "utf-8"
+
+
+def _write_temp(folder: str, name: str, data: bytes, like: os.stat_result) -> str:
+    """A new file in ``folder`` holding ``data``, with the mode (and, as root, the owner) of ``like``."""
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".e3l-tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, stat.S_IMODE(like.st_mode))
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            # ``sudo eagle3-lint --apply`` must not hand the user's files over to root.
             try:
-                os.unlink(tmp)
+                os.chown(tmp, like.st_uid, like.st_gid)
             except OSError:
                 pass
-            raise ApplyError(f"cannot write {path}: {exc.strerror or exc}") from None
+    except BaseException:
+        _unlink(tmp)
+        raise
+    return tmp
+
+
+def _unlink(path: str | None) -> None:
+    if path:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+def apply(root: Path | None, p: Plan, backup: bool = False) -> list[str]:
+    """Write the planned files atomically; returns the paths written.
+
+    Three phases, so a refusal or a full disk leaves the tree as it was: check every file (still the
+    bytes the analysis read, inside the tree, writable, encodable), stage every new file (and
+    backup) as a temp file beside its target, then rename each into place. A file reached through a
+    symlink is written where the link points, if that is inside the tree; the link stays.
+    """
+    if root is None:
+        raise ApplyError("--apply needs a folder target; a wheel cannot be written to")
+    root_real = os.path.realpath(root)
+    checked: list[tuple[str, str, bytes, bytes]] = []  # (path, real file, bytes read, bytes to write)
+    for path, (_old, new, sha) in p.files.items():
+        real = os.path.realpath(os.path.join(root, path))
+        if os.path.commonpath([root_real, real]) != root_real:
+            raise ApplyError(f"{path} resolves outside the tree ({real}); refusing to write through it")
+        try:
+            raw = Path(real).read_bytes()
+        except OSError as exc:
+            raise ApplyError(f"cannot read {path}: {exc.strerror or exc}") from None
+        if hashlib.sha256(raw).hexdigest() != sha:
+            raise ApplyError(f"{path} changed since it was analyzed; re-run eagle3-lint before --apply")
+        if not os.access(real, os.W_OK) or not os.access(os.path.dirname(real), os.W_OK):
+            raise ApplyError(f"{path} is not writable")
+        try:
+            enc = _encoding(raw)
+            data = new.encode(enc)
+        except (UnicodeError, LookupError, SyntaxError) as exc:
+            raise ApplyError(f"the fix for {path} cannot be written in the file's encoding: {exc}") from None
+        checked.append((path, real, raw, data))
+    staged: list[tuple[str, str, str, str | None]] = []  # (path, real file, temp, backup temp)
+    try:
+        for path, real, raw, data in checked:
+            st = os.stat(real)
+            folder, name = os.path.split(real)
+            tmp = _write_temp(folder, name, data, st)
+            staged.append((path, real, tmp, None))
+            if backup:
+                staged[-1] = (path, real, tmp, _write_temp(folder, name + ".orig", raw, st))
+    except OSError as exc:
+        for _path, _real, tmp, btmp in staged:
+            _unlink(tmp)
+            _unlink(btmp)
+        raise ApplyError(f"cannot write {path}: {exc.strerror or exc}") from None
+    written: list[str] = []
+    for i, (path, real, tmp, btmp) in enumerate(staged):
+        try:
+            if btmp is not None:
+                os.replace(btmp, real + ".orig")
+            os.replace(tmp, real)
+        except OSError as exc:
+            for _path, _real, t, b in staged[i:]:
+                _unlink(t)
+                _unlink(b)
+            done = f" ({len(written)} file(s) already fixed: {', '.join(written)})" if written else ""
+            raise ApplyError(f"cannot write {path}: {exc.strerror or exc}{done}") from None
         written.append(path)
     return written
