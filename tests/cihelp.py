@@ -128,9 +128,12 @@ def run_case(case: Path, dest: Path, settings: Any = None) -> tuple[Any, Any]:
 
     meta = tomllib.loads((case / "case.toml").read_text(encoding="utf-8"))
     root = materialize(case, dest)
-    tc = meta.get("target_config")
-    tc_path = None
-    if tc:
-        tc_path = str(root / tc) if (root / tc).is_file() else str(case / tc)
-    ctx = run_check(CheckRequest(str(root), tuple(meta.get("archs", ())), no_cache=True, target_config=tc_path))
+
+    def case_file(key: str) -> str | None:
+        rel = meta.get(key)
+        return None if not rel else str(root / rel) if (root / rel).is_file() else str(case / rel)
+
+    ctx = run_check(CheckRequest(str(root), tuple(meta.get("archs", ())), no_cache=True,
+                                 target_config=case_file("target_config"), draft_config=case_file("draft_config"),
+                                 pipeline_parallel=meta.get("pipeline_parallel"), pp_partition=meta.get("pp_partition")))
     return ctx, finalize(ctx, settings or Settings())

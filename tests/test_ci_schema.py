@@ -77,3 +77,17 @@ def test_schema_sarif_prints_the_official_id(tmp_path: Path) -> None:
     assert p.returncode == 0 and p.stdout == SARIF_SCHEMA + "\n"
     assert sarif_schema()["id"] == SARIF_SCHEMA
     assert cli("schema", "xml", cwd=tmp_path).returncode == 2
+
+
+def test_plugin_report_validates(tmp_path: Path) -> None:
+    """``--plugin`` adds a "plugins" section and findings on ``<plugin>/...`` paths: JSON and SARIF."""
+    from tests.cihelp import SAMPLES, validate_sarif
+
+    args = ("check", str(SAMPLES / "_bases" / "v016_draft"), "--plugin", str(SAMPLES / "_plugins" / "eagle3-demo-plugin"),
+            "--no-cache", "--arch", "DemoVLForConditionalGeneration")
+    p, rep = cli_json(*args, "--format", "json", cwd=tmp_path)
+    assert p.returncode in (0, 1), p.stderr
+    assert rep["plugins"][0]["name"] == "eagle3-demo-plugin"
+    validate_report(rep)
+    p, doc = cli_json(*args, "--format", "sarif", cwd=tmp_path)
+    validate_sarif(doc)
