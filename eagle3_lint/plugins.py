@@ -103,7 +103,26 @@ def _import_roots(root: Path) -> list[Path]:
     return [root]
 
 
+def _project_name(root: Path) -> str | None:
+    try:
+        data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+        name = data.get("project", {}).get("name") or data.get("tool", {}).get("poetry", {}).get("name")
+        if isinstance(name, str) and name:
+            return name
+    except (OSError, UnicodeError, tomllib.TOMLDecodeError):
+        pass
+    cp = configparser.ConfigParser(interpolation=None)
+    try:
+        cp.read_string((root / "setup.cfg").read_text(encoding="utf-8"))
+        if cp.has_option("metadata", "name"):
+            return cp.get("metadata", "name")
+    except (OSError, UnicodeError, configparser.Error):
+        pass
+    return None
+
+
 def _from_folder(root: Path, name: str) -> Plugin:
+    name = _project_name(root) or name
     plugin = Plugin(name, root, _import_roots(root))
     plugin.entry_points = _declared_entry_points(root)
     _collect_files(plugin, root)
@@ -307,6 +326,7 @@ def _registrations_in(plugin: Plugin, display: str, tree: ast.Module, nodes: lis
     is_pkg = display.endswith("/__init__.py")
     consts: dict[str, str] = {}
     imported_modules: dict[str, str] = {}
+    imported_names: dict[str, tuple[str, str]] = {}
     for st in tree.body:
         if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name) \
                 and isinstance(st.value, ast.Constant) and isinstance(st.value.value, str):
@@ -320,6 +340,8 @@ def _registrations_in(plugin: Plugin, display: str, tree: ast.Module, nodes: lis
             for a in n.names:
                 # ``from pkg import models``: a module (if it is one) usable as ``models.Class``.
                 imported_modules.setdefault(a.asname or a.name, f"{base}.{a.name}")
+                # ``from pkg.bad import Model`` (often inside the register function): the class itself.
+                imported_names.setdefault(a.asname or a.name, (base, a.name))
     out: list[Registration] = []
     for root in nodes:
         for n in ast.walk(root):
@@ -343,7 +365,8 @@ def _registrations_in(plugin: Plugin, display: str, tree: ast.Module, nodes: lis
                 mod, _, cls = a1.value.partition(":")
                 out.append(Registration(arch, mod.strip(), cls.strip(), display, n.lineno, "string"))
             elif isinstance(a1, ast.Name):
-                out.append(Registration(arch, module, a1.id, display, n.lineno, "class"))
+                mod, cls = imported_names.get(a1.id, (module, a1.id))
+                out.append(Registration(arch, mod, cls, display, n.lineno, "class"))
             elif isinstance(a1, ast.Attribute) and isinstance(a1.value, ast.Name) and a1.value.id in imported_modules:
                 out.append(Registration(arch, imported_modules[a1.value.id], a1.attr, display, n.lineno, "class"))
             else:
@@ -462,15 +485,13 @@ def _entry(r: Registration, p: Plugin) -> Entry:
 def overlay(base: SourceTree, specs: list[str]) -> PluginOverlay:
     plugins = [locate(s) for s in specs]
     if len(plugins) > 1:
+        # Several plugins: each gets its own prefix so equal relative paths cannot collide.
         for p in plugins:
             p.prefix = f"<plugin:{p.name}>"
-            files = list(p.files.items())
-            p.files = {}
-            mods = dict(p.modules)
-            p.modules = {}
-            for display, full in files:
+            files = list(p.files.values())
+            p.files, p.modules = {}, {}
+            for full in files:
                 _add_file(p, full)
-            del mods
     for p in plugins:
         find_registrations(p)
     return PluginOverlay(base, plugins)

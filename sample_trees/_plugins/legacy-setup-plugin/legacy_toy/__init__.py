@@ -1,0 +1,1 @@
+"""Legacy toy plugin package."""

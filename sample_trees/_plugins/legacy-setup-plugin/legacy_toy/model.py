@@ -1,0 +1,21 @@
+"""Replaces the tree's ToyForCausalLM with a class that has both EAGLE-3 methods but not the
+SupportsEagle3 base: the runtime_checkable Protocol's class-level marker is missing, so vLLM's
+supports_eagle3() says False."""
+
+from torch import nn
+
+from vllm.model_executor.models.interfaces import SupportsPP
+from vllm.model_executor.models.toy import ToyModel
+
+
+class PatchedToyForCausalLM(nn.Module, SupportsPP):  # expect: EGL003
+    def __init__(self, *, vllm_config, prefix=""):
+        super().__init__()
+        self.model = ToyModel(vllm_config.model_config.hf_config)
+
+    def set_aux_hidden_state_layers(self, layers: tuple[int, ...]) -> None:
+        self.model.aux_hidden_state_layers = layers
+
+    def get_eagle3_aux_hidden_state_layers(self) -> tuple[int, ...]:
+        num_layers = len(self.model.layers)
+        return (2, num_layers // 2, num_layers - 3)
