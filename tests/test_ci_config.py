@@ -188,3 +188,34 @@ def test_rule_ids_come_from_the_plugins() -> None:
     ids = config.rule_ids()
     assert ids == tuple(r.meta.id for r in all_rules()) and "EGL100" in ids
     assert config.check_selectors(["egl00", "ALL", " EGL100 "], "x", ids) == ("EGL00", "ALL", "EGL100")
+
+
+def test_readme_examples_are_valid(tmp_path: Path) -> None:
+    """The README's configuration example loads, and its local pre-commit hook matches the manifest."""
+    import re
+
+    import yaml
+
+    from tests.cihelp import REPO
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Use in CI"):readme.index("## How it decides")]
+    (toml_block,) = re.findall(r"```toml\n(.*?)```", section, re.S)
+    (tmp_path / "pyproject.toml").write_text(toml_block)
+    s = config.resolve(cwd=tmp_path)
+    assert s.archs == ("Qwen3ForCausalLM", "MyModelForCausalLM") and s.severity_for("EGL005").value == "warning"
+    assert not s.selection.enabled("EGL006") and s.selection.enabled("EGL001")
+    assert s.baseline == str(tmp_path / "ci" / "eagle3-lint-baseline.json")
+    blocks = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", section, re.S)]
+    hooks = [b for b in blocks if "repos" in b]
+    (workflow,) = [b for b in blocks if "jobs" in b]
+    steps = workflow["jobs"]["eagle3-lint"]["steps"]
+    assert any(st.get("uses", "").startswith("github/codeql-action/upload-sarif@") for st in steps)
+    assert {"eagle3-lint check --format github", "eagle3-lint check --format sarif --output eagle3-lint.sarif --exit-zero"} \
+        <= {st.get("run") for st in steps}
+    local = next(h for h in hooks if h["repos"][0]["repo"] == "local")["repos"][0]["hooks"][0]
+    (manifest,) = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
+    for key in ("id", "entry", "pass_filenames", "require_serial", "files"):
+        assert local[key] == manifest[key], key
+    published = next(h for h in hooks if h["repos"][0]["repo"].startswith("https://"))["repos"][0]
+    assert published["rev"] == f"v{__import__('eagle3_lint').__version__}"
