@@ -151,3 +151,16 @@ def test_try_repo_of_this_checkout(tmp_path: Path) -> None:
     p = subprocess.run([*pre_commit(), "try-repo", str(REPO), "eagle3-lint", "--all-files"], cwd=repo, env=env,
                        capture_output=True, text=True, timeout=1800)
     assert p.returncode == 1 and "EGL001" in p.stdout, p.stdout + p.stderr
+
+
+def test_no_target_inside_a_checkout_checks_its_vllm(tmp_path: Path) -> None:
+    """What the hook relies on: with no TARGET, the checkout you are in (from any folder in it)."""
+    from tests.cihelp import cli_json
+
+    env = env_for(tmp_path)
+    repo = make_repo(tmp_path, env, "repos: []\n")
+    for cwd in (repo, repo / "vllm" / "model_executor" / "models"):
+        p, rep = cli_json("check", "--format", "json", "--no-cache", cwd=cwd)
+        assert p.returncode == 0, p.stderr
+        assert rep["target"]["root"] == str(repo.resolve()) and rep["summary"]["targeted"] == ["GoodForCausalLM"]
+        assert rep["config"] == str((repo / "pyproject.toml").resolve())  # found walking up from cwd
