@@ -22,7 +22,6 @@ from eagle3_lint import fixes as fixes_mod
 from eagle3_lint import outcome as outcome_mod
 from eagle3_lint.app import CheckRequest, exit_code, run_check, write_output
 from eagle3_lint.errors import UsageError
-from eagle3_lint.report import build_report
 
 FORMATS = ["text", "json", "sarif", "github"]
 

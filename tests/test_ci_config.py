@@ -143,7 +143,7 @@ def test_per_arch_per_file_ignores_and_severity(bad_tree: Path, tmp_path: Path) 
     cfg.write_text(head + 'fail-on = "warning"\n[severity]\nEGL001 = "warning"\n')
     assert check(bad_tree, tmp_path / "work")[0] == 1
     assert check(bad_tree, tmp_path / "work", "--fail-on", "error")[0] == 0
-    cfg.write_text(head + f'[severity]\nEGL = "note"\nEGL001 = "warning"\n')  # the longest key wins
+    cfg.write_text(head + '[severity]\nEGL = "note"\nEGL001 = "warning"\n')  # the longest key wins
     assert {f["severity"] for f in check(bad_tree, tmp_path / "work")[1]["findings"]} == {"warning"}
 
 

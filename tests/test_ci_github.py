@@ -81,7 +81,7 @@ def test_cli_github_on_a_tree(tmp_path: Path) -> None:
     parsed = [parse(ln) for ln in lines]
     kinds = [k for k, _, _ in parsed]
     assert kinds == ["error"] * 12 + ["warning"] * 11 + ["notice"]
-    for (_k, props, msg), ln in zip(parsed[:12], lines):
+    for _k, props, msg in parsed[:12]:
         assert props["file"] == "vllm/model_executor/models/bad.py" and props["title"] == "EGL001 missing-eagle3-interface"
         src_line = (root / props["file"]).read_text().splitlines()[int(props["line"]) - 1]
         assert src_line.startswith("class Bad") and src_line[5:20] in msg

@@ -13,7 +13,7 @@ import pytest
 
 from eagle3_lint import fixes
 from eagle3_lint.config import Settings
-from eagle3_lint.model import Edit, Fix, Location
+from eagle3_lint.model import Edit, Fix
 from eagle3_lint.outcome import finalize
 from eagle3_lint.report.sarif import FINGERPRINT_KEY, build_sarif
 from eagle3_lint.rules import all_rules
