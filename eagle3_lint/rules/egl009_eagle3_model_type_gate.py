@@ -1,0 +1,186 @@
+"""## What it does
+Reads the config-time EAGLE-3 gates of the tree (``SpeculativeConfig`` refuses ``method ==
+"eagle3"`` unless the target's ``hf_text_config.model_type`` contains one of a hard-coded list of
+substrings, from the early releases to about 0.20) and checks the target against them.
+
+With ``--target-config config.json`` the check is exact: the ``model_type`` the gate compares is
+derived the way the analysed release builds the config (its ``_CONFIG_REGISTRY`` config class,
+that class's text sub-config, and the JSON), and a refused target is an error. Without a config,
+every architecture named with ``--arch`` gets a note naming the allow-list and where it lives.
+Nothing is reported for architectures nobody targets, nor for trees without such a gate.
+
+## Why is this bad?
+``vllm serve --speculative-config '{"method": "eagle3", ...}'`` fails before any weight loads
+with ``ValueError: Eagle3 is only supported for [...] models. Got ...model_type=...``, even when
+the model classes implement ``SupportsEagle3`` (Kimi-K2.5 on 0.16.0, whose text config is a
+DeepSeek-V3 one).
+
+## Example
+```python
+eagle3_target_supported = ["llama", "qwen", "minicpm", "gpt_oss"]
+if self.method == "eagle3" and not any(
+        m in self.target_model_config.hf_text_config.model_type for m in eagle3_target_supported):
+    raise ValueError(...)
+```
+
+## Fix safety
+Unsafe: the fix adds the target's ``model_type`` to the allow-list, as upstream did in 0.18.x
+(``deepseek_v2``, ``deepseek_v3``, ``kimi_k2``, ``kimi_k25``). That only lifts the config-time
+refusal; whether the model's classes and forward support EAGLE-3 is what EGL001-EGL006 check.
+For the one-literal form of 0.9/0.10 (``"llama" not in ...model_type``) the condition becomes an
+``any(...)`` over a tuple holding the old literal and the new type.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from eagle3_lint import hfconfig
+from eagle3_lint.model import Applicability, Edit, Finding, Fix, Location, Severity, Step
+from eagle3_lint.rules import RuleMeta, make
+from eagle3_lint.runner import Gate
+
+if TYPE_CHECKING:
+    from eagle3_lint.analysis import Context
+
+META = RuleMeta("EGL009", "eagle3-model-type-gate", Severity.ERROR, True,
+                "The tree refuses EAGLE-3 at config time for this target's HF model_type.")
+
+
+def _gates(ctx: Context) -> list[Gate]:
+    return [g for g in ctx.runner.gates if "eagle3" in g.methods and g.allow_list]
+
+
+def _where(g: Gate) -> Location:
+    return Location(g.path, g.list_line or g.line)
+
+
+def _list_text(g: Gate) -> str:
+    where = f"({g.path}:{g.list_line or g.line})"
+    if g.list_name:
+        return f"{g.list_name} = {list(g.allow_list)} {where}"
+    return f"the literal {g.allow_list[0]!r} {where}" if len(g.allow_list) == 1 else f"{list(g.allow_list)} {where}"
+
+
+def _target_arch(ctx: Context) -> str | None:
+    cfg = ctx.options.target_config or {}
+    archs = cfg.get("architectures")
+    if isinstance(archs, list) and archs and isinstance(archs[0], str):
+        return archs[0]
+    return ctx.targeted[0] if ctx.targeted else None
+
+
+def check(ctx: Context) -> Iterator[Finding]:
+    gates = _gates(ctx)
+    if not gates:
+        return
+    cfg = ctx.options.target_config
+    if cfg is None:
+        for arch in ctx.targeted:
+            for g in gates:
+                yield make(META, (
+                    f"{arch}: this vLLM refuses EAGLE-3 at config time unless the target's {g.config_attr}.model_type "
+                    f"contains one of {_list_text(g)}; the check raises {g.error or 'an error'} at {g.path}:{g.line}. "
+                    "Pass --target-config config.json to check this target exactly."),
+                    _where(g), severity=Severity.NOTE, architecture=arch, symbol=g.list_name)
+        return
+    arch = _target_arch(ctx)
+    src = ctx.options.target_config_path or "the target config"
+    for g in gates:
+        res = hfconfig.text_model_type(ctx.graph, ctx.source, cfg, g.config_attr)
+        related = tuple(Step("derivation", s) for s in res.steps) + (
+            Step("gate", f"raises {g.error}", Location(g.path, g.line)),)
+        chain = "; ".join(res.steps)
+        if res.model_type is None:
+            yield make(META, (
+                f"{arch or 'the target'}: cannot tell which {g.config_attr}.model_type this vLLM gives {src} "
+                f"({chain}), so whether the EAGLE-3 gate {_list_text(g)} lets it through is unknown"),
+                _where(g), severity=Severity.NOTE, architecture=arch, symbol=g.list_name, related=related)
+            continue
+        mt = res.model_type
+        if any(s in mt for s in g.allow_list):
+            continue
+        yield make(META, (
+            f"{arch or 'the target'}: {g.config_attr}.model_type is {mt!r} ({chain}), and "
+            f"{'none of ' if len(g.allow_list) > 1 else ''}{_list_text(g)} is {'a ' if len(g.allow_list) > 1 else 'not a '}substring of it, so method='eagle3' raises {g.error or 'an error'} at "
+            f"{g.path}:{g.line} before any weight loads"),
+            _where(g), architecture=arch, symbol=mt, related=related)
+
+
+def _fix_list(text: str, g: Gate, mt: str) -> Edit | None:
+    """Append ``mt`` to the allow-list literal assigned at ``g.list_line``, keeping its layout."""
+    tree = ast.parse(text)
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Assign) and n.lineno == g.list_line and isinstance(n.value, (ast.List, ast.Tuple, ast.Set)) \
+                and n.value.elts:
+            lines = text.splitlines()
+            last = n.value.elts[-1]
+            end_line = last.end_lineno or last.lineno
+            end_col = len(lines[end_line - 1].encode("utf-8")[: last.end_col_offset].decode("utf-8", "replace"))
+            quote = lines[last.lineno - 1].lstrip()[:1] if lines[last.lineno - 1].lstrip()[:1] in "'\"" else '"'
+            item = f"{quote}{mt}{quote}"
+            if (n.value.end_lineno or n.lineno) > last.lineno and end_line != n.value.end_lineno:
+                # One element per line: a new line with the last element's indentation.
+                indent = lines[last.lineno - 1][: len(lines[last.lineno - 1]) - len(lines[last.lineno - 1].lstrip())]
+                after = lines[end_line - 1][end_col:]
+                if after.lstrip().startswith(","):
+                    return Edit(g.path, end_line, len(lines[end_line - 1]), end_line, len(lines[end_line - 1]),
+                                f"\n{indent}{item},")
+                return Edit(g.path, end_line, end_col, end_line, end_col, f",\n{indent}{item}")
+            return Edit(g.path, end_line, end_col, end_line, end_col, f", {item}")
+    return None
+
+
+# The name upstream gave the list when it replaced the single literal (0.10.2).
+_LIST_NAME = "eagle3_target_supported"
+
+
+def _fix_literal(text: str, g: Gate, mt: str) -> tuple[Edit, ...]:
+    """``"llama" not in X.model_type`` -> a list before the ``if`` and ``not any(m in X.model_type for m in list)``.
+
+    The list form is what later releases use, so the patched tree still shows the gate with both types.
+    """
+    tree = ast.parse(text)
+    lines = text.splitlines()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Compare) and n.lineno == g.list_line and isinstance(n.left, ast.Constant) \
+                and isinstance(n.left.value, str) and len(n.ops) == 1 and isinstance(n.ops[0], ast.NotIn) \
+                and isinstance(n.comparators[0], ast.Attribute) and n.comparators[0].attr == "model_type":
+            if n.lineno != n.end_lineno or not (0 < g.line <= len(lines)):
+                return ()
+            row = lines[n.lineno - 1].encode("utf-8")
+            c0 = len(row[: n.col_offset].decode("utf-8", "replace"))
+            c1 = len(row[: n.end_col_offset].decode("utf-8", "replace"))
+            attr = ast.get_source_segment(text, n.comparators[0]) or ast.unparse(n.comparators[0])
+            if_row = lines[g.line - 1]
+            indent = if_row[: len(if_row) - len(if_row.lstrip())]
+            items = ", ".join(f'"{v}"' for v in (n.left.value, mt))
+            return (
+                Edit(g.path, g.line, 0, g.line, 0, f"{indent}{_LIST_NAME} = [{items}]\n"),
+                Edit(g.path, n.lineno, c0, n.lineno, c1, f"not any(m in {attr} for m in {_LIST_NAME})"),
+            )
+    return ()
+
+
+def fix(ctx: Context, finding: Finding) -> Fix | None:
+    if finding.severity is not Severity.ERROR or not finding.symbol:
+        return None
+    mt = finding.symbol
+    for g in _gates(ctx):
+        if _where(g) != Location(finding.location.path, finding.location.line):
+            continue
+        try:
+            text = ctx.read_text(g.path)
+            if g.list_name:
+                one = _fix_list(text, g, mt)
+                edits: tuple[Edit, ...] = (one,) if one is not None else ()
+            else:
+                edits = _fix_literal(text, g, mt)
+        except (OSError, SyntaxError, UnicodeError, ValueError):
+            return None
+        if not edits:
+            return None
+        return Fix(f"add {mt!r} to the EAGLE-3 model_type allow-list", edits, Applicability.UNSAFE)
+    return None
