@@ -41,6 +41,16 @@ def expected_markers(root: Path) -> set[tuple[str, int, str]]:
     return out
 
 
+def declared_outside(meta: dict) -> set[tuple[str, int, str]]:
+    """``[[expect_outside]]`` tables: findings in files a case cannot mark (a base file it does not
+    overlay, or its target config), as ``where`` (a tree path, or "target"), ``line`` and ``rule``."""
+    out: set[tuple[str, int, str]] = set()
+    for w in meta.get("expect_outside", []):
+        where = meta.get("target_config", "") if w["where"] == "target" else w["where"]
+        out.add((where, int(w["line"]), w["rule"]))
+    return out
+
+
 def run(root: Path, meta: dict) -> object:
     tc = None
     if meta.get("target_config"):
@@ -60,7 +70,7 @@ def test_case(case: Path, tmp_path: Path) -> None:
     assert not ctx.errors, [e.message for e in ctx.errors]
 
     got = {(f.location.path, f.location.line, f.rule) for f in ctx.findings}
-    want = expected_markers(root)
+    want = expected_markers(root) | declared_outside(meta)
     assert got == want, "\n".join(
         [f"unexpected: {g} {next(f.message for f in ctx.findings if (f.location.path, f.location.line, f.rule) == g)}"
          for g in sorted(got - want)] + [f"missing:    {w}" for w in sorted(want - got)]

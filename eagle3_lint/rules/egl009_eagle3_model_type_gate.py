@@ -64,6 +64,12 @@ def _list_text(g: Gate) -> str:
     return f"the literal {g.allow_list[0]!r} {where}" if len(g.allow_list) == 1 else f"{list(g.allow_list)} {where}"
 
 
+def _arch_location(ctx: Context, arch: str | None, g: Gate) -> Location:
+    """The architecture's class when the tree registers it (the finding is about that target), else the list."""
+    v = ctx.verdicts.get(arch) if arch else None
+    return v.location if v is not None and v.location is not None else _where(g)
+
+
 def _target_arch(ctx: Context) -> str | None:
     cfg = ctx.options.target_config or {}
     archs = cfg.get("architectures")
@@ -84,20 +90,22 @@ def check(ctx: Context) -> Iterator[Finding]:
                     f"{arch}: this vLLM refuses EAGLE-3 at config time unless the target's {g.config_attr}.model_type "
                     f"contains one of {_list_text(g)}; the check raises {g.error or 'an error'} at {g.path}:{g.line}. "
                     "Pass --target-config config.json to check this target exactly."),
-                    _where(g), severity=Severity.NOTE, architecture=arch, symbol=g.list_name)
+                    _arch_location(ctx, arch, g), severity=Severity.NOTE, architecture=arch, symbol=g.list_name,
+                    related=(Step("gate", f"the allow-list {g.list_name or ''}".rstrip(), _where(g)),))
         return
     arch = _target_arch(ctx)
     src = ctx.options.target_config_path or "the target config"
     for g in gates:
         res = hfconfig.text_model_type(ctx.graph, ctx.source, cfg, g.config_attr)
         related = tuple(Step("derivation", s) for s in res.steps) + (
-            Step("gate", f"raises {g.error}", Location(g.path, g.line)),)
+            Step("gate", f"the allow-list {g.list_name or ''}".rstrip(), _where(g)),
+            Step("gate", f"raises {g.error}", Location(g.path, g.line)))
         chain = "; ".join(res.steps)
         if res.model_type is None:
             yield make(META, (
                 f"{arch or 'the target'}: cannot tell which {g.config_attr}.model_type this vLLM gives {src} "
                 f"({chain}), so whether the EAGLE-3 gate {_list_text(g)} lets it through is unknown"),
-                _where(g), severity=Severity.NOTE, architecture=arch, symbol=g.list_name, related=related)
+                _arch_location(ctx, arch, g), severity=Severity.NOTE, architecture=arch, symbol=g.list_name, related=related)
             continue
         mt = res.model_type
         if any(s in mt for s in g.allow_list):
@@ -106,7 +114,7 @@ def check(ctx: Context) -> Iterator[Finding]:
             f"{arch or 'the target'}: {g.config_attr}.model_type is {mt!r} ({chain}), and "
             f"{'none of ' if len(g.allow_list) > 1 else ''}{_list_text(g)} is {'a ' if len(g.allow_list) > 1 else 'not a '}substring of it, so method='eagle3' raises {g.error or 'an error'} at "
             f"{g.path}:{g.line} before any weight loads"),
-            _where(g), architecture=arch, symbol=mt, related=related)
+            _arch_location(ctx, arch, g), architecture=arch, symbol=mt, related=related)
 
 
 def _fix_list(text: str, g: Gate, mt: str) -> Edit | None:
@@ -169,8 +177,8 @@ def fix(ctx: Context, finding: Finding) -> Fix | None:
         return None
     mt = finding.symbol
     for g in _gates(ctx):
-        if _where(g) != Location(finding.location.path, finding.location.line):
-            continue
+        if not any(st.location == _where(g) for st in finding.related):
+            continue  # the finding names the gate it is about among its related steps
         try:
             text = ctx.read_text(g.path)
             if g.list_name:

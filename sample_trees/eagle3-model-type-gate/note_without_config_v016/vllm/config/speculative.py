@@ -1,6 +1,6 @@
 class SpeculativeConfig:
     def _verify_args(self):
-        eagle3_target_supported = [  # expect: EGL009
+        eagle3_target_supported = [
             "llama",
             "qwen",
             "minicpm",

@@ -30,7 +30,7 @@ class LlamaModel(nn.Module):
         return hidden_states
 
 
-class LlamaForCausalLM(nn.Module, SupportsPP, SupportsEagle3):
+class LlamaForCausalLM(nn.Module, SupportsPP, SupportsEagle3):  # expect: EGL009
     def __init__(self, config):
         super().__init__()
         self.model = LlamaModel(config)
