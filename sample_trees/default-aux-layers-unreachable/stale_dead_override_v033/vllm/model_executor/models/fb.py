@@ -1,0 +1,50 @@
+from itertools import islice
+
+from torch import nn
+
+from .interfaces import EagleModelMixin, SupportsEagle3, SupportsPP
+from .utils import init_vllm_registered_model, make_layers
+
+
+class FbModel(nn.Module, EagleModelMixin):
+    def __init__(self, config):
+        super().__init__()
+        self.start_layer, self.end_layer, self.layers = make_layers(config.num_hidden_layers)
+
+    def forward(self, positions, hidden_states):
+        residual = None
+        aux_hidden_states = []
+        for idx, layer in enumerate(
+            islice(self.layers, self.start_layer, self.end_layer), start=self.start_layer
+        ):
+            self._maybe_add_hidden_state(aux_hidden_states, idx, hidden_states, residual)
+            hidden_states, residual = layer(positions, hidden_states, residual)
+        if len(aux_hidden_states) > 0:
+            return hidden_states, aux_hidden_states
+        return hidden_states
+
+
+class FbForCausalLM(nn.Module, SupportsPP, SupportsEagle3):
+    def __init__(self, vllm_config, prefix=""):
+        super().__init__()
+        self.model = FbModel(vllm_config)
+
+    def get_eagle3_aux_hidden_state_layers(self) -> tuple[int, ...]:  # expect: EGL006
+        num_layers = len(self.model.layers)
+        return (1, num_layers // 2, num_layers - 2)
+
+
+class FbVLForConditionalGeneration(nn.Module, SupportsPP, SupportsEagle3):
+    def __init__(self, vllm_config, prefix=""):
+        super().__init__()
+        self.language_model = init_vllm_registered_model(
+            vllm_config=vllm_config,
+            prefix=prefix,
+            architectures=["FbForCausalLM"],
+        )
+
+    def get_language_model(self):
+        return self.language_model
+
+    def get_eagle3_aux_hidden_state_layers(self) -> tuple[int, ...]:  # expect: EGL006
+        return self.language_model.get_eagle3_aux_hidden_state_layers()

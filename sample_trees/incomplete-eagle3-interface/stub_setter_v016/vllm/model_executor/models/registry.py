@@ -1,0 +1,6 @@
+_TEXT_GENERATION_MODELS = {
+    "PartForCausalLM": ("part", "PartForCausalLM"),
+}
+_VLLM_MODELS = {
+    **_TEXT_GENERATION_MODELS,
+}

@@ -1,0 +1,11 @@
+_TEXT_GENERATION_MODELS = {
+    "DeepForCausalLM": ("deep", "DeepForCausalLM"),
+    "DeepV3ForCausalLM": ("deep", "DeepV3ForCausalLM"),
+}
+_MULTIMODAL_MODELS = {
+    "KimiForConditionalGeneration": ("kimi", "KimiForConditionalGeneration"),
+}
+_VLLM_MODELS = {
+    **_TEXT_GENERATION_MODELS,
+    **_MULTIMODAL_MODELS,
+}

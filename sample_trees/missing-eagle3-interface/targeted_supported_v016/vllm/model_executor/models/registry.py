@@ -1,0 +1,6 @@
+_TEXT_GENERATION_MODELS = {
+    "DeepForCausalLM": ("deep", "DeepForCausalLM"),
+}
+_VLLM_MODELS = {
+    **_TEXT_GENERATION_MODELS,
+}

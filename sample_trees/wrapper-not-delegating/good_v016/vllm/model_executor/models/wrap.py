@@ -1,0 +1,23 @@
+from torch import nn
+
+from .interfaces import SupportsEagle3, SupportsPP
+from .utils import init_vllm_registered_model
+
+
+class WrapForConditionalGeneration(nn.Module, SupportsPP, SupportsEagle3):
+    def __init__(self, vllm_config, prefix=""):
+        super().__init__()
+        self.language_model = init_vllm_registered_model(
+            vllm_config=vllm_config,
+            prefix=prefix,
+            architectures=["InnerForCausalLM"],
+        )
+
+    def get_language_model(self):
+        return self.language_model
+
+    def set_aux_hidden_state_layers(self, layers: tuple[int, ...]) -> None:
+        self.language_model.set_aux_hidden_state_layers(layers)
+
+    def get_eagle3_aux_hidden_state_layers(self) -> tuple[int, ...]:
+        return self.language_model.get_eagle3_aux_hidden_state_layers()
