@@ -295,5 +295,52 @@ def schema(kind: str) -> None:
     _guard(False, run)
 
 
+@main.command()
+@click.argument("targets", nargs=-1)
+@click.option("--releases", default=None, metavar="FIRST..LAST",
+              help="Add every vLLM release between FIRST and LAST (inclusive), e.g. 0.11.0..0.33.0: those in the cache, "
+                   "plus PyPI's with --index.")
+@click.option("--index", "use_index", is_flag=True, help="With --releases: also ask PyPI (pip index versions vllm).")
+@click.option("--arch", "archs", multiple=True, help="Only these architectures (repeatable).")
+@click.option("--changed", is_flag=True, help="Only architectures whose status changes across the targets.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown"]), default="table", show_default=True)
+@click.option("--output", "-o", default=None, help="Write to this file (e.g. docs/compatibility.md).")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: CPU count).")
+@common
+def matrix(targets: tuple[str, ...], releases: str | None, use_index: bool, archs: tuple[str, ...], changed: bool,
+           fmt: str, output: str | None, jobs: int | None, cache_dir: str | None, no_cache: bool, debug: bool) -> None:
+    """Status of every architecture across TARGETS (paths, wheels, vllm==X.Y.Z) and --releases: first supported, regressions."""
+
+    def run() -> int:
+        from eagle3_lint import matrix as matrix_mod
+
+        specs = matrix_mod.targets_from(list(targets), releases, cache_dir, use_index)
+        m = matrix_mod.run(specs, cache_dir, jobs, use_cache=not no_cache)
+        rows = matrix_mod.select_rows(m, archs, changed)
+        if fmt == "json":
+            write_output(json.dumps(matrix_mod.to_json(m, rows), indent=2, ensure_ascii=False) + "\n", output)
+        elif fmt == "markdown":
+            cmd = " ".join(["eagle3-lint matrix", *targets, *(["--releases", releases] if releases else []),
+                            *[f"--arch {a}" for a in archs], *(["--changed"] if changed else []), "--format markdown",
+                            *(["--output", output] if output else [])])
+            text = matrix_mod.to_markdown(m, rows, cmd)
+            if output:
+                matrix_mod.write_markdown(Path(output), text)
+            else:
+                write_output(text, None)
+        else:
+            # One column per release: give the table the width it needs rather than squeezing it.
+            need = 40 + 14 + 12 + sum(len(label) + 3 for label in m.labels)
+            console = Console(file=open(output, "w", encoding="utf-8") if output else None)
+            console.width = max(console.width, need)
+            matrix_mod.render_table(m, rows, console)
+        failed = [r for r in m.releases if r.error]
+        for r in failed:
+            click.echo(f"eagle3-lint: cannot analyze {r.target}: {r.error}", err=True)
+        return 2 if failed or any(r.internal_errors for r in m.releases) else 0
+
+    _guard(debug, run)
+
+
 if __name__ == "__main__":
     main()

@@ -1,0 +1,346 @@
+"""The support matrix: every architecture's EAGLE-3 status across several vLLM trees.
+
+Each target (a path, a wheel, ``vllm==X.Y.Z``) is analysed with ``analysis.build`` (the facts cache
+makes a warm sweep cheap; rules are not needed for a status), in parallel worker processes. The
+matrix then tells, per architecture: its status in each release, the first release where it is
+supported, the releases where it regressed (supported, then present but no longer supported), and
+where it appeared or disappeared. Targets are ordered by version when every one has a version.
+
+``--releases A..B`` expands to the vLLM releases between A and B (inclusive): the releases already
+in the cache (``$XDG_CACHE_HOME/eagle3-lint/vllm-X/``), plus, with ``index=True``, the list ``pip
+index versions vllm`` prints. Pre-releases are left out.
+
+Statuses are those of ``check``: what ``supports_eagle3()`` of that release says of the class the
+registry names (``supported``), or why not (``unsupported``, ``wrapper-gap``, ``partial``,
+``unknown``). The config-time model-type gate (``SpeculativeConfig``'s allow-list, until about
+0.20) is listed per release: it refuses by HF ``model_type``, which the registry does not know.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from eagle3_lint import target as target_mod
+from eagle3_lint.errors import UsageError
+from eagle3_lint.model import Status
+
+SUPPORTED = Status.SUPPORTED.value
+SYMBOL = {"supported": "✓", "unsupported": "✗", "wrapper-gap": "W", "partial": "P", "unknown": "?", None: "·"}
+_VERSION = re.compile(r"^\d+(?:\.\d+)*$")
+
+
+def version_key(v: str) -> tuple[int, ...] | None:
+    return tuple(int(x) for x in v.split(".")) if _VERSION.match(v) else None
+
+
+@dataclass
+class Release:
+    label: str  # the vLLM version, or the target when the tree has none
+    target: str
+    version: str = "unknown"
+    statuses: dict[str, str] = field(default_factory=dict)  # arch -> status
+    classes: dict[str, str] = field(default_factory=dict)  # arch -> module.Class
+    contract: str = ""
+    fallback: str = ""
+    gates: list[str] = field(default_factory=list)
+    pp_verifier: str | None = None
+    error: str | None = None
+    internal_errors: int = 0
+    seconds: float = 0.0
+
+    def counts(self) -> Counter[str]:
+        return Counter(self.statuses.values())
+
+
+@dataclass
+class Row:
+    arch: str
+    cells: list[str | None]  # status per release, None where the arch is not registered
+    first_supported: str | None
+    regressions: list[str]  # labels of releases where it stopped being supported
+    added: str | None  # first release that registers it
+    removed: list[str]  # releases where it disappeared
+
+    @property
+    def changed(self) -> bool:
+        present = [c for c in self.cells if c is not None]
+        return len(set(present)) > 1 or bool(self.removed)
+
+
+@dataclass
+class Matrix:
+    releases: list[Release]
+    rows: list[Row]
+    seconds: float = 0.0
+
+    @property
+    def labels(self) -> list[str]:
+        return [r.label for r in self.releases]
+
+    def row(self, arch: str) -> Row | None:
+        return next((r for r in self.rows if r.arch == arch), None)
+
+
+# -- targets ----------------------------------------------------------------------------------------
+def cached_releases(cache_dir: str | None = None) -> list[str]:
+    root = target_mod.cache_root(cache_dir)
+    out = []
+    try:
+        for p in root.iterdir():
+            if p.name.startswith("vllm-") and (p / target_mod.COMPLETE_MARKER).is_file():
+                v = p.name[len("vllm-"):]
+                if version_key(v) is not None:
+                    out.append(v)
+    except OSError:
+        pass
+    return sorted(out, key=lambda v: version_key(v) or ())
+
+
+def index_releases() -> list[str]:
+    """``pip index versions vllm`` (the ordinary client), final releases only."""
+    try:
+        p = subprocess.run([sys.executable, "-m", "pip", "index", "versions", "vllm", "--disable-pip-version-check"],
+                           capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise UsageError(f"cannot list vLLM releases with pip: {exc}") from None
+    m = re.search(r"Available versions:\s*(.+)", p.stdout)
+    if p.returncode != 0 or not m:
+        last = (p.stderr or p.stdout).strip().splitlines()
+        raise UsageError(f"cannot list vLLM releases with pip: {last[-1] if last else 'no output'}")
+    return sorted((v.strip() for v in m.group(1).split(",") if version_key(v.strip()) is not None),
+                  key=lambda v: version_key(v) or ())
+
+
+def expand_range(spec: str, cache_dir: str | None = None, index: bool = False) -> list[str]:
+    """``A..B`` -> the releases A <= v <= B known to the cache (and to PyPI with ``index``)."""
+    lo, sep, hi = spec.partition("..")
+    if not sep or version_key(lo.strip()) is None or version_key(hi.strip()) is None:
+        raise UsageError(f"--releases takes FIRST..LAST with release numbers, e.g. 0.11.0..0.33.0 (got {spec!r})")
+    klo, khi = version_key(lo.strip()), version_key(hi.strip())
+    known = set(cached_releases(cache_dir))
+    if index:
+        known |= set(index_releases())
+    picked = sorted((v for v in known if klo <= version_key(v) <= khi), key=lambda v: version_key(v) or ())  # type: ignore[operator]
+    for end in (lo.strip(), hi.strip()):
+        if end not in picked and not index:
+            raise UsageError(f"release {end} is not in the cache ({target_mod.cache_root(cache_dir)}); "
+                             f"fetch it with `eagle3-lint check vllm=={end}` or add --index to ask PyPI")
+    if not picked:
+        raise UsageError(f"no vLLM release between {lo} and {hi}")
+    return picked
+
+
+def targets_from(args: list[str], releases: str | None, cache_dir: str | None, index: bool) -> list[str]:
+    out = list(args)
+    if releases:
+        out += [f"vllm=={v}" for v in expand_range(releases, cache_dir, index)]
+    if not out:
+        raise UsageError("matrix needs targets (paths, wheels, vllm==X.Y.Z) or --releases FIRST..LAST")
+    seen: set[str] = set()
+    return [t for t in out if not (t in seen or seen.add(t))]  # type: ignore[func-returns-value]
+
+
+# -- one release (runs in a worker process) ----------------------------------------------------------
+def analyse_one(spec: str, cache_dir: str | None, use_cache: bool) -> Release:
+    from eagle3_lint.analysis import Options, build
+
+    rel = Release(label=spec, target=spec)
+    t0 = time.perf_counter()
+    try:
+        source = target_mod.resolve(spec, cache_dir)
+        opts = Options(cache_dir=target_mod.cache_root(cache_dir) if use_cache else None)
+        ctx = build(source, opts)
+        ctx.store.save()  # keeps the next sweep warm
+    except Exception as exc:  # noqa: BLE001 - one broken release is a row of the matrix, not the end of it
+        rel.error = f"{type(exc).__name__}: {exc}"
+        rel.seconds = time.perf_counter() - t0
+        return rel
+    rel.version = ctx.version
+    rel.label = ctx.version if ctx.version != "unknown" else spec
+    rel.statuses = {a: v.status.value for a, v in ctx.verdicts.items()}
+    rel.classes = {a: f"{v.module}.{v.class_name}" for a, v in ctx.verdicts.items()}
+    c = ctx.contract
+    rel.contract = (f"{c.check}: " + ", ".join(m.name + ("()" if m.kind == "method" else "")
+                                                + ("*" if m.kind == "method" and m.has_default else "") for m in c.members))
+    rel.fallback = ", ".join(ctx.runner.fallback_names)
+    rel.gates = [f"{'/'.join(g.methods)} needs {g.config_attr}.model_type containing one of {', '.join(g.allow_list)} "
+                 f"({g.path}:{g.line})" for g in ctx.runner.gates]
+    rel.pp_verifier = ctx.runner.pp_verifier
+    rel.internal_errors = len(ctx.errors)
+    rel.seconds = time.perf_counter() - t0
+    return rel
+
+
+def _worker(args: tuple[str, str | None, bool]) -> Release:
+    return analyse_one(*args)
+
+
+def run(targets: list[str], cache_dir: str | None = None, jobs: int | None = None, use_cache: bool = True,
+        progress: Any = None) -> Matrix:
+    t0 = time.perf_counter()
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(targets)))
+    work = [(t, cache_dir, use_cache) for t in targets]
+    if jobs == 1:
+        results = []
+        for w in work:
+            results.append(_worker(w))
+            if progress:
+                progress(f"{results[-1].label}: {results[-1].seconds:.1f}s")
+    else:
+        with ProcessPoolExecutor(max_workers=jobs) as ex:
+            results = list(ex.map(_worker, work))
+    releases = order(results)
+    return Matrix(releases, rows_of(releases), time.perf_counter() - t0)
+
+
+def order(releases: list[Release]) -> list[Release]:
+    keys = [version_key(r.version) for r in releases]
+    if all(k is not None for k in keys):
+        return [r for _k, r in sorted(zip(keys, releases), key=lambda kr: kr[0])]  # type: ignore[arg-type,return-value]
+    return releases
+
+
+def rows_of(releases: list[Release]) -> list[Row]:
+    archs = sorted({a for r in releases for a in r.statuses})
+    rows = []
+    for arch in archs:
+        cells = [None if r.error else r.statuses.get(arch) for r in releases]
+        first = next((r.label for r, c in zip(releases, cells) if c == SUPPORTED), None)
+        regressions, removed = [], []
+        added = next((r.label for r, c in zip(releases, cells) if c is not None), None)
+        prev: str | None = None
+        for r, c in zip(releases, cells):
+            if r.error:
+                continue
+            if prev == SUPPORTED and c is not None and c != SUPPORTED:
+                regressions.append(r.label)
+            if prev is not None and c is None:
+                removed.append(r.label)
+            prev = c
+        rows.append(Row(arch, cells, first, regressions, added, removed))
+    return rows
+
+
+# -- output -----------------------------------------------------------------------------------------
+def select_rows(m: Matrix, archs: tuple[str, ...] = (), changed: bool = False) -> list[Row]:
+    rows = m.rows
+    if archs:
+        want = set(archs)
+        unknown = want - {r.arch for r in rows}
+        if unknown:
+            raise UsageError(f"architecture(s) not registered in any of these releases: {', '.join(sorted(unknown))}")
+        rows = [r for r in rows if r.arch in want]
+    if changed:
+        rows = [r for r in rows if r.changed]
+    return rows
+
+
+def to_json(m: Matrix, rows: list[Row]) -> dict[str, Any]:
+    from eagle3_lint import __version__
+
+    return {
+        "schema_version": 1,
+        "tool": {"name": "eagle3-lint", "version": __version__},
+        "releases": [{
+            "label": r.label, "target": r.target, "vllm_version": r.version, "error": r.error,
+            "internal_errors": r.internal_errors, "contract": r.contract, "fallback": r.fallback,
+            "pp_verifier": r.pp_verifier, "gates": r.gates, "statuses": dict(sorted(r.counts().items())),
+            "architectures": len(r.statuses), "seconds": round(r.seconds, 3),
+        } for r in m.releases],
+        "architectures": [{
+            "name": row.arch, "status": dict(zip(m.labels, row.cells)), "first_supported": row.first_supported,
+            "regressions": row.regressions, "added": row.added, "removed": row.removed,
+        } for row in rows],
+        "seconds": round(m.seconds, 3),
+    }
+
+
+def _since(row: Row) -> str:
+    return row.first_supported or "-"
+
+
+def to_markdown(m: Matrix, rows: list[Row], command: str) -> str:
+    out = [
+        "# EAGLE-3 support matrix of vLLM releases",
+        "",
+        f"Regenerate: `{command}`",
+        "",
+        "Generated by `eagle3-lint matrix`, which reads each release's source (from its wheel) and never",
+        "imports it. A status is what that release's own `supports_eagle3()` says of the class its registry",
+        "names for the architecture, as `eagle3-lint check` derives it: "
+        + ", ".join(f"{SYMBOL[s]} {s}" for s in (s.value for s in Status)) + f", {SYMBOL[None]} not registered.",
+        "`wrapper-gap`: the wrapper class fails while the model it delegates to passes (the runner asks the",
+        "wrapper). Releases up to about 0.20 also refuse EAGLE-3 at config time unless the target's HF",
+        "`model_type` is on an allow-list (the gate column); the registry does not know model types, so a",
+        "`supported` class can still be refused there: check one model with `eagle3-lint check --target-config`.",
+        "",
+        "## Releases",
+        "",
+        "| release | contract (`()` method, `*` default body) | runner fallback | PP verifier | config gate | "
+        + " | ".join(s.value for s in Status) + " |",
+        "|---|---|---|---|---|" + "---|" * len(Status),
+    ]
+    for r in m.releases:
+        if r.error:
+            out.append(f"| {r.label} | error: {r.error} |" + " |" * (3 + len(Status)))
+            continue
+        c = r.counts()
+        gate = "<br>".join(g.replace("|", "\\|") for g in r.gates) or "-"
+        out.append(f"| {r.label} | {r.contract} | {r.fallback or '-'} | {r.pp_verifier or '-'} | {gate} | "
+                   + " | ".join(str(c.get(s.value, 0)) for s in Status) + " |")
+    out += [
+        "",
+        "## Architectures",
+        "",
+        f"{len(rows)} architectures. *Supported since*: the first release in this table where it is supported;",
+        "*regressed in*: releases where a supported architecture stopped being supported.",
+        "",
+        "| architecture | supported since | regressed in | " + " | ".join(m.labels) + " |",
+        "|---|---|---|" + "---|" * len(m.labels),
+    ]
+    for row in rows:
+        out.append(f"| {row.arch} | {_since(row)} | {', '.join(row.regressions) or '-'} | "
+                   + " | ".join(SYMBOL[c] for c in row.cells) + " |")
+    errs = sum(r.internal_errors for r in m.releases)
+    failed = [r.label for r in m.releases if r.error]
+    out += ["", f"{len(m.releases)} releases" + (f", {len(failed)} could not be read ({', '.join(failed)})" if failed else "")
+            + f", {errs} internal errors.", ""]
+    return "\n".join(out)
+
+
+def render_table(m: Matrix, rows: list[Row], console: Any) -> None:
+    from rich.table import Table
+
+    t = Table(header_style="bold", show_lines=False)
+    t.add_column("architecture", no_wrap=True)
+    t.add_column("since", no_wrap=True)
+    t.add_column("regressed", no_wrap=True)
+    for label in m.labels:
+        t.add_column(label, justify="center", no_wrap=True)
+    style = {"supported": "green", "unsupported": "red", "wrapper-gap": "magenta", "partial": "yellow", "unknown": "dim",
+             None: "dim"}
+    for row in rows:
+        t.add_row(row.arch, _since(row), ", ".join(row.regressions) or "-",
+                  *[f"[{style[c]}]{SYMBOL[c]}[/]" for c in row.cells])
+    console.print(t)
+    legend = ", ".join(f"{SYMBOL[s.value]} {s.value}" for s in Status) + f", {SYMBOL[None]} not registered"
+    failed = [f"{r.label}: {r.error}" for r in m.releases if r.error]
+    console.print(f"[dim]{legend}. {len(rows)} architectures x {len(m.releases)} releases in {m.seconds:.1f}s.[/]")
+    for f in failed:
+        console.print(f"[red]could not read {f}[/]")
+
+
+def write_markdown(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
