@@ -11,7 +11,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import SAMPLES
+import pytest
+
+from eagle3_lint import fixes
+from eagle3_lint.app import CheckRequest, run_check
+from tests.conftest import SAMPLES, materialize
 
 # Only loopback addresses: a pip that tries the network fails at once, and nothing leaves the machine.
 NO_NETWORK = {
@@ -181,3 +185,20 @@ def small_tree(dest: Path) -> Path:
         "PlainForCausalLM": ("plain", "PlainForCausalLM"),
     }))
     return dest
+
+
+def fixable_case(tmp: Path) -> Path:
+    """A sample tree with at least one safe fix today (rules are added over time; pick what exists)."""
+    for case_toml in sorted(SAMPLES.glob("*/*/case.toml")):
+        case = case_toml.parent
+        if case.parent.name.startswith("_") or not (case / "expected.diff").exists():
+            continue
+        if not (case / "expected.diff").read_text().strip() or "unsafe_fixes = true" in case_toml.read_text():
+            continue
+        root = materialize(case, tmp / case.name)
+        ctx = run_check(CheckRequest(str(root), no_cache=True))
+        plan = fixes.plan(ctx.source, ctx.findings, unsafe=False)
+        if plan.files:
+            return root
+        shutil.rmtree(root)
+    pytest.skip("no sample tree has a safe fix yet")

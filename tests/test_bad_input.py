@@ -26,8 +26,8 @@ import pytest
 from eagle3_lint import fixes, source as source_mod, target as target_mod
 from eagle3_lint.analysis import Options, analyze
 from eagle3_lint.app import CheckRequest, run_check
-from eagle3_lint.source import DirSource, ZipSource
-from tests.hostile import (PLAIN_MODEL, SUPPORTED_MODEL, assert_one_line_error, base_tree, cli_env, registry,
+from eagle3_lint.source import DirSource
+from tests.hostile import (SUPPORTED_MODEL, assert_one_line_error, base_tree, cli_env, fixable_case, registry,
                            run_cli, small_tree, tree_digest, write)
 
 MODELS = "vllm/model_executor/models"
@@ -420,25 +420,6 @@ def test_release_that_does_not_exist_and_no_network(tmp_path: Path) -> None:
 
 
 # -- --fix --apply on trees that cannot or must not be written -------------------------------------------------
-
-
-def fixable_case(tmp: Path) -> Path:
-    """A sample tree with at least one safe fix today (rules are added over time; pick what exists)."""
-    from tests.conftest import SAMPLES, materialize
-
-    for case_toml in sorted(SAMPLES.glob("*/*/case.toml")):
-        case = case_toml.parent
-        if case.parent.name.startswith("_") or not (case / "expected.diff").exists():
-            continue
-        if not (case / "expected.diff").read_text().strip() or "unsafe_fixes = true" in case_toml.read_text():
-            continue
-        root = materialize(case, tmp / case.name)
-        ctx = run_check(CheckRequest(str(root), no_cache=True))
-        plan = fixes.plan(ctx.source, ctx.findings, unsafe=False)
-        if plan.files:
-            return root
-        shutil.rmtree(root)
-    pytest.skip("no sample tree has a safe fix yet")
 
 
 def test_read_only_tree_with_fix_apply(tmp_path: Path) -> None:
