@@ -7,8 +7,8 @@ or ``:`` is dropped), up to another ``# word:`` comment. Directives that silence
 EGL100 findings (ruff's RUF100), each with a safe fix that removes the comment or the unused ids.
 
 Comments are found with ``tokenize`` (so a directive quoted inside a string or docstring is not one),
-only in files whose bytes contain the marker at all: the model files and the files that hold
-findings. A file that does not tokenize (it is already an EGL000 finding) is scanned line by line.
+only in files whose bytes contain the marker at all: the model files, the runner, gate and
+interface files, and any other file that holds a finding. A file that does not tokenize (it is already an EGL000 finding) is scanned line by line.
 """
 
 from __future__ import annotations
@@ -107,7 +107,12 @@ def scan(text: str, path: str) -> list[Directive]:
 
 
 def collect(ctx: Context, findings: Collection[Finding]) -> dict[str, list[Directive]]:
+    # Model files, plus the runner, gate and interface files a rule may flag: an unused directive
+    # there is reported too, even when that file has no finding this run.
     files = set(ctx.model_files()) | {f.location.path for f in findings}
+    files |= {s.path for s in ctx.runner.sites} | {g.path for g in ctx.runner.gates}
+    if ctx.contract.path:
+        files.add(ctx.contract.path)
     out: dict[str, list[Directive]] = {}
     for rel in sorted(files):
         try:

@@ -120,20 +120,28 @@ def sample_cases() -> list[Path]:
 
 
 def run_case(case: Path, dest: Path, settings: Any = None) -> tuple[Any, Any]:
-    """Analyze one sample case in-process as ``check`` would: (Context, Outcome)."""
+    """Analyze one sample case in-process as the sample-tree harness does (its archs, target and
+    drafter configs), then post-process it as ``check`` does: (Context, Outcome)."""
     from eagle3_lint._compat import tomllib
-    from eagle3_lint.app import CheckRequest, run_check
+    from eagle3_lint.analysis import Options, analyze
     from eagle3_lint.config import Settings
     from eagle3_lint.outcome import finalize
+    from eagle3_lint.source import DirSource
 
     meta = tomllib.loads((case / "case.toml").read_text(encoding="utf-8"))
     root = materialize(case, dest)
 
-    def case_file(key: str) -> str | None:
+    def case_file(key: str) -> tuple[dict[str, Any] | None, str | None]:
         rel = meta.get(key)
-        return None if not rel else str(root / rel) if (root / rel).is_file() else str(case / rel)
+        if not rel:
+            return None, None
+        path = root / rel if (root / rel).is_file() else case / rel
+        return json.loads(path.read_text(encoding="utf-8")), str(path)
 
-    ctx = run_check(CheckRequest(str(root), tuple(meta.get("archs", ())), no_cache=True,
-                                 target_config=case_file("target_config"), draft_config=case_file("draft_config"),
-                                 pipeline_parallel=meta.get("pipeline_parallel"), pp_partition=meta.get("pp_partition")))
+    tcfg, tpath = case_file("target_config")
+    dcfg, dpath = case_file("draft_config")
+    opts = Options(targets=tuple(meta.get("archs", ())), target_config=tcfg, target_config_path=tpath,
+                   draft_config=dcfg, draft_config_path=dpath, pipeline_parallel=meta.get("pipeline_parallel"),
+                   pp_partition=meta.get("pp_partition"))
+    ctx = analyze(DirSource(root), opts)
     return ctx, finalize(ctx, settings or Settings())

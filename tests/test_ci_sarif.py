@@ -152,7 +152,8 @@ def test_insertions_and_multiline_replacements(tmp_path: Path) -> None:
 def test_suppressions_and_fixes_in_sarif(tmp_path: Path) -> None:
     root = sample("workflow/inline_suppression", tmp_path / "t")
     archs = ["SilencedForCausalLM", "NextLineForCausalLM", "StaleForCausalLM", "PartlyForCausalLM", "BlanketForCausalLM"]
-    args = ["check", str(root), "--format", "sarif", "--no-cache"] + [a for x in archs for a in ("--arch", x)]
+    args = ["check", str(root), "--format", "sarif", "--no-cache", "--target-config", str(root / "configs/target.json")]
+    args += [a for x in archs for a in ("--arch", x)]
     p, doc = cli_json(*args, cwd=tmp_path)
     assert p.returncode == 1, p.stderr
     validate_sarif(doc)
