@@ -11,7 +11,7 @@ import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from eagle3_lint import contract as contract_mod
 from eagle3_lint import registry as registry_mod
@@ -113,6 +113,23 @@ def resolve_entry(graph: ClassGraph, module: str, class_name: str) -> tuple[Clas
     return None, f"{class_name} cannot be resolved in {module}: {r.name} {r.note}".strip()
 
 
+_T = TypeVar("_T")
+
+
+def _safely(errors: list[InternalError], where: str, fn: Callable[[], _T], fallback: Callable[[], _T]) -> _T:
+    """``fn()``, or, if it raises (a bug of ours), an internal error and ``fallback()``: the rest still runs."""
+    try:
+        return fn()
+    except Exception as exc:  # noqa: BLE001 - one derivation must not sink the report
+        errors.append(InternalError(where, f"{type(exc).__name__}: {exc}", traceback.format_exc()))
+        return fallback()
+
+
+def _no_contract(iface: list[str]) -> Contract:
+    return Contract(found=False, check="unknown", path=iface[0] if iface else "",
+                    notes=("internal error while reading the contract",))
+
+
 def build(source: SourceTree, options: Options) -> Context:
     t0 = time.perf_counter()
     store = FactStore(source, options.cache_dir)
@@ -123,18 +140,25 @@ def build(source: SourceTree, options: Options) -> Context:
         reg_text = source.read_bytes(reg_mf.path).decode("utf-8", "replace") if reg_mf else ""
     except OSError:
         reg_text = ""
-    registry = registry_mod.derive(reg_mf, reg_text)
+    derive_errors: list[InternalError] = []
+    registry = _safely(derive_errors, "registry", lambda: registry_mod.derive(reg_mf, reg_text),
+                       lambda: registry_mod.Registry(False, reg_mf.path if reg_mf else "", {}, None, (),
+                                                     registry_mod.DEFAULT_PREFIX, "internal error while reading it"))
     extend = getattr(source, "extend_registry", None)  # --plugin: the plugins' register_model calls
     if extend is not None:
         registry = extend(registry)
     # Whole-tree derivations are cached under the content hashes of the files they read (store.memo).
     iface = [p for p in (source.module_path(contract_mod.INTERFACES_MODULE),) if p]
-    contract = store.memo("contract", (), iface, contract_mod.derive)
+    contract = _safely(derive_errors, "contract", lambda: store.memo("contract", (), iface, contract_mod.derive),
+                       lambda: _no_contract(iface))
     rargs = (contract.check_function, contract.required if contract.found else (), contract.setter, contract.pp_flag)
-    runner = store.memo("runner", rargs, runner_mod.input_files(source), lambda src: runner_mod.derive(src, *rargs))
+    runner = _safely(derive_errors, "runner", lambda: store.memo("runner", rargs, runner_mod.input_files(source),
+                                                                 lambda src: runner_mod.derive(src, *rargs)),
+                     lambda: RunnerPath(notes=("internal error while reading the runner",)))
     if not contract.found:
         calls = runner.model_calls
-        contract = store.memo("contract-duck", (calls,), iface, lambda src: contract_mod.derive(src, calls))
+        contract = _safely(derive_errors, "contract", lambda: store.memo(
+            "contract-duck", (calls,), iface, lambda src: contract_mod.derive(src, calls)), lambda: _no_contract(iface))
     t2 = time.perf_counter()
 
     def registered(arch: str) -> ClassKey | None:
@@ -146,6 +170,7 @@ def build(source: SourceTree, options: Options) -> Context:
     graph = ClassGraph(loader=store.load, registered=registered)
     judge = Judge(graph, contract, runner)
     ctx = Context(source, store, graph, contract, runner, registry, judge, options, source.vllm_version())
+    ctx.errors.extend(derive_errors)
     for arch, e in registry.entries.items():
         try:
             key, note = resolve_entry(graph, e.module, e.class_name)
