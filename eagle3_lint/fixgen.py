@@ -60,6 +60,12 @@ class Flavor:
 def flavor(ctx: Context) -> Flavor:
     from eagle3_lint.rules import _interface as itf
 
+    return itf.memo(ctx, "fixgen-flavor", lambda: _flavor(ctx))
+
+
+def _flavor(ctx: Context) -> Flavor:
+    from eagle3_lint.rules import _interface as itf
+
     c = ctx.contract
     getters = itf.getter_names(ctx)
     mixin_attr = None
@@ -110,7 +116,14 @@ class Text:
         return ln, self.ccol(ln, node.end_col_offset or 0)  # type: ignore[attr-defined]
 
     def seg(self, node: ast.AST) -> str:
-        return ast.get_source_segment(self.text, node) or ""
+        """Source text of a node (``ast.get_source_segment`` re-splits the whole file on every call)."""
+        try:
+            (l0, c0), (l1, c1) = self.start(node), self.end(node)
+        except AttributeError:
+            return ""
+        if l0 == l1:
+            return self.line(l0)[c0:c1]
+        return "\n".join([self.line(l0)[c0:], *self.lines[l0:l1 - 1], self.line(l1)[:c1]])
 
     def indent(self, line: int) -> str:
         raw = self.line(line)
@@ -119,13 +132,46 @@ class Text:
     def eol(self, line: int) -> tuple[int, int]:
         return line, len(self.line(line))
 
-    def class_node(self, cls_line: int, name: str) -> ast.ClassDef | None:
-        if self.tree is None:
+    def part(self, first: int, last: int) -> ast.Module | None:
+        """Lines ``first..last`` (whole top-level statements) parsed alone, with the file's line numbers.
+
+        Parsing one class or the import block instead of a 2,000-line model file keeps fix
+        building cheap; anything that does not parse alone falls back to the whole file.
+        """
+        key = (first, last)
+        cache = self.__dict__.setdefault("_parts", {})
+        if key not in cache:
+            try:
+                tree = ast.parse("\n".join(self.lines[first - 1:last]) + "\n", filename=self.rel)
+                ast.increment_lineno(tree, first - 1)
+            except (SyntaxError, ValueError, RecursionError):
+                tree = None
+            cache[key] = tree
+        return cache[key]
+
+    def class_node(self, cls_line: int, name: str, first: int = 0, last: int = 0) -> ast.ClassDef | None:
+        if first and self.line(first)[:1] not in (" ", "\t"):
+            found = self._class_in(self.part(first, last), cls_line, name)
+            if found is not None:
+                return found
+        return self._class_in(self.tree, cls_line, name)
+
+    @staticmethod
+    def _class_in(tree: ast.Module | None, cls_line: int, name: str) -> ast.ClassDef | None:
+        if tree is None:
             return None
-        for n in ast.walk(self.tree):
+        for n in ast.walk(tree):
             if isinstance(n, ast.ClassDef) and n.lineno == cls_line and n.name == name:
                 return n
         return None
+
+    def head(self, last_import_line: int) -> ast.Module | None:
+        """The module's statements up to its last top-level import."""
+        if last_import_line:
+            tree = self.part(1, last_import_line)
+            if tree is not None:
+                return tree
+        return self.tree
 
     def function_node(self, cls: ast.ClassDef, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
         found = None
@@ -138,10 +184,14 @@ class Text:
 
 
 def text_of(ctx: Context, rel: str) -> Text | None:
-    try:
-        return Text(rel, ctx.read_text(rel))
-    except (OSError, UnicodeError, LookupError, SyntaxError):
-        return None
+    """The file's text (read and parsed once per analysis)."""
+    cache: dict[str, Text | None] = ctx.__dict__.setdefault("_fixgen_texts", {})
+    if rel not in cache:
+        try:
+            cache[rel] = Text(rel, ctx.read_text(rel))
+        except (OSError, UnicodeError, LookupError, SyntaxError):
+            cache[rel] = None
+    return cache[rel]
 
 
 def code_len(line: str) -> int:
@@ -170,7 +220,8 @@ def _class_ctx(ctx: Context, key: ClassKey) -> tuple[str, Text, ast.ClassDef] | 
     t = text_of(ctx, rel)
     if t is None:
         return None
-    node = t.class_node(cf.line, cf.name)
+    # The ``class`` statement parses alone (its decorators are not needed for any edit).
+    node = t.class_node(cf.line, cf.name, cf.line if cf.nested_in is None else 0, cf.end_line)
     if node is None:
         return None
     return rel, t, node
@@ -185,10 +236,11 @@ def import_name(ctx: Context, rel: str, module: str, name: str) -> list[Edit]:
     if any(b.branch in ("", "try", "else") for b in mf.bindings.get(name, [])):
         return []
     t = text_of(ctx, rel)
-    if t is None or t.tree is None:
+    head = t.head(mf.last_import_line) if t is not None else None
+    if t is None or head is None:
         return []
     target: ast.ImportFrom | None = None
-    for st in t.tree.body:
+    for st in head.body:
         if isinstance(st, ast.ImportFrom) and not any(a.name == "*" for a in st.names):
             absmod = _abs_module(mf.module, mf.is_package, st.level, st.module)
             if absmod == module:
@@ -211,7 +263,7 @@ def import_name(ctx: Context, rel: str, module: str, name: str) -> list[Edit]:
     line = mf.last_import_line
     if line:
         return [insert(rel, t.eol(line), f"\nfrom {module} import {name}")]
-    first = t.tree.body[0] if t.tree.body else None
+    first = head.body[0] if head.body else None
     if first is not None and isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
             and isinstance(first.value.value, str):
         return [insert(rel, t.eol(first.end_lineno or first.lineno), f"\n\nfrom {module} import {name}")]

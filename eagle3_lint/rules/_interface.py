@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
 from eagle3_lint.facts import ClassFacts, Method
-from eagle3_lint.graph import ClassKey
+from eagle3_lint.graph import ClassKey, Delegation
 from eagle3_lint.model import Finding, Location, Severity, Status
 
 if TYPE_CHECKING:
@@ -129,15 +129,23 @@ class Owner:
         return tuple(h.attr for h in self.hops)
 
 
+def delegations(ctx: Context, key: ClassKey) -> list[Delegation]:
+    """``graph.delegations``, computed once per class per analysis (the graph does not cache it)."""
+    cache: dict[ClassKey, list[Delegation]] = memo(ctx, "delegations", dict)
+    if key not in cache:
+        cache[key] = ctx.graph.delegations(key)
+    return cache[key]
+
+
 def delegate(ctx: Context, key: ClassKey, attr: str) -> ClassKey | None:
-    for d in ctx.graph.delegations(key):
+    for d in delegations(ctx, key):
         if d.attr == attr and d.target is not None:
             return d.target
     return None
 
 
 def has_unresolved_delegation(ctx: Context, key: ClassKey, attr: str) -> bool:
-    return any(d.attr == attr and d.target is None for d in ctx.graph.delegations(key))
+    return any(d.attr == attr and d.target is None for d in delegations(ctx, key))
 
 
 def lm_attr(ctx: Context, key: ClassKey) -> str | None:
@@ -148,9 +156,9 @@ def lm_attr(ctx: Context, key: ClassKey) -> str | None:
     if hit is not None and is_interface_class(ctx, hit[0]):
         # The interface's default returns the module built under ``_mark_language_model``:
         # the ``language_model`` attribute by convention, else the one registered sub-model.
-        if any(d.attr == "language_model" for d in ctx.graph.delegations(key)):
+        if any(d.attr == "language_model" for d in delegations(ctx, key)):
             return "language_model"
-        regs = [d.attr for d in ctx.graph.delegations(key) if d.how == "registered-model"]
+        regs = [d.attr for d in delegations(ctx, key) if d.how == "registered-model"]
         if len(regs) == 1:
             return regs[0]
     return None
@@ -190,7 +198,7 @@ def owner(ctx: Context, key: ClassKey, hops: tuple[Hop, ...] = (), seen: frozens
                 return deeper
         return Owner(key, hops, line)
     lm = ctx.graph.language_model_attrs(key) | ({lm_attr(ctx, key)} - {None})
-    dels = [d for d in ctx.graph.delegations(key) if d.target is not None]
+    dels = [d for d in delegations(ctx, key) if d.target is not None]
     dels.sort(key=lambda d: (d.attr not in lm and d.attr != "language_model", d.attr != "model", d.attr))
     for d in dels:
         if d.attr not in lm and d.attr not in ("language_model", "model") and d.how != "registered-model":
@@ -224,6 +232,13 @@ def resolve_self_path(ctx: Context, key: ClassKey, expr: str) -> tuple[tuple[Hop
     return tuple(hops), tuple(rest)
 
 
+def model_delegations(ctx: Context, key: ClassKey) -> list[Delegation]:
+    """The judge's notion of delegation to another model (registered, language model, ``model``), cached."""
+    lm = ctx.graph.language_model_attrs(key)
+    return [d for d in delegations(ctx, key)
+            if d.how in ("registered-model", "__getattr__") or d.attr in lm or d.attr in ("language_model", "model")]
+
+
 def supporting_inner(ctx: Context, key: ClassKey) -> list[tuple[Hop, ...]]:
     """Paths of model delegations to the nearest inner classes that pass the check (language model first)."""
     out: list[tuple[Hop, ...]] = []
@@ -234,7 +249,7 @@ def supporting_inner(ctx: Context, key: ClassKey) -> list[tuple[Hop, ...]]:
         for path in frontier:
             cur = path[-1].key if path else key
             lm = lm_attr(ctx, cur)
-            dels = sorted(ctx.judge.model_delegations(cur),
+            dels = sorted(model_delegations(ctx, cur),
                           key=lambda d: (d.attr != lm and d.attr != "language_model", d.attr != "model", d.attr))
             for d in dels:
                 if d.target is None or d.target in seen:
@@ -357,7 +372,7 @@ def default_parent(ctx: Context, key: ClassKey) -> tuple[tuple[Hop, ...], str] |
         if tgt is None:
             return None
         return (Hop(attr, tgt),), f"get_language_model() -> self.{attr}"  # type: ignore[arg-type]
-    if "language_model" in unwrap and any(d.attr == "language_model" for d in ctx.graph.delegations(key)):
+    if "language_model" in unwrap and any(d.attr == "language_model" for d in delegations(ctx, key)):
         tgt = delegate(ctx, key, "language_model")
         if tgt is None:
             return None

@@ -168,7 +168,7 @@ def _getter_body(ctx: Context, top: ClassKey) -> list[str] | None:
 def _receivers_with(ctx: Context, top: ClassKey, name: str) -> tuple[str, ...]:
     """``self.<attr>`` receivers (delegations of ``top``) whose class has ``name``, so renamed calls still resolve."""
     out = []
-    for d in ctx.graph.delegations(top):
+    for d in itf.delegations(ctx, top):
         if d.target is not None and ctx.graph.member_origin(d.target, name) is not None:
             out.append(f"self.{d.attr}")
     return tuple(out)
