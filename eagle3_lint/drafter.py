@@ -521,9 +521,14 @@ def capture(ctx: Context, key: ClassKey) -> Capture | None:
             if isinstance(n, (ast.For, ast.comprehension)) and me._dotted(n.iter) == aux_attr:
                 cap.order_dependent = True
                 cap.order_why = f"forward iterates {aux_attr} (line {n.iter.lineno}): states come out in the ids' order"
+    if cap.order_dependent:
+        sorts = _setter_sorts(ctx, key, lo.key)
+        if sorts is not None:
+            cap.order_dependent = False
+            cap.order_why = f"{cap.order_why}, but {sorts} stores them sorted, so their configured order is irrelevant"
     if cap.idiom == "mixin" or (aux_attr is None and sites):
         cap.order_why = cap.order_why or "collection tests membership layer by layer: states come out in layer order"
-    elif aux_attr and not cap.order_dependent:
+    elif aux_attr and not cap.order_why:
         cap.order_why = f"collection tests {aux_attr} membership layer by layer: states come out in layer order"
     # Pipeline relay of states captured on earlier ranks.
     flag = ctx.contract.pp_flag
@@ -539,6 +544,27 @@ def capture(ctx: Context, key: ClassKey) -> Capture | None:
             cap.relay_why = ("forward passes aux states to the next rank in IntermediateTensors" if cap.relays_pp else
                              "forward returns IntermediateTensors without the aux states on non-last ranks")
     return cap
+
+
+def _setter_sorts(ctx: Context, key: ClassKey, owner: ClassKey) -> str | None:
+    """The setter that stores the ids, if it sorts them (``tuple(sorted(set(layers)))``), as ``Class.method``."""
+    c = ctx.contract
+    cands: list[tuple[ClassKey, str]] = []
+    if c.mixin and c.mixin_setter:
+        mixin_key = ClassKey(c.module, c.mixin)
+        if ctx.graph.in_mro(owner, mixin_key):
+            cands.append((mixin_key, c.mixin_setter))
+    if c.setter:
+        hit = ctx.graph.method(key, c.setter)
+        if hit is not None:
+            cands.append((hit[0], c.setter))
+    for cls, name in cands:
+        path = ctx.graph.path_of(cls)
+        tree = _read(ctx, path)
+        fnode = me.find_function(tree, name, cls.qualname) if tree is not None else None
+        if fnode is not None and any(isinstance(n, ast.Call) and me._dotted(n.func) == "sorted" for n in ast.walk(fnode)):
+            return f"{cls.name}.{name}()"
+    return None
 
 
 # -- the drafter's fc -----------------------------------------------------------------------------------

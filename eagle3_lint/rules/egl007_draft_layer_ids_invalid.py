@@ -11,14 +11,15 @@ vLLM tree being checked, and flags aux-layer ids that this vLLM would collect wr
   embeddings) through its call before the loop;
 - **duplicate** ids: the forward tests membership once per layer, so ``[2, 2, 58]`` yields two
   states, not three;
-- **unsorted** ids, only where the analyzed version relies on their order (a forward that iterates
-  the ids instead of testing membership). In every release from 0.9.2 to 0.33.0 collection is by
-  membership, layer by layer, and 0.30+'s mixin stores ``tuple(sorted(set(layers)))``, so order is
-  irrelevant there and the rule stays silent;
+- **unsorted** ids, only where the analyzed version relies on their order: a forward that hands the
+  states over in the stored ids' order (iterating them) while the setter stores them unsorted.
+  Most forwards test membership layer by layer, so states come out in layer order; the one family
+  that iterates the ids (0.30+'s ``DeepseekV4Model``) sits behind ``EagleModelMixin``, whose setter
+  stores ``tuple(sorted(set(layers)))``. Order is irrelevant there and the rule stays silent;
 - a **count** that disagrees with the drafter's ``fc`` input: the drafter concatenates the
   collected states (``target hidden_size`` wide each), and its ``fc`` width is read from the
-  tree's drafter class for this config (``3 * hidden_size`` fixed up to 0.2x, then
-  ``num_aux_hidden_states`` or the length of ``eagle_config``'s ids);
+  tree's drafter class for this config (``3 * hidden_size`` fixed up to 0.21, then
+  ``num_aux_hidden_states``, else the length of ``eagle_config``'s ids, else 3);
 - a **capture convention** that differs from the analyzed model's forward: SpecForge/SGLang (and
   ModelOpt) number a layer's *output* (``eagle_config.eagle_aux_hidden_state_layer_ids``; SGLang
   adds 1 when capturing), vLLM the layer it *enters*. Ids taken over as-is are one layer early.
