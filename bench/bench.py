@@ -71,10 +71,22 @@ class Results:
     notes: list[str] = field(default_factory=list)
 
 
+# Set by ``snapshot_code``: every measured process imports eagle3_lint from this frozen copy.
+CODE_ENV: dict[str, str] = {}
+
+
+def snapshot_code(dest: Path) -> None:
+    """Measure a frozen copy of the package: edits made to the checkout while the bench runs
+    would otherwise change the code fingerprint, and with it drop every cache mid-run."""
+    shutil.copytree(REPO / "eagle3_lint", dest / "eagle3_lint", ignore=shutil.ignore_patterns("__pycache__"))
+    CODE_ENV["PYTHONPATH"] = os.pathsep.join([str(dest), *filter(None, [os.environ.get("PYTHONPATH")])])
+
+
 def run_measured(cmd: list[str], env: dict[str, str] | None = None, cwd: str | None = None,
                  timeout: float = 3600) -> Run:
     """Run ``cmd`` and return its wall time, CPU time and peak RSS (its own, via ``wait4``)."""
     full_env = dict(os.environ)
+    full_env.update(CODE_ENV)
     full_env.update(env or {})
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
@@ -105,12 +117,13 @@ def cache_root() -> Path:
     return Path(base) / "eagle3-lint"
 
 
-def cached_releases(root: Path) -> list[tuple[str, Path]]:
+def cached_releases(root: Path, first: tuple[int, ...] = SWEEP_FIRST,
+                    last: tuple[int, ...] = SWEEP_LAST) -> list[tuple[str, Path]]:
     out = []
     for d in root.glob("vllm-*"):
         v = d.name[len("vllm-"):]
         if (d / ".complete").is_file() and re.fullmatch(r"\d+(\.\d+)+", v) \
-                and SWEEP_FIRST <= version_key(v)[:3] <= SWEEP_LAST:
+                and first <= version_key(v)[:3] <= last:
             out.append((v, d))
     return sorted(out, key=lambda t: version_key(t[0]))
 
@@ -238,6 +251,8 @@ def bench(args: argparse.Namespace) -> Results:
     work = Path(tempfile.mkdtemp(prefix="eagle3-lint-bench-"))
     log = (lambda msg: print(f"  .. {msg}", file=sys.stderr, flush=True)) if not args.quiet else (lambda msg: None)
     try:
+        if not args.no_snapshot:
+            snapshot_code(work / "code")
         log(f"floor: read + ast.parse of the model files of {tree}")
         fl = measure_floor(tree, args.repeat)
         floor, floor_cpu = fl["wall"], fl["cpu"]
@@ -316,9 +331,10 @@ def bench(args: argparse.Namespace) -> Results:
 
 
 def sweep(args: argparse.Namespace, root: Path, res: Results, work: Path, log: Any) -> None:
-    releases = cached_releases(root)
+    first, _, last = args.sweep_range.partition("..")
+    releases = cached_releases(root, version_key(first), version_key(last))
     if not releases:
-        res.notes.append(f"sweep skipped: no cached releases 0.9.2..0.33.0 under {root}")
+        res.notes.append(f"sweep skipped: no cached releases {args.sweep_range} under {root}")
         return
     # A persistent cache of its own, so "warm" means what it does for a user: checked before.
     scache = Path(args.sweep_cache).expanduser() if args.sweep_cache else root / "bench-sweep"
@@ -339,7 +355,22 @@ def sweep(args: argparse.Namespace, root: Path, res: Results, work: Path, log: A
         if r.wall > slowest[1]:
             slowest = (v, r.wall)
     row(res, "sweep", total, "s", detail=f"{len(releases)} releases {releases[0][0]}..{releases[-1][0]}, "
-        f"cpu {cpu:.1f} s, slowest {slowest[0]} {slowest[1]:.2f} s; priming pass {prime:.1f} s")
+        f"one `check` each (all rules), cpu {cpu:.1f} s, slowest {slowest[0]} {slowest[1]:.2f} s; "
+        f"priming pass {prime:.1f} s")
+    # The same sweep as one `eagle3-lint matrix` command (statuses only, worker processes).
+    probe = run_measured([sys.executable, "-m", "eagle3_lint", "matrix", "--help"], cwd=str(work))
+    if probe.rc != 0:
+        res.notes.append("matrix sweep skipped: this eagle3-lint has no matrix command")
+        return
+    cmd = [sys.executable, "-m", "eagle3_lint", "matrix", *(str(d) for _, d in releases),
+           "--cache-dir", str(scache), "--format", "json", "--output", str(work / "matrix.json")]
+    check_rc(run_measured(cmd, cwd=str(work)), "matrix priming")
+    r = run_measured(cmd, cwd=str(work))
+    check_rc(r, "matrix sweep")
+    res.rows.append({"measure": "sweep-matrix", "value": round(r.wall, 3), "unit": "s", "ratio": None,
+                     "cpu_ratio": None, "target": f"<= {TARGETS['sweep'][0]} s", "ok": r.wall <= TARGETS["sweep"][0],
+                     "detail": f"one `eagle3-lint matrix` over the same {len(releases)} trees, cpu {r.cpu:.1f} s, "
+                               f"rss {r.rss_mb:.0f} MB"})
 
 
 def compare(args: argparse.Namespace, root: Path, tree: Path, version: str, res: Results,
@@ -390,10 +421,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache-root", default=str(cache_root()), help="where releases are cached (read only)")
     ap.add_argument("--repeat", type=int, default=2, help="runs per measure; the best counts (default 2)")
     ap.add_argument("--no-sweep", action="store_true", help="skip the sweep over all cached releases")
+    ap.add_argument("--sweep-range", default="0.9.2..0.33.0", help="releases the sweep covers (default 0.9.2..0.33.0)")
     ap.add_argument("--sweep-cache", help="facts cache for the sweep (default <cache-root>/bench-sweep)")
     ap.add_argument("--no-compare", action="store_true", help="skip the astroid and import-through-vLLM comparisons")
     ap.add_argument("--no-serial", action="store_true", help="skip the serial (EAGLE3_LINT_JOBS=1) cold check")
     ap.add_argument("--phases", action="store_true", help="also print the in-process phase timings of a warm check")
+    ap.add_argument("--no-snapshot", action="store_true",
+                    help="run the checkout's code directly instead of a frozen copy of it")
     ap.add_argument("--json", help="also write the figures to this JSON file")
     ap.add_argument("--report-only", action="store_true", help="exit 0 even if a target is missed")
     ap.add_argument("--quiet", action="store_true", help="no step-by-step log on stderr")
