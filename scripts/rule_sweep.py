@@ -4,10 +4,12 @@
     python scripts/rule_sweep.py                      # every cached release, every rule
     python scripts/rule_sweep.py --rules EGL002,EGL003,EGL004,EGL006 --details out.json
     python scripts/rule_sweep.py --versions 0.16.0,0.33.0 --show EGL004
+    python scripts/rule_sweep.py --rules EGL009 --target-config sample_trees/eagle3-model-type-gate/kimi_k25_v016/hf/config.json
 
 Releases are read from the eagle3-lint cache (``$XDG_CACHE_HOME/eagle3-lint/vllm-<V>/``, the
-folders ``eagle3-lint check vllm==V`` fills); nothing is downloaded. No architecture is targeted,
-so the table is what a maintainer running the tool over the whole tree would see. A cell is
+folders ``eagle3-lint check vllm==V`` fills); nothing is downloaded. No architecture is targeted
+unless ``--arch`` / ``--target-config`` say so, so by default the table is what a maintainer running
+the tool over the whole tree would see. A cell is
 ``errors/warnings`` (notes are counted with warnings). ``--details`` writes every finding, for
 hand-checking against the source.
 """
@@ -49,6 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rules", default="", help="comma-separated rule ids (default: all)")
     ap.add_argument("--details", type=Path, default=None, help="write every finding as JSON here")
     ap.add_argument("--show", default="", help="also print the findings of these rule ids")
+    ap.add_argument("--arch", default="", help="comma-separated architectures to target (default: none)")
+    ap.add_argument("--target-config", type=Path, default=None, help="the target's HF config.json (for EGL009)")
     args = ap.parse_args(argv)
 
     cache = args.cache or target.cache_root()
@@ -62,7 +66,10 @@ def main(argv: list[str] | None = None) -> int:
     for v in versions:
         root = target.release_dir(v, cache)
         t0 = time.perf_counter()
-        ctx = analyze(DirSource(root), Options(cache_dir=cache), lambda rid: rid in select)
+        opts = Options(cache_dir=cache, targets=tuple(x for x in args.arch.split(",") if x),
+                       target_config=json.loads(args.target_config.read_text()) if args.target_config else None,
+                       target_config_path=str(args.target_config) if args.target_config else None)
+        ctx = analyze(DirSource(root), opts, lambda rid: rid in select)
         dt = time.perf_counter() - t0
         row: dict[str, tuple[int, int]] = {}
         for rid in rules:

@@ -95,7 +95,13 @@ def _problem(ctx: Context, mf: ModuleFacts, cf: ClassFacts, name: str) -> str | 
 def _definers(ctx: Context, name: str) -> list[str]:
     """Modules of the tree that define ``name`` as a module-level class or function (not a re-export)."""
     out: list[str] = []
+    needle = name.encode()
     for rel in ctx.source.py_files():
+        try:
+            if needle not in ctx.source.read_bytes(rel):
+                continue  # a cheap byte test spares parsing the whole tree
+        except OSError:
+            continue
         mf = ctx.store.load_path(rel)
         if mf is None or mf.error:
             continue
