@@ -39,6 +39,7 @@ MARKER = ".eagle3-lint-oracle-complete.json"
 # Bump when the build steps change, so that venvs built the old way are rebuilt.
 RECIPE = 1
 TORCH = "torch==2.13.0"
+PYTHON = "3.11"
 TORCH_NO_DEPS = ["torchvision==0.28.0", "torchaudio==2.11.1"]
 
 SMOKE = (
@@ -83,6 +84,18 @@ def read_marker(venv: Path) -> dict | None:
         return json.loads((venv / MARKER).read_text())
     except (OSError, ValueError):
         return None
+
+
+def check_python(python: str) -> None:
+    """The locks and the CPU torch file on disk are for CPython 3.11; elsewhere
+    torch==2.13.0 would come from PyPI as a multi-GB CUDA build."""
+    try:
+        out = subprocess.run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                             capture_output=True, text=True, timeout=60).stdout.strip()
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise BuildError(f"cannot run {python}: {exc}") from exc
+    if out != PYTHON:
+        raise BuildError(f"{python} is Python {out or '?'}; the oracle venvs need Python {PYTHON}")
 
 
 def build(version: str, venv: Path, lock: Path, python: str) -> None:
@@ -144,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
             log(f"reuse complete venv {venv} (built {marker.get('built')})")
             print(venv / "bin" / "python")
             return 0
+        check_python(args.python)
         if venv.exists():
             why = "forced" if args.force else (
                 "lock or recipe changed" if marker else "no completion marker (interrupted build?)")
