@@ -90,12 +90,13 @@ def check_python(python: str) -> None:
     """The locks and the CPU torch file on disk are for CPython 3.11; elsewhere
     torch==2.13.0 would come from PyPI as a multi-GB CUDA build."""
     try:
-        out = subprocess.run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-                             capture_output=True, text=True, timeout=60).stdout.strip()
+        proc = subprocess.run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                              capture_output=True, text=True, timeout=60)
+        out = proc.stdout.strip() or "? (" + (proc.stderr.strip().splitlines() or ["no output"])[0] + ")"
     except (OSError, subprocess.SubprocessError) as exc:
         raise BuildError(f"cannot run {python}: {exc}") from exc
     if out != PYTHON:
-        raise BuildError(f"{python} is Python {out or '?'}; the oracle venvs need Python {PYTHON}")
+        raise BuildError(f"{python} is Python {out}; the oracle venvs need Python {PYTHON}")
 
 
 def build(version: str, venv: Path, lock: Path, python: str) -> None:
