@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from eagle3_lint.facts import decode_source, dotted
+from eagle3_lint.facts import _walk, decode_source, dotted
 from eagle3_lint.source import SourceTree
 
 _MODEL_DIRS = ("vllm/model_executor/models/", "vllm/models/")
@@ -123,18 +123,18 @@ def _parse(rel: str, data: bytes) -> ast.Module | None:
 
 
 def _functions(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
-    return [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    return [n for n in _walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
 
 
 def _message(node: ast.AST) -> str:
     """The literal parts of an exception message (f-string holes become ``{...}``)."""
     parts: list[str] = []
-    for n in ast.walk(node):
+    for n in _walk(node):
         if isinstance(n, ast.JoinedStr):
             for v in n.values:
                 parts.append(v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else "{...}")
             return "".join(parts)
-    for n in ast.walk(node):
+    for n in _walk(node):
         if isinstance(n, ast.Constant) and isinstance(n.value, str):
             parts.append(n.value)
     return "".join(parts)
@@ -142,7 +142,7 @@ def _message(node: ast.AST) -> str:
 
 def _raise_in(stmts: list[ast.stmt]) -> tuple[str, int]:
     for st in stmts:
-        for n in ast.walk(st):
+        for n in _walk(st):
             if isinstance(n, ast.Raise) and n.exc is not None:
                 exc = n.exc
                 name = dotted(exc.func) if isinstance(exc, ast.Call) else dotted(exc)
@@ -158,22 +158,27 @@ def derive(source: SourceTree, check_function: str, member_names: tuple[str, ...
     cfg_key: tuple[str, str, int] | None = None
     pp: tuple[str, str, int] | None = None
     runner_files, gate_files = _candidates(source)
+    # gpu_model_runner.py and the speculative config are candidates of both: parse them once.
+    gate_rels = {rel for rel, _ in gate_files}
+    parsed: dict[str, ast.Module | None] = {}
     for rel, data in runner_files:
         tree = _parse(rel, data)
+        if rel in gate_rels:
+            parsed[rel] = tree
         if tree is None:
             continue
         for fn in _functions(tree):
             site = _site(rel, fn, check_function, member_names)
             if site is not None:
                 sites.append(site)
-            for n in ast.walk(fn):
+            for n in _walk(fn):
                 if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.startswith("eagle_aux") \
                         and n.value.endswith("layer_ids") and cfg_key is None:
                     cfg_key = (n.value, rel, n.lineno)
                     config_fns[fn.name] = (rel, fn.lineno)
                 if pp_flag and isinstance(n, ast.Constant) and n.value == pp_flag and pp is None:
                     pp = (fn.name, rel, fn.lineno)
-    gates = _gates(gate_files)
+    gates = _gates(gate_files, parsed)
     notes: list[str] = []
     if not sites:
         notes.append("no runner call site found: the tree never asks the model for aux hidden states")
@@ -193,7 +198,7 @@ def _site(rel: str, fn: ast.FunctionDef | ast.AsyncFunctionDef, check_function: 
     check: tuple[str, int] | None = None
     err, err_line = "", 0
     negated = False
-    for n in ast.walk(fn):
+    for n in _walk(fn):
         if isinstance(n, ast.If):
             t = n.test
             negated = isinstance(t, ast.UnaryOp) and isinstance(t.op, ast.Not)
@@ -206,7 +211,7 @@ def _site(rel: str, fn: ast.FunctionDef | ast.AsyncFunctionDef, check_function: 
     fallback = setter = cfg = None
     fb_line = st_line = cfg_line = 0
     receiver = ""
-    for n in ast.walk(fn):
+    for n in _walk(fn):
         if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)):
             if isinstance(n, ast.Call) and "from_config" in dotted(n.func) and "aux" in dotted(n.func):
                 cfg, cfg_line = dotted(n.func).rsplit(".", 1)[-1], n.lineno
@@ -236,20 +241,20 @@ def _site(rel: str, fn: ast.FunctionDef | ast.AsyncFunctionDef, check_function: 
     )
 
 
-def _gates(files: list[tuple[str, bytes]]) -> list[Gate]:
+def _gates(files: list[tuple[str, bytes]], parsed: dict[str, ast.Module | None]) -> list[Gate]:
     out: list[Gate] = []
     for rel, data in files:
-        tree = _parse(rel, data)
+        tree = parsed[rel] if rel in parsed else _parse(rel, data)
         if tree is None:
             continue
         for fn in _functions(tree):
             lists: dict[str, tuple[tuple[str, ...], int]] = {}
-            for n in ast.walk(fn):
+            for n in _walk(fn):
                 if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) \
                         and isinstance(n.value, (ast.List, ast.Tuple, ast.Set)) and n.value.elts \
                         and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in n.value.elts):
                     lists[n.targets[0].id] = (tuple(e.value for e in n.value.elts), n.lineno)  # type: ignore[union-attr]
-            for n in ast.walk(fn):
+            for n in _walk(fn):
                 if isinstance(n, ast.If):
                     g = _gate(rel, n, lists)
                     if g is not None:
@@ -260,12 +265,12 @@ def _gates(files: list[tuple[str, bytes]]) -> list[Gate]:
 def _gate(rel: str, node: ast.If, lists: dict[str, tuple[tuple[str, ...], int]]) -> Gate | None:
     test = node.test
     methods = tuple(sorted({
-        n.value for n in ast.walk(test)
+        n.value for n in _walk(test)
         if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in ("eagle3", "eagle", "extract_hidden_states", "dflash", "dspark")
     }))
     if "eagle3" not in methods:
         return None
-    if not any(isinstance(n, ast.Attribute) and n.attr == "model_type" for n in ast.walk(test)):
+    if not any(isinstance(n, ast.Attribute) and n.attr == "model_type" for n in _walk(test)):
         return None
     err, _ = _raise_in(node.body)
     if not err:
@@ -274,7 +279,7 @@ def _gate(rel: str, node: ast.If, lists: dict[str, tuple[tuple[str, ...], int]])
     list_name: str | None = None
     list_line = 0
     cfg_attr = ""
-    for n in ast.walk(test):
+    for n in _walk(test):
         if isinstance(n, ast.Attribute) and n.attr == "model_type" and isinstance(n.value, ast.Attribute):
             cfg_attr = n.value.attr
         # ``not any(x in <...>.model_type for x in LIST)``
