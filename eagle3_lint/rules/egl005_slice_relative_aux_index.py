@@ -55,6 +55,9 @@ META = RuleMeta("EGL005", "slice-relative-aux-index", Severity.ERROR, True,
                 "A forward loop over a slice of the layers compares the slice-relative enumerate index with absolute aux-layer ids.")
 
 _MAX_HOPS = 4  # wrapper -> language model -> decoder is three hops in practice
+# Attributes the aux path goes through: the language model, its decoder, and a decoder-stack
+# module held as ``self.layers`` (plamo3's ``Plamo3Decoder``, which the setter forwards to).
+_HOPS = ("model", "language_model", "layers", "decoder")
 _PP_PROTOCOL = "SupportsPP"  # the interface vLLM's registry asks before allowing pipeline parallelism
 
 
@@ -131,7 +134,7 @@ def _reached(ctx: Context, key: ClassKey, hops: int = 0, seen: frozenset[ClassKe
     for d in ctx.graph.delegations(key):
         if d.target is None:
             continue
-        if d.attr in lm or d.attr in ("model", "language_model") or d.how == "registered-model":
+        if d.attr in lm or d.attr in _HOPS or d.how == "registered-model":
             yield from _reached(ctx, d.target, hops + 1, seen | {key})
 
 
