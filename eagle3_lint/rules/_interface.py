@@ -249,7 +249,9 @@ def supporting_inner(ctx: Context, key: ClassKey) -> list[tuple[Hop, ...]]:
         for path in frontier:
             cur = path[-1].key if path else key
             lm = lm_attr(ctx, cur)
-            dels = sorted(model_delegations(ctx, cur),
+            # The first hop is a model delegation (what the runner's object wraps); below it any
+            # sub-module may be the decoder (``self.model.decoder = Qwen2ForCausalLM(...)``).
+            dels = sorted(model_delegations(ctx, cur) if not path else delegations(ctx, cur),
                           key=lambda d: (d.attr != lm and d.attr != "language_model", d.attr != "model", d.attr))
             for d in dels:
                 if d.target is None or d.target in seen:

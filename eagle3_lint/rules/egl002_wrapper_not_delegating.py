@@ -73,9 +73,10 @@ def _compute(ctx: Context) -> itf.Groups:
         st = itf.status(ctx, arch)
         if st is Status.WRAPPER_GAP:
             inner = itf.supporting_inner(ctx, key)
-            loc = itf.class_location(ctx, key)
+            where = _definer(ctx, key, inner)
+            loc = itf.class_location(ctx, where)
             if loc is not None:
-                groups.get(loc, "gap", arch, key=key, inner=inner)
+                groups.get(loc, "gap", arch, key=where, inner=inner)
         elif st is Status.SUPPORTED:
             inner = itf.supporting_inner(ctx, key)
             if not inner:
@@ -90,6 +91,16 @@ def _compute(ctx: Context) -> itf.Groups:
             if loc is not None:
                 groups.get(loc, "no-reach", arch, key=key, inner=inner, effect=eff, owner=own)
     return groups
+
+
+def _definer(ctx: Context, key: ClassKey, inner: list[tuple[itf.Hop, ...]]) -> ClassKey:
+    """The class whose ``__init__`` builds the inner model: a subclass that only inherits the
+    wrapper (Tarsier2 from Qwen2-VL) is the same gap, reported and fixed once, on that class."""
+    if inner:
+        hit = ctx.graph.assigns_attr(key, inner[0][0].attr)
+        if hit is not None and not itf.is_interface_class(ctx, hit[0]):
+            return hit[0]
+    return key
 
 
 def _finding(ctx: Context, g: itf.Group) -> Finding:
