@@ -30,9 +30,10 @@ class WrapForConditionalGeneration(nn.Module, SupportsMultiModal, SupportsPP, Su
 With real default bodies (0.18+) adding the base is enough when the defaults' unwrap
 (``get_language_model()`` / ``language_model``, then ``.model``) reaches an ``EagleModelMixin``.
 
-Severity: error when the architecture is targeted (``--arch``), warning otherwise. Reported once
-per wrapper class (several architectures may map to it). Pooling models and drafters are out of
-scope: the runner never interrogates them as EAGLE-3 targets.
+Severity: error when the architecture is targeted (``--arch``), warning otherwise. Reported once,
+on the class whose ``__init__`` builds the inner model, with every architecture that inherits the
+gap (Tarsier2 subclasses Qwen2-VL: one finding). Pooling models and drafters are out of scope:
+the runner never interrogates them as EAGLE-3 targets.
 
 ## Fix safety
 Adding the interface base (and its import) is safe when the contract's default bodies already
