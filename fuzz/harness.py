@@ -1,0 +1,386 @@
+"""Mutation fuzzing of the whole analysis pipeline on real vLLM releases.
+
+One input = one real release with one file replaced by a mutated copy (or, for a few inputs, two
+files). The mutations are the kinds of damage real forks and half-finished edits produce: lines
+deleted, duplicated or swapped, identifiers renamed (one use or every use), class bases dropped,
+indentation broken, the file truncated, random bytes or stray tokens inserted. The mutated files
+are the model files *and* the files that drive derivation: ``registry.py``, ``interfaces.py``, the
+GPU runner and ``config/speculative.py``.
+
+Each input runs the full pipeline: facts, class graph, registry, contract, runner and gates,
+verdicts, every rule with its fixes, the fix planner and diff, and the JSON report. An input
+fails if any exception escapes, if ``ctx.errors`` is not empty, or if a fix turns a file that
+parsed into one that does not.
+
+Efficiency: the release is read into memory once (``MemoryTree``); facts of unchanged files, and
+the contract and runner derivations when none of their input files is mutated, come from
+in-memory memos keyed by content hash, exactly what the tool's own cache does on a warm run.
+Whatever a mutation touches is computed afresh; registry, graph, verdicts and rules always run.
+
+Used by ``fuzz/run.py`` (the long run, with ``random``), ``tests/test_fuzz.py`` (a short
+hypothesis run in CI) and ``fuzz/atheris_target.py`` (coverage-guided, when atheris installs).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import pickle
+import random
+import re
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from eagle3_lint import contract as contract_mod
+from eagle3_lint import facts as facts_mod
+from eagle3_lint import fixes
+from eagle3_lint import runner as runner_mod
+from eagle3_lint import store as store_mod
+from eagle3_lint.analysis import Context, Options, analyze
+from eagle3_lint.report import build_report
+from eagle3_lint.source import MAX_FILE_BYTES, SourceTree
+
+DRIVERS = (
+    "vllm/model_executor/models/registry.py",
+    "vllm/model_executor/models/interfaces.py",
+    "vllm/v1/worker/gpu_model_runner.py",
+    "vllm/config/speculative.py",
+)
+# Model files whose shapes the rules care most about (wrappers, aux-state loops, factories); any
+# other model file is picked too, at random.
+FAVOURITES = ("llama.py", "qwen2.py", "deepseek_v2.py", "kimi_k25.py", "utils.py", "adapters.py",
+              "llava.py", "qwen2_vl.py", "mllama4.py", "gpt_oss.py", "minicpm.py", "hunyuan_v1.py")
+
+IDENT = re.compile(rb"\b[A-Za-z_][A-Za-z0-9_]*\b")
+CLASS_LINE = re.compile(rb"^(\s*class\s+\w+\s*)\(([^)]*)\)(\s*:.*)$")
+TOKENS = (b"(", b")", b"[", b"]", b":", b",", b"\\", b'"""', b"'", b"#", b"\t", b"\n", b"\r", b"\x00", b"\xff",
+          b"\xef\xbb\xbf", b"if x:\n", b"else:\n", b"try:\n", b"class X(", b"def f(", b"import ", b"from . import *\n",
+          b"**", b"lambda", b"yield", b"return", b"pass\n", b"...", b"@", b"=", b"global x\n")
+NAME_POOL = (b"SupportsEagle3", b"SupportsEagle", b"SupportsPP", b"nn", b"Module", b"self", b"model",
+             b"language_model", b"layers", b"aux_hidden_state_layers", b"forward", b"__init__", b"islice",
+             b"enumerate", b"get_language_model", b"supports_eagle3", b"_VLLM_MODELS", b"object", b"x", b"None")
+
+
+class BaseTree:
+    """A release read into memory once: ``files[rel] -> bytes``."""
+
+    def __init__(self, root: Path) -> None:
+        from eagle3_lint.source import DirSource
+
+        src = DirSource(root)
+        self.root = root
+        self.py = src.py_files()
+        self.other = src.other_files()
+        self.files: dict[str, bytes] = {}
+        for rel in [*self.py, *self.other]:
+            try:
+                self.files[rel] = src.read_bytes(rel)
+            except OSError:
+                pass
+        models = [r for r in self.py if r.startswith("vllm/model_executor/models/") or r.startswith("vllm/models/")]
+        self.models = models
+        self.favourites = [r for r in models if r.rsplit("/", 1)[-1] in FAVOURITES]
+        self.drivers = [r for r in DRIVERS if r in self.files]
+
+
+class MemoryTree(SourceTree):
+    """``base`` with some files replaced; read-only like every tree."""
+
+    def __init__(self, base: BaseTree, overlay: dict[str, bytes]) -> None:
+        self.base = base
+        self.overlay = overlay
+        self.root = base.root  # the guard protects the real tree underneath
+        self.root_label = f"{base.root}#fuzz"
+
+    def py_files(self) -> list[str]:
+        return self.base.py
+
+    def other_files(self) -> list[str]:
+        return self.base.other
+
+    def read_bytes(self, rel: str) -> bytes:
+        data = self.overlay.get(rel)
+        if data is None:
+            data = self.base.files.get(rel)
+        if data is None:
+            raise OSError(f"cannot read {rel}")
+        if len(data) > MAX_FILE_BYTES:
+            raise OSError(f"file too large to analyze ({len(data)} bytes): {rel}")
+        return data
+
+
+_MEMO: dict[tuple[str, bytes], bytes] = {}
+_REAL_EXTRACT = facts_mod.extract
+
+
+def _memo_extract(path: str, module: str, is_package: bool, data: bytes) -> facts_mod.ModuleFacts:
+    key = (path, hashlib.sha1(data).digest())
+    blob = _MEMO.get(key)
+    if blob is not None:
+        return pickle.loads(blob)  # a fresh copy: nothing downstream can alter the memo
+    mf = _REAL_EXTRACT(path, module, is_package, data)
+    if _MEMO_OPEN:
+        _MEMO[key] = pickle.dumps(mf, protocol=pickle.HIGHEST_PROTOCOL)
+    return mf
+
+
+_MEMO_OPEN = False
+
+
+_DERIVED: dict[tuple[object, ...], bytes] = {}
+_MEMOIZED_BASES: set[int] = set()
+
+
+def _memo_derive(name: str, real: Callable[..., object], inputs: Callable[[SourceTree], set[str]]) -> Callable[..., object]:
+    """``real(src, *args)`` memoised under ``args`` and the overlaid files among its inputs.
+
+    Valid for the same reason as the tool's own ``store.memo``: the contract is read from
+    interfaces.py only and the runner from the non-model files only, so a mutation elsewhere
+    cannot change them. A mutation of one of their inputs always recomputes."""
+
+    def wrapper(src: SourceTree, *args: object) -> object:
+        overlay = getattr(src, "overlay", None)
+        if overlay is None:
+            return real(src, *args)
+        ins = inputs(src)
+        key = (name, repr(args), tuple(sorted((rel, hashlib.sha1(d).digest()) for rel, d in overlay.items() if rel in ins)))
+        blob = _DERIVED.get(key)
+        if blob is not None:
+            return pickle.loads(blob)
+        value = real(src, *args)
+        if len(_DERIVED) > 64:
+            _DERIVED.clear()
+        _DERIVED[key] = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        return value
+
+    return wrapper
+
+
+_RUNNER_INPUTS: dict[int, set[str]] = {}
+
+
+def _runner_inputs(src: SourceTree) -> set[str]:
+    base = getattr(src, "base", None)
+    k = id(base)
+    if k not in _RUNNER_INPUTS:
+        _RUNNER_INPUTS[k] = set(runner_mod.input_files(src))
+    return _RUNNER_INPUTS[k]
+
+
+def _contract_inputs(src: SourceTree) -> set[str]:
+    rel = src.module_path(contract_mod.INTERFACES_MODULE)
+    return {rel} if rel else set()
+
+
+@contextmanager
+def memoized_facts(base: BaseTree) -> Iterator[None]:
+    """Within the block, unchanged inputs come from memos (filled by one clean run) like a warm run."""
+    global _MEMO_OPEN
+    saved = (store_mod.extract, runner_mod.derive, contract_mod.derive)
+    store_mod.extract = _memo_extract  # type: ignore[assignment]
+    runner_mod.derive = _memo_derive("runner", saved[1], _runner_inputs)  # type: ignore[assignment]
+    contract_mod.derive = _memo_derive("contract", saved[2], _contract_inputs)  # type: ignore[assignment]
+    try:
+        if id(base) not in _MEMOIZED_BASES:
+            _MEMO_OPEN = True
+            try:
+                analyze(MemoryTree(base, {}), Options())
+            finally:
+                _MEMO_OPEN = False
+            _MEMOIZED_BASES.add(id(base))
+        yield
+    finally:
+        store_mod.extract, runner_mod.derive, contract_mod.derive = saved  # type: ignore[assignment]
+
+
+# -- mutations -----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Mutation:
+    kind: str
+    detail: str
+
+
+def _lines(data: bytes) -> list[bytes]:
+    return data.splitlines(keepends=True) or [b""]
+
+
+def mutate(data: bytes, rng: random.Random, n_ops: int) -> tuple[bytes, list[Mutation]]:
+    """Apply ``n_ops`` random mutations to ``data``."""
+    done: list[Mutation] = []
+    for _ in range(n_ops):
+        op = rng.choice(OPS)
+        data, detail = op(data, rng)
+        done.append(Mutation(op.__name__.lstrip("_"), detail))
+    return data, done
+
+
+def _delete_lines(data: bytes, rng: random.Random) -> tuple[bytes, str]:
+    ls = _lines(data)
+    i = rng.randrange(len(ls))
+    n = rng.choice((1, 1, 1, 2, 3, 5, 20))
+    del ls[i:i + n]
+    return b"".join(ls), f"lines {i + 1}..{i + n}"
+
+
+def _duplicate_lines(data: bytes, rng: random.Random) -> tuple[bytes, str]:
+    ls = _lines(data)
+    i = rng.randrange(len(ls))
+    n = rng.choice((1, 1, 2, 4, 12))
+    ls[i:i] = ls[i:i + n]
+    return b"".join(ls), f"lines {i + 1}..{i + n}"
+
+
+def _swap_lines(data: bytes, rng: random.Random) -> tuple[bytes, str]:
+    ls = _lines(data)
+    i, j = rng.randrange(len(ls)), rng.randrange(len(ls))
+    ls[i], ls[j] = ls[j], ls[i]
+    return b"".join(ls), f"lines {i + 1}<->{j + 1}"
+
+
+def _rename_identifier(data: bytes, rng: random.Random) -> tuple[bytes, str]:
+    ms = list(IDENT.finditer(data))
+    if not ms:
+        return data, "none"
+    m = rng.choice(ms)
+    old = m.group(0)
+    new = rng.choice((*NAME_POOL, old + b"_x", old[:-1] or b"y", rng.choice(ms).group(0)))
+    if rng.random() < 0.5:  # every use of the name
+        out = re.sub(rb"\b" + re.escape(old) + rb"\b", new.replace(b"\\", b"\\\\"), data)
+        return out, f"all {old.decode('latin-1')} -> {new.decode('latin-1')}"
+    return data[:m.start()] + new + data[m.end():], f"one {old.decode('latin-1')} -> {new.decode('latin-1')}"
+
+
+def _drop_bases(data: bytes, rng: random.Random) -> tuple[bytes, str]:
+    ls = _lines(data)
+    cands = [i for i, ln in enumerate(ls) if CLASS_LINE.match(ln.rstrip(b"\r\n"))]
+    if not cands:
+        return data, "no class"
+    i = rng.choice(cands)
+    m = CLASS_LINE.match(ls[i].rstrip(b"\r\n"))
+    assert m is not None
+    end = ls[i][len(ls[i].rstrip(b"\r\n")):]
+    bases = [b.strip() for b in m.group(2).split(b",") if b.strip()]
+    if bases and rng.random() < 0.6:
+        bases.pop(rng.randrange(len(bases)))
+        ls[i] = m.group(1) + b"(" + b", ".join(bases) + b")" + m.group(3) + end
+        return b"".join(ls), f"line {i + 1}: one base"
+    ls[i] = m.group(1) + m.group(3) + end
+    return b"".join(ls), f"line {i + 1}: all bases"
+
+
+def _break_indentation(data: bytes, rng: random.Random) -> tuple[bytes, str]:
+    ls = _lines(data)
+    i = rng.randrange(len(ls))
+    how = rng.choice(("dedent", "indent", "tab", "strip"))
+    if how == "dedent":
+        ls[i] = ls[i][4:] if ls[i].startswith(b"    ") else ls[i].lstrip(b" ")
+    elif how == "indent":
+        ls[i] = b" " * rng.choice((1, 2, 4, 8)) + ls[i]
+    elif how == "tab":
+        ls[i] = b"\t" + ls[i].lstrip(b" ")
+    else:
+        for k in range(i, min(len(ls), i + rng.randrange(1, 30))):
+            ls[k] = ls[k].lstrip(b" \t")
+    return b"".join(ls), f"line {i + 1}: {how}"
+
+
+def _insert_bytes(data: bytes, rng: random.Random) -> tuple[bytes, str]:
+    at = rng.randrange(len(data) + 1)
+    if rng.random() < 0.5:
+        blob = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 9)))
+    else:
+        blob = rng.choice(TOKENS)
+    return data[:at] + blob + data[at:], f"at {at}: {blob!r}"
+
+
+def _truncate(data: bytes, rng: random.Random) -> tuple[bytes, str]:
+    at = rng.randrange(len(data) + 1)
+    return data[:at], f"at {at}"
+
+
+# Weighted by repetition. Structure-keeping damage (renames, dropped bases, whole-line edits) is
+# favoured over byte noise, so that about half the inputs still parse and reach the deep paths.
+OPS: tuple[Callable[[bytes, random.Random], tuple[bytes, str]], ...] = (
+    *(_delete_lines,) * 3, *(_duplicate_lines,) * 2, _swap_lines, *(_rename_identifier,) * 5,
+    *(_drop_bases,) * 4, _break_indentation, _insert_bytes, _truncate,
+)
+
+
+# -- one input -------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    ok: bool
+    problem: str = ""
+    detail: str = ""
+    findings: int = 0
+    parsed: bool = True
+
+
+@dataclass
+class Case:
+    files: dict[str, bytes]
+    mutations: dict[str, list[Mutation]] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        return "; ".join(f"{rel}: " + ", ".join(f"{m.kind}({m.detail})" for m in ms)
+                         for rel, ms in self.mutations.items())
+
+
+def pick_case(base: BaseTree, rng: random.Random) -> Case:
+    """A random input: one file (sometimes two), 1 to 4 mutations each."""
+    files: dict[str, bytes] = {}
+    muts: dict[str, list[Mutation]] = {}
+    for _ in range(2 if rng.random() < 0.1 else 1):
+        r = rng.random()
+        pool = base.drivers if r < 0.3 else base.favourites if r < 0.6 else base.models
+        rel = rng.choice(pool or base.models)
+        data, done = mutate(files.get(rel, base.files[rel]), rng, rng.choice((1, 1, 1, 2, 2, 3, 4)))
+        files[rel] = data
+        muts.setdefault(rel, []).extend(done)
+    return Case(files, muts)
+
+
+def _parses(data: bytes) -> bool:
+    try:
+        compile(facts_mod.decode_source(data), "<fuzz>", "exec", dont_inherit=True, flags=0x400)  # PyCF_ONLY_AST
+        return True
+    except Exception:  # noqa: BLE001 - any failure means "does not parse"
+        return False
+
+
+def run_case(base: BaseTree, case: Case, targets: tuple[str, ...] = ()) -> Outcome:
+    """The full pipeline on ``base`` with ``case.files`` overlaid."""
+    tree = MemoryTree(base, case.files)
+    # store.no_gc thaws and collects what an earlier analysis froze, a full-heap walk per input;
+    # the fuzz loop's garbage is acyclic, so skip it (a no-op if the store changes).
+    store_mod._FROZE = False  # noqa: SLF001
+    try:
+        ctx: Context = analyze(tree, Options(targets=targets))
+        plan = fixes.plan(ctx.source, ctx.findings, True)
+        fixes.unified_diff(plan)
+        build_report(ctx)
+    except Exception as exc:  # noqa: BLE001 - this is what the fuzzer looks for
+        return Outcome(False, f"exception {type(exc).__name__}: {exc}"[:300], traceback.format_exc())
+    if ctx.errors:
+        e = ctx.errors[0]
+        return Outcome(False, f"internal error in {e.where}: {e.message}"[:300], e.traceback)
+    for rel, (old, new, _sha) in plan.files.items():
+        # Fixes of untouched files are the fix-safety suite's business; here, the mutated ones.
+        if rel in case.files and _parses(old.encode("utf-8")) and not _parses(new.encode("utf-8")):
+            return Outcome(False, f"fix breaks syntax of {rel}", fixes.unified_diff(plan)[:4000])
+    parsed = all(_parses(d) for d in case.files.values())
+    return Outcome(True, findings=len(ctx.findings), parsed=parsed)
+
+
+def targets_for(base: BaseTree, rng: random.Random) -> tuple[str, ...]:
+    """Target a few architectures some of the time, so architecture-scoped rules run too."""
+    if rng.random() < 0.5:
+        return ()
+    names = sorted(set(re.findall(rb'"(\w+For\w+)"\s*:', base.files.get(DRIVERS[0], b""))))
+    return tuple(n.decode() for n in rng.sample(names, min(len(names), 3))) if names else ()
