@@ -104,6 +104,15 @@ def run_measured(cmd: list[str], env: dict[str, str] | None = None, cwd: str | N
                    out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace"))
 
 
+def cpu_pressure() -> str:
+    """Share of the last 10 s in which tasks waited for a CPU (Linux PSI): how loaded the box is."""
+    try:
+        with open("/proc/pressure/cpu", encoding="ascii") as fh:
+            return fh.readline().split("avg10=")[1].split()[0] + "%"
+    except (OSError, IndexError):
+        return "n/a"
+
+
 def best(runs: list[Run]) -> Run:
     return min(runs, key=lambda r: r.wall)
 
@@ -269,16 +278,22 @@ def bench(args: argparse.Namespace) -> Results:
         cold = best(cold_runs)
         cold_report = out.read_bytes()
         row(res, "cold", cold.wall, "s", cold.wall / floor, cold.cpu / floor_cpu,
-            detail=f"cpu {cold.cpu:.2f} s, jobs={os.environ.get('EAGLE3_LINT_JOBS', 'auto')}")
+            detail=f"cpu {cold.cpu:.2f} s, jobs={os.environ.get('EAGLE3_LINT_JOBS', 'auto')}, "
+                   f"cpu pressure {cpu_pressure()}")
         row(res, "peak-rss", max(r.rss_mb for r in cold_runs), "MB", detail="cold check, ru_maxrss")
 
         if not args.no_serial:
-            log("cold check, serial parse (EAGLE3_LINT_JOBS=1)")
-            r = run_measured(lint_cmd(tree, work / "cache-serial", out), env={"EAGLE3_LINT_JOBS": "1"},
-                             cwd=str(work))
-            check_rc(r, "serial cold check")
-            row(res, "cold-serial", r.wall, "s", r.wall / floor, r.cpu / floor_cpu,
-                detail=f"cpu {r.cpu:.2f} s, rss {r.rss_mb:.0f} MB")
+            # What the parallel parse buys: forced serial and forced parallel, whatever "auto" chose.
+            ncpu = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+            for name, n in (("cold-serial", 1), ("cold-parallel", ncpu)):
+                if name == "cold-parallel" and ncpu < 2:
+                    continue
+                log(f"cold check, EAGLE3_LINT_JOBS={n}")
+                r = run_measured(lint_cmd(tree, work / f"cache-{name}", out), env={"EAGLE3_LINT_JOBS": str(n)},
+                                 cwd=str(work))
+                check_rc(r, f"{name} check")
+                row(res, name, r.wall, "s", r.wall / floor, r.cpu / floor_cpu,
+                    detail=f"cpu {r.cpu:.2f} s, rss {r.rss_mb:.0f} MB")
 
         warm_runs = []
         for i in range(max(args.repeat, 3)):
@@ -400,7 +415,8 @@ def compare(args: argparse.Namespace, root: Path, tree: Path, version: str, res:
 
 
 def render(res: Results) -> str:
-    lines = [f"eagle3-lint bench: vLLM {res.version} ({res.tree})", ""]
+    lines = [f"eagle3-lint bench: vLLM {res.version} ({res.tree}); {os.cpu_count()} CPUs, "
+             f"load average {os.getloadavg()[0]:.1f}, cpu pressure {cpu_pressure()} at the end", ""]
     hdr = f"{'measure':<12} {'value':>9}  {'ratio':>7} {'cpu-ratio':>9}  {'target':<16} {'ok':<4} detail"
     lines += [hdr, "-" * len(hdr)]
     for r in res.rows:
@@ -424,7 +440,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sweep-range", default="0.9.2..0.33.0", help="releases the sweep covers (default 0.9.2..0.33.0)")
     ap.add_argument("--sweep-cache", help="facts cache for the sweep (default <cache-root>/bench-sweep)")
     ap.add_argument("--no-compare", action="store_true", help="skip the astroid and import-through-vLLM comparisons")
-    ap.add_argument("--no-serial", action="store_true", help="skip the serial (EAGLE3_LINT_JOBS=1) cold check")
+    ap.add_argument("--no-serial", action="store_true",
+                    help="skip the forced serial and forced parallel cold checks (EAGLE3_LINT_JOBS=1 and =CPUs)")
     ap.add_argument("--phases", action="store_true", help="also print the in-process phase timings of a warm check")
     ap.add_argument("--no-snapshot", action="store_true",
                     help="run the checkout's code directly instead of a frozen copy of it")
