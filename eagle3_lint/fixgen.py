@@ -174,12 +174,16 @@ class Text:
         return self.tree
 
     def function_node(self, cls: ast.ClassDef, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        # The class's own definition (possibly under a class-level ``if``), the last one winning
+        # as at runtime; never a method of a nested class.
         found = None
-        for st in ast.walk(cls):
+        stack: list[ast.stmt] = list(cls.body)
+        while stack:
+            st = stack.pop(0)
             if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)) and st.name == name:
-                # The class's own definition, not one nested in a helper class.
-                if found is None or st.col_offset < found.col_offset:
-                    found = st
+                found = st
+            elif isinstance(st, ast.If):
+                stack[:0] = [*st.body, *st.orelse]
         return found
 
 

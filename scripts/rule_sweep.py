@@ -25,11 +25,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from eagle3_lint import target  # noqa: E402
-from eagle3_lint.analysis import Options, analyze  # noqa: E402
-from eagle3_lint.model import Severity  # noqa: E402
-from eagle3_lint.rules import all_rules  # noqa: E402
-from eagle3_lint.source import DirSource  # noqa: E402
+from eagle3_lint import target
+from eagle3_lint.analysis import Options, analyze
+from eagle3_lint.model import Severity
+from eagle3_lint.rules import all_rules
+from eagle3_lint.source import DirSource
 
 
 def _vkey(v: str) -> tuple[int, ...]:

@@ -664,7 +664,7 @@ def primary_arch(ctx: Context, archs: Iterable[str]) -> str | None:
     for a in archs:
         if ctx.is_targeted(a):
             return a
-    return sorted(archs)[0] if archs else None
+    return min(archs) if archs else None
 
 
 def any_targeted(ctx: Context, archs: Iterable[str]) -> bool:

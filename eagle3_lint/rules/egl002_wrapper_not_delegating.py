@@ -120,6 +120,12 @@ def _finding(ctx: Context, g: itf.Group) -> Finding:
         fails = f"fails {check_fn}()" if ctx.contract.found else "lacks the methods the runner calls"
         msg = (f"{key.name} {fails} ({chk.reason}), but the inner model it delegates to "
                f"({inner_txt}) supports the contract; the runner asks the wrapper")
+        exposed = [a for a, k in itf.scoped_archs(ctx) if a not in g.archs and k != key
+                   and ctx.graph.in_mro(k, key) and itf.status(ctx, a) is Status.UNSUPPORTED]
+        if exposed:
+            msg += (f" (note: {itf.arch_list(exposed)} {'inherits' if len(exposed) == 1 else 'inherit'} {key.name} but build{'s' if len(exposed) == 1 else ''} an inner model without the "
+                    f"contract; once {key.name} implements it they pass the check without working, and "
+                    f"EGL004/EGL006 report them)")
     else:
         eff: itf.Effect = g.data["effect"]  # type: ignore[assignment]
         own: itf.Owner | None = g.data["owner"]  # type: ignore[assignment]

@@ -10,6 +10,8 @@ that owns the decoder layers and flags the first broken link:
 - the contract's default setter (0.18+) unwraps to a holder that is not the ``EagleModelMixin`` it
   asserts, so ``set_aux_hidden_state_layers`` raises at runtime.
 
+Checked for classes that pass the check, and for those whose EGL003/EGL002 fix would make them
+pass (a partial class, a wrapper around a supporting inner model): their forward must work too.
 Reported once where the defect is (the forward, the setter, or the holder class), with every
 affected architecture listed. A wrapper whose inner model supports the contract is EGL002's; a
 stub setter is EGL003's. Pooling models and drafters are out of scope.
@@ -44,7 +46,16 @@ from typing import TYPE_CHECKING
 
 from eagle3_lint import fixgen
 from eagle3_lint.graph import ClassKey
-from eagle3_lint.model import Applicability, Edit, Finding, Fix, Location, Severity, Status, Step
+from eagle3_lint.model import (
+    Applicability,
+    Edit,
+    Finding,
+    Fix,
+    Location,
+    Severity,
+    Status,
+    Step,
+)
 from eagle3_lint.rules import RuleMeta, make
 from eagle3_lint.rules import _interface as itf
 
@@ -67,13 +78,24 @@ def _pairs(ctx: Context) -> list[tuple[Finding, itf.Group]]:
 def _compute(ctx: Context) -> itf.Groups:
     groups = itf.Groups()
     for arch, key in itf.scoped_archs(ctx):
-        if itf.status(ctx, arch) is not Status.SUPPORTED:
+        # Supported classes, and those that claim the interface without passing yet: a partial
+        # class (methods, no marker) or a wrapper around a supporting inner model. Their EGL003 /
+        # EGL002 fixes make the runner accept them, so the forward they reach must work too.
+        st = itf.status(ctx, arch)
+        if st not in (Status.SUPPORTED, Status.PARTIAL, Status.WRAPPER_GAP):
             continue
         own = itf.owner(ctx, key)
         if own is None:
             continue
+        inner = itf.supporting_inner(ctx, key)
+        wrapper_case = bool(inner)
         eff = itf.setter_effect(ctx, key)
-        wrapper_case = bool(itf.supporting_inner(ctx, key))
+        if st is Status.WRAPPER_GAP:
+            if not inner:
+                continue
+            # The wrapper has no setter yet; the one its fix delegates to decides the attribute.
+            sub = itf.setter_effect(ctx, inner[0][-1].key)
+            eff = itf.Effect("unknown", attr=sub.attr if sub.kind == "writes" else None)
         # The setter's own defects first: they decide which attribute the forward must read.
         if eff.kind in ("not-mixin", "no-holder") and not wrapper_case:
             mk = itf.mixin_key(ctx)
@@ -91,7 +113,7 @@ def _compute(ctx: Context) -> itf.Groups:
         if fw is None:
             continue
         if not fw.collects:
-            attr = eff.attr if eff.kind == "writes" else _expected_attr(ctx, own.key)
+            attr = eff.attr if eff.attr else _expected_attr(ctx, own.key)
             groups.get(itf.method_location(ctx, fw.owner, fw.line), "no-collect", arch,
                        top=key, owner=own, forward=fw, attr=attr, effect=eff)
         elif eff.kind == "writes" and eff.attr and eff.attr not in fw.attrs_read:
