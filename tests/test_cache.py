@@ -259,9 +259,10 @@ def test_parallel_parse_equals_serial(sample: Path, monkeypatch: pytest.MonkeyPa
     calls: list[int] = []
     real = FactStore._extract_parallel
 
-    def spy(self: FactStore, todo: list[str]):  # type: ignore[no-untyped-def]
+    def spy(self: FactStore, todo: list[str], n: int, sizes: dict[str, int]):  # type: ignore[no-untyped-def]
         calls.append(len(todo))
-        return real(self, todo)
+        assert n == 3
+        return real(self, todo, n, sizes)
 
     monkeypatch.setattr(FactStore, "_extract_parallel", spy)
     assert report(run(sample, None)) == serial
