@@ -415,8 +415,9 @@ def compare(args: argparse.Namespace, root: Path, tree: Path, version: str, res:
 
 
 def render(res: Results) -> str:
-    lines = [f"eagle3-lint bench: vLLM {res.version} ({res.tree}); {os.cpu_count()} CPUs, "
-             f"load average {os.getloadavg()[0]:.1f}, cpu pressure {cpu_pressure()} at the end", ""]
+    title = (f"eagle3-lint bench: vLLM {res.version} ({res.tree}); {os.cpu_count()} CPUs, "
+             f"load average {os.getloadavg()[0]:.1f}, cpu pressure {cpu_pressure()} at the end")
+    lines = [title, ""]
     hdr = f"{'measure':<12} {'value':>9}  {'ratio':>7} {'cpu-ratio':>9}  {'target':<16} {'ok':<4} detail"
     lines += [hdr, "-" * len(hdr)]
     for r in res.rows:

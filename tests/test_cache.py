@@ -157,7 +157,7 @@ def test_damaged_entry_in_a_sealed_pack_is_rebuilt(sample: Path, tmp_path: Path,
 
     def edit(body: dict) -> None:
         files = body["files"]
-        stat, digest, blob = files[rel]
+        stat, digest, _blob = files[rel]
         if what == "garbage-blob":
             files[rel] = (stat, digest, b"\x80\x05garbage")
         elif what == "wrong-type-blob":
@@ -284,7 +284,7 @@ def test_cache_dir_holds_releases_and_facts(sample: Path, tmp_path: Path) -> Non
     shutil.copytree(rel_dir, nocache_dir / "vllm-9.9.9")
     out2 = check_json(Path("vllm==9.9.9"), "--cache-dir", str(nocache_dir), "--no-cache")
     assert not (nocache_dir / "facts").exists()  # --no-cache: no facts written, release still found
-    strip = lambda s: {k: v for k, v in json.loads(s).items() if k != "target"}  # noqa: E731
+    strip = lambda s: {k: v for k, v in json.loads(s).items() if k != "target"}
     assert strip(out) == strip(out2) == strip(plain)
 
 
