@@ -160,3 +160,23 @@ def test_v033_interface_findings(real_trees: object) -> None:
     # DeepseekV4Model collects through a helper; neither is reported.
     assert not [f for f in fs if f.rule == "EGL004" and ("plamo3" in f.location.path or "deepseek_v41" in f.location.path)]
     assert not [f for f in fs if f.rule == "EGL003"]
+
+
+@pytest.mark.parametrize("version", ["0.16.0", "0.33.0"])
+def test_every_interface_fix_applies_and_converges(real_trees: object, tmp_path: Path, version: str) -> None:
+    """Without --arch, every EGL001-EGL006 fix at once: the patch applies, compiles, and leaves nothing."""
+    root = real_trees.get(version)  # type: ignore[attr-defined]
+    tree = tmp_path / "tree"
+    shutil.copytree(root, tree)
+    mine = {"EGL001", "EGL002", "EGL003", "EGL004", "EGL006"}
+    ctx = analyze(DirSource(tree), Options(cache_dir=tmp_path / "cache"), lambda rid: rid in mine)
+    assert ctx.findings and all(f.fix is not None for f in ctx.findings)
+    plan = fixes.plan(ctx.source, ctx.findings, unsafe=True)
+    assert plan.conflicts == 0
+    patch = fixes.unified_diff(plan)
+    subprocess.run(["git", "init", "-q"], cwd=tree, check=True)
+    subprocess.run(["git", "apply", "-"], cwd=tree, input=patch, text=True, check=True)
+    for rel in plan.files:
+        compile((tree / rel).read_text(encoding="utf-8"), rel, "exec")
+    after = analyze(DirSource(tree), Options(cache_dir=tmp_path / "cache"), lambda rid: rid in mine)
+    assert not after.findings, [(f.rule, f.location.path, f.location.line, f.message) for f in after.findings]
