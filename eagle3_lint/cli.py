@@ -215,15 +215,18 @@ def check(target: str | None, archs: tuple[str, ...], fmt: str, output: str | No
 @click.argument("arch")
 @click.argument("target", required=False)
 @click.option("--target-config", default=None, help="The target model's HF config.json.")
+@click.option("--plugin", "plugins", multiple=True, metavar="PATH_OR_DIST",
+              help="Also analyze an out-of-tree model plugin (a folder or an installed distribution; never imported).")
 @common
-def trace(arch: str, target: str | None, target_config: str | None, cache_dir: str | None, no_cache: bool, debug: bool) -> None:
+def trace(arch: str, target: str | None, target_config: str | None, cache_dir: str | None, no_cache: bool, debug: bool,
+          plugins: tuple[str, ...] = ()) -> None:
     """Show how the runner reaches ARCH: gates, call site, MRO, delegation, aux-state loop, fallback."""
 
     def run() -> int:
         from eagle3_lint.report.text import trace_tree
 
         ctx = run_check(CheckRequest(target, (arch,), cache_dir, no_cache, target_config, None, debug,
-                                     progress=_progress(True)))
+                                     progress=_progress(True), plugins=plugins))
         Console().print(trace_tree(ctx, arch))
         return 0
 
