@@ -51,3 +51,29 @@ def test_live_oracle_agreement(version: str, real_trees: object) -> None:
     c = differential.compare(version, real_trees.get(version), oracle, [])  # type: ignore[attr-defined]
     print(differential.render(c))
     assert c.ok, differential.render(c)
+
+
+@pytest.mark.real
+@pytest.mark.oracle
+def test_live_oracle_accepts_the_kimi_fix(real_trees: object, tmp_path: Path) -> None:
+    """0.16.0 patched by ``check --arch KimiK25ForConditionalGeneration --fix --unsafe-fixes --apply``:
+    vLLM's own ``supports_eagle3`` must say True for the wrapper and DeepSeek V3, and agree with the
+    tool on every importable architecture of the patched tree."""
+    if not _live_enabled():
+        pytest.skip("live oracle runs in CI or with EAGLE3_LINT_ORACLE=1 (builds a CPU vLLM venv)")
+    import shutil
+    import subprocess
+
+    src = real_trees.get("0.16.0")  # type: ignore[attr-defined]
+    root = tmp_path / "patched"
+    shutil.copytree(src / "vllm", root / "vllm")
+    p = subprocess.run([sys.executable, "-m", "eagle3_lint", "check", str(root), "--arch", "KimiK25ForConditionalGeneration",
+                        "--fix", "--unsafe-fixes", "--apply", "--no-cache"], capture_output=True, text=True, cwd=REPO)
+    assert p.returncode in (0, 1), p.stderr
+    assert "kimi_k25.py" in p.stderr and "deepseek_v2.py" in p.stderr
+    oracle = differential.runtime_verdicts("0.16.0", root, [])
+    assert oracle["vllm_file"].startswith(str(root))
+    assert oracle["verdicts"]["KimiK25ForConditionalGeneration"] is True
+    assert oracle["verdicts"]["DeepseekV3ForCausalLM"] is True
+    c = differential.compare("0.16.0", root, oracle, [])
+    assert c.ok, differential.render(c)
