@@ -188,7 +188,7 @@ def check(target: str | None, archs: tuple[str, ...], fmt: str, output: str | No
             from eagle3_lint.report.text import render_check
 
             console = Console(file=open(output, "w", encoding="utf-8") if output else None, width=160 if output else None)
-            render_check(ctx, console, [out.paths.finding(f) for f in findings], show_all)
+            render_check(out.paths.context(ctx), console, [out.paths.finding(f) for f in findings], show_all)
             from eagle3_lint.report.draft import render_text as render_draft
 
             render_draft(ctx, console)  # --draft-config / --plugin sections, when given

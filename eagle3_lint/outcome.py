@@ -53,6 +53,34 @@ class PathMap:
             related=tuple(dataclasses.replace(s, location=self.location(s.location)) for s in f.related),
         )
 
+    def value(self, obj: Any) -> Any:
+        """A frozen value (dataclass, tuple, dict) with every ``*path`` string field rewritten;
+        unchanged parts are returned as they are."""
+        if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+            changes: dict[str, Any] = {}
+            for fld in dataclasses.fields(obj):
+                if not fld.init:
+                    continue
+                v = getattr(obj, fld.name)
+                nv = self.path(v) if fld.name.endswith("path") and isinstance(v, str) and v else self.value(v)
+                if nv is not v:
+                    changes[fld.name] = nv
+            return dataclasses.replace(obj, **changes) if changes else obj
+        if isinstance(obj, tuple):
+            items = tuple(self.value(v) for v in obj)
+            return obj if all(a is b for a, b in zip(items, obj)) else items
+        if isinstance(obj, dict):
+            new = {k: self.value(v) for k, v in obj.items()}
+            return obj if all(new[k] is obj[k] for k in obj) else new
+        return obj
+
+    def context(self, ctx: Context) -> Context:
+        """A view of the context for the text report: verdicts, contract and runner with rewritten paths."""
+        if not self.prefixes:
+            return ctx
+        return dataclasses.replace(ctx, verdicts=self.value(ctx.verdicts), contract=self.value(ctx.contract),
+                                   runner=self.value(ctx.runner))
+
     def plan(self, p: Plan) -> Plan:
         """A fix plan whose file names are rewritten, for the printed diff (never for --apply)."""
         return p if not self.prefixes else dataclasses.replace(p, files={self.path(k): v for k, v in p.files.items()})

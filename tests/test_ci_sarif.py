@@ -239,8 +239,11 @@ def test_path_prefix_applies_to_every_format(tmp_path: Path) -> None:
 
     gh = cli(*base, "--format", "github", cwd=tmp_path).stdout
     assert gh.count(f"file={to}") == len(rep["findings"]) > 0
-    text = cli(*base, "--format", "text", cwd=tmp_path).stdout
-    assert f"{to}model_executor/models/silenced.py:" in text and "\nvllm/model_executor" not in text
+    text = cli(*base, "--format", "text", cwd=tmp_path, env={"COLUMNS": "400"}).stdout
+    assert f"contract: SupportsEagle3 at {to}model_executor/models/interfaces.py:" in text
+    assert f"runner: {to}v1/worker/gpu_model_runner.py:" in text and f"gate: {to}config/speculative.py:" in text
+    assert f" {to}model_executor/models/silenced.py:54 " in text  # the architecture table
+    assert f"\n{to}model_executor/models/silenced.py:54:39: EGL100" in text and "\nvllm/model_executor" not in text
     diff = cli(*base, "--fix", cwd=tmp_path).stdout
     assert f"--- a/{to}model_executor/models/silenced.py" in diff and f"+++ b/{to}model_executor/models/silenced.py" in diff
     # The tree itself is untouched, and a diff rewritten back applies in the vendoring repository.
