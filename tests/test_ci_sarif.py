@@ -257,3 +257,16 @@ def test_path_prefix_applies_to_every_format(tmp_path: Path) -> None:
     subprocess.run(["git", "apply", "-"], cwd=vendor, input=diff, text=True, check=True)
     patched = (vendor / "third_party/vllm/vllm/model_executor/models/silenced.py").read_text()
     assert "class BlanketForCausalLM(nn.Module):  # expect: EGL001, EGL100" in patched
+
+
+def test_missing_schema_fails_in_ci(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The SARIF validation cannot silently vanish from CI: a missing schema fails there, skips elsewhere."""
+    from tests import cihelp
+
+    monkeypatch.setenv(cihelp.SARIF_SCHEMA_ENV, str(tmp_path / "nope.json"))
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="SARIF 2.1.0 schema not found"):
+        cihelp.sarif_schema()
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception):
+        cihelp.sarif_schema()
