@@ -102,3 +102,15 @@ def test_egl009_literal_fix_keeps_a_recognisable_gate(tmp_path: Path) -> None:
     again = run(root, meta)
     assert [g.allow_list for g in again.runner.gates] == [("llama", "qwen2")]
     assert not [x for x in again.findings if x.rule == "EGL009"]
+
+
+def test_egl005_under_arch_only_the_targets_loop_is_fixed(tmp_path: Path) -> None:
+    case = SAMPLES / "slice-relative-aux-index" / "v016_islice"
+    meta = {**tomllib.loads((case / "case.toml").read_text()), "archs": ["NoPPForCausalLM"]}
+    ctx = run(materialize(case, tmp_path / "t"), meta)
+    got = by_file(ctx, "EGL005")
+    assert got["nopp.py"].fix is not None  # type: ignore[attr-defined]
+    # LlamaModel's loop is an error without --arch; no target runs it, so a warning without a fix.
+    assert got["llama.py"].severity is Severity.WARNING and got["llama.py"].fix is None  # type: ignore[attr-defined]
+    assert "no architecture named with --arch runs this forward" in got["llama.py"].message  # type: ignore[attr-defined]
+    assert got["step.py"].fix is None  # type: ignore[attr-defined]

@@ -17,7 +17,8 @@ Severity is read from the tree. Where the runner has a pipeline-parallel verifie
 ``supports_aux_hidden_states_over_pp = True``: an error for those, a warning (latent bug)
 otherwise. Where the tree has no such verifier nothing refuses PP for EAGLE-3: an error when a
 registered architecture that passes ``supports_eagle3()`` and supports PP runs this ``forward``,
-a warning (latent) when none does.
+a warning (latent) when none does. Under ``--arch``, a loop no named architecture runs is at most
+a warning.
 
 ## Example
 ```python
@@ -33,7 +34,8 @@ for idx, layer in enumerate(islice(self.layers, self.start_layer, self.end_layer
 ## Fix safety
 Safe: the fix adds ``start=<the slice's own start expression>`` to the ``enumerate`` call, a
 one-line edit. With ``start_layer == 0`` (no pipeline parallelism) nothing changes; with PP the
-index becomes the absolute layer id the aux list holds.
+index becomes the absolute layer id the aux list holds. Under ``--arch``, a loop that no named
+architecture runs is a warning without a fix, so the patch stays about the targets.
 """
 
 from __future__ import annotations
@@ -160,6 +162,18 @@ def _runners(ctx: Context) -> dict[ClassKey, list[_Runner]]:
     return out
 
 
+def _targeted_forwards(ctx: Context) -> set[ClassKey]:
+    """Classes whose ``forward`` an architecture named with ``--arch`` runs (whether or not it passes yet)."""
+    out: set[ClassKey] = set()
+    for arch in ctx.targeted:
+        key = ctx.keys.get(arch)
+        for inner in (_reached(ctx, key) if key is not None else ()):
+            hit = ctx.graph.method(inner, "forward")
+            if hit is not None:
+                out.add(hit[0])
+    return out
+
+
 def _severity(ctx: Context, key: ClassKey, runners: list[_Runner]) -> tuple[Severity, str, list[Step]]:
     """Error when this tree runs EAGLE-3 with pipeline parallelism through this forward, else a latent warning."""
     rp = ctx.runner
@@ -209,6 +223,7 @@ def _severity(ctx: Context, key: ClassKey, runners: list[_Runner]) -> tuple[Seve
 
 def check(ctx: Context) -> Iterator[Finding]:
     runners: dict[ClassKey, list[_Runner]] | None = None
+    targeted = _targeted_forwards(ctx) if ctx.targeted else set()
     seen: set[tuple[str, int]] = set()
     for key, rel in ctx.model_classes():
         cf = ctx.graph.class_facts(key)
@@ -226,6 +241,10 @@ def check(ctx: Context) -> Iterator[Finding]:
             if runners is None:
                 runners = _runners(ctx)
             sev, why, related = _severity(ctx, key, runners.get(key, []))
+            if ctx.targeted and key not in targeted:
+                # Under --arch, a loop no target runs is reported as a warning, without a fix.
+                sev = Severity.WARNING
+                why += " (no architecture named with --arch runs this forward, so no fix is attached)"
             msg = (f"{key.name}.forward enumerates {lp.iter_text} without start=, so {lp.index_var} counts from 0 "
                    f"inside the slice, yet it is compared with absolute aux-layer ids: {'; '.join(uses)}. {why[0].upper()}{why[1:]}.")
             yield make(META, msg, Location(rel, lp.line, lp.col, lp.end_line, lp.end_col), severity=sev,
@@ -264,6 +283,8 @@ def fix(ctx: Context, finding: Finding) -> Fix | None:
         for lp in (md.loops if isinstance(md, Method) else ()):
             if lp.line != line:
                 continue
+            if ctx.targeted and ClassKey(mf.module, cf.qualname) not in _targeted_forwards(ctx):
+                return None
             start = slice_start(lp)
             if start is None:
                 return None
