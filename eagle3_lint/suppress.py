@@ -62,9 +62,6 @@ class Directive:
     def location(self) -> Location:
         return Location(self.path, self.line, self.col, self.line, self.end_col)
 
-    def covers(self, line: int) -> bool:
-        return line == self.line or (self.own_line and line == self.line + 1)
-
 
 def _parse(path: str, row: int, col: int, comment: str, line_text: str) -> Iterator[Directive]:
     for m in DIRECTIVE.finditer(comment):
