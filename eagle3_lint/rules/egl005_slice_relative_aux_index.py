@@ -47,7 +47,15 @@ from typing import TYPE_CHECKING
 
 from eagle3_lint.facts import Loop, Method
 from eagle3_lint.graph import ClassKey
-from eagle3_lint.model import Applicability, Edit, Finding, Fix, Location, Severity, Step
+from eagle3_lint.model import (
+    Applicability,
+    Edit,
+    Finding,
+    Fix,
+    Location,
+    Severity,
+    Step,
+)
 from eagle3_lint.rules import RuleMeta, make
 
 if TYPE_CHECKING:
@@ -174,11 +182,15 @@ def _targeted_forwards(ctx: Context) -> set[ClassKey]:
     return out
 
 
+def _names(runners: list[_Runner]) -> str:
+    head = ", ".join(r.arch for r in runners[:4])
+    return head + (f" and {len(runners) - 4} more" if len(runners) > 4 else "")
+
+
 def _severity(ctx: Context, key: ClassKey, runners: list[_Runner]) -> tuple[Severity, str, list[Step]]:
     """Error when this tree runs EAGLE-3 with pipeline parallelism through this forward, else a latent warning."""
     rp = ctx.runner
     related: list[Step] = []
-    names = ", ".join(r.arch for r in runners[:4]) + (f" and {len(runners) - 4} more" if len(runners) > 4 else "")
     if rp.pp_verifier and rp.pp_flag:
         vloc = Location(rp.pp_verifier_path, rp.pp_verifier_line)
         related.append(Step("runner", f"{rp.pp_verifier} refuses PP for EAGLE-3 unless the decoder sets {rp.pp_flag} = True", vloc))
@@ -191,34 +203,35 @@ def _severity(ctx: Context, key: ClassKey, runners: list[_Runner]) -> tuple[Seve
             if t and why not in flagged:
                 flagged.append(why)
         if flagged:
-            return (Severity.ERROR,
-                    f"this vLLM runs EAGLE-3 with pipeline parallelism here: {flagged[0]}, so {rp.pp_verifier} "
-                    f"({vloc}) lets PP through and start_layer != 0 on every rank but the first", related)
-        return (Severity.WARNING,
-                f"latent: {rp.pp_verifier} ({vloc}) refuses pipeline parallelism for EAGLE-3 unless the decoder sets "
-                f"{rp.pp_flag} = True, and {own_why}, so start_layer is 0 whenever this runs; the index is wrong as soon "
-                f"as the flag is set", related)
-    pp_runners = [r for r in runners if r.pp is not False]
+            msg = (f"this vLLM runs EAGLE-3 with pipeline parallelism here: {flagged[0]}, so {rp.pp_verifier} "
+                   f"({vloc}) lets PP through and start_layer != 0 on every rank but the first")
+            return Severity.ERROR, msg, related
+        msg = (f"latent: {rp.pp_verifier} ({vloc}) refuses pipeline parallelism for EAGLE-3 unless the decoder sets "
+               f"{rp.pp_flag} = True, and {own_why}, so start_layer is 0 whenever this runs; the index is wrong as "
+               "soon as the flag is set")
+        return Severity.WARNING, msg, related
     for r in runners[:4]:
-        cf = ctx.graph.class_facts(ctx.keys[r.arch]) if ctx.keys.get(r.arch) else None
         k = ctx.keys.get(r.arch)
+        cf = ctx.graph.class_facts(k) if k is not None else None
         if cf is not None and k is not None:
             related.append(Step("architecture", f"{r.arch} passes supports_eagle3() and runs this forward",
                                 Location(ctx.graph.path_of(k), cf.line)))
+    pp_runners = [r for r in runners if r.pp is not False]
+    one = len(pp_runners) == 1
     if pp_runners:
-        names = ", ".join(r.arch for r in pp_runners[:4]) + (f" and {len(pp_runners) - 4} more" if len(pp_runners) > 4 else "")
-        return (Severity.ERROR,
-                "nothing in this tree refuses pipeline parallelism for EAGLE-3 (the runner has no PP verifier), and "
-                f"{names} pass{'es' if len(pp_runners) == 1 else ''} supports_eagle3() and run{'s' if len(pp_runners) == 1 else ''} "
-                "this forward: with PP the drafter's rank has start_layer != 0 and captures the wrong layers", related)
+        msg = ("nothing in this tree refuses pipeline parallelism for EAGLE-3 (the runner has no PP verifier), and "
+               f"{_names(pp_runners)} pass{'es' if one else ''} supports_eagle3() and run{'s' if one else ''} this "
+               "forward: with PP the drafter's rank has start_layer != 0 and captures the wrong layers")
+        return Severity.ERROR, msg, related
+    one = len(runners) == 1
     if runners:
-        return (Severity.WARNING,
-                f"latent: {names} run{'s' if len(runners) == 1 else ''} this forward with EAGLE-3 but do{'es' if len(runners) == 1 else ''} "
-                f"not implement {_PP_PROTOCOL}, so vLLM refuses pipeline parallelism for {'it' if len(runners) == 1 else 'them'} "
-                "and start_layer is 0", related)
-    return (Severity.WARNING,
-            "latent: no registered architecture that passes supports_eagle3() runs this forward, so the runner never "
-            "configures aux layers on it; the index is wrong as soon as one does, under pipeline parallelism", related)
+        msg = (f"latent: {_names(runners)} run{'s' if one else ''} this forward with EAGLE-3 but do{'es' if one else ''} "
+               f"not implement {_PP_PROTOCOL}, so vLLM refuses pipeline parallelism for {'it' if one else 'them'} "
+               "and start_layer is 0")
+        return Severity.WARNING, msg, related
+    msg = ("latent: no registered architecture that passes supports_eagle3() runs this forward, so the runner never "
+           "configures aux layers on it; the index is wrong as soon as one does, under pipeline parallelism")
+    return Severity.WARNING, msg, related
 
 
 def check(ctx: Context) -> Iterator[Finding]:

@@ -38,7 +38,15 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from eagle3_lint import hfconfig
-from eagle3_lint.model import Applicability, Edit, Finding, Fix, Location, Severity, Step
+from eagle3_lint.model import (
+    Applicability,
+    Edit,
+    Finding,
+    Fix,
+    Location,
+    Severity,
+    Step,
+)
 from eagle3_lint.rules import RuleMeta, make
 from eagle3_lint.runner import Gate
 
