@@ -130,7 +130,8 @@ def test_wheel_target_reads_zip_in_place(tmp_path: Path, real_trees: object) -> 
                 z.write(p, rel)
         for p in (root / "vllm-0.16.0.dist-info").iterdir():
             z.write(p, f"vllm-0.16.0.dist-info/{p.name}")
-    p = cli("check", str(whl), "--arch", "LlamaForCausalLM", "--format", "json", "--no-cache")
+    # --exit-zero: 0.16.0's LlamaModel loop is an EGL005 error (slice-relative aux index); this test is about the wheel.
+    p = cli("check", str(whl), "--arch", "LlamaForCausalLM", "--format", "json", "--no-cache", "--exit-zero")
     assert p.returncode == 0, p.stderr
     rep = json.loads(p.stdout)
     assert rep["target"]["vllm_version"] == "0.16.0"
