@@ -22,6 +22,7 @@ from eagle3_lint import fixes as fixes_mod
 from eagle3_lint import outcome as outcome_mod
 from eagle3_lint.app import CheckRequest, exit_code, run_check, write_output
 from eagle3_lint.errors import UsageError
+from eagle3_lint.guard import printable
 
 FORMATS = ["text", "json", "sarif", "github"]
 
@@ -29,7 +30,8 @@ FORMATS = ["text", "json", "sarif", "github"]
 def _fail(msg: str, debug: bool = False) -> NoReturn:
     if debug:
         traceback.print_exc()
-    click.echo(f"eagle3-lint: error: {msg}", err=True)
+    # One line, and nothing a hostile tree put in a name (newlines, terminal escapes) reaches the terminal raw.
+    click.echo(f"eagle3-lint: error: {printable(msg)}", err=True)
     sys.exit(2)
 
 
@@ -201,7 +203,7 @@ def check(target: str | None, archs: tuple[str, ...], fmt: str, output: str | No
             code = 1
         if code == 2:
             for e in ctx.errors:
-                click.echo(f"eagle3-lint: internal error in {e.where}: {e.message}", err=True)
+                click.echo(f"eagle3-lint: internal error in {printable(e.where)}: {printable(e.message)}", err=True)
                 if debug:
                     click.echo(e.traceback, err=True)
         if exit_zero and code == 1:

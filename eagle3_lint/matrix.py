@@ -31,6 +31,7 @@ from typing import Any
 
 from eagle3_lint import target as target_mod
 from eagle3_lint.errors import UsageError
+from eagle3_lint.guard import printable
 from eagle3_lint.model import Status
 
 SUPPORTED = Status.SUPPORTED.value
@@ -308,7 +309,8 @@ def to_markdown(m: Matrix, rows: list[Row], command: str) -> str:
         "|---|---|---|" + "---|" * len(m.labels),
     ]
     for row in rows:
-        out.append(f"| {row.arch} | {_since(row)} | {', '.join(row.regressions) or '-'} | "
+        # Registry keys come from the (possibly hostile) tree: no control characters, no cell breaks.
+        out.append(f"| {printable(row.arch).replace('|', '&#124;')} | {_since(row)} | {', '.join(row.regressions) or '-'} | "
                    + " | ".join(SYMBOL[c] for c in row.cells) + " |")
     errs = sum(r.internal_errors for r in m.releases)
     failed = [r.label for r in m.releases if r.error]
@@ -318,6 +320,7 @@ def to_markdown(m: Matrix, rows: list[Row], command: str) -> str:
 
 
 def render_table(m: Matrix, rows: list[Row], console: Any) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     t = Table(header_style="bold", show_lines=False)
@@ -329,14 +332,14 @@ def render_table(m: Matrix, rows: list[Row], console: Any) -> None:
     style = {"supported": "green", "unsupported": "red", "wrapper-gap": "magenta", "partial": "yellow", "unknown": "dim",
              None: "dim"}
     for row in rows:
-        t.add_row(row.arch, _since(row), ", ".join(row.regressions) or "-",
+        t.add_row(escape(printable(row.arch)), _since(row), ", ".join(row.regressions) or "-",
                   *[f"[{style[c]}]{SYMBOL[c]}[/]" for c in row.cells])
     console.print(t)
     legend = ", ".join(f"{SYMBOL[s.value]} {s.value}" for s in Status) + f", {SYMBOL[None]} not registered"
     failed = [f"{r.label}: {r.error}" for r in m.releases if r.error]
     console.print(f"[dim]{legend}. {len(rows)} architectures x {len(m.releases)} releases in {m.seconds:.1f}s.[/]")
     for f in failed:
-        console.print(f"[red]could not read {f}[/]")
+        console.print(f"[red]could not read {escape(printable(f))}[/]")
 
 
 def write_markdown(path: Path, text: str) -> None:

@@ -13,6 +13,11 @@ from eagle3_lint import target
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "sample_trees"
 
+# The whole suite (and every CLI subprocess it starts) runs with the full guard: besides the import
+# hook, which is always on during analysis, an audit hook refuses exec of tree code and writes into
+# the tree while it is analyzed (eagle3_lint/guard.py).
+os.environ.setdefault("EAGLE3_LINT_GUARD", "1")
+
 
 def real_cache_dir() -> Path:
     """Where real releases are cached; CI and developers share the user cache by default."""

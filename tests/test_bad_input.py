@@ -513,3 +513,32 @@ def test_file_changed_between_analysis_and_apply(tmp_path: Path, monkeypatch: py
     lines = [ln for ln in out.splitlines() if ln.strip()]
     assert lines == [ln for ln in lines if ln.startswith("eagle3-lint: error:")] and len(lines) == 1, out
     assert "changed since it was analyzed" in out and "Traceback" not in out
+
+
+def test_hostile_names_reach_no_terminal_raw(tmp_path: Path) -> None:
+    """Registry keys, module strings and file names are the tree's to choose: rich markup in them
+    must not break the text report (MarkupError) and terminal escapes, bidi overrides and newlines
+    must not reach the terminal raw, in any format or command."""
+    from tests.hostile import commands, formats
+
+    root = small_tree(tmp_path / "t")
+    evil = "Evil[/]For[bold red]X[/bold red]\x1b]0;pwned\x07\x1b[31m\u202eLM"
+    write(root, f"{MODELS}/[x]\x1b[1m.py", "class Broken(:\n    pass\n")
+    write(root, f"{MODELS}/registry.py", registry({"GoodForCausalLM": ("good", "GoodForCausalLM"),
+                                                    "PlainForCausalLM": ("plain", "PlainForCausalLM"),
+                                                    evil: ("plain", "PlainForCausalLM"),
+                                                    "Line\nBreakForCausalLM": ("no[/]such", "X\x1b[2J")}))
+    runs = [["check", str(root), "--format", f] for f in formats()]
+    runs += [["check", str(root), "--arch", evil, "--all"], ["trace", evil, str(root)],
+             ["trace", "Line\nBreakForCausalLM", str(root)], ["check", str(root), "--arch", "Nope\x1b[31m\nX"]]
+    if "matrix" in commands():
+        runs += [["matrix", str(root)], ["matrix", str(root), "--format", "markdown"]]
+    for args in runs:
+        p = run_cli(args, tmp_path)
+        out = p.stdout + p.stderr
+        assert "Traceback" not in out and "MarkupError" not in out, (args, out[-2000:])
+        assert "\x1b" not in out and "\u202e" not in out, (args, repr(out[-2000:]))
+        if p.returncode == 2:
+            assert_one_line_error(p)
+        if args[-1] == "text" or args[0] == "trace" and "Line" not in args[1]:
+            assert "Evil[/]For" in p.stdout, args  # shown literally (the table may wrap the rest)

@@ -85,3 +85,22 @@ def test_fuzz_regression(path: Path, real_trees: object) -> None:
     with memoized_facts(base):
         o = run_case(base, Case(files), tuple(rec.get("targets", ())))
     assert o.ok, f"{rec['problem']} (was)\n{o.problem} (now)\n{o.detail}"
+
+
+def test_harness_catches_a_planted_bug(base: BaseTree, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fuzzer has teeth: a bug that fires on one input's content is reported as a failure."""
+    from eagle3_lint import facts
+
+    real = facts._Extractor.run  # noqa: SLF001
+
+    def planted(self: facts._Extractor, tree: object) -> facts.ModuleFacts:  # noqa: SLF001
+        if any("PLANTED_BUG" in ln for ln in self.lines):
+            raise IndexError("planted")
+        return real(self, tree)
+
+    rel = base.favourites[0]
+    with memoized_facts(base):
+        assert run_case(base, Case({rel: base.files[rel] + b"\nPLANTED_BUG = 1\n"}), ()).ok
+        monkeypatch.setattr(facts._Extractor, "run", planted)  # noqa: SLF001
+        o = run_case(base, Case({rel: base.files[rel] + b"\nPLANTED_BUG = 1\n"}), ())
+    assert not o.ok and "IndexError: planted" in o.problem

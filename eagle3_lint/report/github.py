@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from eagle3_lint.guard import printable
 from eagle3_lint.model import Finding, Severity
 
 PER_STEP_LIMIT = 10  # per annotation kind (error, warning, notice), per step
@@ -22,7 +23,9 @@ COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.NOTE: 
 
 
 def escape_data(s: str) -> str:
-    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    # Other control characters (ESC sequences colour or hide log text) come from the tree's own
+    # strings and file names; they are shown as escapes (guard.printable).
+    return printable(s, one_line=False).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 def escape_property(s: str) -> str:
