@@ -3,12 +3,14 @@
 One input = one real release with one file replaced by a mutated copy (or, for a few inputs, two
 files). The mutations are the kinds of damage real forks and half-finished edits produce: lines
 deleted, duplicated or swapped, identifiers renamed (one use or every use), class bases dropped,
-indentation broken, the file truncated, random bytes or stray tokens inserted. The mutated files
+indentation broken, the file truncated, random bytes or stray tokens inserted, markup, escape
+sequences and newlines put into string literals (registry keys, error messages). The mutated files
 are the model files *and* the files that drive derivation: ``registry.py``, ``interfaces.py``, the
 GPU runner and ``config/speculative.py``.
 
 Each input runs the full pipeline: facts, class graph, registry, contract, runner and gates,
-verdicts, every rule with its fixes, the fix planner and diff, and the JSON report. An input
+verdicts, every rule with its fixes, the fix planner and diff, and every output format (JSON,
+SARIF, GitHub, the text report, ``trace`` of the architectures the mutation touches). An input
 fails if any exception escapes, if ``ctx.errors`` is not empty, or if a fix turns a file that
 parsed into one that does not.
 
@@ -25,6 +27,8 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import io
+import json
 import pickle
 import random
 import re
@@ -34,13 +38,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rich.console import Console
+
 from eagle3_lint import contract as contract_mod
 from eagle3_lint import facts as facts_mod
 from eagle3_lint import fixes
 from eagle3_lint import runner as runner_mod
 from eagle3_lint import store as store_mod
 from eagle3_lint.analysis import Context, Options, analyze
-from eagle3_lint.report import build_report
 from eagle3_lint.source import MAX_FILE_BYTES, SourceTree
 
 DRIVERS = (
@@ -303,11 +308,29 @@ def _truncate(data: bytes, rng: random.Random) -> tuple[bytes, str]:
     return data[:at], f"at {at}"
 
 
+STRING = re.compile(rb"""(["'])([A-Za-z0-9_.]*)\1""")
+# What a hostile or careless tree can put in a string literal that reports print.
+# Raw bytes and their source escapes (``\\x1b`` in the literal gives the same string at run time).
+POISON = (b"[/]", b"[bold red]", b"[link=http://x]", b"\x1b[31m", b"\\x1b[31m", b"\x1b]0;t\x07", "\u202e".encode(),
+          b"\\u202e", b"\\n", b"\\r\\n", b"%0A::error::x", b"|", b"::", b"${{ x }}", b"\\x00", b"</script>", b"\\\\",
+          b"\t", b"\n")
+
+
+def _poison_string(data: bytes, rng: random.Random) -> tuple[bytes, str]:
+    ms = list(STRING.finditer(data))
+    if not ms:
+        return data, "no string"
+    m = rng.choice(ms)
+    at = rng.randrange(m.start(2), m.end(2) + 1)
+    blob = rng.choice(POISON)
+    return data[:at] + blob + data[at:], f"at {at}: {blob!r}"
+
+
 # Weighted by repetition. Structure-keeping damage (renames, dropped bases, whole-line edits) is
 # favoured over byte noise, so that about half the inputs still parse and reach the deep paths.
 OPS: tuple[Callable[[bytes, random.Random], tuple[bytes, str]], ...] = (
     *(_delete_lines,) * 3, *(_duplicate_lines,) * 2, _swap_lines, *(_rename_identifier,) * 5,
-    *(_drop_bases,) * 4, _break_indentation, _insert_bytes, _truncate,
+    *(_drop_bases,) * 4, _break_indentation, _insert_bytes, _truncate, *(_poison_string,) * 2,
 )
 
 
@@ -378,18 +401,48 @@ def _run_case(tree: MemoryTree, base: BaseTree, case: Case, targets: tuple[str, 
         ctx: Context = analyze(tree, Options(targets=targets))
         plan = fixes.plan(ctx.source, ctx.findings, True)
         fixes.unified_diff(plan)
-        build_report(ctx)
+        shown = render_all(ctx, targets, case)
     except Exception as exc:  # noqa: BLE001 - this is what the fuzzer looks for
         return Outcome(False, f"exception {type(exc).__name__}: {exc}"[:300], traceback.format_exc())
     if ctx.errors:
         e = ctx.errors[0]
         return Outcome(False, f"internal error in {e.where}: {e.message}"[:300], e.traceback)
+    # A non-terminal Console emits no escape codes of its own: any in the output came from the tree.
+    raw = sorted({c for c in shown if c in "\x1b\x07\x00\u202e\u2066"})
+    if raw:
+        return Outcome(False, f"raw control characters {raw!r} in printed output", shown[-4000:])
     for rel, (old, new, _sha) in plan.files.items():
         # Fixes of untouched files are the fix-safety suite's business; here, the mutated ones.
         if rel in case.files and _parses(old.encode("utf-8")) and not _parses(new.encode("utf-8")):
             return Outcome(False, f"fix breaks syntax of {rel}", fixes.unified_diff(plan)[:4000])
     parsed = all(_parses(d) for d in case.files.values())
     return Outcome(True, findings=len(ctx.findings), parsed=parsed)
+
+
+def render_all(ctx: Context, targets: tuple[str, ...], case: Case) -> str:
+    """Every output a user can ask for: JSON, SARIF, GitHub annotations, the text report, and the
+    trace of the targeted architectures and of those defined in the mutated files."""
+    from eagle3_lint import config as config_mod
+    from eagle3_lint import outcome as outcome_mod
+    from eagle3_lint.report import github, sarif, text
+
+    settings = config_mod.resolve(no_config=True, archs=targets)
+    out = outcome_mod.finalize(ctx, settings)
+    json.dumps(outcome_mod.json_report(ctx, out))
+    json.dumps(sarif.build_sarif(ctx, out))
+    gh = github.render([out.paths.finding(f) for f in out.findings])
+    buf = io.StringIO()
+    console = Console(file=buf, width=140)
+    text.render_check(out.paths.context(ctx), console, [out.paths.finding(f) for f in out.findings], True)
+    mods = {tree_module(rel) for rel in case.files}
+    traced = [a for a in ctx.verdicts if a in targets or ctx.verdicts[a].module in mods][:4]
+    for arch in traced:
+        console.print(text.trace_tree(ctx, arch))
+    return gh + buf.getvalue()
+
+
+def tree_module(rel: str) -> str:
+    return SourceTree.path_module(rel)
 
 
 def targets_for(base: BaseTree, rng: random.Random) -> tuple[str, ...]:

@@ -81,7 +81,15 @@ def test_fuzz_regression(path: Path, real_trees: object) -> None:
     """A crash a fuzz run found, kept as its mutated files: it must stay fixed."""
     rec = json.loads(path.read_text())
     base = BaseTree(real_trees.get(rec["release"]))  # type: ignore[attr-defined]
-    files = {rel: base64.b64decode(b) for rel, b in rec["files"].items()}
+    # "files": whole mutated files (base64, as fuzz/run.py writes them); "edits": text replacements
+    # on the release's own files, for a hand-reduced case.
+    files = {rel: base64.b64decode(b) for rel, b in rec.get("files", {}).items()}
+    for rel, edits in rec.get("edits", {}).items():
+        text = files.get(rel, base.files[rel]).decode("utf-8")
+        for old, new in edits:
+            assert old in text, (rel, old)
+            text = text.replace(old, new.encode().decode("unicode_escape"), 1)
+        files[rel] = text.encode("utf-8")
     with memoized_facts(base):
         o = run_case(base, Case(files), tuple(rec.get("targets", ())))
     assert o.ok, f"{rec['problem']} (was)\n{o.problem} (now)\n{o.detail}"
