@@ -14,10 +14,45 @@ import codecs
 import sys
 from dataclasses import dataclass, field
 
-FACTS_VERSION = 8
+FACTS_VERSION = 9
 
 # Branch tags for bindings made under control flow; resolution prefers the runtime default.
 MAIN, ELSE, TRY, IF, TYPE_CHECKING, EXCEPT = "", "else", "try", "if", "type-checking", "except"
+# A branch of a platform dispatch that the static platform model decides: taken, or not.
+TAKEN, SKIPPED = "taken", "skipped"
+
+
+def platform_test(node: ast.AST) -> bool | None:
+    """Evaluate a dispatch condition on vLLM's unspecified platform, or None when it is not one.
+
+    vLLM falls back to ``UnspecifiedPlatform`` when no accelerator is detected (as in the runtime
+    oracle on CPU machines): every ``current_platform.is_<x>()`` is False and ``device_type`` matches
+    no literal. ``TYPE_CHECKING`` is False at runtime. So ``if TYPE_CHECKING or not
+    current_platform.is_rocm():`` takes its body, which is the NVIDIA implementation.
+    """
+    if isinstance(node, ast.Name) and node.id == "TYPE_CHECKING" or \
+            isinstance(node, ast.Attribute) and node.attr == "TYPE_CHECKING":
+        return False
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr.startswith("is_") \
+            and dotted(node.func.value).endswith("current_platform") and not node.args:
+        return False
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.Eq, ast.NotEq)) \
+            and dotted(node.left).endswith("current_platform.device_type") \
+            and isinstance(node.comparators[0], ast.Constant):
+        return isinstance(node.ops[0], ast.NotEq)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        v = platform_test(node.operand)
+        return None if v is None else not v
+    if isinstance(node, ast.BoolOp):
+        vals = [platform_test(v) for v in node.values]
+        if isinstance(node.op, ast.Or):
+            if any(v is True for v in vals):
+                return True
+            return False if all(v is False for v in vals) else None
+        if any(v is False for v in vals):
+            return False
+        return True if all(v is True for v in vals) else None
+    return None
 
 
 @dataclass
@@ -354,7 +389,15 @@ class _Extractor:
                         self._dict(t.id, value, st.lineno)
         elif isinstance(st, ast.If):
             test = dotted(st.test)
-            if test.endswith("TYPE_CHECKING"):
+            decided = None if test.endswith("TYPE_CHECKING") or branch == SKIPPED else platform_test(st.test)
+            if decided is not None:
+                self._block(st.body, TAKEN if decided else SKIPPED, scope)
+                if st.orelse:
+                    if len(st.orelse) == 1 and isinstance(st.orelse[0], ast.If) and not decided:
+                        self._stmt(st.orelse[0], branch, scope)
+                    else:
+                        self._block(st.orelse, SKIPPED if decided else TAKEN, scope)
+            elif test.endswith("TYPE_CHECKING"):
                 self._block(st.body, TYPE_CHECKING, scope)
             else:
                 self._block(st.body, IF, scope)

@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
-from eagle3_lint.facts import ELSE, EXCEPT, IF, MAIN, TRY, TYPE_CHECKING, Binding, ClassFacts, Member, ModuleFacts
+from eagle3_lint.facts import ELSE, EXCEPT, IF, MAIN, SKIPPED, TAKEN, TRY, TYPE_CHECKING, Binding, ClassFacts, Member, ModuleFacts
 
-# Which of several conditional bindings of one name the runtime picks: an unconditional binding,
-# else the final ``else`` of an if/elif dispatch (vLLM's platform dispatchers default there), else
-# the ``try`` side of an optional import.
-_BRANCH_PREFERENCE = {MAIN: 0, ELSE: 1, TRY: 2, IF: 3, TYPE_CHECKING: 4, EXCEPT: 5}
+# Which of several conditional bindings of one name the runtime picks: an unconditional binding or
+# the branch the platform model decides is taken (facts.platform_test), else the final ``else`` of an
+# if/elif dispatch, else the ``try`` side of an optional import.
+_BRANCH_PREFERENCE = {MAIN: 0, TAKEN: 0, ELSE: 1, TRY: 2, IF: 3, TYPE_CHECKING: 4, EXCEPT: 5, SKIPPED: 6}
 _MAX_DEPTH = 40
 # Real vLLM class hierarchies are under 15 levels deep; this bounds recursion on generated ones.
 _MAX_MRO_DEPTH = 60

@@ -37,6 +37,30 @@ class OracleError(Exception):
     pass
 
 
+# Bases vLLM adds at class-creation time: ``@support_torch_compile`` (vllm/compilation/decorators.py)
+# appends a torch.compile wrapper to ``cls.__bases__``. They carry no contract member; the tool
+# does not model decorator side effects, so the MRO comparison leaves them out (by name prefix).
+RUNTIME_INJECTED_BASES = ("vllm.compilation.wrapper.TorchCompileWrapper", "vllm.compilation.wrapper.TorchCompileWithNoGuardsWrapper")
+
+
+def _norm(qualified: str) -> str:
+    return qualified.replace(".<locals>", "")
+
+
+def mro_mismatch(ctx: Any, arch: str, runtime_mro: list[str]) -> str | None:
+    """Compare the in-tree part of the tool's MRO with the runtime MRO; None when they agree."""
+    from eagle3_lint.graph import ClassKey
+
+    key = ctx.keys.get(arch)
+    if key is None:
+        return "the tool could not resolve the class"
+    ours = [_norm(f"{e.module}.{e.qualname}") for e in ctx.graph.mro(key).entries if isinstance(e, ClassKey)]
+    rt = [_norm(m) for m in runtime_mro if m.startswith("vllm.") and not m.startswith(RUNTIME_INJECTED_BASES)]
+    if ours == rt:
+        return None
+    return f"tool MRO {' -> '.join(x.rsplit('.', 1)[-1] for x in ours)} != runtime {' -> '.join(x.rsplit('.', 1)[-1] for x in rt)}"
+
+
 @dataclass
 class Comparison:
     version: str
@@ -45,12 +69,13 @@ class Comparison:
     agree: int
     not_importable: dict[str, str]
     disagreements: list[dict[str, Any]] = field(default_factory=list)
+    mro_mismatches: dict[str, str] = field(default_factory=dict)
     tool_only: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
-        return not self.disagreements and self.importable > 0
+        return not self.disagreements and not self.mro_mismatches and self.importable > 0
 
 
 def oracle_python(version: str) -> Path:
@@ -88,6 +113,10 @@ def compare(version: str, tree: Path, oracle: dict[str, Any], archs: list[str]) 
         if arch not in rv:
             continue
         cmp.importable += 1
+        if arch in oracle.get("mro", {}):
+            mm = mro_mismatch(ctx, arch, oracle["mro"][arch])
+            if mm is not None:
+                cmp.mro_mismatches[arch] = mm
         sv = ctx.verdicts.get(arch)
         if sv is not None and sv.supports_eagle3 is rv[arch]:
             cmp.agree += 1
@@ -112,6 +141,9 @@ def render(c: Comparison) -> str:
              f"({c.registered} registered, {len(c.not_importable)} not importable, tool {c.seconds.get('tool')} s)"]
     for arch, why in sorted(c.not_importable.items()):
         lines.append(f"  not importable: {arch}: {why}")
+    lines.append(f"  class and in-tree MRO identical to the runtime's for {c.importable - len(c.mro_mismatches)}/{c.importable}")
+    for arch, mm in sorted(c.mro_mismatches.items()):
+        lines.append(f"  MRO MISMATCH {arch}: {mm}")
     for arch in c.tool_only:
         lines.append(f"  registered in the tool's reading only: {arch}")
     for d in c.disagreements:
