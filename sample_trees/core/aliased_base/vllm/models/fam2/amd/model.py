@@ -1,0 +1,5 @@
+from torch import nn
+
+
+class Fam2ForCausalLM(nn.Module):
+    pass

@@ -1,0 +1,5 @@
+from vllm.model_executor.models.alias import AliasForCausalLM
+
+
+class Fam2ForCausalLM(AliasForCausalLM):
+    pass
