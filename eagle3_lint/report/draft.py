@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from eagle3_lint import drafter as dr
@@ -99,7 +100,8 @@ def _ids(v: Any) -> str:
 
 def render_text(ctx: Context, console: Console) -> None:
     for p in plugins_mod.plugin_json(ctx.source):
-        t = Table(title=f"plugin {p['name']} ({p['kind']}, {p['files']} files as {p['prefix']}/)", header_style="bold",
+        # Names, paths and notes come from the analyzed files: escape them, never render them as markup.
+        t = Table(title=escape(f"plugin {p['name']} ({p['kind']}, {p['files']} files as {p['prefix']}/)"), header_style="bold",
                   title_justify="left")
         t.add_column("architecture")
         t.add_column("class")
@@ -107,30 +109,30 @@ def render_text(ctx: Context, console: Console) -> None:
         t.add_column("status")
         for r in p["registrations"]:  # type: ignore[union-attr]
             v = ctx.verdicts.get(r["architecture"])
-            t.add_row(r["architecture"], f"{r['module']}:{r['class']}", f"{r['path']}:{r['line']}",
+            t.add_row(escape(r["architecture"]), escape(f"{r['module']}:{r['class']}"), escape(f"{r['path']}:{r['line']}"),
                       v.status.value if v else "-")
         console.print(t)
         for n in p["notes"]:  # type: ignore[union-attr]
-            console.print(f"[dim]plugin note: {n}[/]")
+            console.print(f"[dim]plugin note: {escape(n)}[/]")
     da = _analysis(ctx)
     if da is None:
         return
-    console.print(f"drafter config: {da.draft_path}" + (" (speculators format)" if da.speculators else ""))
+    console.print(escape(f"drafter config: {da.draft_path}" + (" (speculators format)" if da.speculators else "")))
     if da.conversion_error:
-        console.print(f"  {da.conversion_error}")
+        console.print(escape(f"  {da.conversion_error}"))
         return
     src = {"config": f"from {da.used_field.name if da.used_field else 'the drafter config'}",
            "default": "model default"}.get(da.effective_from, "unknown")
-    console.print(f"  aux ids used: {_ids(da.effective_ids)} ({src}); model default: {_ids(da.default_ids)}"
-                  + (f"; target layers: {da.num_layers}" if da.num_layers is not None else ""))
+    console.print(escape(f"  aux ids used: {_ids(da.effective_ids)} ({src}); model default: {_ids(da.default_ids)}"
+                         + (f"; target layers: {da.num_layers}" if da.num_layers is not None else "")))
     if da.capture is not None and da.capture.sites:
         c = da.capture
-        console.print(f"  capture: {c.owner.name}.forward {c.path}:{c.loop_line or c.forward_line} ({c.idiom}, "
-                      + ("absolute index" if c.absolute else "slice-relative index") + ")")
+        console.print(escape(f"  capture: {c.owner.name}.forward {c.path}:{c.loop_line or c.forward_line} ({c.idiom}, "
+                             + ("absolute index" if c.absolute else "slice-relative index") + ")"))
     if da.fc is not None:
-        console.print(f"  drafter fc input: {da.fc.in_size if da.fc.in_size is not None else '?'}"
-                      + (f" ({da.fc.where.path}:{da.fc.where.line})" if da.fc.where else "")
-                      + (f"; {da.fc.note}" if da.fc.note else ""))
+        console.print(escape(f"  drafter fc input: {da.fc.in_size if da.fc.in_size is not None else '?'}"
+                             + (f" ({da.fc.where.path}:{da.fc.where.line})" if da.fc.where else "")
+                             + (f"; {da.fc.note}" if da.fc.note else "")))
     if da.pp is not None and da.pp.split.ranges:
         sp = da.pp.split
         t = Table(title=f"pipeline parallel {sp.pp_size} ({'get_pp_indices ' + sp.path + ':' + str(sp.line) if sp.source == 'tree' else 'reference split'})",
@@ -144,4 +146,4 @@ def render_text(ctx: Context, console: Console) -> None:
                       ", ".join(str(k) if layer == k else f"{k} (enters layer {layer})" for k, layer in caps) or "-")
         console.print(t)
     for n in da.notes:
-        console.print(f"  [dim]{n}[/]")
+        console.print(f"  [dim]{escape(n)}[/]")
