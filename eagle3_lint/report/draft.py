@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
-from rich.markup import escape
+from rich.markup import escape as _escape
 from rich.table import Table
 
 from eagle3_lint import drafter as dr
@@ -19,6 +19,13 @@ from eagle3_lint import plugins as plugins_mod
 
 if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
+
+
+def escape(text: str) -> str:
+    """Tree and config strings: control/bidi characters stripped (guard.printable), markup escaped."""
+    from eagle3_lint.guard import printable
+
+    return _escape(printable(text))
 
 
 def _analysis(ctx: Context) -> dr.DraftAnalysis | None:
