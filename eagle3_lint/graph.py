@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-import networkx as nx
 
 from eagle3_lint.facts import ELSE, EXCEPT, IF, MAIN, SKIPPED, TAKEN, TRY, TYPE_CHECKING, Binding, ClassFacts, Member, ModuleFacts
 
@@ -77,7 +76,8 @@ class ClassGraph:
     _mro: dict[ClassKey, MroResult] = field(default_factory=dict)
     _resolving: set[tuple[str, str]] = field(default_factory=set)
     _mro_depth: int = 0
-    nx_graph: nx.DiGraph = field(default_factory=nx.DiGraph)
+    _edges: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
+    _deleg: dict[ClassKey, list[Delegation]] = field(default_factory=dict)
 
     # -- facts -----------------------------------------------------------------------------------
     def module(self, name: str) -> ModuleFacts | None:
@@ -330,8 +330,26 @@ class ClassGraph:
         return None
 
     # -- delegation ---------------------------------------------------------------------------
+    def nx_graph(self) -> "nx.DiGraph":  # type: ignore[name-defined]  # noqa: F821
+        """The inheritance and delegation edges seen so far, as a networkx graph (built on demand:
+        importing networkx costs more than a warm check's whole graph work)."""
+        import networkx as nx
+
+        g = nx.DiGraph()
+        for a, b, attrs in self._edges:
+            g.add_edge(a, b, **attrs)
+        return g
+
     def delegations(self, key: ClassKey) -> list[Delegation]:
         """Wrapper-to-inner edges: attributes that hold another model, from ``__init__``, ``get_language_model`` and ``__getattr__``."""
+        hit = self._deleg.get(key)
+        if hit is not None:
+            return hit
+        res = self._delegations(key)
+        self._deleg[key] = res
+        return res
+
+    def _delegations(self, key: ClassKey) -> list[Delegation]:
         out: list[Delegation] = []
         seen: set[str] = set()
         lm_attrs: set[str] = set()
@@ -375,7 +393,7 @@ class ClassGraph:
             result.append(d)
         for d in result:
             if d.target is not None:
-                self.nx_graph.add_edge(str(key), str(d.target), kind="delegates", attr=d.attr)
+                self._edges.append((str(key), str(d.target), {"kind": "delegates", "attr": d.attr}))
         self._lm_attrs[key] = lm_attrs
         return result
 
@@ -429,7 +447,7 @@ class ClassGraph:
     def inherits_edges(self, key: ClassKey) -> Iterator[tuple[str, str]]:
         for b in self.bases(key):
             tgt = str(b.key) if b.key is not None else b.name
-            self.nx_graph.add_edge(str(key), tgt, kind="inherits")
+            self._edges.append((str(key), tgt, {"kind": "inherits"}))
             yield str(key), tgt
 
     # -- where the decoder layers live ----------------------------------------------------------

@@ -76,6 +76,14 @@ def test_v016_kimi_check_exits_1_with_egl001(real_trees: object) -> None:
     assert any(s["kind"] == "delegation" and "DeepseekV2ForCausalLM" in s["text"] for s in kimi["evidence"])
 
 
+def test_v016_delegation_graph_is_a_networkx_graph(real_trees: object) -> None:
+    ctx = ctx_for(real_trees, "0.16.0")
+    g = ctx.graph.nx_graph()
+    kimi, inner = ctx.keys["KimiK25ForConditionalGeneration"], ctx.keys["DeepseekV2ForCausalLM"]
+    assert g.has_edge(str(kimi), str(inner))
+    assert g.edges[str(kimi), str(inner)] == {"kind": "delegates", "attr": "language_model"}
+
+
 def test_v016_trace_shows_chain(real_trees: object) -> None:
     root = real_trees.get("0.16.0")  # type: ignore[attr-defined]
     p = cli("trace", "KimiK25ForConditionalGeneration", str(root))
