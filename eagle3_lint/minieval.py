@@ -24,12 +24,16 @@ from __future__ import annotations
 
 import ast
 import copy
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 MAX_STEPS = 200_000
 MAX_SEQ = 1_000_000
+# A hostile tree can grow values geometrically within the step budget (``x = x + x`` forty times,
+# ``x.extend(x)``, ``n = n * n``): sizes are checked *before* each operation that can grow one.
+MAX_INT_BITS = 1 << 16
 
 
 class Unsupported(Exception):
@@ -224,6 +228,37 @@ _TYPES: dict[str, type] = {"dict": dict, "list": list, "tuple": tuple, "int": in
                            "float": float, "set": set}
 
 
+def _size(v: Any) -> int:
+    return len(v) if isinstance(v, (str, bytes, list, tuple, dict, set, frozenset)) else 0
+
+
+def _grow_check(what: str, n: int, node: ast.AST | None = None) -> None:
+    if n > MAX_SEQ:
+        raise Unsupported(f"{what} would exceed {MAX_SEQ:,} items", node)
+
+
+def _bits_check(n: int, node: ast.AST | None = None) -> None:
+    if n > MAX_INT_BITS:
+        raise Unsupported(f"integer would exceed {MAX_INT_BITS:,} bits", node)
+
+
+def _method_growth(obj: Any, name: str, args: list[Any], node: ast.AST) -> None:
+    """Refuse a method call whose result (or new receiver) would be too large."""
+    if name in ("extend", "update", "union") and args:
+        _grow_check(f".{name}()", _size(obj) + _size(args[0]), node)
+    elif name in ("append", "insert", "add", "setdefault"):
+        _grow_check(f".{name}()", _size(obj) + 1, node)
+    elif name == "join" and isinstance(obj, str) and args and isinstance(args[0], (list, tuple, set, frozenset, dict)):
+        parts = list(args[0])
+        _grow_check(".join()", sum(_size(x) for x in parts) + len(obj) * len(parts), node)
+    elif name == "replace" and isinstance(obj, str) and len(args) >= 2 and isinstance(args[0], str) \
+            and isinstance(args[1], str):
+        hits = obj.count(args[0]) if args[0] else len(obj) + 1
+        _grow_check(".replace()", len(obj) + hits * max(0, len(args[1]) - len(args[0])), node)
+    elif name == "format" and isinstance(obj, str) and re.search(r"\d{5,}|:[^}]*\{", obj):
+        raise Unsupported("format width or nested format spec the tool does not evaluate", node)
+
+
 def _safe_range(*a: int) -> range:
     r = range(*a)
     if len(r) > MAX_SEQ:
@@ -255,14 +290,20 @@ def _is_unknown(v: Any) -> bool:
     return v is UNKNOWN
 
 
-def _concrete(v: Any) -> bool:
-    """A plain value a builtin may see (no opaque object or unknown inside)."""
+def _concrete(v: Any, _seen: set[int] | None = None) -> bool:
+    """A plain value a builtin may see (no opaque object or unknown inside).
+
+    Each container is walked once: ``[[0] * 10**6] * 10**6`` holds one inner list a million times,
+    and walking it per reference would take a trillion steps."""
     if v is UNKNOWN or isinstance(v, (Opaque, Record, FuncValue, ClassValue)):
         return False
-    if isinstance(v, (list, tuple, set, frozenset)):
-        return all(_concrete(x) for x in v)
-    if isinstance(v, dict):
-        return all(_concrete(x) for x in v.values())
+    if isinstance(v, (list, tuple, set, frozenset, dict)):
+        seen = set() if _seen is None else _seen
+        if id(v) in seen:
+            return True
+        seen.add(id(v))
+        items = v.values() if isinstance(v, dict) else v
+        return all(_concrete(x, seen) for x in items if not isinstance(x, (int, float, str, bool, type(None))))
     return True
 
 
@@ -674,6 +715,7 @@ class Interpreter:
                 v = self._eval(e.value, frame)
                 if not _concrete(v):
                     return [UNKNOWN] if not self.strict else self._fail("star of an unknown value", e)
+                _grow_check("unpacking", len(out) + _size(v), e)
                 out.extend(v)
             else:
                 out.append(self._eval(e, frame))
@@ -762,6 +804,18 @@ class Interpreter:
     def _binop(self, op: ast.operator, a: Any, b: Any, node: ast.AST) -> Any:
         if not (_concrete(a) and _concrete(b)):
             return self._fail("arithmetic on a value the tool cannot know", node)
+        if isinstance(op, ast.Add) and _size(a) and _size(b):
+            _grow_check("concatenation", _size(a) + _size(b), node)
+        if isinstance(op, ast.Mult):
+            seq, n = (a, b) if isinstance(b, int) else (b, a)
+            if isinstance(seq, (str, bytes, list, tuple)) and isinstance(n, int):
+                _grow_check("repetition", len(seq) * max(0, n), node)
+            elif isinstance(a, int) and isinstance(b, int):
+                _bits_check(a.bit_length() + b.bit_length(), node)
+        if isinstance(op, ast.Mod) and isinstance(a, str) and re.search(r"\d{5,}|\*", a):
+            raise Unsupported("%-format width the tool does not evaluate", node)
+        if isinstance(op, ast.Pow) and isinstance(a, int) and isinstance(b, int) and b > 0:
+            _bits_check(a.bit_length() * min(b, 1 << 20), node)
         try:
             if isinstance(op, ast.Add):
                 return a + b
@@ -787,7 +841,7 @@ class Interpreter:
                 return a | b
             if isinstance(op, ast.BitAnd):
                 return a & b
-        except (TypeError, ZeroDivisionError, ValueError) as exc:
+        except (TypeError, ZeroDivisionError, ValueError, OverflowError) as exc:
             raise EvalRaise(type(exc).__name__, str(exc), getattr(node, "lineno", 0)) from None
         return self._fail(f"operator {type(op).__name__}", node)
 
@@ -977,9 +1031,13 @@ class Interpreter:
         if callable(fn) and fn in _BUILTINS.values():
             if not (_concrete(args) and _concrete(kwargs)):
                 return self._fail(f"{getattr(fn, '__name__', 'builtin')}() of a value the tool cannot know", node)
+            if fn is sum and len(args) + len(kwargs) >= 2 and isinstance(args[0], (list, tuple)):
+                start = args[1] if len(args) > 1 else kwargs.get("start", 0)
+                if _size(start) or isinstance(start, (list, tuple, str)):
+                    _grow_check("sum()", _size(start) + sum(_size(x) for x in args[0]), node)
             try:
                 res = fn(*args, **kwargs)
-            except (TypeError, ValueError, KeyError, IndexError, ZeroDivisionError) as exc:
+            except (TypeError, ValueError, KeyError, IndexError, ZeroDivisionError, OverflowError) as exc:
                 raise EvalRaise(type(exc).__name__, str(exc), getattr(node, "lineno", 0)) from None
             if isinstance(res, (enumerate, zip, reversed)):
                 res = list(res)
@@ -1028,9 +1086,10 @@ class Interpreter:
             return self._fail(f".{b.name}() of a value the tool cannot know", node)
         if isinstance(b.obj, dict) and b.name == "update" and args and isinstance(args[0], ConfigView):
             args = [args[0].data]
+        _method_growth(b.obj, b.name, args, node)
         try:
             return getattr(b.obj, b.name)(*args, **kwargs)
-        except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError) as exc:
             raise EvalRaise(type(exc).__name__, str(exc), getattr(node, "lineno", 0)) from None
 
 

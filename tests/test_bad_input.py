@@ -542,3 +542,74 @@ def test_hostile_names_reach_no_terminal_raw(tmp_path: Path) -> None:
             assert_one_line_error(p)
         if args[-1] == "text" or args[0] == "trace" and "Line" not in args[1]:
             assert "Evil[/]For" in p.stdout, args  # shown literally (the table may wrap the rest)
+
+
+BOMBS = {
+    "string doubling": "x = 'a' * 1000000\n    for i in range(40):\n        x = x + x\n    return len(x)",
+    "list extends itself": "x = [0] * 1000\n    for i in range(40):\n        x.extend(x)\n    return len(x)",
+    "repeated repetition": "x = [0] * 1000000\n    return len(x * 1000000)",
+    "integer squaring": "n = 10\n    for i in range(40):\n        n = n * n\n    return n % 7",
+    "huge power base": "n = 10 ** 60\n    for i in range(12):\n        n = n ** 60\n    return n % 7",
+    "sum of lists": "x = [[0] * 1000000] * 1000000\n    return len(sum(x, []))",
+    "replace amplification": "s = 'a' * 1000000\n    return len(s.replace('', s))",
+    "join amplification": "s = 'a' * 1000000\n    return len(s.join([s] * 1000))",
+    "format width": "return len('{:>1000000000}'.format(1))",
+    "nested format width": "return len('{:>{}}'.format(1, 10 ** 9))",
+    "star unpacking doubling": "x = [0] * 1000\n    for i in range(40):\n        x = [*x, *x]\n    return len(x)",
+    "percent width": "return len('%1000000000s' % 'x')",
+    "float overflow": "return float(int('9' * 400))",
+    "float power overflow": "return 1e308 ** 2",
+    "recursion": "return f(n + 1)",
+    "endless loop": "while True:\n        n = n + 1\n    return n",
+}
+
+
+@pytest.mark.parametrize("name", list(BOMBS))
+def test_evaluator_refuses_resource_bombs(name: str) -> None:
+    """The restricted evaluator (minieval, used on the tree's get_pp_indices, default aux-layer
+    methods, speculators conversion) must refuse growth bombs before allocating, and turn
+    arithmetic errors into evaluation errors: a hostile tree must not exhaust memory or crash."""
+    import ast
+    import time
+
+    from eagle3_lint import minieval as me
+
+    src = f"def f(n):\n    {BOMBS[name]}\n"
+    tree = ast.parse(src)
+    fn = me.FuncValue(me.find_function(tree, "f"), me.ModuleEnv.of(tree, "bomb.py"))
+    t = time.perf_counter()
+    with pytest.raises((me.Unsupported, me.EvalRaise)):
+        me.Interpreter(me.World(), strict=True).call(fn, [1])
+    assert time.perf_counter() - t < 60  # a generous bound: a bomb that ran would take hours or OOM
+
+
+def test_evaluator_bomb_in_a_tree(tmp_path: Path) -> None:
+    """End to end: a default aux-layer method that doubles a string 40 times, checked with the
+    drafter and target configs that make the tool evaluate it. The subprocess runs under a 3 GB
+    address-space limit, so a regression fails here instead of exhausting the machine."""
+    import resource
+
+    from tests.conftest import materialize
+    from tests.hostile import SAMPLES
+
+    case = SAMPLES / "draft-layer-ids-invalid" / "good_default_v033"
+    if not case.exists():
+        pytest.skip("the drafter sample case is not in this checkout")
+    root = materialize(case, tmp_path / "t")
+    iface = root / MODELS / "interfaces.py"
+    text = iface.read_text()
+    anchor = "        num_layers = len(holder.layers)\n"
+    assert anchor in text
+    iface.write_text(text.replace(anchor, anchor + "        x = 'a' * 1000000\n        for i in range(40):\n"
+                                  "            x = x + x\n        num_layers = num_layers + len(x)\n", 1))
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+    proc = subprocess.run([sys.executable, "-m", "eagle3_lint", "check", str(root), "--arch", "ToyForCausalLM",
+                           "--target-config", str(root / "configs/target.json"),
+                           "--draft-config", str(root / "configs/draft.json"), "--format", "json", "--no-cache"],
+                          capture_output=True, text=True, timeout=300, env=cli_env(tmp_path), preexec_fn=limit)
+    assert "Traceback" not in proc.stderr and "MemoryError" not in proc.stdout + proc.stderr, proc.stderr
+    assert proc.returncode in (0, 1), proc.stderr
+    assert json.loads(proc.stdout)["errors"] == []
