@@ -80,7 +80,13 @@ def render_check(ctx: Context, console: Console, findings: list[Finding], show_a
             t.add_row(Text(_p(v.architecture)), Text(v.status.value, style=_STATUS_STYLE[v.status]),
                       Text(_p(f"{v.location.path}:{v.location.line}" if v.location else v.module)), Text(_p(v.reason)))
         console.print(t)
-    for f in findings:
+    shown = findings
+    if ctx.targeted and not show_all:
+        # With --arch the reader asked about those architectures: show what concerns them (and
+        # every error, since errors set the exit code); count the rest instead of burying the answer.
+        shown = [f for f in findings if f.severity is Severity.ERROR or f.architecture in ctx.targeted
+                 or any(t in f.message for t in ctx.targeted)]
+    for f in shown:
         console.print(Text.assemble((f"{_p(f.location.path)}:{f.location.line}:{f.location.col + 1}: ", "bold"),
                                     (f"{f.rule} ", _SEV_STYLE[f.severity]), (f"[{f.name}] ", "dim"), _p(f.message),
                                     (" [fixable]" if f.fix else "", "green")))
@@ -88,6 +94,9 @@ def render_check(ctx: Context, console: Console, findings: list[Finding], show_a
         console.print(f"[red]internal error[/] in {_s(e.where)}: {_s(e.message)}")
     n = {s: sum(1 for f in findings if f.severity is s) for s in Severity}
     console.print(f"{len(findings)} finding(s): {n[Severity.ERROR]} error, {n[Severity.WARNING]} warning, {n[Severity.NOTE]} note")
+    if len(shown) < len(findings):
+        console.print(f"{len(findings) - len(shown)} of them concern other architectures and are not shown "
+                      "(--all shows them; JSON and SARIF always carry every finding)")
 
 
 def trace_tree(ctx: Context, arch: str) -> Tree:
