@@ -98,7 +98,10 @@ def document(releases: list[str], rows: list[dict[str, Any]], total: float) -> s
     """docs/compatibility.md: the matrix (releases, architectures) followed by the sweep section."""
     from eagle3_lint import matrix
 
-    m = matrix.run(releases, jobs=1)
+    m = matrix.run([f"vllm=={v}" if v[:1].isdigit() else v for v in releases], jobs=1)
+    failed = [r.label for r in m.releases if r.error]
+    if failed:
+        raise SystemExit(f"sweep: error: the matrix could not read {', '.join(failed)}")
     head = matrix.to_markdown(m, matrix.select_rows(m), "python scripts/sweep.py")
     return head.rstrip("\n") + "\n\n" + markdown(rows, total)
 

@@ -25,7 +25,8 @@ COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.NOTE: 
 def escape_data(s: str) -> str:
     # Other control characters (ESC sequences colour or hide log text) come from the tree's own
     # strings and file names; they are shown as escapes (guard.printable).
-    return printable(s, one_line=False).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    # CR and LF are the workflow-command escapes (%0D, %0A); escape them before printable() would.
+    return printable(s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"), one_line=False)
 
 
 def escape_property(s: str) -> str:
