@@ -54,6 +54,15 @@ DRIVERS = (
     "vllm/v1/worker/gpu_model_runner.py",
     "vllm/config/speculative.py",
 )
+# Files whose functions the restricted evaluator (minieval) runs when a drafter/target config is
+# given: the PP layer split, the speculators converter, the runner's aux-id helpers, the drafter.
+EVALUATED = (
+    "vllm/distributed/utils.py",
+    "vllm/transformers_utils/configs/speculators/algos.py",
+    "vllm/transformers_utils/configs/speculators/base.py",
+    "vllm/v1/worker/gpu/spec_decode/eagle/eagle3_utils.py",
+    "vllm/model_executor/models/llama_eagle3.py",
+)
 # Model files whose shapes the rules care most about (wrappers, aux-state loops, factories); any
 # other model file is picked too, at random.
 FAVOURITES = ("llama.py", "qwen2.py", "deepseek_v2.py", "kimi_k25.py", "utils.py", "adapters.py",
@@ -88,7 +97,7 @@ class BaseTree:
         models = [r for r in self.py if r.startswith("vllm/model_executor/models/") or r.startswith("vllm/models/")]
         self.models = models
         self.favourites = [r for r in models if r.rsplit("/", 1)[-1] in FAVOURITES]
-        self.drivers = [r for r in DRIVERS if r in self.files]
+        self.drivers = [r for r in (*DRIVERS, *EVALUATED) if r in self.files]
 
 
 class MemoryTree(SourceTree):
@@ -378,11 +387,63 @@ def _parses(data: bytes) -> bool:
         return False
 
 
-def run_case(base: BaseTree, case: Case, targets: tuple[str, ...] = ()) -> Outcome:
+@dataclass
+class Configs:
+    """A target model's HF config and a drafter config (from the sample trees, possibly damaged)."""
+
+    target: dict
+    draft: dict
+    source: str
+    pipeline_parallel: int | None = None
+    pp_partition: str | None = None
+
+    def options(self, targets: tuple[str, ...]) -> Options:
+        return Options(targets=targets, target_config=self.target, target_config_path=f"{self.source}/target.json",
+                       draft_config=self.draft, draft_config_path=f"{self.source}/draft.json",
+                       pipeline_parallel=self.pipeline_parallel, pp_partition=self.pp_partition)
+
+
+def config_pool() -> list[tuple[str, dict, dict]]:
+    """(case, target config, drafter config) of every sample case that has both."""
+    root = Path(__file__).resolve().parent.parent / "sample_trees"
+    out = []
+    for t in sorted(root.glob("*/*/configs/target.json")):
+        d = t.with_name("draft.json")
+        if d.exists():
+            try:
+                out.append((f"{t.parent.parent.parent.name}/{t.parent.parent.name}", json.loads(t.read_text()),
+                            json.loads(d.read_text())))
+            except (OSError, ValueError):
+                continue
+    return out
+
+
+_JUNK = (None, True, -1, 0, 1, 2**70, 1e308, float("nan"), "", "x", [], [1, 2, 3], [[1]], {}, {"a": 1}, "[/]\x1b[31m")
+
+
+def configs_for(base: BaseTree, rng: random.Random, targets: tuple[str, ...]) -> Configs | None:
+    """Some inputs also get a target and drafter config, so EGL007, the PP split and the evaluator
+    run over the (mutated) tree; the target is pointed at a registered architecture, and a few
+    configs get one value replaced by junk of another type (configs come from the hub, not us)."""
+    pool = config_pool()
+    if not pool or rng.random() < 0.65:
+        return None
+    name, tcfg, dcfg = rng.choice(pool)
+    tcfg, dcfg = json.loads(json.dumps(tcfg)), json.loads(json.dumps(dcfg))
+    if targets:
+        tcfg["architectures"] = [targets[0]]
+    for cfg in (tcfg, dcfg):
+        if rng.random() < 0.3 and cfg:
+            key = rng.choice(sorted(cfg))
+            cfg[key] = rng.choice(_JUNK)
+    return Configs(tcfg, dcfg, name, rng.choice((None, None, 2, 3, 4)), rng.choice((None, None, None, "8,24", "x,1")))
+
+
+def run_case(base: BaseTree, case: Case, targets: tuple[str, ...] = (), configs: Configs | None = None) -> Outcome:
     """The full pipeline on ``base`` with ``case.files`` overlaid."""
     tree = MemoryTree(base, case.files)
     try:
-        return _run_case(tree, base, case, targets)
+        return _run_case(tree, base, case, targets, configs)
     finally:
         # store.no_gc freezes what an analysis leaves alive and, at the next analysis, thaws it and
         # runs a full collection: a heap walk per input. Thaw now and collect every few inputs.
@@ -396,9 +457,10 @@ def run_case(base: BaseTree, case: Case, targets: tuple[str, ...] = ()) -> Outco
 _RUNS = [0]
 
 
-def _run_case(tree: MemoryTree, base: BaseTree, case: Case, targets: tuple[str, ...]) -> Outcome:
+def _run_case(tree: MemoryTree, base: BaseTree, case: Case, targets: tuple[str, ...],
+              configs: Configs | None) -> Outcome:
     try:
-        ctx: Context = analyze(tree, Options(targets=targets))
+        ctx: Context = analyze(tree, configs.options(targets) if configs else Options(targets=targets))
         plan = fixes.plan(ctx.source, ctx.findings, True)
         fixes.unified_diff(plan)
         shown = render_all(ctx, targets, case)
@@ -438,6 +500,11 @@ def render_all(ctx: Context, targets: tuple[str, ...], case: Case) -> str:
     traced = [a for a in ctx.verdicts if a in targets or ctx.verdicts[a].module in mods][:4]
     for arch in traced:
         console.print(text.trace_tree(ctx, arch))
+    if ctx.options.draft_config is not None or ctx.options.target_config is not None:
+        from eagle3_lint.report import draft
+
+        json.dumps(draft.report_json(ctx))
+        draft.render_text(ctx, console)
     return gh + buf.getvalue()
 
 

@@ -22,6 +22,8 @@ from pathlib import Path
 from fuzz.harness import (
     BaseTree,
     Case,
+    Configs,
+    configs_for,
     memoized_facts,
     pick_case,
     run_case,
@@ -33,10 +35,12 @@ def case_rng(release: str, seed: int, index: int) -> random.Random:
     return random.Random(f"{release}:{seed}:{index}")
 
 
-def make_case(base: BaseTree, release: str, seed: int, index: int) -> tuple[Case, tuple[str, ...]]:
+def make_case(base: BaseTree, release: str, seed: int, index: int
+              ) -> tuple[Case, tuple[str, ...], Configs | None]:
     rng = case_rng(release, seed, index)
     case = pick_case(base, rng)
-    return case, targets_for(base, rng)
+    targets = targets_for(base, rng)
+    return case, targets, configs_for(base, rng, targets)
 
 
 def _root(release: str) -> Path:
@@ -52,8 +56,10 @@ def worker(args: tuple[str, int, range, str]) -> dict[str, object]:
     t0 = time.perf_counter()
     with memoized_facts(base), open(out, "a", encoding="utf-8") as fh:
         for i in indices:
-            case, targets = make_case(base, release, seed, i)
-            o = run_case(base, case, targets)
+            case, targets, configs = make_case(base, release, seed, i)
+            o = run_case(base, case, targets, configs)
+            if configs is not None:
+                stats["with_configs"] += 1
             stats["inputs"] += 1
             stats["parsed" if o.parsed else "unparsable"] += 1
             stats["findings"] += o.findings
@@ -66,6 +72,9 @@ def worker(args: tuple[str, int, range, str]) -> dict[str, object]:
                 fh.write(json.dumps({
                     "release": release, "seed": seed, "index": i, "problem": o.problem, "mutations": case.describe(),
                     "targets": list(targets), "detail": o.detail[-6000:],
+                    "configs": None if configs is None else {
+                        "source": configs.source, "target": configs.target, "draft": configs.draft,
+                        "pipeline_parallel": configs.pipeline_parallel, "pp_partition": configs.pp_partition},
                     "files": {rel: base64.b64encode(d).decode() for rel, d in case.files.items()},
                 }) + "\n")
                 fh.flush()
@@ -86,10 +95,10 @@ def main(argv: list[str] | None = None) -> int:
         release, seed, index = ns.replay.split(":")
         base = BaseTree(_root(release))
         with memoized_facts(base):
-            case, targets = make_case(base, release, int(seed), int(index))
-            o = run_case(base, case, targets)
+            case, targets, configs = make_case(base, release, int(seed), int(index))
+            o = run_case(base, case, targets, configs)
         print(case.describe())
-        print("targets:", targets)
+        print("targets:", targets, "configs:", configs)
         print("ok" if o.ok else f"FAIL: {o.problem}\n{o.detail}")
         return 0 if o.ok else 1
     releases = ns.release or ["0.16.0"]

@@ -23,6 +23,7 @@ from fuzz.harness import (
     BaseTree,
     Case,
     Mutation,
+    configs_for,
     memoized_facts,
     run_case,
 )
@@ -52,24 +53,26 @@ def build_case(base: BaseTree, pick: int, which: int, ops: list[tuple[int, int]]
 
 
 def test_short_fuzz_run(base: BaseTree) -> None:
-    seen = {"inputs": 0, "drivers": 0}
+    seen = {"inputs": 0, "drivers": 0, "configs": 0}
 
     @settings(max_examples=EXAMPLES, derandomize=True, database=None, deadline=None,
               suppress_health_check=list(HealthCheck))
     @given(pick=st.sampled_from([0, 1, 1, 2, 2]), which=st.integers(0, 10_000),
            ops=st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 2**32)), min_size=1, max_size=4),
-           target=st.booleans())
-    def one(pick: int, which: int, ops: list[tuple[int, int]], target: bool) -> None:
+           target=st.booleans(), cfg=st.integers(0, 2**32))
+    def one(pick: int, which: int, ops: list[tuple[int, int]], target: bool, cfg: int) -> None:
         case = build_case(base, pick, which, ops)
         seen["inputs"] += 1
         seen["drivers"] += any(rel in DRIVERS for rel in case.files)
-        targets = ("KimiK25ForConditionalGeneration", "LlamaForCausalLM") if target else ()
-        o = run_case(base, case, targets)
+        targets = ("LlamaForCausalLM", "KimiK25ForConditionalGeneration") if target else ()
+        configs = configs_for(base, random.Random(cfg), targets)  # about a third get drafter/target configs
+        seen["configs"] += configs is not None
+        o = run_case(base, case, targets, configs)
         assert o.ok, f"{case.describe()}\n{o.problem}\n{o.detail}"
 
     with memoized_facts(base):
         one()
-    assert seen["inputs"] >= EXAMPLES and seen["drivers"] > 0
+    assert seen["inputs"] >= EXAMPLES and seen["drivers"] > 0 and seen["configs"] > 0
 
 
 def regressions() -> list[Path]:
