@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 from eagle3_lint import minieval as me
 from eagle3_lint import pp as pp_mod
 from eagle3_lint.aux import layer_owner
-from eagle3_lint.facts import decode_source
+from eagle3_lint.facts import decode_source, index_offset
 from eagle3_lint.graph import ClassKey
 
 if TYPE_CHECKING:
@@ -401,18 +401,6 @@ def _calls_name(node: ast.AST, name: str) -> bool:
     return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name for n in ast.walk(node))
 
 
-def _index_offset(a: ast.AST, idx: str) -> int | None:
-    if isinstance(a, ast.Name) and a.id == idx:
-        return 0
-    if isinstance(a, ast.BinOp) and isinstance(a.left, ast.Name) and a.left.id == idx \
-            and isinstance(a.right, ast.Constant) and isinstance(a.right.value, int):
-        if isinstance(a.op, ast.Add):
-            return a.right.value
-        if isinstance(a.op, ast.Sub):
-            return -a.right.value
-    return None
-
-
 def _none_before(fn: ast.FunctionDef, loop: ast.For, st: ast.stmt) -> int:
     """Line of an ``a + b`` in ``st`` whose operand is ``None`` before the loop (rank 0, layer 0), else 0."""
     for m in ast.walk(st):
@@ -482,7 +470,7 @@ def capture(ctx: Context, key: ClassKey) -> Capture | None:
         pos = "before" if layer_pos is None or i < layer_pos else "after"
         for n in ast.walk(st):
             if isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], ast.In):
-                off = _index_offset(n.left, idx)
+                off = index_offset(n.left, idx)
                 if off is not None and "aux" in ast.unparse(n.comparators[0]):
                     sites.append((pos, off, n.lineno))
                     cap.idiom = "explicit"
@@ -495,7 +483,7 @@ def capture(ctx: Context, key: ClassKey) -> Capture | None:
                             cap.residual_line = none_line
             elif isinstance(n, ast.Call) and _is_collector(n, collectors):
                 for a in n.args:
-                    off = _index_offset(a, idx)
+                    off = index_offset(a, idx)
                     if off is not None:
                         sites.append((pos, off, n.lineno))
                         cap.idiom = "mixin"

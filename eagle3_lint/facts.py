@@ -661,7 +661,7 @@ class _Extractor:
                     uses.append(Use("in", dotted(n.comparators[0]), 0, n.lineno))
                 elif isinstance(n, ast.Call):
                     for a in n.args:
-                        off = self._index_offset(a, idx)
+                        off = index_offset(a, idx)
                         if off is not None:
                             uses.append(Use("call", dotted(n.func), off, n.lineno))
         return Loop(
@@ -674,17 +674,18 @@ class _Extractor:
             uses=tuple(uses), rebinds=tuple(rebinds),
         )
 
-    @staticmethod
-    def _index_offset(a: ast.AST, idx: str) -> int | None:
-        if isinstance(a, ast.Name) and a.id == idx:
-            return 0
-        if isinstance(a, ast.BinOp) and isinstance(a.left, ast.Name) and a.left.id == idx \
-                and isinstance(a.right, ast.Constant) and isinstance(a.right.value, int):
-            if isinstance(a.op, ast.Add):
-                return a.right.value
-            if isinstance(a.op, ast.Sub):
-                return -a.right.value
-        return None
+
+def index_offset(a: ast.AST, idx: str) -> int | None:
+    """k when ``a`` is ``idx``, ``idx + k`` or ``idx - k`` (a loop index passed to an aux helper), else None."""
+    if isinstance(a, ast.Name) and a.id == idx:
+        return 0
+    if isinstance(a, ast.BinOp) and isinstance(a.left, ast.Name) and a.left.id == idx \
+            and isinstance(a.right, ast.Constant) and isinstance(a.right.value, int):
+        if isinstance(a.op, ast.Add):
+            return a.right.value
+        if isinstance(a.op, ast.Sub):
+            return -a.right.value
+    return None
 
 
 def extract(path: str, module: str, is_package: bool, data: bytes) -> ModuleFacts:
