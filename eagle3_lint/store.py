@@ -157,6 +157,23 @@ def _cpu_contended() -> bool:
         return False
 
 
+def _trusted_pack(p: Path) -> bool:
+    """A regular file owned by this user in a folder owned by this user, neither writable by others.
+
+    The pack is a pickle, and loading a pickle can run code: a pack planted in a shared or
+    world-writable cache folder (``XDG_CACHE_HOME=/tmp``, a restored CI cache) must not be read.
+    The checksum inside the pack detects damage, not tampering."""
+    if not hasattr(os, "geteuid"):
+        return True  # no POSIX ownership to check (Windows): the user's profile folder protects it
+    try:
+        st, dst = os.lstat(p), os.stat(p.parent)
+    except OSError:
+        return False
+    me = os.geteuid()
+    return (stat_mod.S_ISREG(st.st_mode) and st.st_uid == me and not st.st_mode & 0o022
+            and dst.st_uid == me and not dst.st_mode & 0o022)
+
+
 class FactStore:
     def __init__(self, source: SourceTree, cache_dir: Path | None = None) -> None:
         self.source = source
@@ -186,6 +203,8 @@ class FactStore:
     def _load_pack(self) -> None:
         p = self.pack_path()
         assert p is not None
+        if not _trusted_pack(p):
+            return  # unpickling runs code: only a pack this user wrote and no one else can replace
         try:
             raw = p.read_bytes()
         except OSError:
@@ -223,7 +242,9 @@ class FactStore:
             payload = pickle.dumps({"header": self._header(), "files": files, "derived": self._derived},
                                    protocol=pickle.HIGHEST_PROTOCOL)
         try:
-            p.parent.mkdir(parents=True, exist_ok=True)
+            p.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if hasattr(os, "geteuid") and os.stat(p.parent).st_uid == os.geteuid():
+                os.chmod(p.parent, 0o700)  # what _trusted_pack asks of it, whatever the umask
             fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=".pack-")
             try:
                 with os.fdopen(fd, "wb") as fh:

@@ -613,3 +613,51 @@ def test_evaluator_bomb_in_a_tree(tmp_path: Path) -> None:
     assert "Traceback" not in proc.stderr and "MemoryError" not in proc.stdout + proc.stderr, proc.stderr
     assert proc.returncode in (0, 1), proc.stderr
     assert json.loads(proc.stdout)["errors"] == []
+
+
+def test_facts_cache_planted_by_someone_else_is_not_unpickled(tmp_path: Path) -> None:
+    """The facts cache is a pickle: a pack another user could have written (wrong owner, or a
+    group/world-writable file or folder, as in XDG_CACHE_HOME=/tmp) is ignored, never loaded."""
+    import pickle
+
+    from eagle3_lint.store import FactStore
+
+    root = small_tree(tmp_path / "t")
+    cache = tmp_path / "cache"
+    ctx = analyze(DirSource(root), Options(cache_dir=cache))
+    pack = ctx.store.pack_path()
+    assert pack is not None and pack.exists()
+    assert (pack.parent.stat().st_mode & 0o777) == 0o700
+    assert FactStore(DirSource(root), cache).hits == 0  # loading is lazy; the pack is trusted
+    marker = tmp_path / "PWNED"
+
+    class Payload:
+        def __reduce__(self) -> tuple[object, tuple[str]]:
+            return (open, (str(marker), "w"))
+
+    import hashlib
+
+    from eagle3_lint import store as store_mod
+
+    body = pickle.dumps({"header": None, "files": {}, "derived": {}, "x": Payload()})
+    pack.write_bytes(store_mod.MAGIC + hashlib.sha256(body).digest() + body)
+    for mode_file, mode_dir in ((0o666, 0o700), (0o600, 0o777), (0o620, 0o700)):
+        pack.chmod(mode_file)
+        pack.parent.chmod(mode_dir)
+        FactStore(DirSource(root), cache)
+        assert not marker.exists(), (oct(mode_file), oct(mode_dir))
+    os.chown(pack, 4321, 4321)
+    pack.chmod(0o600)
+    pack.parent.chmod(0o700)
+    FactStore(DirSource(root), cache)
+    assert not marker.exists()
+    # A run still works (and rebuilds its own pack) with the untrusted one in place.
+    ctx = analyze(DirSource(root), Options(cache_dir=cache))
+    assert not ctx.errors and not marker.exists()
+    # Positive control: the same pack, owned by us and private, is loaded (which is why the
+    # ownership and mode checks are the protection; the checksum only catches damage).
+    body = pickle.dumps({"header": None, "files": {}, "derived": {}, "x": Payload()})
+    pack.write_bytes(store_mod.MAGIC + hashlib.sha256(body).digest() + body)
+    pack.chmod(0o600)
+    FactStore(DirSource(root), cache)
+    assert marker.exists()
