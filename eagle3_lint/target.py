@@ -66,7 +66,9 @@ def fetch_release(
     with tempfile.TemporaryDirectory(dir=dest.parent, prefix=".dl-") as td:
         if progress:
             progress(f"downloading vllm=={version} with pip (about 340 MB, once)")
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
+        # --only-binary: for an sdist pip would run the package's build backend to read its
+        # metadata, i.e. execute the code this tool promises never to run.
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check",
                "--progress-bar", "on" if progress else "off", f"vllm=={version}", "-d", td]
         try:
             proc = subprocess.run(cmd, stdout=sys.stderr if progress else subprocess.PIPE,

@@ -288,3 +288,33 @@ def _as_rule(obj: object) -> object:
     r.meta = obj.meta  # type: ignore[attr-defined]
     r.run = obj.run  # type: ignore[attr-defined,method-assign]
     return r
+
+
+def test_fetching_a_release_never_builds_an_sdist(tmp_path: Path) -> None:
+    """``vllm==X`` downloads with ``pip download --only-binary=:all:``: for an sdist-only release,
+    pip would otherwise run the package's setup.py to read its metadata. A local find-links folder
+    (no network) offers only an sdist whose setup.py writes a marker."""
+    import tarfile
+
+    links = tmp_path / "links"
+    links.mkdir()
+    marker = tmp_path / "SETUP-PY-RAN"
+    setup = (f"open({str(marker)!r}, 'w').close()\n"
+             "from setuptools import setup\nsetup(name='vllm', version='9.9.9', packages=[])\n")
+    pkg = tmp_path / "vllm-9.9.9"
+    pkg.mkdir()
+    (pkg / "setup.py").write_text(setup)
+    (pkg / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: vllm\nVersion: 9.9.9\n")
+    with tarfile.open(links / "vllm-9.9.9.tar.gz", "w:gz") as tf:
+        tf.add(pkg, arcname="vllm-9.9.9")
+    env = cli_env(tmp_path, PIP_NO_INDEX="1", PIP_FIND_LINKS=str(links), PIP_NO_BUILD_ISOLATION="0")
+    env.pop("PIP_INDEX_URL", None)
+    # Positive control: plain pip download does run setup.py here.
+    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "vllm==9.9.9", "-d", str(tmp_path / "dl")],
+                   env=env, capture_output=True, text=True, timeout=300)
+    if not marker.exists():
+        pytest.skip("pip did not build the sdist here (no setuptools available offline); nothing to prove")
+    marker.unlink()
+    proc = run_cli(["check", "vllm==9.9.9"], tmp_path, env=env)
+    assert proc.returncode == 2 and "cannot fetch vllm==9.9.9" in proc.stderr, proc.stderr
+    assert not marker.exists(), "eagle3-lint made pip run the release's setup.py"
