@@ -558,6 +558,8 @@ def _setter_sorts(ctx: Context, key: ClassKey, owner: ClassKey) -> str | None:
 # -- the drafter's fc -----------------------------------------------------------------------------------
 def fc_input(ctx: Context, hf_config: dict[str, Any]) -> FcInfo:
     archs = hf_config.get("architectures") or []
+    # A config.json is downloaded, not written by us: anything but a list of names means "none".
+    archs = [a for a in archs if isinstance(a, str)] if isinstance(archs, list) else []
     arch = next((a for a in archs if a in ctx.registry.entries), None)
     if arch is None:
         return FcInfo(None, None, "", f"drafter architectures {archs} are not registered in this vLLM")

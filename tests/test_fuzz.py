@@ -22,6 +22,7 @@ from fuzz.harness import (
     OPS,
     BaseTree,
     Case,
+    Configs,
     Mutation,
     configs_for,
     memoized_facts,
@@ -93,8 +94,11 @@ def test_fuzz_regression(path: Path, real_trees: object) -> None:
             assert old in text, (rel, old)
             text = text.replace(old, new.encode().decode("unicode_escape"), 1)
         files[rel] = text.encode("utf-8")
+    cfg = rec.get("configs")
+    configs = None if not cfg else Configs(cfg["target"], cfg["draft"], cfg["source"], cfg.get("pipeline_parallel"),
+                                           cfg.get("pp_partition"))
     with memoized_facts(base):
-        o = run_case(base, Case(files), tuple(rec.get("targets", ())))
+        o = run_case(base, Case(files), tuple(rec.get("targets", ())), configs)
     assert o.ok, f"{rec['problem']} (was)\n{o.problem} (now)\n{o.detail}"
 
 
