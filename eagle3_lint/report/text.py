@@ -82,10 +82,11 @@ def render_check(ctx: Context, console: Console, findings: list[Finding], show_a
         console.print(t)
     shown = findings
     if ctx.targeted and not show_all:
-        # With --arch the reader asked about those architectures: show what concerns them (and
-        # every error, since errors set the exit code); count the rest instead of burying the answer.
-        shown = [f for f in findings if f.severity is Severity.ERROR or f.architecture in ctx.targeted
-                 or any(t in f.message for t in ctx.targeted)]
+        # With --arch the reader asked about those architectures: hide findings that belong to other
+        # architectures (never errors, which set the exit code; never file-level findings such as
+        # parse errors or unused suppressions) and count them instead of burying the answer.
+        shown = [f for f in findings if f.severity is Severity.ERROR or f.architecture is None
+                 or f.architecture in ctx.targeted or any(t in f.message for t in ctx.targeted)]
     for f in shown:
         console.print(Text.assemble((f"{_p(f.location.path)}:{f.location.line}:{f.location.col + 1}: ", "bold"),
                                     (f"{f.rule} ", _SEV_STYLE[f.severity]), (f"[{f.name}] ", "dim"), _p(f.message),
