@@ -54,10 +54,13 @@ def in_scope(ctx: Context, arch: str) -> bool:
 
 
 def scoped_archs(ctx: Context) -> Iterator[tuple[str, ClassKey]]:
-    for arch in sorted(ctx.keys):
-        key = ctx.keys[arch]
-        if key is not None and arch in ctx.verdicts and in_scope(ctx, arch):
-            yield arch, key
+    # Every rule asks; the answer depends only on the finished context, so it is worked out once.
+    cached: list[tuple[str, ClassKey]] | None = ctx.__dict__.get("_scoped_archs")
+    if cached is None:
+        cached = [(arch, key) for arch in sorted(ctx.keys)
+                  if (key := ctx.keys[arch]) is not None and arch in ctx.verdicts and in_scope(ctx, arch)]
+        ctx.__dict__["_scoped_archs"] = cached
+    return iter(cached)
 
 
 def status(ctx: Context, arch: str) -> Status | None:

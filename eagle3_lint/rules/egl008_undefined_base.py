@@ -116,7 +116,7 @@ def check(ctx: Context) -> Iterator[Finding]:
         mf = ctx.store.load_path(rel)
         if mf is None or mf.error:
             continue
-        archs = sorted(a for a, e in ctx.registry.entries.items() if e.module == mf.module)
+        archs: list[str] | None = None  # who cannot load: only worked out for a file with a finding
         reported: set[tuple[str, int]] = set()
         for cf in mf.classes.values():
             if cf.branch == TC_BRANCH:
@@ -128,6 +128,8 @@ def check(ctx: Context) -> Iterator[Finding]:
                 if why is None:
                     continue
                 reported.add((name, cf.line))
+                if archs is None:
+                    archs = sorted(a for a, e in ctx.registry.entries.items() if e.module == mf.module)
                 who = (f"; {', '.join(archs[:4])}{' and more' if len(archs) > 4 else ''} cannot load" if archs
                        else "")
                 msg = (f"class {cf.qualname} uses {expr} as a base, but {why}: importing {mf.module} raises "
