@@ -12,7 +12,8 @@ Measured, each in its own subprocess (so one measurement's heap cannot slow the 
   ``vllm/models`` (the loop only, no interpreter start-up);
 - cold: ``eagle3-lint check TREE`` with an empty cache folder (all architectures, all rules);
   also once with ``EAGLE3_LINT_JOBS=1`` to show what the parallel parse buys;
-- warm: the same command again, cache hit;
+- warm: the same command again, cache hit (the report is replayed: reportcache.py);
+- warm-analysis: the same with the report cache emptied first (facts cache hit, whole analysis);
 - one edit: a COPY of the tree, primed, then one model file edited and checked again;
 - peak RSS of the cold check (``ru_maxrss`` from ``os.wait4``: the process and its workers);
 - sweep: every cached release 0.9.2 .. 0.33.0 checked warm, total seconds;
@@ -307,6 +308,23 @@ def bench(args: argparse.Namespace) -> Results:
             detail=f"cpu {warm.cpu:.2f} s, rss {warm.rss_mb:.0f} MB; report identical to cold: {same}")
         if not same:
             res.notes.append("warm report differs from the cold one: the cache changed a result")
+        # The same with the report cache emptied first: warm facts, the whole analysis runs again.
+        # What a re-check of an unchanged tree costs when the request differs (another format,
+        # another --arch), and what every one-edit re-check pays on top of re-parsing the file.
+        wa_runs = []
+        for i in range(max(args.repeat, 3)):
+            shutil.rmtree(work / "cache-cold-0" / "reports", ignore_errors=True)
+            log(f"warm check without the report cache {i + 1}")
+            r = run_measured(lint_cmd(tree, work / "cache-cold-0", out), cwd=str(work))
+            check_rc(r, "warm-analysis check")
+            wa_runs.append(r)
+        wa = best(wa_runs)
+        same = out.read_bytes() == cold_report
+        row(res, "warm-analysis", wa.wall, "s", wa.wall / floor, wa.cpu / floor_cpu,
+            detail=f"no target; report cache emptied, facts cache warm; cpu {wa.cpu:.2f} s, "
+                   f"report identical to cold: {same}")
+        if not same:
+            res.notes.append("warm-analysis report differs from the cold one: the facts cache changed a result")
 
         log("one edit: copying the tree")
         copy = work / "copy"
@@ -418,14 +436,14 @@ def render(res: Results) -> str:
     title = (f"eagle3-lint bench: vLLM {res.version} ({res.tree}); {os.cpu_count()} CPUs, "
              f"load average {os.getloadavg()[0]:.1f}, cpu pressure {cpu_pressure()} at the end")
     lines = [title, ""]
-    hdr = f"{'measure':<12} {'value':>9}  {'ratio':>7} {'cpu-ratio':>9}  {'target':<16} {'ok':<4} detail"
+    hdr = f"{'measure':<13} {'value':>9}  {'ratio':>7} {'cpu-ratio':>9}  {'target':<16} {'ok':<4} detail"
     lines += [hdr, "-" * len(hdr)]
     for r in res.rows:
         ratio = "" if r["ratio"] is None else f"{r['ratio']:.2f}x"
         cratio = "" if r["cpu_ratio"] is None else f"{r['cpu_ratio']:.2f}x"
         ok = "" if r["ok"] is None else ("yes" if r["ok"] else "NO")
         val = f"{r['value']:.2f} {r['unit']}"
-        lines.append(f"{r['measure']:<12} {val:>9}  {ratio:>7} {cratio:>9}  {r['target'] or '':<16} {ok:<4} {r['detail']}")
+        lines.append(f"{r['measure']:<13} {val:>9}  {ratio:>7} {cratio:>9}  {r['target'] or '':<16} {ok:<4} {r['detail']}")
     for n in res.notes:
         lines.append(f"note: {n}")
     return "\n".join(lines) + "\n"

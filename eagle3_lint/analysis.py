@@ -130,9 +130,11 @@ def _no_contract(iface: list[str]) -> Contract:
                     notes=("internal error while reading the contract",))
 
 
-def build(source: SourceTree, options: Options) -> Context:
+def build(source: SourceTree, options: Options, store: FactStore | None = None) -> Context:
+    """``store``: one the caller already opened on ``source`` (to hash the tree first), else a new one."""
     t0 = time.perf_counter()
-    store = FactStore(source, options.cache_dir)
+    if store is None:
+        store = FactStore(source, options.cache_dir)
     store.preload([rel for rel in source.py_files() if rel.startswith(MODEL_DIRS)], options.progress)
     t1 = time.perf_counter()
     reg_mf = store.load(registry_mod.REGISTRY_MODULE)
@@ -208,14 +210,15 @@ def apply_suppressions(ctx: Context, ran: set[str]) -> None:
         ctx.errors.append(InternalError("suppressions", f"{type(exc).__name__}: {exc}", traceback.format_exc()))
 
 
-def analyze(source: SourceTree, options: Options, select: Callable[[str], bool] | None = None) -> Context:
+def analyze(source: SourceTree, options: Options, select: Callable[[str], bool] | None = None,
+            store: FactStore | None = None) -> Context:
     from eagle3_lint import guard
     from eagle3_lint.rules import all_rules
 
     rules = [r for r in all_rules() if select is None or select(r.meta.id)]
     # Nothing under the tree may be imported, executed or written while it is analyzed (guard.py).
     with guard.protect(source):
-        ctx = build(source, options)
+        ctx = build(source, options, store)
         t = time.perf_counter()
         run_rules(ctx, rules)
         apply_suppressions(ctx, {r.meta.id for r in rules})

@@ -20,6 +20,7 @@ from eagle3_lint.errors import UsageError
 from eagle3_lint.registry import REGISTRY_MODULE
 from eagle3_lint.model import Finding, Severity
 from eagle3_lint.source import SourceTree
+from eagle3_lint.store import FactStore
 
 
 @dataclass
@@ -56,8 +57,14 @@ def open_target(req: CheckRequest) -> SourceTree:
     return target_mod.resolve(req.target, req.cache_dir, req.progress)
 
 
-def run_check(req: CheckRequest) -> Context:
-    source = open_target(req)
+def cache_dir(req: CheckRequest) -> Path | None:
+    return None if req.no_cache else target_mod.cache_root(req.cache_dir)
+
+
+def run_check(req: CheckRequest, source: SourceTree | None = None, store: FactStore | None = None) -> Context:
+    """Analyze ``req``'s target (or ``source``, already opened, with ``store`` already holding its hashes)."""
+    if source is None:
+        source = open_target(req)
     if req.plugins:
         from eagle3_lint import plugins as plugins_mod
 
@@ -73,11 +80,10 @@ def run_check(req: CheckRequest) -> Context:
     archs = tuple(req.archs)
     if not archs and tcfg and isinstance(tcfg.get("architectures"), list):
         archs = tuple(str(a) for a in tcfg["architectures"])
-    cache = None if req.no_cache else target_mod.cache_root(req.cache_dir)
-    opts = Options(targets=archs, cache_dir=cache, target_config=tcfg, target_config_path=req.target_config,
+    opts = Options(targets=archs, cache_dir=cache_dir(req), target_config=tcfg, target_config_path=req.target_config,
                    draft_config=dcfg, draft_config_path=req.draft_config, debug=req.debug, progress=req.progress,
                    pipeline_parallel=req.pipeline_parallel, pp_partition=req.pp_partition)
-    ctx = analyze(source, opts, req.select)
+    ctx = analyze(source, opts, req.select, store)
     reg_broken = any(f.location.path == ctx.registry.path for f in ctx.findings if f.rule == "EGL000")
     if ctx.registry.path and not ctx.registry.entries and not reg_broken:  # a broken registry is an EGL000 finding
         raise UsageError(f"no architectures could be read from {ctx.registry.path} (no *_MODELS dict the tool understands)")

@@ -6,12 +6,13 @@ or internal error. A traceback is printed only with ``--debug``.
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 from rich.console import Console
@@ -20,9 +21,14 @@ from eagle3_lint import __version__
 from eagle3_lint import config as config_mod
 from eagle3_lint import fixes as fixes_mod
 from eagle3_lint import outcome as outcome_mod
-from eagle3_lint.app import CheckRequest, exit_code, run_check, write_output
+from eagle3_lint.app import CheckRequest, exit_code, open_target, run_check, write_output
+from eagle3_lint.app import cache_dir as app_cache_dir
 from eagle3_lint.errors import UsageError
 from eagle3_lint.guard import printable
+from eagle3_lint.reportcache import Replay
+
+if TYPE_CHECKING:
+    from eagle3_lint.analysis import Context
 
 FORMATS = ["text", "json", "sarif", "github"]
 
@@ -85,6 +91,34 @@ def _guard(debug: bool, fn: Callable[[], int]) -> NoReturn:
     except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, exit 2
         _fail(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)", debug)
     sys.exit(code)
+
+
+def _report_tail(ctx: Context, out: outcome_mod.Outcome, settings: config_mod.Settings, debug: bool,
+                 exit_zero: bool, lines: list[str] | None) -> int:
+    """The exit code, and the stderr lines that go with it (echoed now if ``lines`` is None, else collected)."""
+    say: Callable[[str], None] = (lambda m: click.echo(m, err=True)) if lines is None else lines.append
+    for line in out.notes():
+        say(f"eagle3-lint: {line}")
+    code = exit_code(out.findings, settings.fail_on, len(ctx.errors))
+    stale = out.stale_baseline_failure()
+    if stale and code == 0:
+        say(f"eagle3-lint: error: {stale}")
+        code = 1
+    if code == 2:
+        for e in ctx.errors:
+            say(f"eagle3-lint: internal error in {printable(e.where)}: {printable(e.message)}")
+            if debug:
+                say(e.traceback)
+    if exit_zero and code == 1:
+        return 0
+    return code
+
+
+def _emit(r: Replay, output: str | None) -> int:
+    write_output(r.report, output)
+    for line in r.stderr:
+        click.echo(line, err=True)
+    return r.code
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -161,11 +195,10 @@ def check(target: str | None, archs: tuple[str, ...], fmt: str, output: str | No
         req = CheckRequest(target, settings.archs, cache_dir, no_cache, target_config, draft_config, debug,
                            select=settings.selection, progress=_progress(fmt == "text" and not do_fix),
                            plugins=plugins, pipeline_parallel=pipeline_parallel, pp_partition=pp_partition)
-        ctx = run_check(req)
-        out = outcome_mod.finalize(ctx, settings)
-        findings = out.findings
         if do_fix:
-            plan = fixes_mod.plan(ctx.source, findings, settings.unsafe_fixes)
+            ctx = run_check(req)
+            out = outcome_mod.finalize(ctx, settings)
+            plan = fixes_mod.plan(ctx.source, out.findings, settings.unsafe_fixes)
             if do_apply:
                 written = fixes_mod.apply(ctx.source.writable_root, plan, backup)
                 for p in written:
@@ -176,39 +209,58 @@ def check(target: str | None, archs: tuple[str, ...], fmt: str, output: str | No
                 click.echo(f"{plan.held_back_unsafe} unsafe fix(es) held back; rerun with --unsafe-fixes", err=True)
             if plan.conflicts:
                 click.echo(f"{plan.conflicts} overlapping edit(s) dropped; rerun --fix after applying", err=True)
-        elif fmt == "json":
-            write_output(json.dumps(outcome_mod.json_report(ctx, out), indent=2) + "\n", output)
+            return _report_tail(ctx, out, settings, debug, exit_zero, [])
+
+        console = None
+        if fmt == "text":
+            # Rendered into a string (the report cache keeps it); a file gets a fixed width and no colour.
+            console = Console(file=io.StringIO(), width=160) if output else Console()
+        replay = None
+        source = store = None
+        if not (no_cache or plugins or settings.write_baseline):
+            from eagle3_lint.reportcache import ReportCache, file_token
+            from eagle3_lint.store import FactStore
+
+            source = open_target(req)
+            store = FactStore(source, app_cache_dir(req))
+            look = () if console is None else (console.width, console.color_system, console.is_terminal,
+                                               console.encoding, console.legacy_windows, console.no_color)
+            replay = ReportCache(store.cache_dir, (
+                fmt, output is None, look, show_all, exit_zero, settings, pipeline_parallel, pp_partition,
+                file_token(target_config), file_token(draft_config), file_token(settings.baseline)), source, store)
+            # A damaged facts pack is rebuilt by a full run even if the report could be replayed.
+            hit = None if store.rebuilt else replay.get()
+            if hit is not None:
+                store.save()  # keeps refreshed stat memos (a touched but unchanged file is not hashed again)
+                return _emit(hit, output)
+        ctx = run_check(req, source, store)
+        out = outcome_mod.finalize(ctx, settings)
+        findings = out.findings
+        if fmt == "json":
+            report = json.dumps(outcome_mod.json_report(ctx, out), indent=2) + "\n"
         elif fmt == "sarif":
             from eagle3_lint.report.sarif import build_sarif
 
-            write_output(json.dumps(build_sarif(ctx, out), indent=2) + "\n", output)
+            report = json.dumps(build_sarif(ctx, out), indent=2) + "\n"
         elif fmt == "github":
             from eagle3_lint.report.github import render as render_github
 
-            write_output(render_github([out.paths.finding(f) for f in findings]), output)
+            report = render_github([out.paths.finding(f) for f in findings])
         else:
+            from eagle3_lint.report.draft import render_text as render_draft
             from eagle3_lint.report.text import render_check
 
-            console = Console(file=open(output, "w", encoding="utf-8") if output else None, width=160 if output else None)
-            render_check(out.paths.context(ctx), console, [out.paths.finding(f) for f in findings], show_all)
-            from eagle3_lint.report.draft import render_text as render_draft
-
-            render_draft(ctx, console)  # --draft-config / --plugin sections, when given
-        for line in out.notes():
-            click.echo(f"eagle3-lint: {line}", err=True)
-        code = exit_code(findings, settings.fail_on, len(ctx.errors))
-        stale = out.stale_baseline_failure()
-        if stale and code == 0:
-            click.echo(f"eagle3-lint: error: {stale}", err=True)
-            code = 1
-        if code == 2:
-            for e in ctx.errors:
-                click.echo(f"eagle3-lint: internal error in {printable(e.where)}: {printable(e.message)}", err=True)
-                if debug:
-                    click.echo(e.traceback, err=True)
-        if exit_zero and code == 1:
-            return 0
-        return code
+            assert console is not None
+            with console.capture() as captured:
+                render_check(out.paths.context(ctx), console, [out.paths.finding(f) for f in findings], show_all)
+                render_draft(ctx, console)  # --draft-config / --plugin sections, when given
+            report = captured.get()
+        lines: list[str] = []
+        code = _report_tail(ctx, out, settings, debug, exit_zero, lines)
+        result = Replay(report, tuple(lines), code)
+        if replay is not None and code != 2:  # an internal error is never replayed
+            replay.put(result)
+        return _emit(result, output)
 
     _guard(debug, run)
 

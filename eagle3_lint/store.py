@@ -157,12 +157,12 @@ def _cpu_contended() -> bool:
         return False
 
 
-def _trusted_pack(p: Path) -> bool:
+def trusted_file(p: Path) -> bool:
     """A regular file owned by this user in a folder owned by this user, neither writable by others.
 
-    The pack is a pickle, and loading a pickle can run code: a pack planted in a shared or
-    world-writable cache folder (``XDG_CACHE_HOME=/tmp``, a restored CI cache) must not be read.
-    The checksum inside the pack detects damage, not tampering."""
+    The facts pack is a pickle, and loading a pickle can run code; a replayed report (reportcache)
+    is shown as the tool's own verdict. Neither may come from a shared or world-writable cache
+    folder (``XDG_CACHE_HOME=/tmp``, a restored CI cache). Checksums detect damage, not tampering."""
     if not hasattr(os, "geteuid"):
         return True  # no POSIX ownership to check (Windows): the user's profile folder protects it
     try:
@@ -203,7 +203,7 @@ class FactStore:
     def _load_pack(self) -> None:
         p = self.pack_path()
         assert p is not None
-        if not _trusted_pack(p):
+        if not trusted_file(p):
             return  # unpickling runs code: only a pack this user wrote and no one else can replace
         try:
             raw = p.read_bytes()
@@ -244,7 +244,7 @@ class FactStore:
         try:
             p.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             if hasattr(os, "geteuid") and os.stat(p.parent).st_uid == os.geteuid():
-                os.chmod(p.parent, 0o700)  # what _trusted_pack asks of it, whatever the umask
+                os.chmod(p.parent, 0o700)  # what trusted_file asks of it, whatever the umask
             fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=".pack-")
             try:
                 with os.fdopen(fd, "wb") as fh:

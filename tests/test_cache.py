@@ -94,6 +94,11 @@ def test_real_release_reports_identical_without_cold_and_warm(real_trees: object
     pack.write_bytes(pack.read_bytes()[: size // 3])
     assert check_json(root, "--cache-dir", str(cache)) == plain
     assert pack.stat().st_size == size
+    # The CLI's warm run above replayed the report (reportcache.py); the analysis on warm facts, too,
+    # gives the report an analysis without any cache gives.
+    warm_ctx = run(root, cache)
+    assert warm_ctx.store.misses == 0 and warm_ctx.store.hits > 200
+    assert report(warm_ctx) == report(run(root, None))
 
 
 # -- damage is detected and rebuilt ----------------------------------------------------------------
@@ -293,6 +298,134 @@ def test_unwritable_cache_only_costs_time(sample: Path, tmp_path: Path) -> None:
     blocker.write_text("x")
     ctx = run(sample, blocker)  # cache_dir is a file: the pack can be neither read nor written
     assert report(ctx) == report(run(sample, None))
+
+
+# -- the report cache: a re-check of an unchanged tree replays the report --------------------------
+def entries(cache: Path) -> list[Path]:
+    return sorted((cache / "reports").glob("*.json"))
+
+
+def forge(entry: Path, report_text: str) -> None:
+    """Rewrite an entry as a consistent one with another report: what a replay would print."""
+    from eagle3_lint.reportcache import _checksum
+
+    e = json.loads(entry.read_text())
+    e["report"] = report_text
+    e["sha256"] = _checksum(report_text, e["stderr"], e["code"])
+    entry.write_text(json.dumps(e))
+
+
+def outputs(p: subprocess.CompletedProcess[str]) -> tuple[str, str, int]:
+    return p.stdout, p.stderr, p.returncode
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "sarif", "github"])
+def test_replay_is_byte_identical_and_is_used(sample: Path, tmp_path: Path, fmt: str) -> None:
+    cache = tmp_path / "cache"
+    args = ("check", str(sample), "--format", fmt, "--arch", "WrapForConditionalGeneration")
+    plain = outputs(cli(*args, "--no-cache"))
+    assert plain[2] == 1 and plain[0]
+    cold = outputs(cli(*args, "--cache-dir", str(cache)))
+    [entry] = entries(cache)
+    warm = outputs(cli(*args, "--cache-dir", str(cache)))
+    assert plain == cold == warm
+    forge(entry, "REPLAYED\n")
+    assert cli(*args, "--cache-dir", str(cache)).stdout == "REPLAYED\n"  # the warm run did not analyze
+
+
+def test_text_report_to_a_file_is_replayed_identically(sample: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    outs = []
+    for flags in (("--no-cache",), ("--cache-dir", str(cache)), ("--cache-dir", str(cache))):
+        dest = tmp_path / f"report-{len(outs)}.txt"
+        p = cli("check", str(sample), "--output", str(dest), "--arch", "WrapForConditionalGeneration", *flags)
+        assert p.returncode == 1 and p.stdout == ""
+        outs.append(dest.read_text())
+    assert outs[0] == outs[1] == outs[2] and "\x1b[" not in outs[0]
+    assert len(entries(cache)) == 1
+
+
+def test_edited_model_file_is_not_replayed(sample: Path, tmp_path: Path, old_files: None) -> None:
+    cache = tmp_path / "cache"
+    before = check_json(sample, "--cache-dir", str(cache))
+    victim = sample / "vllm/model_executor/models/inner.py"
+    st = victim.stat()
+    text = victim.read_text()
+    assert "SupportsEagle3" in text
+    # Same size, mtime restored: only the content hash can tell.
+    victim.write_text(text.replace("SupportsEagle3", "SupportsEagleX", 1))
+    os.utime(victim, ns=(st.st_atime_ns, st.st_mtime_ns))
+    after = check_json(sample, "--cache-dir", str(cache))
+    assert after != before and after == check_json(sample, "--no-cache")
+    assert len(entries(cache)) == 2
+
+
+def test_new_file_in_the_tree_is_not_replayed(sample: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    check_json(sample, "--cache-dir", str(cache))
+    (sample / "vllm/model_executor/models/extra.py").write_text("class Broken(\n")
+    after = check_json(sample, "--cache-dir", str(cache))
+    assert "EGL000" in after and after == check_json(sample, "--no-cache")
+
+
+def test_request_and_named_files_are_part_of_the_key(sample: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({"architectures": ["WrapForConditionalGeneration"], "model_type": "llama"}))
+    a = check_json(sample, "--cache-dir", str(cache), "--target-config", str(cfg))
+    cfg.write_text(json.dumps({"architectures": ["WrapForConditionalGeneration"], "model_type": "no-such-type"}))
+    b = check_json(sample, "--cache-dir", str(cache), "--target-config", str(cfg))
+    assert a != b and b == check_json(sample, "--no-cache", "--target-config", str(cfg))
+    c = check_json(sample, "--cache-dir", str(cache), "--select", "EGL001")
+    assert c == check_json(sample, "--no-cache", "--select", "EGL001") and c not in (a, b)
+    assert len(entries(cache)) == 3
+
+
+@pytest.mark.parametrize("damage", [_truncate, _flip, _garbage, _empty, _last_byte])
+def test_damaged_report_entry_is_recomputed(sample: Path, tmp_path: Path, damage: object) -> None:
+    cache = tmp_path / "cache"
+    plain = check_json(sample, "--no-cache")
+    check_json(sample, "--cache-dir", str(cache))
+    [entry] = entries(cache)
+    good = entry.read_bytes()
+    entry.write_bytes(damage(good))  # type: ignore[operator]
+    assert check_json(sample, "--cache-dir", str(cache)) == plain
+    assert json.loads(entry.read_bytes())["report"] == plain  # rewritten whole
+
+
+def test_report_entry_in_a_folder_others_can_write_is_not_trusted(sample: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    plain = check_json(sample, "--cache-dir", str(cache))
+    [entry] = entries(cache)
+    forge(entry, "PLANTED\n")
+    os.chmod(entry.parent, 0o777)
+    try:
+        assert check_json(sample, "--cache-dir", str(cache)) == plain
+    finally:
+        os.chmod(entry.parent, 0o700)
+
+
+def test_runs_that_write_or_fail_are_not_stored(sample: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    assert cli("check", str(sample), "--fix", "--cache-dir", str(cache)).returncode in (0, 1)
+    assert cli("check", str(sample), "--write-baseline", str(tmp_path / "b.json"),
+               "--cache-dir", str(cache)).returncode in (0, 1)
+    assert entries(cache) == []  # (exit 2 is never stored either: test_internal_errors.py)
+
+
+def test_oldest_entries_are_dropped(sample: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from eagle3_lint import reportcache
+
+    monkeypatch.setattr(reportcache, "MAX_ENTRIES", 2)
+    src = DirSource(sample)
+    store = FactStore(src, tmp_path / "cache")
+    for i in range(4):
+        rc = reportcache.ReportCache(tmp_path / "cache", (i,), src, store)
+        rc.put(reportcache.Replay(f"r{i}", (), 0))
+        os.utime(rc.path, ns=(i * 10**9, i * 10**9))
+    kept = entries(tmp_path / "cache")
+    assert len(kept) == 2
+    assert {json.loads(p.read_text())["report"] for p in kept} == {"r2", "r3"}
 
 
 # -- progress ------------------------------------------------------------------------------------

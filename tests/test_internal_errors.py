@@ -74,6 +74,18 @@ def test_broken_rule(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert "Traceback" in res.stderr and "boom in a rule" in res.stderr
 
 
+def test_internal_error_is_never_replayed(tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = rules_mod.all_rules()
+    monkeypatch.setattr(rules_mod, "all_rules", lambda: (*real, broken_rule()))
+    cache = tmp_path / "cache"
+    args = ["check", str(tree), "--format", "json", "--cache-dir", str(cache), "--arch", "PlainForCausalLM"]
+    assert CliRunner().invoke(cli.main, args).exit_code == 2
+    assert not list((cache / "reports").glob("*.json"))
+    monkeypatch.setattr(rules_mod, "all_rules", lambda: real)  # the bug is fixed: the run is clean again
+    res = CliRunner().invoke(cli.main, args)
+    assert res.exit_code == 1 and json.loads(res.stdout)["errors"] == []
+
+
 def test_exception_in_one_files_fact_extraction(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     real = facts._Extractor.run  # noqa: SLF001
 

@@ -1,0 +1,131 @@
+"""Whole-report cache: a re-check of an unchanged tree with the same request replays the last report.
+
+A layer over the pipeline, not a second path through it. The key is everything a report is a
+function of:
+
+- the tool's code fingerprint (``store.fingerprint``);
+- the request and the resolved settings, the bytes of every file they name (``--target-config``,
+  ``--draft-config``, ``--baseline``), and how the output is rendered (format, destination, and
+  for text the console's width, colour system and terminal flag);
+- the tree: which ``.py`` files exist under ``vllm/`` and the content hash of every one of them,
+  plus the dist-info METADATA the version may come from. Hashes come from the facts store's stat
+  memo, so an unchanged tree is only ``stat``-ed, never read.
+
+Any difference is a miss, and a miss runs the whole analysis. Runs that write (``--fix``,
+``--write-baseline``), read other trees (``--plugin``) or end in an internal error are never
+stored. Entries are JSON (nothing is unpickled), checked against their own key and checksum, kept
+only in a folder this user owns (``store.trusted_file``), and the oldest are dropped beyond
+``MAX_ENTRIES``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from eagle3_lint.source import SourceTree
+from eagle3_lint.store import FactStore, fingerprint, trusted_file
+
+MAX_ENTRIES = 16  # distinct requests remembered per cache folder (a CI job runs a few formats)
+_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Replay:
+    """What a check printed: the report (stdout or ``--output``), its stderr lines, its exit code."""
+
+    report: str
+    stderr: tuple[str, ...]
+    code: int
+
+
+def file_token(path: str | None) -> str:
+    """A named input file by content: its sha256, or why it has none (the run then fails the same way)."""
+    if not path:
+        return "-"
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError as exc:
+        return f"unreadable:{type(exc).__name__}"
+
+
+def tree_token(source: SourceTree, store: FactStore) -> str:
+    h = hashlib.sha256()
+    h.update(f"{type(source).__name__}\0{source.root_label}\0".encode())
+    root = getattr(source, "root", None)
+    if root is not None:
+        h.update(str(Path(root).resolve()).encode() + b"\0")
+    for rel in source.py_files():
+        h.update(rel.encode() + b"\0" + (store.digest(rel) or b"-") + b"\0")
+    for rel in source.other_files():
+        try:
+            data = source.read_bytes(rel)
+        except OSError:
+            data = b"-"
+        h.update(rel.encode() + b"\0" + hashlib.sha256(data).digest())
+    return h.hexdigest()
+
+
+class ReportCache:
+    def __init__(self, cache_dir: Path, parts: Iterable[object], source: SourceTree, store: FactStore) -> None:
+        h = hashlib.sha256(f"eagle3-lint-report\0{_VERSION}\0{fingerprint()}\0".encode())
+        for p in parts:
+            h.update(repr(p).encode() + b"\0")
+        h.update(tree_token(source, store).encode())
+        self.key = h.hexdigest()
+        self.folder = cache_dir / "reports"
+        self.path = self.folder / f"{self.key[:32]}.json"
+
+    def get(self) -> Replay | None:
+        if not trusted_file(self.path):
+            return None
+        try:
+            entry = json.loads(self.path.read_text(encoding="utf-8"))
+            report, stderr, code = entry["report"], entry["stderr"], entry["code"]
+            ok = (entry.get("key") == self.key and isinstance(report, str) and isinstance(code, int)
+                  and isinstance(stderr, list) and all(isinstance(s, str) for s in stderr)
+                  and entry.get("sha256") == _checksum(report, stderr, code))
+        except (OSError, UnicodeError, ValueError, KeyError, TypeError):
+            ok = False
+        if not ok:
+            self._drop(self.path)  # damaged or foreign: recomputed and rewritten
+            return None
+        return Replay(report, tuple(stderr), code)
+
+    def put(self, r: Replay) -> None:
+        entry = {"key": self.key, "sha256": _checksum(r.report, list(r.stderr), r.code),
+                 "report": r.report, "stderr": list(r.stderr), "code": r.code}
+        try:
+            self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".report-")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    json.dump(entry, fh)
+                os.replace(tmp, self.path)
+            except BaseException:
+                self._drop(Path(tmp))
+                raise
+            self._trim()
+        except OSError:
+            pass  # a cache that cannot be written only costs time
+
+    def _trim(self) -> None:
+        entries = sorted(self.folder.glob("*.json"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
+        for old in entries[MAX_ENTRIES:]:
+            self._drop(old)
+
+    @staticmethod
+    def _drop(p: Path) -> None:
+        try:
+            p.unlink()
+        except OSError:
+            pass
+
+
+def _checksum(report: str, stderr: list[str], code: int) -> str:
+    return hashlib.sha256(json.dumps([report, stderr, code]).encode()).hexdigest()
