@@ -132,30 +132,37 @@ class Text:
     def eol(self, line: int) -> tuple[int, int]:
         return line, len(self.line(line))
 
-    def part(self, first: int, last: int) -> ast.Module | None:
+    def part(self, first: int, last: int, suffix: str = "") -> ast.Module | None:
         """Lines ``first..last`` (whole top-level statements) parsed alone, with the file's line numbers.
 
         Parsing one class or the import block instead of a 2,000-line model file keeps fix
         building cheap; anything that does not parse alone falls back to the whole file.
+        ``suffix`` is parsed after the lines (a stub body for a class header).
         """
-        key = (first, last)
+        key = (first, last, suffix)
         cache = self.__dict__.setdefault("_parts", {})
         if key not in cache:
             try:
                 # Leading blank lines give the part the file's line numbers for free;
                 # ``ast.increment_lineno`` afterwards costs more than the parse itself.
-                tree = ast.parse("\n" * (first - 1) + "\n".join(self.lines[first - 1:last]) + "\n",
+                tree = ast.parse("\n" * (first - 1) + "\n".join(self.lines[first - 1:last]) + "\n" + suffix,
                                  filename=self.rel)
             except (SyntaxError, ValueError, RecursionError):
                 tree = None
             cache[key] = tree
         return cache[key]
 
-    def class_node(self, cls_line: int, name: str, first: int = 0, last: int = 0) -> ast.ClassDef | None:
+    def class_node(self, cls_line: int, name: str, first: int = 0, last: int = 0,
+                   stub_body: bool = False) -> ast.ClassDef | None:
+        """The class at ``cls_line``: from lines ``first..last`` parsed alone if that works, else
+        from the whole file. ``stub_body``: ``first..last`` is only the header, given a ``pass`` body
+        (None if that does not parse)."""
         if first and self.line(first)[:1] not in (" ", "\t"):
-            found = self._class_in(self.part(first, last), cls_line, name)
-            if found is not None:
+            found = self._class_in(self.part(first, last, "    pass\n" if stub_body else ""), cls_line, name)
+            if found is not None or stub_body:
                 return found
+        elif stub_body:
+            return None
         return self._class_in(self.tree, cls_line, name)
 
     @staticmethod
@@ -218,7 +225,9 @@ def insert(path: str, pos: tuple[int, int], text: str) -> Edit:
     return Edit(path, pos[0], pos[1], pos[0], pos[1], text)
 
 
-def _class_ctx(ctx: Context, key: ClassKey) -> tuple[str, Text, ast.ClassDef] | None:
+def _class_ctx(ctx: Context, key: ClassKey, header_only: bool = False) -> tuple[str, Text, ast.ClassDef] | None:
+    """The class's file, text and ``ClassDef``; with ``header_only`` its body is a bare ``pass``
+    (all an edit of the bases needs, and a 500-line class is not parsed for it)."""
     cf = ctx.graph.class_facts(key)
     if cf is None:
         return None
@@ -226,8 +235,12 @@ def _class_ctx(ctx: Context, key: ClassKey) -> tuple[str, Text, ast.ClassDef] | 
     t = text_of(ctx, rel)
     if t is None:
         return None
+    node = None
+    if header_only and cf.nested_in is None and cf.body_line > cf.line:
+        node = t.class_node(cf.line, cf.name, cf.line, cf.body_line - 1, stub_body=True)
     # The ``class`` statement parses alone (its decorators are not needed for any edit).
-    node = t.class_node(cf.line, cf.name, cf.line if cf.nested_in is None else 0, cf.end_line)
+    if node is None:
+        node = t.class_node(cf.line, cf.name, cf.line if cf.nested_in is None else 0, cf.end_line)
     if node is None:
         return None
     return rel, t, node
@@ -305,7 +318,7 @@ def add_base(ctx: Context, key: ClassKey, module: str, name: str) -> list[Edit]:
     target = ClassKey(module, name)
     if ctx.graph.in_mro(key, target):
         return []
-    cc = _class_ctx(ctx, key)
+    cc = _class_ctx(ctx, key, header_only=True)
     if cc is None:
         return []
     rel, t, node = cc
