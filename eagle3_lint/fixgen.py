@@ -666,4 +666,8 @@ def init_attr(ctx: Context, key: ClassKey, attr: str) -> list[Edit]:
     ind = t.indent(first.lineno)
     if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
         return [insert(rel, t.eol(first.end_lineno or first.lineno), f"\n{ind}{attr}: tuple[int, ...] = ()")]
-    return [insert(rel, (first.lineno, 0), f"{ind}{attr}: tuple[int, ...] = ()\n")]
+    # Above the first statement, or above its decorators (between them and the ``def`` is a syntax
+    # error); a blank line keeps a following ``def`` or ``class`` apart.
+    line = min([first.lineno, *(d.lineno for d in getattr(first, "decorator_list", []))])
+    gap = "\n" if isinstance(first, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else ""
+    return [insert(rel, (line, 0), f"{ind}{attr}: tuple[int, ...] = (){gap}\n")]

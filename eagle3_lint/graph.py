@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 
-from eagle3_lint.facts import ELSE, EXCEPT, IF, MAIN, SKIPPED, TAKEN, TRY, TYPE_CHECKING, Binding, ClassFacts, Member, ModuleFacts
+from eagle3_lint.facts import ELSE, EXCEPT, IF, MAIN, SKIPPED, TAKEN, TRY, TYPE_CHECKING, Binding, ClassFacts, Member, Method, ModuleFacts
 
 # Which of several conditional bindings of one name the runtime picks: an unconditional binding or
 # the branch the platform model decides is taken (facts.platform_test), else the final ``else`` of an
@@ -452,13 +452,33 @@ class ClassGraph:
 
     # -- where the decoder layers live ----------------------------------------------------------
     def assigns_attr(self, key: ClassKey, attr: str) -> tuple[ClassKey, int] | None:
-        """The class in the MRO whose ``__init__`` assigns ``self.<attr>``."""
+        """The class in the MRO whose ``__init__`` assigns ``self.<attr>``: itself, or in a method
+        it calls as ``self.m(...)`` (MiniCPM's ``_init_layers``), looked up from ``key`` as Python
+        dispatches it, two calls deep at most."""
         for e in self.mro(key).entries:
             if isinstance(e, ClassKey):
                 cf = self.class_facts(e)
                 init = cf.methods.get("__init__") if cf else None
                 if init is not None:
-                    for sa in init.self_assigns:
-                        if sa.target == f"self.{attr}":
-                            return e, sa.line
+                    line = self._assign_line(key, init, f"self.{attr}", 2, {"__init__"})
+                    if line is not None:
+                        return e, line
+        return None
+
+    def _assign_line(self, key: ClassKey, md: Method, target: str, depth: int, seen: set[str]) -> int | None:
+        for sa in md.self_assigns:
+            if sa.target == target:
+                return sa.line
+        if depth == 0:
+            return None
+        for func, _args, _line in md.calls:
+            name = func[5:] if func.startswith("self.") else ""
+            if not name or "." in name or name in seen:
+                continue
+            seen.add(name)
+            hit = self.method(key, name)
+            if hit is not None and isinstance(hit[1], Method):
+                line = self._assign_line(key, hit[1], target, depth - 1, seen)
+                if line is not None:
+                    return line
         return None

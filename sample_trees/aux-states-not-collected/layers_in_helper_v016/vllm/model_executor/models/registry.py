@@ -1,0 +1,6 @@
+_TEXT_GENERATION_MODELS = {
+    "AuxForCausalLM": ("aux", "AuxForCausalLM"),
+}
+_VLLM_MODELS = {
+    **_TEXT_GENERATION_MODELS,
+}
