@@ -14,8 +14,8 @@ function of:
 Any difference is a miss, and a miss runs the whole analysis. Runs that write (``--fix``,
 ``--write-baseline``), read other trees (``--plugin``) or end in an internal error are never
 stored. Entries are JSON (nothing is unpickled), checked against their own key and checksum, kept
-only in a folder this user owns (``store.trusted_file``), and the oldest are dropped beyond
-``MAX_ENTRIES``.
+only in a folder this user owns (``store.trusted_file``). Each tree keeps its ``MAX_PER_TREE``
+newest entries (a sweep over 40 releases must not evict itself), the folder its ``MAX_ENTRIES``.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ from pathlib import Path
 from eagle3_lint.source import SourceTree
 from eagle3_lint.store import FactStore, fingerprint, trusted_file
 
-MAX_ENTRIES = 16  # distinct requests remembered per cache folder (a CI job runs a few formats)
+MAX_PER_TREE = 8  # distinct requests remembered per tree (a CI job runs a few formats)
+MAX_ENTRIES = 256  # and per cache folder, all trees together
 _VERSION = 1
 
 
@@ -54,12 +55,18 @@ def file_token(path: str | None) -> str:
         return f"unreadable:{type(exc).__name__}"
 
 
-def tree_token(source: SourceTree, store: FactStore) -> str:
-    h = hashlib.sha256()
-    h.update(f"{type(source).__name__}\0{source.root_label}\0".encode())
+def tree_id(source: SourceTree) -> str:
+    """Which tree (not what is in it): the kind of source, its label and its resolved root."""
+    h = hashlib.sha256(f"{type(source).__name__}\0{source.root_label}\0".encode())
     root = getattr(source, "root", None)
     if root is not None:
-        h.update(str(Path(root).resolve()).encode() + b"\0")
+        h.update(str(Path(root).resolve()).encode())
+    return h.hexdigest()
+
+
+def tree_token(source: SourceTree, store: FactStore) -> str:
+    """What is in the tree: every ``.py`` file's name and content hash, and the dist-info METADATA."""
+    h = hashlib.sha256(tree_id(source).encode())
     for rel in source.py_files():
         h.update(rel.encode() + b"\0" + (store.digest(rel) or b"-") + b"\0")
     for rel in source.other_files():
@@ -79,7 +86,8 @@ class ReportCache:
         h.update(tree_token(source, store).encode())
         self.key = h.hexdigest()
         self.folder = cache_dir / "reports"
-        self.path = self.folder / f"{self.key[:32]}.json"
+        self.tree = tree_id(source)[:16]
+        self.path = self.folder / f"{self.tree}-{self.key[:32]}.json"
 
     def get(self) -> Replay | None:
         if not trusted_file(self.path):
@@ -116,7 +124,8 @@ class ReportCache:
 
     def _trim(self) -> None:
         entries = sorted(self.folder.glob("*.json"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
-        for old in entries[MAX_ENTRIES:]:
+        mine = [p for p in entries if p.name.startswith(self.tree + "-")]
+        for old in {*mine[MAX_PER_TREE:], *entries[MAX_ENTRIES:]}:
             self._drop(old)
 
     @staticmethod

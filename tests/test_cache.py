@@ -413,19 +413,38 @@ def test_runs_that_write_or_fail_are_not_stored(sample: Path, tmp_path: Path) ->
     assert entries(cache) == []  # (exit 2 is never stored either: test_internal_errors.py)
 
 
-def test_oldest_entries_are_dropped(sample: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_oldest_entries_are_dropped_per_tree(sample: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from eagle3_lint import reportcache
 
-    monkeypatch.setattr(reportcache, "MAX_ENTRIES", 2)
-    src = DirSource(sample)
-    store = FactStore(src, tmp_path / "cache")
+    monkeypatch.setattr(reportcache, "MAX_PER_TREE", 2)
+    monkeypatch.setattr(reportcache, "MAX_ENTRIES", 5)
+    cache = tmp_path / "cache"
+    other = materialize(CASE, tmp_path / "other")
+    t = 0
+
+    def put(root: Path, i: int) -> None:
+        nonlocal t
+        src = DirSource(root)
+        rc = reportcache.ReportCache(cache, (i,), src, FactStore(src, cache))
+        rc.put(reportcache.Replay(f"{root.name}{i}", (), 0))
+        t += 1
+        os.utime(rc.path, ns=(t * 10**9, t * 10**9))
+
+    def kept() -> set[str]:
+        return {json.loads(p.read_text())["report"] for p in entries(cache)}
+
+    for i in range(2):
+        put(other, i)
     for i in range(4):
-        rc = reportcache.ReportCache(tmp_path / "cache", (i,), src, store)
-        rc.put(reportcache.Replay(f"r{i}", (), 0))
-        os.utime(rc.path, ns=(i * 10**9, i * 10**9))
-    kept = entries(tmp_path / "cache")
-    assert len(kept) == 2
-    assert {json.loads(p.read_text())["report"] for p in kept} == {"r2", "r3"}
+        put(sample, i)
+    # Each tree keeps its 2 newest: the other tree's entries survive the sample's four.
+    assert kept() == {"other0", "other1", "tree2", "tree3"}
+    put(other, 2)
+    put(sample, 4)
+    assert kept() == {"other1", "other2", "tree3", "tree4"}
+    monkeypatch.setattr(reportcache, "MAX_ENTRIES", 3)  # and the folder keeps its newest overall
+    put(other, 3)
+    assert kept() == {"other3", "tree4", "other2"}
 
 
 # -- progress ------------------------------------------------------------------------------------
