@@ -225,8 +225,14 @@ def check(target: str | None, archs: tuple[str, ...], fmt: str, output: str | No
             store = FactStore(source, app_cache_dir(req))
             look = () if console is None else (console.width, console.color_system, console.is_terminal,
                                                console.encoding, console.legacy_windows, console.no_color)
+            from eagle3_lint.baseline import in_ci
+            from eagle3_lint.catalog import help_uri
+
+            # The environment reaches a report in two places: CI=true makes a stale baseline fail,
+            # and EAGLE3_LINT_DOCS_URL moves the SARIF help links.
+            env = (in_ci(), help_uri("{id}"))
             replay = ReportCache(store.cache_dir, (
-                fmt, output is None, look, show_all, exit_zero, settings, pipeline_parallel, pp_partition,
+                fmt, output is None, look, show_all, exit_zero, settings, pipeline_parallel, pp_partition, env,
                 file_token(target_config), file_token(draft_config), file_token(settings.baseline)), source, store)
             # A damaged facts pack is rebuilt by a full run even if the report could be replayed.
             hit = None if store.rebuilt else replay.get()

@@ -381,6 +381,27 @@ def test_request_and_named_files_are_part_of_the_key(sample: Path, tmp_path: Pat
     assert len(entries(cache)) == 3
 
 
+def test_environment_that_reaches_the_report_is_part_of_the_key(sample: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    args = ("check", str(sample), "--format", "sarif", "--arch", "WrapForConditionalGeneration")
+    a = cli(*args, "--cache-dir", str(cache)).stdout
+    env = {"EAGLE3_LINT_DOCS_URL": "https://mirror.example/{version}/{id}.html"}
+    b = cli(*args, "--cache-dir", str(cache), env=env).stdout
+    assert "mirror.example" in b and "mirror.example" not in a
+    assert b == cli(*args, "--no-cache", env=env).stdout
+    # CI=true turns a stale baseline into a failure (baseline.py): a replay from outside CI must not hide it.
+    base = tmp_path / "baseline.json"
+    wrote = cli("check", str(sample), "--arch", "WrapForConditionalGeneration", "--write-baseline", str(base),
+                "--no-cache")
+    assert wrote.returncode == 0 and json.loads(base.read_text())["findings"]
+    flags = ("check", str(sample), "--baseline", str(base))  # no --arch: no finding, every entry is stale
+    outside = outputs(cli(*flags, "--cache-dir", str(cache), env={"CI": ""}))
+    inside = outputs(cli(*flags, "--cache-dir", str(cache), env={"CI": "true"}))
+    assert outside[2] == 0 and inside[2] == 1
+    assert inside == outputs(cli(*flags, "--no-cache", env={"CI": "true"}))
+    assert outside == outputs(cli(*flags, "--no-cache", env={"CI": ""}))
+
+
 @pytest.mark.parametrize("damage", [_truncate, _flip, _garbage, _empty, _last_byte])
 def test_damaged_report_entry_is_recomputed(sample: Path, tmp_path: Path, damage: object) -> None:
     cache = tmp_path / "cache"
