@@ -233,6 +233,7 @@ def check(target: str | None, archs: tuple[str, ...], fmt: str, output: str | No
             env = (in_ci(), help_uri("{id}"))
             replay = ReportCache(store.cache_dir, (
                 fmt, output is None, look, show_all, exit_zero, settings, pipeline_parallel, pp_partition, env,
+                target, target_config, draft_config,  # as given: reports show these paths
                 file_token(target_config), file_token(draft_config), file_token(settings.baseline)), source, store)
             # A damaged facts pack is rebuilt by a full run even if the report could be replayed.
             hit = None if store.rebuilt else replay.get()
