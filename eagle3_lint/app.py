@@ -20,6 +20,8 @@ from eagle3_lint.errors import UsageError
 from eagle3_lint.registry import REGISTRY_MODULE
 from eagle3_lint.model import Finding, Severity
 from eagle3_lint.source import SourceTree
+from eagle3_lint.config import Settings
+from eagle3_lint.reportcache import Replay
 from eagle3_lint.store import FactStore
 
 
@@ -95,6 +97,42 @@ def run_check(req: CheckRequest, source: SourceTree | None = None, store: FactSt
             hints.append(f"{a}" + (f" (did you mean {close[0]}?)" if close else ""))
         raise UsageError(f"unknown architecture for vLLM {ctx.version}: {', '.join(hints)}")
     return ctx
+
+
+def report_once(req: CheckRequest, settings: Settings, render: Callable[[Context], Replay],
+                rendering: tuple[object, ...], cacheable: bool = True) -> Replay:
+    """``render(run_check(req))``, or the report an identical earlier request rendered (reportcache.py).
+
+    ``rendering`` is everything about the output the request does not say (format, destination,
+    console). A run with an internal error (exit 2) is never stored.
+    """
+    if req.no_cache or not cacheable:
+        return render(run_check(req))
+    from eagle3_lint.baseline import in_ci
+    from eagle3_lint.catalog import help_uri
+    from eagle3_lint.reportcache import ReportCache, file_token
+
+    source = open_target(req)
+    store = FactStore(source, cache_dir(req))
+    assert store.cache_dir is not None
+    key = (
+        rendering, settings, req.target, req.archs, req.pipeline_parallel, req.pp_partition,
+        req.target_config, req.draft_config,  # as given: reports show these paths
+        file_token(req.target_config), file_token(req.draft_config), file_token(settings.baseline),
+        # The environment reaches a report in two places: CI=true makes a stale baseline fail,
+        # and EAGLE3_LINT_DOCS_URL moves the SARIF help links.
+        in_ci(), help_uri("{id}"),
+    )
+    cache = ReportCache(store.cache_dir, key, source, store)
+    # A damaged facts pack is rebuilt by a full run even if the report could be replayed.
+    hit = None if store.rebuilt else cache.get()
+    if hit is not None:
+        store.save()  # keeps refreshed stat memos (a touched but unchanged file is not hashed again)
+        return hit
+    result = render(run_check(req, source, store))
+    if result.code != 2:
+        cache.put(result)
+    return result
 
 
 def exit_code(findings: list[Finding], fail_on: str, errors: int) -> int:

@@ -21,8 +21,7 @@ from eagle3_lint import __version__
 from eagle3_lint import config as config_mod
 from eagle3_lint import fixes as fixes_mod
 from eagle3_lint import outcome as outcome_mod
-from eagle3_lint.app import CheckRequest, exit_code, open_target, run_check, write_output
-from eagle3_lint.app import cache_dir as app_cache_dir
+from eagle3_lint.app import CheckRequest, exit_code, report_once, run_check, write_output
 from eagle3_lint.errors import UsageError
 from eagle3_lint.guard import printable
 from eagle3_lint.reportcache import Replay
@@ -209,67 +208,53 @@ def check(target: str | None, archs: tuple[str, ...], fmt: str, output: str | No
                 click.echo(f"{plan.held_back_unsafe} unsafe fix(es) held back; rerun with --unsafe-fixes", err=True)
             if plan.conflicts:
                 click.echo(f"{plan.conflicts} overlapping edit(s) dropped; rerun --fix after applying", err=True)
-            return _report_tail(ctx, out, settings, debug, exit_zero, [])
+            return _report_tail(ctx, out, settings, debug, exit_zero, None)
 
         console = None
         if fmt == "text":
             # Rendered into a string (the report cache keeps it); a file gets a fixed width and no colour.
             console = Console(file=io.StringIO(), width=160) if output else Console()
-        replay = None
-        source = store = None
-        if not (no_cache or plugins or settings.write_baseline):
-            from eagle3_lint.reportcache import ReportCache, file_token
-            from eagle3_lint.store import FactStore
+        look = () if console is None else (console.width, console.color_system, console.is_terminal,
+                                           console.encoding, console.legacy_windows, console.no_color)
 
-            source = open_target(req)
-            store = FactStore(source, app_cache_dir(req))
-            look = () if console is None else (console.width, console.color_system, console.is_terminal,
-                                               console.encoding, console.legacy_windows, console.no_color)
-            from eagle3_lint.baseline import in_ci
-            from eagle3_lint.catalog import help_uri
+        def render(ctx: Context) -> Replay:
+            return _render(ctx, settings, fmt, console, show_all, debug, exit_zero)
 
-            # The environment reaches a report in two places: CI=true makes a stale baseline fail,
-            # and EAGLE3_LINT_DOCS_URL moves the SARIF help links.
-            env = (in_ci(), help_uri("{id}"))
-            replay = ReportCache(store.cache_dir, (
-                fmt, output is None, look, show_all, exit_zero, settings, pipeline_parallel, pp_partition, env,
-                target, target_config, draft_config,  # as given: reports show these paths
-                file_token(target_config), file_token(draft_config), file_token(settings.baseline)), source, store)
-            # A damaged facts pack is rebuilt by a full run even if the report could be replayed.
-            hit = None if store.rebuilt else replay.get()
-            if hit is not None:
-                store.save()  # keeps refreshed stat memos (a touched but unchanged file is not hashed again)
-                return _emit(hit, output)
-        ctx = run_check(req, source, store)
-        out = outcome_mod.finalize(ctx, settings)
-        findings = out.findings
-        if fmt == "json":
-            report = json.dumps(outcome_mod.json_report(ctx, out), indent=2) + "\n"
-        elif fmt == "sarif":
-            from eagle3_lint.report.sarif import build_sarif
-
-            report = json.dumps(build_sarif(ctx, out), indent=2) + "\n"
-        elif fmt == "github":
-            from eagle3_lint.report.github import render as render_github
-
-            report = render_github([out.paths.finding(f) for f in findings])
-        else:
-            from eagle3_lint.report.draft import render_text as render_draft
-            from eagle3_lint.report.text import render_check
-
-            assert console is not None
-            with console.capture() as captured:
-                render_check(out.paths.context(ctx), console, [out.paths.finding(f) for f in findings], show_all)
-                render_draft(ctx, console)  # --draft-config / --plugin sections, when given
-            report = captured.get()
-        lines: list[str] = []
-        code = _report_tail(ctx, out, settings, debug, exit_zero, lines)
-        result = Replay(report, tuple(lines), code)
-        if replay is not None and code != 2:  # an internal error is never replayed
-            replay.put(result)
-        return _emit(result, output)
+        # Runs that write or read other trees are never replayed (reportcache.py).
+        cacheable = not (plugins or settings.write_baseline)
+        return _emit(report_once(req, settings, render, (fmt, output is None, look, show_all, exit_zero),
+                                 cacheable), output)
 
     _guard(debug, run)
+
+
+def _render(ctx: Context, settings: config_mod.Settings, fmt: str, console: Console | None, show_all: bool,
+            debug: bool, exit_zero: bool) -> Replay:
+    """The report of ``ctx`` in ``fmt``, the stderr lines that go with it, and the exit code."""
+    out = outcome_mod.finalize(ctx, settings)
+    findings = out.findings
+    if fmt == "json":
+        report = json.dumps(outcome_mod.json_report(ctx, out), indent=2) + "\n"
+    elif fmt == "sarif":
+        from eagle3_lint.report.sarif import build_sarif
+
+        report = json.dumps(build_sarif(ctx, out), indent=2) + "\n"
+    elif fmt == "github":
+        from eagle3_lint.report.github import render as render_github
+
+        report = render_github([out.paths.finding(f) for f in findings])
+    else:
+        from eagle3_lint.report.draft import render_text as render_draft
+        from eagle3_lint.report.text import render_check
+
+        assert console is not None
+        with console.capture() as captured:
+            render_check(out.paths.context(ctx), console, [out.paths.finding(f) for f in findings], show_all)
+            render_draft(ctx, console)  # --draft-config / --plugin sections, when given
+        report = captured.get()
+    lines: list[str] = []
+    code = _report_tail(ctx, out, settings, debug, exit_zero, lines)
+    return Replay(report, tuple(lines), code)
 
 
 @main.command()

@@ -144,10 +144,18 @@ def test_unexpected_exception_outside_analysis_is_one_line(tree: Path, monkeypat
     def boom(*a: object, **k: object) -> object:
         raise TypeError("boom in the report")
 
-    monkeypatch.setattr(cli, "run_check", boom)
+    monkeypatch.setattr(cli, "_render", boom)
     res = CliRunner().invoke(cli.main, ["check", str(tree), "--format", "json", "--no-cache"])
     assert res.exit_code == 2
     lines = error_lines(res)
     assert len(lines) == 1 and lines[0].startswith("eagle3-lint: error: internal error: TypeError: boom in the report")
     res = CliRunner().invoke(cli.main, ["check", str(tree), "--format", "json", "--no-cache", "--debug"])
     assert res.exit_code == 2 and "Traceback" in res.stderr
+
+
+def test_internal_error_with_fix_is_reported_on_stderr(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = rules_mod.all_rules()
+    monkeypatch.setattr(rules_mod, "all_rules", lambda: (*real, broken_rule()))
+    res = CliRunner().invoke(cli.main, ["check", str(tree), "--fix", "--no-cache", "--arch", "PlainForCausalLM"])
+    assert res.exit_code == 2
+    assert "eagle3-lint: internal error in rule EGL998: ValueError: boom in a rule" in error_lines(res)
