@@ -14,7 +14,7 @@ import codecs
 import sys
 from dataclasses import dataclass, field
 
-FACTS_VERSION = 9
+FACTS_VERSION = 10
 
 # Branch tags for bindings made under control flow; resolution prefers the runtime default.
 MAIN, ELSE, TRY, IF, TYPE_CHECKING, EXCEPT = "", "else", "try", "if", "type-checking", "except"
@@ -109,6 +109,13 @@ class Use:
     target: str  # the attribute compared with, or the function called
     offset: int  # k in idx + k
     line: int
+    # Only for ``Loop.rebased``: the slice start subtracted from the index (``self.start_layer`` in
+    # ``idx - self.start_layer + 1``), and the span of `` - <start>`` (line, col, end_line, end_col,
+    # columns in characters) whose deletion leaves ``idx [+ k]``; all zero when the source cannot be
+    # cut that simply (parentheses or a comment in the way).
+    rebase: str = ""
+    cut: tuple[int, int, int, int] = (0, 0, 0, 0)
+    text: str = ""  # the rebased expression as written (``idx + 1 - self.start_layer``), for messages
 
 
 @dataclass
@@ -129,6 +136,10 @@ class Loop:
     # Statements in the body that rebind the index (``idx = idx + self.start_layer``): the index
     # is then no longer the bare enumerate counter, so slice-relative reasoning does not apply.
     rebinds: tuple[str, ...] = ()
+    # Uses of ``idx - <slice start> [+/- k]`` (or ``idx +/- k - <slice start>``), where <slice start>
+    # is the islice start / subscript lower bound of the iterable: the index rebased onto the slice.
+    # Kept apart from ``uses`` so that a ``Use`` there keeps meaning ``idx + offset``.
+    rebased: tuple[Use, ...] = ()
 
 
 @dataclass
@@ -648,7 +659,14 @@ class _Extractor:
         for kw in it.keywords:
             if kw.arg == "start":
                 start = self.seg(kw.value)
+        lower: ast.AST | None = None  # the slice's start expression, for ``idx - <start>`` uses
+        if sliced == "islice" and len(inner.args) >= 3:  # type: ignore[attr-defined]
+            lower = inner.args[1]  # type: ignore[attr-defined]
+        elif sliced == "subscript":
+            lower = inner.slice.lower  # type: ignore[attr-defined]
+        lower_text = ast.unparse(lower) if lower is not None and not isinstance(lower, ast.Constant) else ""
         uses: list[Use] = []
+        rebased: list[Use] = []
         rebinds: list[str] = []
         for sub in node.body:
             for n in _walk(sub):
@@ -659,11 +677,20 @@ class _Extractor:
                 if isinstance(n, ast.Compare) and isinstance(n.left, ast.Name) and n.left.id == idx \
                         and len(n.ops) == 1 and isinstance(n.ops[0], (ast.In, ast.NotIn)):
                     uses.append(Use("in", dotted(n.comparators[0]), 0, n.lineno))
+                elif isinstance(n, ast.Compare) and lower_text and len(n.ops) == 1 \
+                        and isinstance(n.ops[0], (ast.In, ast.NotIn)):
+                    rb = self._rebased_use("in", dotted(n.comparators[0]), n.left, idx, lower_text)
+                    if rb is not None:
+                        rebased.append(rb)
                 elif isinstance(n, ast.Call):
                     for a in n.args:
                         off = index_offset(a, idx)
                         if off is not None:
                             uses.append(Use("call", dotted(n.func), off, n.lineno))
+                        elif lower_text:
+                            rb = self._rebased_use("call", dotted(n.func), a, idx, lower_text)
+                            if rb is not None:
+                                rebased.append(rb)
         return Loop(
             line=node.lineno, col=self.char_col(node.lineno, node.col_offset),
             end_line=node.end_lineno or node.lineno, end_col=0, index_var=idx, sliced=sliced,
@@ -671,8 +698,37 @@ class _Extractor:
             call_line=it.lineno, call_col=self.char_col(it.lineno, it.col_offset),
             call_end_line=it.end_lineno or it.lineno,
             call_end_col=self.char_col(it.end_lineno or it.lineno, it.end_col_offset or 0),
-            uses=tuple(uses), rebinds=tuple(rebinds),
+            uses=tuple(uses), rebinds=tuple(rebinds), rebased=tuple(rebased),
         )
+
+    def _rebased_use(self, kind: str, target: str, a: ast.AST, idx: str, lower_text: str) -> Use | None:
+        """A ``Use`` for ``a`` when it is the index minus the slice start (``lower_text``), else None."""
+        rb = rebased_index(a, idx)
+        if rb is None:
+            return None
+        off, kept, sub = rb
+        if ast.unparse(sub) != lower_text:
+            return None
+        return Use(kind, target, off, getattr(a, "lineno", 0), rebase=lower_text, cut=self._cut(kept, sub),
+                   text=" ".join(self.seg(a).split())[:120])
+
+    def _cut(self, kept: ast.AST, sub: ast.AST) -> tuple[int, int, int, int]:
+        """The span from the end of ``kept`` to the end of ``sub`` when it reads exactly `` - <sub>``.
+
+        Anything else in between (a closing parenthesis of ``(idx) - s``, the opening one of
+        ``idx - (s)``, a comment) would make the deletion change more than the subtraction.
+        """
+        l0, c0 = kept.end_lineno, kept.end_col_offset  # type: ignore[attr-defined]
+        l1, c1 = sub.end_lineno, sub.end_col_offset  # type: ignore[attr-defined]
+        if l0 is None or c0 is None or l1 is None or c1 is None or not (0 < l0 <= l1 <= len(self.lines)):
+            return (0, 0, 0, 0)
+        raw = "\n".join(self.lines[l0 - 1: l1]).encode("utf-8")
+        # Byte offsets: c0 on the first line, c1 on the last (the join adds one byte per newline).
+        end = len("\n".join(self.lines[l0 - 1: l1 - 1]).encode("utf-8")) + (1 if l1 > l0 else 0) + c1
+        gap = raw[c0:end].decode("utf-8", "replace")
+        if "".join(gap.replace("\\\n", " ").split()) != "-" + "".join(self.seg(sub).split()):
+            return (0, 0, 0, 0)
+        return (l0, self.char_col(l0, c0), l1, self.char_col(l1, c1))
 
 
 def index_offset(a: ast.AST, idx: str) -> int | None:
@@ -685,6 +741,31 @@ def index_offset(a: ast.AST, idx: str) -> int | None:
             return a.right.value
         if isinstance(a.op, ast.Sub):
             return -a.right.value
+    return None
+
+
+def rebased_index(a: ast.AST, idx: str) -> tuple[int, ast.AST, ast.AST] | None:
+    """``(k, kept, s)`` when ``a`` is ``idx - s``, ``idx - s + k``, ``idx - s - k`` or ``idx +/- k - s``
+    (``s`` not an integer literal): ``kept`` is the operand before `` - s``, so deleting from its end
+    to the end of ``s`` leaves ``idx [+/- k]``. None otherwise."""
+    def sub_of(n: ast.AST) -> tuple[int, ast.AST, ast.AST] | None:
+        if not (isinstance(n, ast.BinOp) and isinstance(n.op, ast.Sub)):
+            return None
+        if isinstance(n.right, ast.Constant) and isinstance(n.right.value, int):
+            return None  # idx - 1: a plain offset, index_offset's business
+        off = index_offset(n.left, idx)  # idx - s, or idx + k - s
+        return (off, n.left, n.right) if off is not None else None
+
+    hit = sub_of(a)
+    if hit is not None:
+        return hit
+    if isinstance(a, ast.BinOp) and isinstance(a.op, (ast.Add, ast.Sub)) \
+            and isinstance(a.right, ast.Constant) and isinstance(a.right.value, int) \
+            and not isinstance(a.right.value, bool):
+        inner = sub_of(a.left)  # (idx - s) + k
+        if inner is not None and inner[0] == 0:
+            k = a.right.value if isinstance(a.op, ast.Add) else -a.right.value
+            return k, inner[1], inner[2]
     return None
 
 

@@ -37,6 +37,7 @@ _ALL = bool(os.environ.get("EAGLE3_LINT_ALL_RELEASES"))
 KIMI_CONFIG = SAMPLES / "eagle3-model-type-gate" / "kimi_k25_v016" / "hf" / "config.json"
 LLAMA = "vllm/model_executor/models/llama.py"
 QWEN2 = "vllm/model_executor/models/qwen2.py"
+MOSS_AUDIO = "vllm/model_executor/models/moss_audio.py"
 RULES = ("EGL005", "EGL008", "EGL009")
 
 
@@ -112,7 +113,8 @@ def test_egl005_silent_where_upstream_fixed_it(real_trees: object, version: str)
 def test_egl005_v033_relative_loops_are_latent(real_trees: object) -> None:
     """0.33.0: the runner refuses PP for EAGLE-3 unless the decoder sets the relay flag; no relative loop has it."""
     ctx = ctx_for(real_trees, "0.33.0")
-    got = findings(ctx, "EGL005")
+    # moss_audio.py's rebased index is the other form of the bug, on a flagged decoder (next test).
+    got = [f for f in findings(ctx, "EGL005") if f.location.path != MOSS_AUDIO]
     files = sorted(Path(f.location.path).name for f in got)
     assert files == ["afmoe.py", "apertus.py", "gemma4.py", "granite.py", "granitemoe.py", "granitemoeshared.py",
                      "mimo_v2.py", "minicpm.py", "minimax_m2.py", "model.py", "nemotron_h.py", "plamo3.py", "step1.py"]
@@ -120,6 +122,30 @@ def test_egl005_v033_relative_loops_are_latent(real_trees: object) -> None:
     assert all("verify_supports_aux_hidden_states_over_pp" in f.message for f in got)
     # qwen3_omni_moe_thinker rebases the index by hand (``layer_idx = layer_idx + self.start_layer``).
     assert not any("qwen3_omni" in f.location.path for f in got)
+
+
+def test_egl005_v033_moss_audio_rebased_index(real_trees: object, tmp_path: Path) -> None:
+    """0.33.0's MossQwen3Model enumerates with start=self.start_layer, then passes
+    ``layer_idx - self.start_layer + 1`` to the collector: slice-relative again. It inherits
+    Qwen2Model's supports_aux_hidden_states_over_pp = True, so the verifier lets PP through (an error).
+    The fix deletes the subtraction, keeping ``+ 1`` (llama.py's ``idx + 1``)."""
+    ctx = ctx_for(real_trees, "0.33.0")
+    (f,) = findings(ctx, "EGL005", MOSS_AUDIO)
+    assert f.symbol == "MossQwen3Model.forward" and f.severity is Severity.ERROR, f.message
+    assert "with start=self.start_layer" in f.message and "layer_idx - self.start_layer + 1" in f.message
+    assert "slice-relative again" in f.message and "Qwen2Model sets supports_aux_hidden_states_over_pp" in f.message
+    assert f.fix is not None and f.fix.applicability is Applicability.SAFE
+    (edit,) = f.fix.edits
+    text = (real_trees.get("0.33.0") / MOSS_AUDIO).read_text()  # type: ignore[attr-defined]
+    line = text.splitlines()[edit.line - 1]
+    assert edit.line == edit.end_line and edit.new_text == ""
+    assert line[edit.col:edit.end_col] == " - self.start_layer", line
+    assert line[:edit.col] + line[edit.end_col:] == "                layer_idx + 1,"
+    root, diff = patched(real_trees, "0.33.0", tmp_path, ctx, {"EGL005"})
+    assert "+                layer_idx + 1,\n" in diff
+    compile((root / MOSS_AUDIO).read_text(), MOSS_AUDIO, "exec")
+    again = run(root)
+    assert not findings(again, "EGL005", MOSS_AUDIO)
 
 
 def test_egl005_v0102_fix_applies_and_converges(real_trees: object, tmp_path: Path) -> None:

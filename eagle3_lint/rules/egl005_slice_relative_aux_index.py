@@ -3,12 +3,17 @@ Flags a decoder ``forward`` loop that enumerates a slice of its layer list witho
 ``enumerate(islice(self.layers, self.start_layer, self.end_layer))`` or
 ``enumerate(self.layers[self.start_layer:self.end_layer])``, and then compares the index with
 aux-layer ids: ``idx in self.aux_hidden_state_layers``, or ``idx`` / ``idx + 1`` passed to a
-collector such as ``self._maybe_add_hidden_state``. Every model class's ``forward`` in the tree is
-scanned; each loop is reported once, wherever it is inherited from.
+collector such as ``self._maybe_add_hidden_state``. It also flags the rebased variant: a loop that
+does pass ``start=`` (the slice's own start, so the index is absolute) and then subtracts that
+start again where it meets the aux ids, ``idx - self.start_layer + 1`` passed to the collector or
+``idx - self.start_layer in self.aux_hidden_state_layers`` (``moss_audio.py`` in vLLM 0.33.0).
+Every model class's ``forward`` in the tree is scanned; each loop is reported once, wherever it
+is inherited from.
 
 ## Why is this bad?
 ``enumerate`` counts from 0 inside the slice, while the configured aux layers are absolute layer
-ids. Under pipeline parallelism a rank holds layers ``[start_layer, end_layer)`` with
+ids; subtracting the slice start from an absolute index gives the same slice-relative count.
+Under pipeline parallelism a rank holds layers ``[start_layer, end_layer)`` with
 ``start_layer != 0`` on every rank but the first, so it captures the wrong layers (or too few,
 and the drafter's input projection fails on the shape).
 
@@ -30,10 +35,22 @@ Use instead:
 ```python
 for idx, layer in enumerate(islice(self.layers, self.start_layer, self.end_layer), start=self.start_layer):
 ```
+The rebased variant:
+```python
+for layer_idx, layer in enumerate(self.layers[self.start_layer : self.end_layer], start=self.start_layer):
+    hidden_states, residual = layer(positions, hidden_states, residual)
+    self._maybe_add_hidden_state(aux_hidden_states, layer_idx - self.start_layer + 1, hidden_states, residual)
+```
+Use instead:
+```python
+    self._maybe_add_hidden_state(aux_hidden_states, layer_idx + 1, hidden_states, residual)
+```
 
 ## Fix safety
 Safe: the fix adds ``start=<the slice's own start expression>`` to the ``enumerate`` call, a
-one-line edit. With ``start_layer == 0`` (no pipeline parallelism) nothing changes; with PP the
+one-line edit; for the rebased variant it deletes `` - <slice start>`` from each index that meets
+the aux ids (keeping any ``+ 1``), and attaches no fix when parentheses or a comment sit inside
+that span. With ``start_layer == 0`` (no pipeline parallelism) nothing changes; with PP the
 index becomes the absolute layer id the aux list holds. Under ``--arch``, a loop that no named
 architecture runs is a warning without a fix, so the patch stays about the targets.
 """
@@ -45,7 +62,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from eagle3_lint.facts import Loop, Method
+from eagle3_lint.facts import Loop, Method, Use
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import (
     Applicability,
@@ -96,19 +113,35 @@ def slice_start(lp: Loop) -> str | None:
     return ast.unparse(lower)
 
 
-def _aux_uses(ctx: Context, lp: Loop) -> list[str]:
-    """How the index meets aux-layer ids, as short texts (empty: it never does)."""
-    collectors = {n for n in (ctx.contract.mixin_collector,) if n}
-    out: list[str] = []
-    for u in lp.uses:
-        tail = u.target.rsplit(".", 1)[-1]
-        low = u.target.lower()
-        if u.kind == "in" and u.target and ("aux" in low or "hidden_state" in low):
-            out.append(f"{lp.index_var} in {u.target} (line {u.line})")
-        elif u.kind == "call" and (tail in collectors or "aux" in low or "hidden_state" in low):
-            arg = lp.index_var + (f" + {u.offset}" if u.offset > 0 else f" - {-u.offset}" if u.offset < 0 else "")
-            out.append(f"{u.target}(..., {arg}, ...) (line {u.line})")
+def _meets_aux(ctx: Context, u: Use) -> bool:
+    """``u`` compares with aux-layer ids: membership in an aux attribute, or an argument to a collector."""
+    tail = u.target.rsplit(".", 1)[-1]
+    low = u.target.lower()
+    if u.kind == "in":
+        return bool(u.target) and ("aux" in low or "hidden_state" in low)
+    return u.kind == "call" and (tail == ctx.contract.mixin_collector or "aux" in low or "hidden_state" in low)
+
+
+def _aux_uses(ctx: Context, lp: Loop, uses: tuple[Use, ...]) -> list[tuple[Use, str]]:
+    """The uses among ``uses`` (``lp.uses`` or ``lp.rebased``) that meet aux-layer ids, each with a short text."""
+    out: list[tuple[Use, str]] = []
+    for u in uses:
+        if not _meets_aux(ctx, u):
+            continue
+        arg = u.text or lp.index_var + (f" + {u.offset}" if u.offset > 0 else f" - {-u.offset}" if u.offset < 0 else "")
+        out.append((u, f"{arg} in {u.target} (line {u.line})" if u.kind == "in"
+                    else f"{u.target}(..., {arg}, ...) (line {u.line})"))
     return out
+
+
+def _same_expr(a: str | None, b: str) -> bool:
+    """Two expression texts are the same expression (``start=self.start_layer`` vs the slice's lower bound)."""
+    if a is None:
+        return False
+    try:
+        return ast.unparse(ast.parse(a.strip(), mode="eval")) == b
+    except SyntaxError:
+        return False
 
 
 def _pp_marker(ctx: Context) -> str | None:
@@ -244,11 +277,24 @@ def check(ctx: Context) -> Iterator[Finding]:
         if not isinstance(md, Method):
             continue
         for lp in md.loops:
-            if (rel, lp.line) in seen or not lp.sliced or lp.start_text is not None or lp.rebinds:
+            if (rel, lp.line) in seen or not lp.sliced or lp.rebinds:
                 continue
             start = slice_start(lp)
-            uses = _aux_uses(ctx, lp)
-            if start is None or not uses:
+            if start is None:
+                continue
+            if lp.start_text is None:
+                uses = [t for _u, t in _aux_uses(ctx, lp, lp.uses)]
+                head = (f"{key.name}.forward enumerates {lp.iter_text} without start=, so {lp.index_var} counts "
+                        f"from 0 inside the slice, yet it is compared with absolute aux-layer ids: {'; '.join(uses)}.")
+            elif _same_expr(lp.start_text, start):
+                # The index is absolute already; ``idx - start`` undoes that (moss_audio in 0.33.0).
+                uses = [t for _u, t in _aux_uses(ctx, lp, lp.rebased)]
+                head = (f"{key.name}.forward enumerates {lp.iter_text} with start={start}, so {lp.index_var} is "
+                        f"already the absolute layer id, but subtracting the slice start makes it slice-relative "
+                        f"again, and that is compared with absolute aux-layer ids: {'; '.join(uses)}.")
+            else:
+                continue
+            if not uses:
                 continue
             seen.add((rel, lp.line))
             if runners is None:
@@ -258,8 +304,7 @@ def check(ctx: Context) -> Iterator[Finding]:
                 # Under --arch, a loop no target runs is reported as a warning, without a fix.
                 sev = Severity.WARNING
                 why += " (no architecture named with --arch runs this forward, so no fix is attached)"
-            msg = (f"{key.name}.forward enumerates {lp.iter_text} without start=, so {lp.index_var} counts from 0 "
-                   f"inside the slice, yet it is compared with absolute aux-layer ids: {'; '.join(uses)}. {why[0].upper()}{why[1:]}.")
+            msg = f"{head} {why[0].upper()}{why[1:]}."
             yield make(META, msg, Location(rel, lp.line, lp.col, lp.end_line, lp.end_col), severity=sev,
                        symbol=f"{key.name}.forward", related=tuple(related))
 
@@ -301,6 +346,8 @@ def fix(ctx: Context, finding: Finding) -> Fix | None:
             start = slice_start(lp)
             if start is None:
                 return None
+            if lp.start_text is not None:
+                return _unrebase_fix(ctx, rel, lp, start)
             pt = _insert_point(ctx.read_text(rel), lp)
             if pt is None:
                 return None
@@ -309,3 +356,17 @@ def fix(ctx: Context, finding: Finding) -> Fix | None:
             return Fix(f"add start={start} to enumerate()",
                        (Edit(rel, ln, col, ln, col, f", start={start}"),), Applicability.SAFE)
     return None
+
+
+def _unrebase_fix(ctx: Context, rel: str, lp: Loop, start: str) -> Fix | None:
+    """Delete `` - <start>`` from every rebased index that meets aux ids (``idx - s + 1`` -> ``idx + 1``).
+
+    All or nothing: a use whose subtraction cannot be cut cleanly (parentheses around an operand)
+    gets no fix, and a partial one would leave a wrong index behind.
+    """
+    uses = [u for u, _t in _aux_uses(ctx, lp, lp.rebased)]
+    if not uses or any(u.cut == (0, 0, 0, 0) for u in uses):
+        return None
+    edits = tuple(Edit(rel, *u.cut, "") for u in uses)
+    return Fix(f"drop ` - {start}` from the aux index (enumerate already starts at {start})", edits,
+               Applicability.SAFE)
