@@ -16,12 +16,12 @@ from typing import Any
 
 from eagle3_lint import target as target_mod
 from eagle3_lint.analysis import Context, Options, analyze
-from eagle3_lint.errors import UsageError
-from eagle3_lint.registry import REGISTRY_MODULE
-from eagle3_lint.model import Finding, Severity
-from eagle3_lint.source import SourceTree
 from eagle3_lint.config import Settings
+from eagle3_lint.errors import UsageError
+from eagle3_lint.model import Finding, Severity
+from eagle3_lint.registry import REGISTRY_MODULE
 from eagle3_lint.reportcache import Replay
+from eagle3_lint.source import SourceTree
 from eagle3_lint.store import FactStore
 
 

@@ -22,14 +22,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from eagle3_lint.source import SourceTree
-from eagle3_lint.store import FactStore, fingerprint, trusted_file
+from eagle3_lint.store import FactStore, fingerprint, trusted_file, write_private
 
 MAX_PER_TREE = 8  # distinct requests remembered per tree (a CI job runs a few formats)
 MAX_ENTRIES = 256  # and per cache folder, all trees together
@@ -109,15 +107,7 @@ class ReportCache:
         entry = {"key": self.key, "sha256": _checksum(r.report, list(r.stderr), r.code),
                  "report": r.report, "stderr": list(r.stderr), "code": r.code}
         try:
-            self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".report-")
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                    json.dump(entry, fh)
-                os.replace(tmp, self.path)
-            except BaseException:
-                self._drop(Path(tmp))
-                raise
+            write_private(self.path, (json.dumps(entry).encode(),))
             self._trim()
         except OSError:
             pass  # a cache that cannot be written only costs time

@@ -174,6 +174,23 @@ def trusted_file(p: Path) -> bool:
             and dst.st_uid == me and not dst.st_mode & 0o022)
 
 
+def write_private(p: Path, chunks: Iterable[bytes]) -> None:
+    """Write a cache file atomically (temp file, then rename) in a folder only this user may write,
+    which is what ``trusted_file`` asks of it when the file is read back. Raises OSError."""
+    p.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if hasattr(os, "geteuid") and os.stat(p.parent).st_uid == os.geteuid():
+        os.chmod(p.parent, 0o700)  # whatever the umask or an older folder's mode
+    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.stem[:16]}-")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            for c in chunks:
+                fh.write(c)
+        os.replace(tmp, p)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
 class FactStore:
     def __init__(self, source: SourceTree, cache_dir: Path | None = None) -> None:
         self.source = source
@@ -242,19 +259,7 @@ class FactStore:
             payload = pickle.dumps({"header": self._header(), "files": files, "derived": self._derived},
                                    protocol=pickle.HIGHEST_PROTOCOL)
         try:
-            p.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            if hasattr(os, "geteuid") and os.stat(p.parent).st_uid == os.geteuid():
-                os.chmod(p.parent, 0o700)  # what trusted_file asks of it, whatever the umask
-            fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=".pack-")
-            try:
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(MAGIC)
-                    fh.write(hashlib.sha256(payload).digest())
-                    fh.write(payload)
-                os.replace(tmp, p)
-            except BaseException:
-                os.unlink(tmp)
-                raise
+            write_private(p, (MAGIC, hashlib.sha256(payload).digest(), payload))
             self._dirty = False
         except OSError:
             pass  # a cache that cannot be written only costs time
