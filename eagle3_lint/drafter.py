@@ -635,6 +635,10 @@ def fc_input(ctx: Context, hf_config: dict[str, Any]) -> FcInfo:
     return FcInfo(None, w, arch, f"the fc input size {text} is not known for this config")
 
 
+# The largest layer count taken from a config as given; real models have tens to a few hundred.
+MAX_LAYERS = 100_000
+
+
 # -- the whole picture ----------------------------------------------------------------------------
 def analyze(ctx: Context) -> DraftAnalysis | None:
     raw = ctx.options.draft_config
@@ -647,7 +651,13 @@ def analyze(ctx: Context) -> DraftAnalysis | None:
     ttext = text_config(tcfg)
     if ttext:
         n = ttext.get("num_hidden_layers")
-        da.num_layers = n if isinstance(n, int) and n > 0 else None
+        plausible = isinstance(n, int) and not isinstance(n, bool) and 0 < n <= MAX_LAYERS
+        da.num_layers = n if plausible else None
+        if isinstance(n, int) and not isinstance(n, bool) and n > MAX_LAYERS:
+            # Ids, PP ranges and captures are worked out layer by layer: a hostile 2**70 would hang
+            # the check (found by fuzz/run.py, input 0.33.0:11:426).
+            da.notes.append(f"the target config's num_hidden_layers={n} is not a plausible layer count "
+                            f"(more than {MAX_LAYERS:,}); layer ids are not checked against it")
         h = ttext.get("hidden_size")
         da.target_hidden = h if isinstance(h, int) else None
     if SPECULATORS_KEY in raw:

@@ -32,6 +32,7 @@ import json
 import pickle
 import random
 import re
+import signal
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -439,12 +440,37 @@ def configs_for(base: BaseTree, rng: random.Random, targets: tuple[str, ...]) ->
     return Configs(tcfg, dcfg, name, rng.choice((None, None, 2, 3, 4)), rng.choice((None, None, None, "8,24", "x,1")))
 
 
+class InputTimeout(BaseException):
+    """One input ran longer than ``INPUT_SECONDS``: a hang is a failure like a crash.
+
+    A BaseException, so the pipeline's own ``except Exception`` (one rule's error must not sink the
+    others) cannot swallow it and let the next caller of the same loop hang again."""
+
+
+# A 0.33.0 input takes about 5 CPU-seconds; this leaves room for a loaded machine.
+INPUT_SECONDS = 300
+
+
+def _alarm(signum: int, frame: object) -> None:
+    raise InputTimeout(f"input still running after {INPUT_SECONDS} s")
+
+
 def run_case(base: BaseTree, case: Case, targets: tuple[str, ...] = (), configs: Configs | None = None) -> Outcome:
-    """The full pipeline on ``base`` with ``case.files`` overlaid."""
+    """The full pipeline on ``base`` with ``case.files`` overlaid, for at most ``INPUT_SECONDS``
+    (SIGALRM: the main thread of a POSIX process, as in fuzz/run.py's workers and pytest)."""
     tree = MemoryTree(base, case.files)
+    timed = hasattr(signal, "SIGALRM")
+    old = signal.signal(signal.SIGALRM, _alarm) if timed else None
+    if timed:
+        signal.alarm(INPUT_SECONDS)
     try:
         return _run_case(tree, base, case, targets, configs)
+    except InputTimeout as exc:
+        return Outcome(False, f"timeout: {exc}", traceback.format_exc())
     finally:
+        if timed:
+            signal.alarm(0)
+            signal.signal(signal.SIGALRM, old)
         # store.no_gc freezes what an analysis leaves alive and, at the next analysis, thaws it and
         # runs a full collection: a heap walk per input. Thaw now and collect every few inputs.
         gc.unfreeze()
