@@ -212,3 +212,20 @@ def test_real_get_pp_indices_is_evaluated_from_the_tree(real_trees: Any, version
         assert sp.source == "tree" and not sp.note, sp.note
         assert sp.ranges == pp.reference_split(n, size)
     assert pp.split(src, 61, 4, "16,16,16,13").ranges == ((0, 16), (16, 32), (32, 48), (48, 61))
+
+
+def test_implausible_layer_count_is_ignored_with_a_note(tmp_path: Path) -> None:
+    """A hostile num_hidden_layers (2**70: fuzz/regressions/) must not make the PP layout walk every layer."""
+    case = CASES / "pp_no_relay_v016"
+    root = materialize(case, tmp_path / "tree")
+    target = json.loads((case / "configs/target.json").read_text())
+    target["num_hidden_layers"] = 2**70
+    tpath = tmp_path / "target.json"
+    tpath.write_text(json.dumps(target))
+    p = subprocess.run([sys.executable, "-m", "eagle3_lint", "check", str(root), "--no-cache", "--format", "json",
+                        "--target-config", str(tpath), "--draft-config", str(case / "configs/draft.json"),
+                        "--pipeline-parallel", "2"], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert p.returncode in (0, 1), p.stderr
+    d = json.loads(p.stdout)["draft"]
+    assert d["target"]["num_hidden_layers"] is None
+    assert any("not a plausible layer count" in n for n in d["notes"]), d["notes"]
