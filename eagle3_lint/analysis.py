@@ -21,6 +21,7 @@ from eagle3_lint.graph import ClassGraph, ClassKey
 from eagle3_lint.model import Finding, Status, Verdict
 from eagle3_lint.registry import Registry
 from eagle3_lint.runner import RunnerPath
+from eagle3_lint.semantic import Memo
 from eagle3_lint.source import SourceTree
 from eagle3_lint.store import FactStore
 from eagle3_lint.verdict import Judge
@@ -72,6 +73,8 @@ class Context:
     timings: dict[str, float] = field(default_factory=dict)
     # Findings silenced by an inline ``# eagle3-lint: ignore[...]`` comment (suppress.py), with why.
     suppressed: list[tuple[Finding, Suppression]] = field(default_factory=list)
+    # Answers of the semantic model (semantic.py) and of rules, shared by rules, fixes and the serving verdict.
+    memo: Memo = field(default_factory=Memo)
 
     @property
     def targeted(self) -> tuple[str, ...]:

@@ -40,9 +40,9 @@ from typing import TYPE_CHECKING, Any
 
 from eagle3_lint import minieval as me
 from eagle3_lint import pp as pp_mod
-from eagle3_lint.aux import layer_owner
-from eagle3_lint.facts import decode_source, index_offset
 from eagle3_lint.graph import ClassKey
+from eagle3_lint.hfconfig import text_config
+from eagle3_lint.semantic import Capture, Where, capture, default_ids, read_module
 
 if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
@@ -50,10 +50,6 @@ if TYPE_CHECKING:
 SPECULATORS_BASE = "vllm/transformers_utils/configs/speculators/base.py"
 SPECULATORS_ALGOS = "vllm/transformers_utils/configs/speculators/algos.py"
 SPECULATORS_KEY = "speculators_model_type"
-
-# Sub-configs that hold the language model's config, in the order HF's ``get_text_config()``
-# tries them (``decoder``, ``generator``, ``text_config``), then names multimodal configs use.
-TEXT_CONFIG_KEYS = ("decoder", "generator", "text_config", "llm_config", "language_config")
 
 INPUT, OUTPUT = 0, 1  # an id names the state entering layer k (vLLM) or leaving layer k (SGLang)
 
@@ -83,46 +79,6 @@ class IdsField:
     @property
     def name(self) -> str:
         return ".".join(self.path)
-
-
-@dataclass(frozen=True)
-class Where:
-    path: str
-    line: int
-    text: str = ""
-
-
-@dataclass
-class Capture:
-    """How the target decoder's forward collects aux hidden states."""
-
-    owner: ClassKey
-    path: str
-    forward_line: int
-    loop_line: int = 0
-    idiom: str = "none"  # explicit | mixin | none
-    shift: int | None = None  # id k -> state entering layer k + shift
-    sites: tuple[tuple[str, int, int], ...] = ()  # (before|after|pre-loop, offset, line)
-    absolute: bool = True  # enumerate(..., start=self.start_layer)
-    residual_none_at_start: bool = False  # explicit ``h + residual`` while residual is None before layer 0
-    residual_line: int = 0
-    order_dependent: bool = False
-    order_why: str = ""
-    relays_pp: bool | None = None
-    relay_why: str = ""
-    note: str = ""
-
-    def valid_ids(self, n: int) -> set[int]:
-        """Ids this forward can capture with ``n`` layers (PP-independent, absolute indices)."""
-        out: set[int] = set()
-        for pos, off, _line in self.sites:
-            if pos == "pre-loop":
-                out.add(0)
-            elif pos in ("before", "after"):
-                out.update(range(off, n + off))
-        if self.residual_none_at_start:
-            out.discard(0)
-        return out
 
 
 @dataclass
@@ -173,19 +129,6 @@ class DraftAnalysis:
 
 
 # -- configs ------------------------------------------------------------------------------------------
-def text_config(cfg: dict[str, Any] | None) -> dict[str, Any] | None:
-    if not cfg:
-        return cfg
-    for k in TEXT_CONFIG_KEYS:
-        sub = cfg.get(k)
-        if isinstance(sub, dict) and sub:
-            return sub
-    thinker = cfg.get("thinker_config")
-    if isinstance(thinker, dict) and isinstance(thinker.get("text_config"), dict):
-        return thinker["text_config"]
-    return cfg
-
-
 def _json_line(path: str, key: str) -> int:
     try:
         with open(path, encoding="utf-8") as fh:
@@ -215,20 +158,11 @@ def id_fields(cfg: dict[str, Any], json_path: str) -> list[IdsField]:
     return out
 
 
-def _read(ctx: Context, rel: str) -> ast.Module | None:
-    if not ctx.source.exists(rel):
-        return None
-    try:
-        return me.parse(decode_source(ctx.source.read_bytes(rel)), rel)
-    except (OSError, UnicodeError, SyntaxError):
-        return None
-
-
 # -- speculators conversion -------------------------------------------------------------------------
 def convert_speculators(ctx: Context, raw: dict[str, Any]) -> tuple[dict[str, Any] | None, str, Where | None]:
     """The HF config vLLM builds from a speculators-format config, by the tree's own converter."""
-    base = _read(ctx, SPECULATORS_BASE)
-    algos = _read(ctx, SPECULATORS_ALGOS)
+    base = read_module(ctx, SPECULATORS_BASE)
+    algos = read_module(ctx, SPECULATORS_ALGOS)
     if base is None or algos is None:
         return None, (f"this vLLM ({ctx.version}) has no speculators converter ({SPECULATORS_BASE}), so it cannot "
                       f"load a speculators-format drafter ({SPECULATORS_KEY}={raw.get(SPECULATORS_KEY)!r})"), None
@@ -294,7 +228,7 @@ def runner_ids(ctx: Context, hf_config: dict[str, Any]) -> tuple[tuple[Any, ...]
     for cand in dict.fromkeys((site.path, ctx.runner.config_key_path)):
         if not cand:
             continue
-        t = _read(ctx, cand)
+        t = read_module(ctx, cand)
         for n in ast.walk(t) if t is not None else ():
             if isinstance(n, ast.FunctionDef) and n.name == site.config_function:
                 fnode, tree, site_path = n, t, cand
@@ -327,234 +261,6 @@ def runner_ids(ctx: Context, hf_config: dict[str, Any]) -> tuple[tuple[Any, ...]
     return None, where, f"{site.config_function} returned {res!r}", True
 
 
-# -- the model default ----------------------------------------------------------------------------
-def default_ids(ctx: Context, key: ClassKey, n: int, tcfg: dict[str, Any] | None, depth: int = 0,
-                name: str | None = None) -> tuple[tuple[Any, ...] | None, Where | None, str]:
-    site = ctx.runner.primary
-    fallback = name or (site.fallback if site else None) or ctx.contract.default_getter
-    if not fallback:
-        return None, None, "the runner calls no default method"
-    if depth > 4:
-        return None, None, "delegation too deep"
-    hit = ctx.graph.method(key, fallback)
-    if hit is None:
-        origin = ctx.graph.member_origin(key, fallback)
-        if origin is None:
-            return None, None, f"{key.name} has no {fallback}()"
-        path = ctx.graph.path_of(origin[0])
-        return None, Where(path, origin[1].line), f"{origin[0].name}.{fallback} is not a method the tool can read"
-    owner, md = hit
-    path = ctx.graph.path_of(owner)
-    where = Where(path, md.line, f"{owner.name}.{fallback}")  # type: ignore[attr-defined]
-    if getattr(md, "stub", False):
-        return None, where, f"{owner.name}.{fallback}() has a stub body: it returns None, so there is no default"
-    tree = _read(ctx, path)
-    fnode = me.function_at(tree, md.line) if tree is not None else None  # type: ignore[attr-defined]
-    if fnode is None:
-        return None, where, "cannot read the method body"
-    full = me.ConfigView(tcfg or {}, "target_config")
-    text = me.ConfigView(text_config(tcfg) or {}, "target_text_config")
-    dels = {d.attr: d for d in ctx.graph.delegations(key) if d.target is not None}
-    nested: list[str] = []
-
-    def attr(p: tuple[str, ...]) -> Any:
-        last = p[-1]
-        if last in ("text_config", "hf_text_config"):
-            return text
-        if last in ("config", "hf_config") and len(p) == 2:
-            return full if tcfg and text.data is not full.data and "num_hidden_layers" not in full.data else text
-        if last == "num_hidden_layers":
-            return n
-        return me.NOTHING
-
-    def length(p: tuple[str, ...]) -> Any:
-        return n if p[-1] == "layers" else me.NOTHING
-
-    def call(p: tuple[str, ...], _a: list[Any], _k: dict[str, Any]) -> Any:
-        # ``self.language_model.get_eagle3_..._layers()``: the inner model's own default.
-        if len(p) == 3 and p[0] == fnode.args.args[0].arg and p[1] in dels and "layers" in p[2]:
-            inner = dels[p[1]].target
-            assert inner is not None
-            ids, w, why = default_ids(ctx, inner, n, tcfg, depth + 1, p[2])
-            nested.append(f"delegates to {inner.name}.{p[2]}()" + (f" at {w.path}:{w.line}" if w else ""))
-            if ids is None:
-                raise me.Unsupported(f"inner default unknown: {why}")
-            return ids
-        return me.NOTHING
-
-    interp = me.Interpreter(me.World(attr=attr, length=length, call=call), strict=True)
-    env = me.ModuleEnv.of(tree, path) if tree is not None else None
-    assert env is not None
-    try:
-        res = interp.call(me.FuncValue(fnode, env), [me.Opaque((fnode.args.args[0].arg,))])
-    except me.EvalRaise as exc:
-        return None, where, f"{where.text}() raises: {exc.kind}: {exc.message}"
-    except me.Unsupported as exc:
-        return None, where, f"{where.text}() could not be evaluated ({exc})"
-    if isinstance(res, (list, tuple)) and all(isinstance(x, int) for x in res):
-        return tuple(res), where, "; ".join(nested)
-    return None, where, f"{where.text}() returned {res!r}"
-
-
-# -- capture points -------------------------------------------------------------------------------
-def _calls_name(node: ast.AST, name: str) -> bool:
-    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name for n in ast.walk(node))
-
-
-def _none_before(fn: ast.FunctionDef, loop: ast.For, st: ast.stmt) -> int:
-    """Line of an ``a + b`` in ``st`` whose operand is ``None`` before the loop (rank 0, layer 0), else 0."""
-    for m in ast.walk(st):
-        if not (isinstance(m, ast.BinOp) and isinstance(m.op, ast.Add)):
-            continue
-        for operand in (m.left, m.right):
-            if not isinstance(operand, ast.Name):
-                continue
-            name = operand.id
-            none_at = [a.lineno for a in ast.walk(fn) if isinstance(a, ast.Assign) and a.lineno < loop.lineno
-                       and any(isinstance(t, ast.Name) and t.id == name for t in a.targets)
-                       and isinstance(a.value, ast.Constant) and a.value.value is None]
-            if not none_at:
-                continue
-            # An unconditional re-assignment between the ``None`` and the loop settles it.
-            later = [a for a in fn.body if isinstance(a, ast.Assign) and max(none_at) < a.lineno < loop.lineno
-                     and any(isinstance(t, ast.Name) and t.id == name for t in a.targets)]
-            if not later:
-                return m.lineno
-    return 0
-
-
-def _is_collector(call: ast.Call, collectors: tuple[str, ...]) -> bool:
-    fname = me._dotted(call.func).rsplit(".", 1)[-1]
-    return fname in collectors or "hidden_state" in fname
-
-
-def capture(ctx: Context, key: ClassKey) -> Capture | None:
-    lo = layer_owner(ctx.graph, key)
-    if lo is None:
-        return None
-    hit = ctx.graph.method(lo.key, "forward")
-    if hit is None:
-        return Capture(lo.key, ctx.graph.path_of(lo.key), 0, note=f"{lo.key.name} has no forward the tool can read")
-    mowner, md = hit
-    path = ctx.graph.path_of(mowner)
-    tree = _read(ctx, path)
-    fnode = me.function_at(tree, md.line) if tree is not None else None  # type: ignore[attr-defined]
-    cap = Capture(lo.key, path, md.line)  # type: ignore[attr-defined]
-    if fnode is None:
-        cap.note = "cannot read the forward body"
-        return cap
-    collectors = tuple(x for x in (ctx.contract.mixin_collector,) if x)
-    loop = None
-    for n in ast.walk(fnode):
-        if isinstance(n, ast.For) and isinstance(n.iter, ast.Call) and me._dotted(n.iter.func) == "enumerate" \
-                and n.iter.args and "layers" in ast.unparse(n.iter.args[0]) \
-                and isinstance(n.target, ast.Tuple) and len(n.target.elts) == 2 \
-                and all(isinstance(e, ast.Name) for e in n.target.elts):
-            loop = n
-            break
-    if loop is None:
-        cap.note = "no enumerate loop over the layers in forward"
-        return cap
-    idx = loop.target.elts[0].id  # type: ignore[attr-defined]
-    elem = loop.target.elts[1].id  # type: ignore[attr-defined]
-    cap.loop_line = loop.lineno
-    it = loop.iter
-    assert isinstance(it, ast.Call)
-    cap.absolute = len(it.args) >= 2 or any(k.arg == "start" for k in it.keywords) \
-        or not isinstance(it.args[0], ast.Call)  # a plain enumerate(self.layers) counts from 0 = absolute
-    layer_pos = next((i for i, st in enumerate(loop.body) if _calls_name(st, elem)
-                      or any(isinstance(c, ast.Call) and isinstance(c.func, ast.Subscript) for c in ast.walk(st))), None)
-    sites: list[tuple[str, int, int]] = []
-    aux_attr = None
-    for i, st in enumerate(loop.body):
-        pos = "before" if layer_pos is None or i < layer_pos else "after"
-        for n in ast.walk(st):
-            if isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], ast.In):
-                off = index_offset(n.left, idx)
-                if off is not None and "aux" in ast.unparse(n.comparators[0]):
-                    sites.append((pos, off, n.lineno))
-                    cap.idiom = "explicit"
-                    aux_attr = me._dotted(n.comparators[0])
-                    # ``h + residual`` while ``residual = None`` before the first layer: id 0 raises TypeError.
-                    if i <= (layer_pos if layer_pos is not None else i):
-                        none_line = _none_before(fnode, loop, st)
-                        if none_line:
-                            cap.residual_none_at_start = True
-                            cap.residual_line = none_line
-            elif isinstance(n, ast.Call) and _is_collector(n, collectors):
-                for a in n.args:
-                    off = index_offset(a, idx)
-                    if off is not None:
-                        sites.append((pos, off, n.lineno))
-                        cap.idiom = "mixin"
-                        break
-    # Collector calls before the loop with the first index: the state entering layer start (= 0 on rank 0).
-    for st in fnode.body:
-        if st.lineno >= loop.lineno:
-            break
-        for n in ast.walk(st):
-            if isinstance(n, ast.Call) and _is_collector(n, collectors) \
-                    and any("start_layer" in ast.unparse(a) or (isinstance(a, ast.Constant) and a.value == 0) for a in n.args):
-                sites.append(("pre-loop", 0, n.lineno))
-    cap.sites = tuple(sites)
-    shifts = {off if pos == "before" else off - 1 for pos, off, _ in sites if pos in ("before", "after")}
-    # shift s: id k captures the state entering layer k - s ... normalise to "k -> k + shift".
-    norm = {-s for s in shifts}
-    cap.shift = norm.pop() if len(norm) == 1 else None
-    if not sites:
-        cap.note = "the layer loop compares no index with aux ids"
-    # Does anything depend on the order of the configured ids?
-    if aux_attr:
-        for n in ast.walk(fnode):
-            if isinstance(n, (ast.For, ast.comprehension)) and me._dotted(n.iter) == aux_attr:
-                cap.order_dependent = True
-                cap.order_why = f"forward iterates {aux_attr} (line {n.iter.lineno}): states come out in the ids' order"
-    if cap.order_dependent:
-        sorts = _setter_sorts(ctx, key, lo.key)
-        if sorts is not None:
-            cap.order_dependent = False
-            cap.order_why = f"{cap.order_why}, but {sorts} stores them sorted, so their configured order is irrelevant"
-    if cap.idiom == "mixin" or (aux_attr is None and sites):
-        cap.order_why = cap.order_why or "collection tests membership layer by layer: states come out in layer order"
-    elif aux_attr and not cap.order_why:
-        cap.order_why = f"collection tests {aux_attr} membership layer by layer: states come out in layer order"
-    # Pipeline relay of states captured on earlier ranks.
-    flag = ctx.contract.pp_flag
-    if flag:
-        m = ctx.graph.member_origin(lo.key, flag)
-        cap.relays_pp = bool(m and m[1].value == "True")
-        cap.relay_why = (f"{lo.key.name}.{flag} = True" if cap.relays_pp else
-                         f"{lo.key.name} does not set {flag} = True")
-    else:
-        returns = [text for kind, text, _l in md.returns if "IntermediateTensors" in text]  # type: ignore[attr-defined]
-        if returns:
-            cap.relays_pp = any("aux" in t for t in returns)
-            cap.relay_why = ("forward passes aux states to the next rank in IntermediateTensors" if cap.relays_pp else
-                             "forward returns IntermediateTensors without the aux states on non-last ranks")
-    return cap
-
-
-def _setter_sorts(ctx: Context, key: ClassKey, owner: ClassKey) -> str | None:
-    """The setter that stores the ids, if it sorts them (``tuple(sorted(set(layers)))``), as ``Class.method``."""
-    c = ctx.contract
-    cands: list[tuple[ClassKey, str]] = []
-    if c.mixin and c.mixin_setter:
-        mixin_key = ClassKey(c.module, c.mixin)
-        if ctx.graph.in_mro(owner, mixin_key):
-            cands.append((mixin_key, c.mixin_setter))
-    if c.setter:
-        hit = ctx.graph.method(key, c.setter)
-        if hit is not None:
-            cands.append((hit[0], c.setter))
-    for cls, name in cands:
-        path = ctx.graph.path_of(cls)
-        tree = _read(ctx, path)
-        fnode = me.find_function(tree, name, cls.qualname) if tree is not None else None
-        if fnode is not None and any(isinstance(n, ast.Call) and me._dotted(n.func) == "sorted" for n in ast.walk(fnode)):
-            return f"{cls.name}.{name}()"
-    return None
-
-
 # -- the drafter's fc -----------------------------------------------------------------------------------
 def fc_input(ctx: Context, hf_config: dict[str, Any]) -> FcInfo:
     archs = hf_config.get("architectures") or []
@@ -582,7 +288,7 @@ def fc_input(ctx: Context, hf_config: dict[str, Any]) -> FcInfo:
         return FcInfo(None, None, arch, f"{key.name} builds no self.fc")
     owner, line = found
     path = ctx.graph.path_of(owner)
-    tree = _read(ctx, path)
+    tree = read_module(ctx, path)
     cf = ctx.graph.class_facts(owner)
     init = cf.methods.get("__init__") if cf else None
     fnode = me.function_at(tree, init.line) if tree is not None and init is not None else None

@@ -58,18 +58,16 @@ class Flavor:
 
 
 def flavor(ctx: Context) -> Flavor:
-    from eagle3_lint.rules import _interface as itf
-
-    return itf.memo(ctx, "fixgen-flavor", lambda: _flavor(ctx))
+    return ctx.memo.get("fixgen-flavor", lambda: _flavor(ctx))
 
 
 def _flavor(ctx: Context) -> Flavor:
-    from eagle3_lint.rules import _interface as itf
+    from eagle3_lint import semantic as sem
 
     c = ctx.contract
-    getters = itf.getter_names(ctx)
+    getters = sem.getter_names(ctx)
     mixin_attr = None
-    mk = itf.mixin_key(ctx)
+    mk = sem.mixin_key(ctx)
     if mk is not None and c.mixin_collector:
         hit = ctx.graph.method(mk, c.mixin_collector)
         if hit is not None:
@@ -77,7 +75,7 @@ def _flavor(ctx: Context) -> Flavor:
                 if container.startswith("self."):
                     mixin_attr = container[5:]
     return Flavor(
-        protocol=c.protocol if c.found else None, module=c.module, setter=itf.setter_name(ctx),
+        protocol=c.protocol if c.found else None, module=c.module, setter=sem.setter_name(ctx),
         getter=getters[0] if getters else None, defaults=c.methods_have_defaults,
         mixin=c.mixin, mixin_setter=c.mixin_setter, collector=c.mixin_collector, mixin_attr=mixin_attr,
     )
@@ -91,6 +89,7 @@ class Text:
         self.rel = rel
         self.text = text
         self.lines = text.splitlines()
+        self._parts: dict[tuple[int, int, str], ast.Module | None] = {}  # part() parses, by span and suffix
 
     @cached_property
     def tree(self) -> ast.Module | None:
@@ -140,7 +139,7 @@ class Text:
         ``suffix`` is parsed after the lines (a stub body for a class header).
         """
         key = (first, last, suffix)
-        cache = self.__dict__.setdefault("_parts", {})
+        cache = self._parts
         if key not in cache:
             try:
                 # Leading blank lines give the part the file's line numbers for free;
@@ -198,7 +197,7 @@ class Text:
 
 def text_of(ctx: Context, rel: str) -> Text | None:
     """The file's text (read and parsed once per analysis)."""
-    cache: dict[str, Text | None] = ctx.__dict__.setdefault("_fixgen_texts", {})
+    cache: dict[str, Text | None] = ctx.memo.get("fixgen-texts", dict)
     if rel not in cache:
         try:
             cache[rel] = Text(rel, ctx.read_text(rel))
@@ -646,9 +645,9 @@ def collection(ctx: Context, key: ClassKey, attr: str, *, collect: bool, ret: bo
 
 def init_attr(ctx: Context, key: ClassKey, attr: str) -> list[Edit]:
     """Give ``key`` ``self.<attr> = tuple[int, ...]()`` right after ``__init__`` builds ``self.layers`` (else a class attribute)."""
-    from eagle3_lint.rules import _interface as itf
+    from eagle3_lint import semantic as sem
 
-    if itf.attr_initialised(ctx, key, attr):
+    if sem.attr_initialised(ctx, key, attr):
         return []
     cc = _class_ctx(ctx, key)
     if cc is None:

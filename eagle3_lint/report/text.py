@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from eagle3_lint.aux import forward_collection, layer_owner
+from eagle3_lint import semantic as sem
 from eagle3_lint.graph import ClassKey, Resolved
 from eagle3_lint.guard import printable
 from eagle3_lint.model import Finding, Location, Severity, Status
@@ -150,27 +150,29 @@ def trace_tree(ctx: Context, arch: str) -> Tree:
                    + (" (contract default body)" if cm and cm.has_default and ctx.judge.is_protocol_class(hit[0]) else ""))
     if not r.fallback_names:
         fb.add("none: the runner of this tree never asks the model for default layers")
-    own = layer_owner(ctx.graph, key)
+    own = sem.owner(ctx, key)
     lay = root.add("aux hidden states")
     if own is None:
         lay.add("no class reachable from this one assigns self.layers")
     else:
-        cf = ctx.graph.class_facts(own.key)
         hops = ".".join(own.path) or "(itself)"
-        lay.add(f"layers owned by {_s(own.key.name)} via self.{_s(hops)} ({_s(ctx.graph.path_of(own.key))}:{own.layers_line})")
-        col = forward_collection(ctx.graph, own.key, tuple(n for n in (c.mixin_collector,) if n))
-        if col is None:
+        lay.add(f"layers owned by {_s(own.key.name)} via self.{_s(hops)} ({_s(ctx.graph.path_of(own.key))}:{own.line})")
+        fwd = sem.forward_of(ctx, own.key)
+        cap = sem.capture(ctx, key)
+        if fwd is None:
             lay.add("no forward() found")
         else:
-            p = _s(ctx.graph.path_of(col.method_owner))
-            if col.loop is not None:
-                lp = col.loop
+            p = _s(ctx.graph.path_of(fwd.owner))
+            for lp in fwd.method.loops:
+                if "layers" not in lp.iter_text:
+                    continue
                 lay.add(f"{p}:{lp.line}: for {_s(lp.index_var)}, ... in enumerate({_s(lp.iter_text)}"
                         + (f", start={_s(lp.start_text)})" if lp.start_text else ")")
                         + (" [yellow](slice-relative index)[/]" if lp.sliced and not lp.start_text else ""))
-            lay.add(f"collection idiom: {_s(col.idiom)}" + (f", compares with self.{_s(col.attr)}" if col.attr else "")
-                    + f"; returns aux: {col.returns_aux}")
-        del cf
+            idiom = cap.idiom if cap is not None else "none"
+            attrs = ", ".join(f"self.{a}" for a in sorted(fwd.attrs_read))
+            lay.add(f"collection idiom: {_s(idiom)}" + (f", compares with {_s(attrs)}" if attrs else "")
+                    + f"; returns aux: {fwd.returns_aux}")
     return root
 
 

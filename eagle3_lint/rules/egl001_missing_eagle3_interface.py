@@ -46,7 +46,7 @@ from eagle3_lint.model import (
     Status,
 )
 from eagle3_lint.rules import RuleMeta, make
-from eagle3_lint.rules import _interface as itf
+from eagle3_lint import semantic as sem
 
 if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
@@ -95,14 +95,14 @@ def fix(ctx: Context, finding: Finding) -> Fix | None:
 
 def chain_edits(ctx: Context, top: ClassKey) -> list[Edit] | None:
     """The contract on every class from ``top`` down to the decoder that owns the layers."""
-    own = itf.owner(ctx, top)
+    own = sem.owner(ctx, top)
     if own is None:
         return None
     fl = fixgen.flavor(ctx)
     chain = [top, *(h.key for h in own.hops)]  # chain[-1] is the layer owner
     holder_i = max(len(chain) - 2, 0)  # the class holding the decoder (top itself when it owns the layers)
     param = fixgen.setter_param(ctx)
-    mk = itf.mixin_key(ctx)
+    mk = sem.mixin_key(ctx)
     mixin_idiom = bool(fl.defaults and fl.mixin and fl.collector)
     edits: list[Edit] = []
     decoder = own.key
@@ -111,7 +111,7 @@ def chain_edits(ctx: Context, top: ClassKey) -> list[Edit] | None:
     # The decoder: mixin base (0.18+ idiom) or the attribute, then collection and the return.
     if mixin_idiom and mk is not None and not ctx.graph.in_mro(decoder, mk):
         edits += fixgen.add_mixin(ctx, decoder)
-    fw = itf.forward_of(ctx, decoder)
+    fw = sem.forward_of(ctx, decoder)
     if fw is None:
         return None
     if not fw.collects or not fw.returns_aux:
@@ -147,13 +147,13 @@ def chain_edits(ctx: Context, top: ClassKey) -> list[Edit] | None:
 
 def _needs(ctx: Context, cls: ClassKey, name: str, rest: tuple[str, ...], *, getter: bool) -> bool:
     """Whether ``cls`` needs its own ``name`` once it inherits the Protocol."""
-    hit = itf.method_of(ctx, cls, name)
-    if hit is not None and not itf.is_protocol_method(ctx, hit[0]) and not hit[1].stub:
+    hit = sem.method_of(ctx, cls, name)
+    if hit is not None and not sem.is_protocol_method(ctx, hit[0]) and not hit[1].stub:
         return False  # a real override of its own
     if ctx.graph.member_origin(cls, name) is not None and hit is None:
         return False
     if not ctx.contract.methods_have_defaults:
         return True
     # Default bodies: they unwrap get_language_model()/language_model, then .model.
-    kind, hops, _how = itf.default_holder(ctx, cls)
+    kind, hops, _how = sem.default_holder(ctx, cls)
     return not (kind == "ok" and tuple(h.attr for h in hops) == rest)

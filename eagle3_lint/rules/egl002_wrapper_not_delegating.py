@@ -50,6 +50,7 @@ from eagle3_lint import fixgen
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import Applicability, Edit, Finding, Fix, Severity, Status, Step
 from eagle3_lint.rules import RuleMeta, make
+from eagle3_lint import semantic as sem
 from eagle3_lint.rules import _interface as itf
 
 if TYPE_CHECKING:
@@ -65,54 +66,54 @@ def check(ctx: Context) -> Iterator[Finding]:
 
 
 def _pairs(ctx: Context) -> list[tuple[Finding, itf.Group]]:
-    return itf.memo(ctx, META.id, lambda: [(_finding(ctx, g), g) for g in _compute(ctx)])
+    return ctx.memo.get(META.id, lambda: [(_finding(ctx, g), g) for g in _compute(ctx)])
 
 
 def _compute(ctx: Context) -> itf.Groups:
     groups = itf.Groups()
-    for arch, key in itf.scoped_archs(ctx):
-        st = itf.status(ctx, arch)
+    for arch, key in sem.scoped_archs(ctx):
+        st = sem.status(ctx, arch)
         if st is Status.WRAPPER_GAP:
-            inner = itf.supporting_inner(ctx, key)
+            inner = sem.supporting_inner(ctx, key)
             where = _definer(ctx, key, inner)
-            loc = itf.class_location(ctx, where)
+            loc = sem.class_location(ctx, where)
             if loc is not None:
                 groups.get(loc, "gap", arch, key=where, inner=inner)
         elif st is Status.SUPPORTED:
-            inner = itf.supporting_inner(ctx, key)
+            inner = sem.supporting_inner(ctx, key)
             if not inner:
                 continue
-            eff = itf.setter_effect(ctx, key)
+            eff = sem.setter_effect(ctx, key)
             if eff.kind in ("missing", "unknown"):
                 continue
-            own = itf.owner(ctx, key)
+            own = sem.owner(ctx, key)
             if eff.kind == "writes" and (own is None or eff.path == own.path):
                 continue
-            loc = itf.class_location(ctx, key)
+            loc = sem.class_location(ctx, key)
             if loc is not None:
                 groups.get(loc, "no-reach", arch, key=key, inner=inner, effect=eff, owner=own)
     return groups
 
 
-def _definer(ctx: Context, key: ClassKey, inner: list[tuple[itf.Hop, ...]]) -> ClassKey:
+def _definer(ctx: Context, key: ClassKey, inner: list[tuple[sem.Hop, ...]]) -> ClassKey:
     """The class whose ``__init__`` builds the inner model: a subclass that only inherits the
     wrapper (Tarsier2 from Qwen2-VL) is the same gap, reported and fixed once, on that class."""
     if inner:
         hit = ctx.graph.assigns_attr(key, inner[0][0].attr)
-        if hit is not None and not itf.is_interface_class(ctx, hit[0]):
+        if hit is not None and not sem.is_interface_class(ctx, hit[0]):
             return hit[0]
     return key
 
 
 def _finding(ctx: Context, g: itf.Group) -> Finding:
     key: ClassKey = g.data["key"]  # type: ignore[assignment]
-    inner: list[tuple[itf.Hop, ...]] = g.data["inner"]  # type: ignore[assignment]
+    inner: list[tuple[sem.Hop, ...]] = g.data["inner"]  # type: ignore[assignment]
     targeted = itf.any_targeted(ctx, g.archs)
     sev = Severity.ERROR if targeted else Severity.WARNING
     check_fn = ctx.contract.check_function
     related: list[Step] = []
     for p in inner:
-        loc = itf.class_location(ctx, p[-1].key)
+        loc = sem.class_location(ctx, p[-1].key)
         related.append(Step("inner", f"{_dotted(p)} -> {p[-1].key.name} supports the contract", loc))
     inner_txt = ", ".join(f"{_dotted(p)} -> {p[-1].key.name}" for p in inner) or "an inner model"
     if g.kind == "gap":
@@ -120,15 +121,15 @@ def _finding(ctx: Context, g: itf.Group) -> Finding:
         fails = f"fails {check_fn}()" if ctx.contract.found else "lacks the methods the runner calls"
         msg = (f"{key.name} {fails} ({chk.reason}), but the inner model it delegates to "
                f"({inner_txt}) supports the contract; the runner asks the wrapper")
-        exposed = [a for a, k in itf.scoped_archs(ctx) if a not in g.archs and k != key
-                   and ctx.graph.in_mro(k, key) and itf.status(ctx, a) is Status.UNSUPPORTED]
+        exposed = [a for a, k in sem.scoped_archs(ctx) if a not in g.archs and k != key
+                   and ctx.graph.in_mro(k, key) and sem.status(ctx, a) is Status.UNSUPPORTED]
         if exposed:
             msg += (f" (note: {itf.arch_list(exposed)} {'inherits' if len(exposed) == 1 else 'inherit'} {key.name} but build{'s' if len(exposed) == 1 else ''} an inner model without the "
                     f"contract; once {key.name} implements it they pass the check without working, and "
                     f"EGL004/EGL006 report them)")
     else:
-        eff: itf.Effect = g.data["effect"]  # type: ignore[assignment]
-        own: itf.Owner | None = g.data["owner"]  # type: ignore[assignment]
+        eff: sem.Effect = g.data["effect"]  # type: ignore[assignment]
+        own: sem.Owner | None = g.data["owner"]  # type: ignore[assignment]
         where = f"self.{'.'.join(own.path)}" if own is not None and own.path else "the layer owner"
         if eff.kind == "stub":
             how = f"its {ctx.contract.setter}() is {eff.detail.split(' has ')[0]}'s stub, which does nothing"
@@ -148,13 +149,13 @@ def fix(ctx: Context, finding: Finding) -> Fix | None:
     if g is None or not itf.wants_fix(ctx, g.archs):
         return None
     key: ClassKey = g.data["key"]  # type: ignore[assignment]
-    inner: list[tuple[itf.Hop, ...]] = g.data["inner"]  # type: ignore[assignment]
+    inner: list[tuple[sem.Hop, ...]] = g.data["inner"]  # type: ignore[assignment]
     if not inner:
         return None
     path = _dotted(inner[0])[5:]
     if g.kind == "gap":
         return wrapper_fix(ctx, key, path)
-    eff: itf.Effect = g.data["effect"]  # type: ignore[assignment]
+    eff: sem.Effect = g.data["effect"]  # type: ignore[assignment]
     if eff.kind == "writes" or (eff.kind == "stub" and not eff.from_protocol):
         return None  # an override with the wrong body needs a human
     fl = fixgen.flavor(ctx)
@@ -166,7 +167,7 @@ def fix(ctx: Context, finding: Finding) -> Fix | None:
     return Fix(f"delegate {fl.setter}() to self.{path}", tuple(edits), Applicability.UNSAFE)
 
 
-def _dotted(path: tuple[itf.Hop, ...]) -> str:
+def _dotted(path: tuple[sem.Hop, ...]) -> str:
     return "self." + ".".join(h.attr for h in path)
 
 
@@ -192,25 +193,25 @@ def wrapper_fix(ctx: Context, key: ClassKey, attr: str) -> Fix | None:
 
 def _needs_setter(ctx: Context, key: ClassKey) -> bool:
     """After the base is added, would the setter the runner calls still not reach the layers?"""
-    name = itf.setter_name(ctx)
+    name = sem.setter_name(ctx)
     if name is None:
         return False
-    hit = itf.method_of(ctx, key, name)
-    if hit is not None and not itf.is_protocol_method(ctx, hit[0]):
+    hit = sem.method_of(ctx, key, name)
+    if hit is not None and not sem.is_protocol_method(ctx, hit[0]):
         return False  # the class has its own (EGL002 reports it if it does not reach)
     if not ctx.contract.methods_have_defaults:
         return True
-    eff = itf.default_setter_effect(ctx, key)
-    own = itf.owner(ctx, key)
+    eff = sem.default_setter_effect(ctx, key)
+    own = sem.owner(ctx, key)
     return not (eff.kind == "writes" and own is not None and eff.path == own.path)
 
 
 def _needs_getter(ctx: Context, key: ClassKey, name: str) -> bool:
-    hit = itf.method_of(ctx, key, name)
-    if hit is not None and not itf.is_protocol_method(ctx, hit[0]):
+    hit = sem.method_of(ctx, key, name)
+    if hit is not None and not sem.is_protocol_method(ctx, hit[0]):
         return False
     if ctx.graph.member_origin(key, name) is not None and hit is None:
         return False
     if not ctx.contract.methods_have_defaults:
         return True
-    return itf.default_getter_state(ctx, key).kind == "broken-default"
+    return sem.default_getter_state(ctx, key).kind == "broken-default"

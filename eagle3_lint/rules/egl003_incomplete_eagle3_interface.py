@@ -44,6 +44,7 @@ from eagle3_lint import fixgen
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import Applicability, Edit, Finding, Fix, Severity, Status
 from eagle3_lint.rules import RuleMeta, make
+from eagle3_lint import semantic as sem
 from eagle3_lint.rules import _interface as itf
 
 if TYPE_CHECKING:
@@ -59,25 +60,25 @@ def check(ctx: Context) -> Iterator[Finding]:
 
 
 def _pairs(ctx: Context) -> list[tuple[Finding, itf.Group]]:
-    return itf.memo(ctx, META.id, lambda: [(_finding(ctx, g), g) for g in _compute(ctx)])
+    return ctx.memo.get(META.id, lambda: [(_finding(ctx, g), g) for g in _compute(ctx)])
 
 
 def _compute(ctx: Context) -> itf.Groups:
     groups = itf.Groups()
-    for arch, key in itf.scoped_archs(ctx):
-        st = itf.status(ctx, arch)
+    for arch, key in sem.scoped_archs(ctx):
+        st = sem.status(ctx, arch)
         if st is Status.PARTIAL:
             chk = ctx.judge.check_class(key)
             definer = _definer(ctx, key, chk.own_present)
-            loc = itf.class_location(ctx, definer) if definer else None
+            loc = sem.class_location(ctx, definer) if definer else None
             if loc is not None:
                 groups.get(loc, "partial", arch, key=definer, top=key, missing=chk.missing, present=chk.own_present)
         elif st is Status.SUPPORTED and not ctx.contract.methods_have_defaults:
-            eff = itf.setter_effect(ctx, key)
-            if eff.kind != "stub" or itf.supporting_inner(ctx, key):
+            eff = sem.setter_effect(ctx, key)
+            if eff.kind != "stub" or sem.supporting_inner(ctx, key):
                 continue
-            where = itf.claimer(ctx, key) if eff.from_protocol else eff.method_owner
-            loc = itf.class_location(ctx, where) if where else None
+            where = sem.claimer(ctx, key) if eff.from_protocol else eff.method_owner
+            loc = sem.class_location(ctx, where) if where else None
             if loc is not None:
                 groups.get(loc, "stub-setter", arch, key=where, top=key, effect=eff)
     return groups
@@ -88,7 +89,7 @@ def _definer(ctx: Context, key: ClassKey, own_present: tuple[str, ...]) -> Class
     origins = {}
     for name in own_present:
         hit = ctx.graph.member_origin(key, name)
-        if hit is not None and not itf.is_interface_class(ctx, hit[0]):
+        if hit is not None and not sem.is_interface_class(ctx, hit[0]):
             origins[hit[0]] = name
     for e in ctx.graph.mro(key).entries:
         if isinstance(e, ClassKey) and e in origins:
@@ -107,7 +108,7 @@ def _finding(ctx: Context, g: itf.Group) -> Finding:
         msg = (f"{key.name} defines {', '.join(present)} but not {', '.join(missing)}: "
                f"{c.check_function}() is False ({why})")
     else:
-        eff: itf.Effect = g.data["effect"]  # type: ignore[assignment]
+        eff: sem.Effect = g.data["effect"]  # type: ignore[assignment]
         msg = (f"{key.name} inherits {c.protocol} but not a real {c.setter}(): {eff.detail}, and the Protocol's "
                f"bodies are stubs in this version, so {c.check_function}() passes and the runner's "
                f"{c.setter}(...) sets nothing")
@@ -123,7 +124,7 @@ def fix(ctx: Context, finding: Finding) -> Fix | None:
     key: ClassKey = g.data["key"]  # type: ignore[assignment]
     top: ClassKey = g.data["top"]  # type: ignore[assignment]
     fl = fixgen.flavor(ctx)
-    own = itf.owner(ctx, top)
+    own = sem.owner(ctx, top)
     base: list[Edit] = list(fixgen.add_protocol(ctx, key)) if g.kind == "partial" else []
     methods: list[Edit] = []
     need_setter = bool(fl.setter) and _setter_needed(ctx, top, g.kind)
@@ -144,36 +145,36 @@ def fix(ctx: Context, finding: Finding) -> Fix | None:
     return Fix(f"add the {fl.protocol} base to {key.name}", tuple(edits), Applicability.SAFE)
 
 
-def _setter_body(ctx: Context, fl: fixgen.Flavor, own: itf.Owner) -> list[str]:
-    mk = itf.mixin_key(ctx)
+def _setter_body(ctx: Context, fl: fixgen.Flavor, own: sem.Owner) -> list[str]:
+    mk = sem.mixin_key(ctx)
     via_mixin = bool(fl.defaults and mk is not None and ctx.graph.in_mro(own.key, mk))
     return fixgen.setter_direct(fl, own.path, fixgen.setter_param(ctx), fl.mixin_attr or "aux_hidden_state_layers", via_mixin)
 
 
 def _setter_needed(ctx: Context, top: ClassKey, kind: str) -> bool:
-    name = itf.setter_name(ctx)
+    name = sem.setter_name(ctx)
     if name is None:
         return False
     if kind == "stub-setter":
         return True
-    hit = itf.method_of(ctx, top, name)
-    if hit is not None and not itf.is_protocol_method(ctx, hit[0]):
+    hit = sem.method_of(ctx, top, name)
+    if hit is not None and not sem.is_protocol_method(ctx, hit[0]):
         return False
     if ctx.graph.member_origin(top, name) is not None and hit is None:
         return False
     if not ctx.contract.methods_have_defaults:
         return True
-    eff = itf.default_setter_effect(ctx, top)
-    own = itf.owner(ctx, top)
+    eff = sem.default_setter_effect(ctx, top)
+    own = sem.owner(ctx, top)
     return not (eff.kind == "writes" and own is not None and eff.path == own.path)
 
 
 def _getter_needed(ctx: Context, top: ClassKey, name: str) -> bool:
-    hit = itf.method_of(ctx, top, name)
-    if hit is not None and not itf.is_protocol_method(ctx, hit[0]):
+    hit = sem.method_of(ctx, top, name)
+    if hit is not None and not sem.is_protocol_method(ctx, hit[0]):
         return False
     if ctx.graph.member_origin(top, name) is not None and hit is None:
         return False
     if not ctx.contract.methods_have_defaults:
         return True
-    return itf.default_getter_state(ctx, top).kind == "broken-default"
+    return sem.default_getter_state(ctx, top).kind == "broken-default"

@@ -57,6 +57,7 @@ from eagle3_lint.model import (
     Step,
 )
 from eagle3_lint.rules import RuleMeta, make
+from eagle3_lint import semantic as sem
 from eagle3_lint.rules import _interface as itf
 
 if TYPE_CHECKING:
@@ -72,81 +73,81 @@ def check(ctx: Context) -> Iterator[Finding]:
 
 
 def _pairs(ctx: Context) -> list[tuple[Finding, itf.Group]]:
-    return itf.memo(ctx, META.id, lambda: [(_finding(ctx, g), g) for g in _compute(ctx)])
+    return ctx.memo.get(META.id, lambda: [(_finding(ctx, g), g) for g in _compute(ctx)])
 
 
 def _compute(ctx: Context) -> itf.Groups:
     groups = itf.Groups()
-    for arch, key in itf.scoped_archs(ctx):
+    for arch, key in sem.scoped_archs(ctx):
         # Supported classes, and those that claim the interface without passing yet: a partial
         # class (methods, no marker) or a wrapper around a supporting inner model. Their EGL003 /
         # EGL002 fixes make the runner accept them, so the forward they reach must work too.
-        st = itf.status(ctx, arch)
+        st = sem.status(ctx, arch)
         if st not in (Status.SUPPORTED, Status.PARTIAL, Status.WRAPPER_GAP):
             continue
-        own = itf.owner(ctx, key)
+        own = sem.owner(ctx, key)
         if own is None:
             continue
-        inner = itf.supporting_inner(ctx, key)
+        inner = sem.supporting_inner(ctx, key)
         wrapper_case = bool(inner)
-        eff = itf.setter_effect(ctx, key)
+        eff = sem.setter_effect(ctx, key)
         if st is Status.WRAPPER_GAP:
             if not inner:
                 continue
             # The wrapper has no setter yet; the one its fix delegates to decides the attribute.
-            sub = itf.setter_effect(ctx, inner[0][-1].key)
-            eff = itf.Effect("unknown", attr=sub.attr if sub.kind == "writes" else None)
+            sub = sem.setter_effect(ctx, inner[0][-1].key)
+            eff = sem.Effect("unknown", attr=sub.attr if sub.kind == "writes" else None)
         # The setter's own defects first: they decide which attribute the forward must read.
         if eff.kind in ("not-mixin", "no-holder") and not wrapper_case:
-            mk = itf.mixin_key(ctx)
+            mk = sem.mixin_key(ctx)
             holder = eff.hops[-1].key if eff.hops else key
-            loc = itf.class_location(ctx, holder)
+            loc = sem.class_location(ctx, holder)
             if loc is not None and eff.kind == "not-mixin" and mk is not None:
                 groups.get(loc, "not-mixin", arch, holder=holder, top=key, effect=eff, owner=own)
             continue
         if eff.kind == "writes" and eff.path != own.path:
             if not wrapper_case and eff.method_owner is not None:
-                loc = itf.method_location(ctx, eff.method_owner, eff.line)
+                loc = sem.method_location(ctx, eff.method_owner, eff.line)
                 groups.get(loc, "wrong-object", arch, top=key, effect=eff, owner=own)
             continue
-        fw = itf.forward_of(ctx, own.key)
+        fw = sem.forward_of(ctx, own.key)
         if fw is None:
             continue
         if not fw.collects:
             attr = eff.attr if eff.attr else _expected_attr(ctx, own.key)
-            groups.get(itf.method_location(ctx, fw.owner, fw.line), "no-collect", arch,
+            groups.get(sem.method_location(ctx, fw.owner, fw.line), "no-collect", arch,
                        top=key, owner=own, forward=fw, attr=attr, effect=eff)
         elif eff.kind == "writes" and eff.attr and eff.attr not in fw.attrs_read:
             if eff.method_owner is not None:
-                loc = itf.method_location(ctx, eff.method_owner, eff.line)
+                loc = sem.method_location(ctx, eff.method_owner, eff.line)
                 groups.get(loc, "wrong-attr", arch, top=key, effect=eff, owner=own, forward=fw)
         elif not fw.returns_aux:
-            groups.get(itf.method_location(ctx, fw.owner, fw.line), "no-return", arch,
+            groups.get(sem.method_location(ctx, fw.owner, fw.line), "no-return", arch,
                        top=key, owner=own, forward=fw, effect=eff)
     return groups
 
 
 def _expected_attr(ctx: Context, owner: ClassKey) -> str:
     fl = fixgen.flavor(ctx)
-    mk = itf.mixin_key(ctx)
+    mk = sem.mixin_key(ctx)
     if mk is not None and ctx.graph.in_mro(owner, mk) and fl.mixin_attr:
         return fl.mixin_attr
     return "aux_hidden_state_layers"
 
 
 def _finding(ctx: Context, g: itf.Group) -> Finding:
-    own: itf.Owner = g.data["owner"]  # type: ignore[assignment]
+    own: sem.Owner = g.data["owner"]  # type: ignore[assignment]
     top: ClassKey = g.data["top"]  # type: ignore[assignment]
     where = "self." + ".".join(own.path) if own.path else "self"
     owner_txt = f"{own.key.name} (at {where} of {top.name})"
     related = [Step("layers", f"{own.key.name} owns self.layers",
                     Location(ctx.graph.path_of(own.key), own.line))]
-    eff: itf.Effect | None = g.data.get("effect")  # type: ignore[assignment]
+    eff: sem.Effect | None = g.data.get("effect")  # type: ignore[assignment]
     if eff is not None and eff.method_owner is not None and eff.line:
-        related.append(Step("setter", eff.detail, itf.method_location(ctx, eff.method_owner, eff.line)))
+        related.append(Step("setter", eff.detail, sem.method_location(ctx, eff.method_owner, eff.line)))
     symbol = own.key.name
     if g.kind == "no-collect":
-        fw: itf.Forward = g.data["forward"]  # type: ignore[assignment]
+        fw: sem.Forward = g.data["forward"]  # type: ignore[assignment]
         symbol = f"{fw.owner.name}.forward"
         msg = (f"{fw.owner.name}.forward, the forward of the layer owner {owner_txt}, never collects hidden states "
                f"at the configured aux layers (no `idx in self.{g.data['attr']}` test, no "
@@ -182,9 +183,9 @@ def fix(ctx: Context, finding: Finding) -> Fix | None:
     g = itf.group_of(_pairs(ctx), finding)
     if g is None or not itf.wants_fix(ctx, g.archs):
         return None
-    own: itf.Owner = g.data["owner"]  # type: ignore[assignment]
+    own: sem.Owner = g.data["owner"]  # type: ignore[assignment]
     if g.kind == "no-collect":
-        fw: itf.Forward = g.data["forward"]  # type: ignore[assignment]
+        fw: sem.Forward = g.data["forward"]  # type: ignore[assignment]
         edits = collect_edits(ctx, fw.owner, own.key, str(g.data["attr"]), ret=not fw.returns_aux)
         if not edits:
             return None
@@ -198,7 +199,7 @@ def fix(ctx: Context, finding: Finding) -> Fix | None:
     if g.kind == "not-mixin":
         holder: ClassKey = g.data["holder"]  # type: ignore[assignment]
         edits = list(fixgen.add_mixin(ctx, holder))
-        fw2 = itf.forward_of(ctx, holder)
+        fw2 = sem.forward_of(ctx, holder)
         if fw2 is not None and not fw2.collects:
             more = fixgen.collection(ctx, fw2.owner, fixgen.flavor(ctx).mixin_attr or "aux_hidden_state_layers",
                                      collect=True, ret=not fw2.returns_aux, mixin_idiom=True)
@@ -214,7 +215,7 @@ def fix(ctx: Context, finding: Finding) -> Fix | None:
 def collect_edits(ctx: Context, forward_owner: ClassKey, layer_owner: ClassKey, attr: str, *, ret: bool) -> list[Edit] | None:
     """Collection in ``forward_owner.forward`` for the layers of ``layer_owner``, in the analysed version's idiom."""
     fl = fixgen.flavor(ctx)
-    mk = itf.mixin_key(ctx)
+    mk = sem.mixin_key(ctx)
     mixin = bool(mk is not None and fl.collector and ctx.graph.in_mro(layer_owner, mk) and attr == fl.mixin_attr)
     edits = fixgen.collection(ctx, forward_owner, attr, collect=True, ret=ret, mixin_idiom=mixin)
     if edits is None:

@@ -62,6 +62,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from eagle3_lint import semantic as sem
 from eagle3_lint.facts import Loop, Method, Use
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import (
@@ -81,10 +82,6 @@ if TYPE_CHECKING:
 META = RuleMeta("EGL005", "slice-relative-aux-index", Severity.ERROR, True,
                 "A forward loop over a slice of the layers compares the slice-relative enumerate index with absolute aux-layer ids.")
 
-_MAX_HOPS = 4  # wrapper -> language model -> decoder is three hops in practice
-# Attributes the aux path goes through: the language model, its decoder, and a decoder-stack
-# module held as ``self.layers`` (plamo3's ``Plamo3Decoder``, which the setter forwards to).
-_HOPS = ("model", "language_model", "layers", "decoder")
 _PP_PROTOCOL = "SupportsPP"  # the interface vLLM's registry asks before allowing pipeline parallelism
 
 
@@ -168,19 +165,6 @@ def _flag_value(ctx: Context, key: ClassKey, flag: str) -> tuple[bool, str]:
     return False, f"{flag} is {m.value or 'not a literal True'} for {key.name} (from {origin.name}, {where})"
 
 
-def _reached(ctx: Context, key: ClassKey, hops: int = 0, seen: frozenset[ClassKey] = frozenset()) -> Iterator[ClassKey]:
-    """The class and the inner models it delegates to (``self.model``, ``self.language_model``, ...)."""
-    if key in seen or hops > _MAX_HOPS:
-        return
-    yield key
-    lm = ctx.graph.language_model_attrs(key)
-    for d in ctx.graph.delegations(key):
-        if d.target is None:
-            continue
-        if d.attr in lm or d.attr in _HOPS or d.how == "registered-model":
-            yield from _reached(ctx, d.target, hops + 1, seen | {key})
-
-
 def _runners(ctx: Context) -> dict[ClassKey, list[_Runner]]:
     """For each class defining a ``forward``: the EAGLE-3 architectures whose object graph runs it."""
     marker = _pp_marker(ctx)
@@ -193,7 +177,7 @@ def _runners(ctx: Context) -> dict[ClassKey, list[_Runner]]:
         if marker is not None:
             m = ctx.graph.member_origin(key, marker)
             pp = m is not None and m[1].value == "True"
-        for inner in _reached(ctx, key):
+        for inner in sem.reached(ctx, key):
             hit = ctx.graph.method(inner, "forward")
             if hit is None:
                 continue
@@ -208,7 +192,7 @@ def _targeted_forwards(ctx: Context) -> set[ClassKey]:
     out: set[ClassKey] = set()
     for arch in ctx.targeted:
         key = ctx.keys.get(arch)
-        for inner in (_reached(ctx, key) if key is not None else ()):
+        for inner in (sem.reached(ctx, key) if key is not None else ()):
             hit = ctx.graph.method(inner, "forward")
             if hit is not None:
                 out.add(hit[0])

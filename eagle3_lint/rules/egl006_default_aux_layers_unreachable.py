@@ -43,6 +43,7 @@ from eagle3_lint import fixgen
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import Applicability, Edit, Finding, Fix, Severity, Status
 from eagle3_lint.rules import RuleMeta, make
+from eagle3_lint import semantic as sem
 from eagle3_lint.rules import _interface as itf
 
 if TYPE_CHECKING:
@@ -60,45 +61,45 @@ def check(ctx: Context) -> Iterator[Finding]:
 
 
 def _pairs(ctx: Context) -> list[tuple[Finding, itf.Group]]:
-    return itf.memo(ctx, META.id, lambda: [(_finding(ctx, g), g) for g in _compute(ctx)])
+    return ctx.memo.get(META.id, lambda: [(_finding(ctx, g), g) for g in _compute(ctx)])
 
 
 def _compute(ctx: Context) -> itf.Groups:
     groups = itf.Groups()
-    names = itf.getter_names(ctx)
+    names = sem.getter_names(ctx)
     if not names:
         return groups
-    for arch, key in itf.scoped_archs(ctx):
+    for arch, key in sem.scoped_archs(ctx):
         # A class that claims the interface but fails the check is EGL003's (or EGL002's).
-        if itf.status(ctx, arch) is not Status.SUPPORTED:
+        if sem.status(ctx, arch) is not Status.SUPPORTED:
             continue
-        stale = itf.stale_getters(ctx, key)
+        stale = sem.stale_getters(ctx, key)
         for name in names:
-            st = itf.getter_state(ctx, key, name)
+            st = sem.getter_state(ctx, key, name)
             if st.kind in _BROKEN:
                 if stale:
                     cls, old, line = stale[0]
-                    groups.get(itf.method_location(ctx, cls, line), "stale-broken", arch,
+                    groups.get(sem.method_location(ctx, cls, line), "stale-broken", arch,
                                key=cls, top=key, old=old, new=name, state=st)
                     continue
                 if st.kind == "stub" and not st.from_protocol and st.origin is not None:
-                    loc, where = itf.method_location(ctx, st.origin, st.line), st.origin
+                    loc, where = sem.method_location(ctx, st.origin, st.line), st.origin
                 else:
-                    where = itf.claimer(ctx, key)
-                    loc = itf.class_location(ctx, where)
+                    where = sem.claimer(ctx, key)
+                    loc = sem.class_location(ctx, where)
                 if loc is not None:
                     groups.get(loc, "broken", arch, key=where, top=key, new=name, state=st)
             else:
                 # A working (or a default) body runs instead of the stale one.
                 for cls, old, line in stale:
-                    groups.get(itf.method_location(ctx, cls, line), "stale", arch,
+                    groups.get(sem.method_location(ctx, cls, line), "stale", arch,
                                key=cls, top=key, old=old, new=name, state=st)
     return groups
 
 
 def _finding(ctx: Context, g: itf.Group) -> Finding:
     key: ClassKey = g.data["key"]  # type: ignore[assignment]
-    st: itf.GetterState = g.data["state"]  # type: ignore[assignment]
+    st: sem.GetterState = g.data["state"]  # type: ignore[assignment]
     new = str(g.data["new"])
     site = next((s for s in ctx.runner.sites if s.fallback == new), ctx.runner.primary)
     at = f" ({site.path}:{site.fallback_line or site.line})" if site is not None else ""
@@ -121,7 +122,7 @@ def _finding(ctx: Context, g: itf.Group) -> Finding:
     return make(META, msg, g.location, severity=sev, architecture=itf.primary_arch(ctx, g.archs), symbol=symbol)
 
 
-def _broken_text(st: itf.GetterState) -> str:
+def _broken_text(st: sem.GetterState) -> str:
     if st.kind == "missing":
         return "does not exist (AttributeError when the drafter config names no layers)"
     if st.kind == "stub":
@@ -142,7 +143,7 @@ def fix(ctx: Context, finding: Finding) -> Fix | None:
         if not edits:
             return None
         return Fix(f"rename {key.name}.{old} to {new}", tuple(edits), Applicability.UNSAFE)
-    st: itf.GetterState = g.data["state"]  # type: ignore[assignment]
+    st: sem.GetterState = g.data["state"]  # type: ignore[assignment]
     if st.kind == "stub" and not st.from_protocol:
         return None  # an own stub body needs a human to decide the layers
     body = _getter_body(ctx, top)
@@ -156,10 +157,10 @@ def fix(ctx: Context, finding: Finding) -> Fix | None:
 
 def _getter_body(ctx: Context, top: ClassKey) -> list[str] | None:
     fl = fixgen.flavor(ctx)
-    inner = itf.supporting_inner(ctx, top)
+    inner = sem.supporting_inner(ctx, top)
     if inner and fl.getter:
         return fixgen.getter_delegate(".".join(h.attr for h in inner[0]), fl.getter)
-    own = itf.owner(ctx, top)
+    own = sem.owner(ctx, top)
     if own is None:
         return None
     return fixgen.getter_direct(own.path)
@@ -168,7 +169,7 @@ def _getter_body(ctx: Context, top: ClassKey) -> list[str] | None:
 def _receivers_with(ctx: Context, top: ClassKey, name: str) -> tuple[str, ...]:
     """``self.<attr>`` receivers (delegations of ``top``) whose class has ``name``, so renamed calls still resolve."""
     out = []
-    for d in itf.delegations(ctx, top):
+    for d in sem.delegations(ctx, top):
         if d.target is not None and ctx.graph.member_origin(d.target, name) is not None:
             out.append(f"self.{d.attr}")
     return tuple(out)

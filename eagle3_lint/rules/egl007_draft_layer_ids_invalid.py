@@ -77,10 +77,7 @@ META = RuleMeta("EGL007", "draft-layer-ids-invalid", Severity.ERROR, False,
 
 def analysis(ctx: Context) -> dr.DraftAnalysis | None:
     """The drafter analysis, computed once per context (the JSON and text reports reuse it)."""
-    cache = ctx.__dict__.setdefault("_eagle3_lint_draft", {})
-    if "da" not in cache:
-        cache["da"] = dr.analyze(ctx)
-    return cache["da"]
+    return ctx.memo.get("draft-analysis", lambda: dr.analyze(ctx))
 
 
 def _ids(ids: tuple[object, ...] | list[object] | None) -> str:

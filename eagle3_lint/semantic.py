@@ -1,0 +1,953 @@
+"""The semantic model: every fact about how a class serves EAGLE-3, computed in one place.
+
+Trace, rules, the drafter check, the serving verdict and fix generation all ask this module, never
+the facts or the source directly, which object owns the decoder layers and through which
+attributes (``owner``), which classes' ``forward`` run for a top-level class (``reached``), what the
+setter the runner calls writes and on which object (``setter_effect``), whether the fallback getter
+returns something (``getter_state``), how the owner's ``forward`` collects (``forward_of`` for the
+attributes it reads and what it returns, ``capture`` for the capture points per loop, the index
+form and the pipeline relay). Depth limits live here (``MAX_HOPS``). Every answer can be "unknown";
+callers report only on answers the tree makes certain.
+
+The contract's default bodies (0.18-style trees) are simulated from their facts: they unwrap
+``get_language_model()`` / ``language_model``, then ``.model`` (or the object itself where the
+body reads ``getattr(parent, "model", parent)``), assert the holder is the mixin, and call the
+mixin's setter.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from eagle3_lint import minieval as me
+from eagle3_lint.facts import ClassFacts, Method, decode_source, index_offset
+from eagle3_lint.graph import ClassKey, Delegation
+from eagle3_lint.hfconfig import text_config
+from eagle3_lint.model import Location, Status
+
+if TYPE_CHECKING:
+    from eagle3_lint.analysis import Context
+
+T = TypeVar("T")
+
+# How far a delegation chain is followed, wrapper -> language model -> decoder -> layer stack. Real
+# trees need three hops; every walk of this module (and so every caller) stops at the same depth.
+MAX_HOPS = 5
+_MAX_DEPTH = MAX_HOPS
+# Registry categories whose models never run speculative decoding as a target: drafters (the
+# EAGLE heads themselves, MTP modules) and pooling models (embedding, scoring, classification).
+# These are the registry's own dict names, read from the tree; a class that says
+# ``is_pooling_model = True`` is a pooling model whatever dict lists it.
+_DRAFTER_DICT_WORDS = ("SPECULATIVE",)
+_POOLING_DICT_WORDS = ("EMBEDDING", "CROSS_ENCODER", "CLASSIFICATION", "REWARD", "LATE_INTERACTION", "POOLING", "SCORING")
+
+
+class Memo:
+    """Per-analysis answers, so ``fix(ctx, finding)`` and the serving verdict reuse what a rule computed."""
+
+    def __init__(self) -> None:
+        self._store: dict[str, Any] = {}
+
+    def get(self, name: str, compute: Callable[[], T]) -> T:
+        if name not in self._store:
+            self._store[name] = compute()
+        return self._store[name]  # type: ignore[no-any-return]
+
+
+# -- scope ------------------------------------------------------------------------------------
+def in_scope(ctx: Context, arch: str) -> bool:
+    """An architecture the runner may interrogate as an EAGLE-3 *target* (or one the user targets)."""
+    if ctx.is_targeted(arch):
+        return True
+    entry = ctx.registry.entries.get(arch)
+    key = ctx.keys.get(arch)
+    if entry is None or key is None:
+        return False
+    d = entry.source_dict.upper()
+    if any(w in d for w in _DRAFTER_DICT_WORDS) or any(w in d for w in _POOLING_DICT_WORDS):
+        return False
+    hit = ctx.graph.member_origin(key, "is_pooling_model")
+    return not (hit is not None and hit[1].value == "True")
+
+
+def scoped_archs(ctx: Context) -> Iterator[tuple[str, ClassKey]]:
+    # Every rule asks; the answer depends only on the finished context, so it is worked out once.
+    cached = ctx.memo.get("scoped-archs", lambda: [
+        (arch, key) for arch in sorted(ctx.keys)
+        if (key := ctx.keys[arch]) is not None and arch in ctx.verdicts and in_scope(ctx, arch)])
+    return iter(cached)
+
+
+def status(ctx: Context, arch: str) -> Status | None:
+    v = ctx.verdicts.get(arch)
+    return v.status if v is not None else None
+
+
+# -- names of the analysed version ------------------------------------------------------------
+def setter_name(ctx: Context) -> str | None:
+    return ctx.contract.setter or (ctx.runner.setter_names[0] if ctx.runner.setter_names else None)
+
+
+def getter_names(ctx: Context) -> tuple[str, ...]:
+    """The fallback getter(s) the runner of this tree calls; the contract's getter if none is read."""
+    if ctx.runner.fallback_names:
+        return ctx.runner.fallback_names
+    return (ctx.contract.default_getter,) if ctx.contract.default_getter else ()
+
+
+def looks_like_getter(name: str) -> bool:
+    """The shape of an aux-layer getter in any vLLM version (``get_eagle3[_default]_aux_hidden_state_layers``)."""
+    return name.startswith("get_") and name.endswith("aux_hidden_state_layers")
+
+
+def protocol_key(ctx: Context) -> ClassKey | None:
+    return ctx.judge.protocol_key() if ctx.contract.found else None
+
+
+def mixin_key(ctx: Context) -> ClassKey | None:
+    c = ctx.contract
+    return ClassKey(c.module, c.mixin) if c.mixin else None
+
+
+def is_interface_class(ctx: Context, key: ClassKey) -> bool:
+    """A class of the interfaces module (the Protocol, its bases, the mixin): never the place to fix."""
+    return key.module == ctx.contract.module
+
+
+def holder_falls_back(ctx: Context) -> bool:
+    """Whether the default setter body reads ``getattr(parent, "model", parent)`` (else it needs ``.model``)."""
+    pk = protocol_key(ctx)
+    cf = ctx.graph.class_facts(pk) if pk else None
+    md = cf.methods.get(ctx.contract.setter or "") if cf else None
+    if md is None:
+        return False
+    for f, args, _line in md.calls:
+        if f == "getattr" and len(args) == 3 and args[0] == args[2] and args[1].strip("'\"") == "model":
+            return True
+    return False
+
+
+# -- delegation and layer ownership -----------------------------------------------------------
+@dataclass(frozen=True)
+class Hop:
+    attr: str
+    key: ClassKey
+
+
+@dataclass(frozen=True)
+class Owner:
+    """The object that owns ``self.layers``, reached from a top-level class through ``hops``."""
+
+    key: ClassKey
+    hops: tuple[Hop, ...]
+    line: int
+
+    @property
+    def path(self) -> tuple[str, ...]:
+        return tuple(h.attr for h in self.hops)
+
+
+def delegations(ctx: Context, key: ClassKey) -> list[Delegation]:
+    """``graph.delegations``, computed once per class per analysis (the graph does not cache it)."""
+    cache: dict[ClassKey, list[Delegation]] = ctx.memo.get("delegations", dict)
+    if key not in cache:
+        cache[key] = ctx.graph.delegations(key)
+    return cache[key]
+
+
+def delegate(ctx: Context, key: ClassKey, attr: str) -> ClassKey | None:
+    for d in delegations(ctx, key):
+        if d.attr == attr and d.target is not None:
+            return d.target
+    return None
+
+
+def has_unresolved_delegation(ctx: Context, key: ClassKey, attr: str) -> bool:
+    return any(d.attr == attr and d.target is None for d in delegations(ctx, key))
+
+
+def lm_attr(ctx: Context, key: ClassKey) -> str | None:
+    """The attribute ``get_language_model()`` returns, if the tree says."""
+    for a in sorted(ctx.graph.language_model_attrs(key)):
+        return a
+    hit = ctx.graph.member_origin(key, "get_language_model")
+    if hit is not None and is_interface_class(ctx, hit[0]):
+        # The interface's default returns the module built under ``_mark_language_model``:
+        # the ``language_model`` attribute by convention, else the one registered sub-model.
+        if any(d.attr == "language_model" for d in delegations(ctx, key)):
+            return "language_model"
+        regs = [d.attr for d in delegations(ctx, key) if d.how == "registered-model"]
+        if len(regs) == 1:
+            return regs[0]
+    return None
+
+
+def assigns_layers(ctx: Context, key: ClassKey) -> int | None:
+    """Line where some method of the MRO (``__init__`` or an init helper) assigns ``self.layers``."""
+    hit = ctx.graph.assigns_attr(key, "layers")
+    if hit is not None:
+        return hit[1]
+    for e in ctx.graph.mro(key).entries:
+        if not isinstance(e, ClassKey) or is_interface_class(ctx, e):
+            continue
+        cf = ctx.graph.class_facts(e)
+        if cf is None:
+            continue
+        for md in cf.methods.values():
+            if "init" not in md.name:
+                continue
+            for sa in md.self_assigns:
+                if sa.target == "self.layers":
+                    return sa.line
+    return None
+
+
+def owner(ctx: Context, key: ClassKey, hops: tuple[Hop, ...] = (), seen: frozenset[ClassKey] = frozenset()) -> Owner | None:
+    """The class reachable through model delegations that owns ``self.layers`` (language model first, then ``.model``)."""
+    if key in seen or len(hops) > _MAX_DEPTH:
+        return None
+    line = assigns_layers(ctx, key)
+    if line is not None:
+        # ``self.layers = Plamo3Decoder(...)``: a module that holds the real layer list.
+        inner = delegate(ctx, key, "layers")
+        if inner is not None and inner not in seen and inner != key:
+            deeper = owner(ctx, inner, (*hops, Hop("layers", inner)), seen | {key})
+            if deeper is not None:
+                return deeper
+        return Owner(key, hops, line)
+    lm = ctx.graph.language_model_attrs(key) | ({lm_attr(ctx, key)} - {None})
+    dels = [d for d in delegations(ctx, key) if d.target is not None]
+    dels.sort(key=lambda d: (d.attr not in lm and d.attr != "language_model", d.attr != "model", d.attr))
+    for d in dels:
+        if d.attr not in lm and d.attr not in ("language_model", "model") and d.how != "registered-model":
+            continue
+        assert d.target is not None
+        found = owner(ctx, d.target, (*hops, Hop(d.attr, d.target)), seen | {key})
+        if found is not None:
+            return found
+    return None
+
+
+# Attributes through which a top-level object's forward runs an inner module's forward: the language
+# model, its decoder, and a decoder-stack module held as ``self.layers`` (plamo3's ``Plamo3Decoder``).
+_FORWARD_HOPS = ("model", "language_model", "layers", "decoder")
+
+
+def reached(ctx: Context, key: ClassKey) -> tuple[ClassKey, ...]:
+    """The class and the inner models whose ``forward`` runs when it runs (``self.model``, ``self.language_model``, ...)."""
+    def walk(k: ClassKey, hops: int, seen: frozenset[ClassKey]) -> Iterator[ClassKey]:
+        if k in seen or hops > MAX_HOPS:
+            return
+        yield k
+        lm = ctx.graph.language_model_attrs(k)
+        for d in delegations(ctx, k):
+            if d.target is not None and (d.attr in lm or d.attr in _FORWARD_HOPS or d.how == "registered-model"):
+                yield from walk(d.target, hops + 1, seen | {k})
+
+    cache: dict[ClassKey, tuple[ClassKey, ...]] = ctx.memo.get("reached", dict)
+    if key not in cache:
+        cache[key] = tuple(dict.fromkeys(walk(key, 0, frozenset())))
+    return cache[key]
+
+
+def resolve_self_path(ctx: Context, key: ClassKey, expr: str) -> tuple[tuple[Hop, ...], tuple[str, ...]] | None:
+    """``self.language_model.model`` -> hops through known delegations, and the parts left over."""
+    parts = expr.split(".")
+    if not parts or parts[0] != "self":
+        return None
+    cur = key
+    hops: list[Hop] = []
+    rest = parts[1:]
+    while rest:
+        part = rest[0]
+        attr = lm_attr(ctx, cur) if part == "get_language_model()" else part
+        if attr is None:
+            break
+        tgt = delegate(ctx, cur, attr)
+        if tgt is None:
+            break
+        hops.append(Hop(attr, tgt))
+        cur = tgt
+        rest = rest[1:]
+    return tuple(hops), tuple(rest)
+
+
+def model_delegations(ctx: Context, key: ClassKey) -> list[Delegation]:
+    """The judge's notion of delegation to another model (registered, language model, ``model``), cached."""
+    lm = ctx.graph.language_model_attrs(key)
+    return [d for d in delegations(ctx, key)
+            if d.how in ("registered-model", "__getattr__") or d.attr in lm or d.attr in ("language_model", "model")]
+
+
+def supporting_inner(ctx: Context, key: ClassKey) -> list[tuple[Hop, ...]]:
+    """Paths of model delegations to the nearest inner classes that pass the check (language model first)."""
+    out: list[tuple[Hop, ...]] = []
+    frontier: list[tuple[Hop, ...]] = [()]
+    seen = {key}
+    for _depth in range(3):
+        nxt: list[tuple[Hop, ...]] = []
+        for path in frontier:
+            cur = path[-1].key if path else key
+            lm = lm_attr(ctx, cur)
+            # The first hop is a model delegation (what the runner's object wraps); below it any
+            # sub-module may be the decoder (``self.model.decoder = Qwen2ForCausalLM(...)``).
+            dels = sorted(model_delegations(ctx, cur) if not path else delegations(ctx, cur),
+                          key=lambda d: (d.attr != lm and d.attr != "language_model", d.attr != "model", d.attr))
+            for d in dels:
+                if d.target is None or d.target in seen:
+                    continue
+                seen.add(d.target)
+                p = (*path, Hop(d.attr, d.target))
+                if ctx.judge.check_class(d.target).supports:
+                    out.append(p)
+                else:
+                    nxt.append(p)
+        if out:
+            return out
+        frontier = nxt
+    return out
+
+
+# -- what the setter reaches ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class Effect:
+    """What calling the setter on an instance of the top-level class does.
+
+    kind: ``writes`` (attribute ``attr`` on the object at ``hops``), ``stub`` (a body that does
+    nothing), ``missing``, ``not-mixin`` / ``no-holder`` (the contract's default body would fail
+    its assertion), or ``unknown``.
+    """
+
+    kind: str
+    hops: tuple[Hop, ...] = ()
+    attr: str | None = None
+    method_owner: ClassKey | None = None  # the class whose method the runner calls
+    line: int = 0
+    detail: str = ""
+    from_protocol: bool = False
+
+    @property
+    def path(self) -> tuple[str, ...]:
+        return tuple(h.attr for h in self.hops)
+
+
+def method_of(ctx: Context, key: ClassKey, name: str) -> tuple[ClassKey, Method] | None:
+    hit = ctx.graph.method(key, name)
+    if hit is None:
+        return None
+    mowner, md = hit
+    assert isinstance(md, Method)
+    return mowner, md
+
+
+def is_protocol_method(ctx: Context, mowner: ClassKey) -> bool:
+    pk = protocol_key(ctx)
+    return mowner == pk or (ctx.judge.is_protocol_class(mowner))
+
+
+def setter_effect(ctx: Context, key: ClassKey) -> Effect:
+    name = setter_name(ctx)
+    if name is None:
+        return Effect("unknown", detail="the contract names no setter")
+    return _method_effect(ctx, key, name, 0)
+
+
+def _method_effect(ctx: Context, key: ClassKey, name: str, depth: int) -> Effect:
+    if depth > _MAX_DEPTH:
+        return Effect("unknown", detail="delegation too deep")
+    hit = method_of(ctx, key, name)
+    if hit is None:
+        if ctx.graph.member_origin(key, name) is None:
+            return Effect("missing", detail=f"{key.name} has no {name}")
+        return Effect("unknown", detail=f"{name} of {key.name} is not a plain method")
+    mowner, md = hit
+    proto = is_protocol_method(ctx, mowner)
+    if md.stub:
+        return Effect("stub", method_owner=mowner, line=md.line, from_protocol=proto,
+                      detail=f"{mowner.name}.{name} has a stub body")
+    if proto:
+        eff = default_setter_effect(ctx, key, depth)
+        return Effect(eff.kind, eff.hops, eff.attr, mowner, md.line, eff.detail, True)
+    return _body_effect(ctx, key, mowner, md, depth)
+
+
+def _body_effect(ctx: Context, key: ClassKey, mowner: ClassKey, md: Method, depth: int) -> Effect:
+    sname = setter_name(ctx)
+    for sa in md.self_assigns:
+        if "." not in sa.target:
+            continue
+        prefix, attr = sa.target.rsplit(".", 1)
+        if "aux" not in attr:
+            continue
+        res = resolve_self_path(ctx, key, prefix)
+        if res is None or res[1]:
+            return Effect("unknown", method_owner=mowner, line=md.line,
+                          detail=f"{mowner.name}.{md.name} writes {sa.target}, through an object the tool cannot follow")
+        return Effect("writes", res[0], attr, mowner, md.line, f"{mowner.name}.{md.name} writes {sa.target}")
+    for f, _args, _line in md.calls:
+        if not f.startswith("self.") or "." not in f:
+            continue
+        prefix, meth = f.rsplit(".", 1)
+        if not (meth == sname or meth == ctx.contract.mixin_setter or ("aux" in meth and "set" in meth)):
+            continue
+        res = resolve_self_path(ctx, key, prefix)
+        if res is None or res[1]:
+            return Effect("unknown", method_owner=mowner, line=md.line,
+                          detail=f"{mowner.name}.{md.name} calls {f}(), on an object the tool cannot follow")
+        hops = res[0]
+        target = hops[-1].key if hops else key
+        if not hops and meth == md.name:
+            continue  # super-style recursion into itself; not a delegation
+        sub = _method_effect(ctx, target, meth, depth + 1)
+        return Effect(sub.kind, hops + sub.hops, sub.attr, mowner, md.line,
+                      f"{mowner.name}.{md.name} calls {f}(); " + sub.detail, False)
+    return Effect("unknown", method_owner=mowner, line=md.line,
+                  detail=f"{mowner.name}.{md.name} writes no aux-layer attribute the tool recognises")
+
+
+def default_parent(ctx: Context, key: ClassKey) -> tuple[tuple[Hop, ...], str] | None:
+    """The object the contract's default bodies unwrap to before ``.model`` (None: cannot tell)."""
+    unwrap = ctx.contract.unwrap_attrs
+    if "get_language_model" in unwrap and ctx.graph.member_origin(key, "get_language_model") is not None:
+        attr = lm_attr(ctx, key)
+        tgt = delegate(ctx, key, attr) if attr else None
+        if tgt is None:
+            return None
+        return (Hop(attr, tgt),), f"get_language_model() -> self.{attr}"  # type: ignore[arg-type]
+    if "language_model" in unwrap and any(d.attr == "language_model" for d in delegations(ctx, key)):
+        tgt = delegate(ctx, key, "language_model")
+        if tgt is None:
+            return None
+        return (Hop("language_model", tgt),), "self.language_model"
+    if "language_model" in unwrap and ctx.graph.assigns_attr(key, "language_model") is not None:
+        return None
+    return (), "self"
+
+
+def default_holder(ctx: Context, key: ClassKey) -> tuple[str, tuple[Hop, ...], str]:
+    """(kind, hops, detail): where the default bodies look for the layers: ``ok``, ``no-holder`` or ``unknown``."""
+    par = default_parent(ctx, key)
+    if par is None:
+        return "unknown", (), "get_language_model() returns an object the tool cannot follow"
+    hops, how = par
+    parent = hops[-1].key if hops else key
+    m = delegate(ctx, parent, "model")
+    if m is not None:
+        return "ok", (*hops, Hop("model", m)), f"{how}.model"
+    if has_unresolved_delegation(ctx, parent, "model") or ctx.graph.assigns_attr(parent, "model") is not None:
+        return "unknown", hops, f"{how}.model is an object the tool cannot follow"
+    if holder_falls_back(ctx):
+        return "ok", hops, how
+    return "no-holder", hops, f"{how} has no .model, which the default body asserts"
+
+
+def default_setter_effect(ctx: Context, key: ClassKey, depth: int = 0) -> Effect:
+    kind, hops, how = default_holder(ctx, key)
+    if kind != "ok":
+        return Effect(kind, hops, detail=f"the contract's default setter unwraps {how}")
+    holder = hops[-1].key if hops else key
+    mk = mixin_key(ctx)
+    if mk is not None and not ctx.graph.in_mro(holder, mk):
+        return Effect("not-mixin", hops, detail=f"the contract's default setter unwraps {how} = {holder.name}, "
+                                                f"which is not an {mk.name}: its assertion fails at runtime")
+    ms = ctx.contract.mixin_setter
+    if ms is None:
+        return Effect("unknown", hops, detail="the default setter calls a method the tool cannot read")
+    sub = _method_effect(ctx, holder, ms, depth + 1)
+    return Effect(sub.kind, hops + sub.hops, sub.attr, None, 0, f"the contract's default setter calls {how}.{ms}()")
+
+
+# -- the fallback getter ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class GetterState:
+    kind: str  # ok | missing | stub | broken-default | broken-delegate | unknown
+    origin: ClassKey | None = None
+    line: int = 0
+    detail: str = ""
+    from_protocol: bool = False
+
+
+def getter_state(ctx: Context, key: ClassKey, name: str, depth: int = 0) -> GetterState:
+    if depth > _MAX_DEPTH:
+        return GetterState("unknown")
+    if ctx.graph.member_origin(key, name) is None:
+        return GetterState("missing", detail=f"{key.name} has no {name}")
+    hit = method_of(ctx, key, name)
+    if hit is None:
+        return GetterState("unknown", detail=f"{name} is not a plain method")
+    mowner, md = hit
+    proto = is_protocol_method(ctx, mowner)
+    if md.stub:
+        return GetterState("stub", mowner, md.line, f"{mowner.name}.{name} has a stub body that returns None", proto)
+    if proto:
+        return default_getter_state(ctx, key, mowner, md.line)
+    for kind_, text, _line in md.returns:
+        head = text.split("(", 1)[0].strip()
+        if kind_ == "call" and head.startswith("self.") and head.count(".") >= 2:
+            prefix, meth = head.rsplit(".", 1)
+            res = resolve_self_path(ctx, key, prefix)
+            if res is None or res[1] or not res[0]:
+                continue
+            target = res[0][-1].key
+            sub = getter_state(ctx, target, meth, depth + 1)
+            if sub.kind in ("missing", "stub", "broken-default", "broken-delegate"):
+                return GetterState("broken-delegate", mowner, md.line,
+                                   f"{mowner.name}.{name} returns {head}(), and {sub.detail}")
+    return GetterState("ok", mowner, md.line, f"{mowner.name}.{name} returns a value")
+
+
+def default_getter_state(ctx: Context, key: ClassKey, mowner: ClassKey | None = None, line: int = 0) -> GetterState:
+    """What the contract's default getter body would return for ``key`` (whether or not it inherits it yet)."""
+    kind, hops, how = default_holder(ctx, key)
+    if kind == "unknown":
+        return GetterState("unknown", mowner, line, how, True)
+    holder = hops[-1].key if hops else key
+    if kind == "no-holder":
+        return GetterState("broken-default", mowner, line, f"the contract's default getter {how}", True)
+    if assigns_layers(ctx, holder) is None:
+        if ctx.graph.member_origin(holder, "layers") is not None or _opaque(ctx, holder):
+            return GetterState("unknown", mowner, line, f"{how}.layers may come from a base the tool cannot read", True)
+        return GetterState("broken-default", mowner, line,
+                           f"the contract's default getter reads {how}.layers, which {holder.name} never sets", True)
+    return GetterState("ok", mowner, line, f"the contract's default body reads {how}.layers", True)
+
+
+def _opaque(ctx: Context, key: ClassKey) -> bool:
+    """A base outside the tree other than torch's ``nn.Module`` could define anything."""
+    for r in ctx.graph.external_bases(key):
+        if r.kind != "external" or not (r.name.startswith("torch.") or r.name.startswith("builtins.") or r.name.startswith("typing.")):
+            return True
+    return False
+
+
+def stale_getters(ctx: Context, key: ClassKey) -> list[tuple[ClassKey, str, int]]:
+    """Getter-shaped methods in the MRO that the runner of this tree never calls."""
+    live = set(getter_names(ctx)) | set(ctx.contract.required)
+    out: list[tuple[ClassKey, str, int]] = []
+    shadowed: set[str] = set()
+    for e in ctx.graph.mro(key).entries:
+        if not isinstance(e, ClassKey) or is_interface_class(ctx, e):
+            continue
+        cf = ctx.graph.class_facts(e)
+        if cf is None:
+            continue
+        for name, m in cf.members.items():
+            if m.kind == "def" and looks_like_getter(name) and name not in live and name not in shadowed:
+                shadowed.add(name)
+                out.append((e, name, m.line))
+    return out
+
+
+# -- the layer owner's forward ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Forward:
+    owner: ClassKey  # the class that defines the forward in effect
+    method: Method
+    attrs_read: frozenset[str]  # attributes compared with a layer index
+    collects: bool
+    returns_aux: bool
+    line: int
+
+
+def forward_of(ctx: Context, key: ClassKey) -> Forward | None:
+    hit = method_of(ctx, key, "forward")
+    if hit is None:
+        return None
+    fowner, md = hit
+    if md.stub:
+        return None
+    attrs: set[str] = set()
+    collects = False
+    methods: list[Method] = [md]
+    # One level of helpers the forward calls on ``self`` (``self._forward_layers(...)``).
+    for f, _args, _line in md.calls:
+        if f.startswith("self.") and f.count(".") == 1 and f[5:] != "forward":
+            h = method_of(ctx, key, f[5:])
+            if h is not None and not is_interface_class(ctx, h[0]):
+                methods.append(h[1])
+    collector = ctx.contract.mixin_collector
+    for m in methods:
+        for r in m.reads:
+            # The forward uses the configured layers some way the tool does not model (a
+            # comprehension, a keyword argument to the layer): it collects, as far as we can tell.
+            if r.startswith("self.") and r.count(".") == 1 and "aux" in r and "layer" in r:
+                attrs.add(r[5:])
+                collects = True
+        for left, container, _line in m.memberships:
+            if container.startswith("self.") and container.count(".") == 1 and ("aux" in container or "layer" in container) \
+                    and not left.startswith(("'", '"')):
+                attrs.add(container[5:])
+                collects = True
+        for lp in m.loops:
+            for u in lp.uses:
+                if u.kind == "in" and u.target.startswith("self."):
+                    attrs.add(u.target[5:])
+                    collects = True
+        for f, _args, _line in m.calls:
+            last = f.rsplit(".", 1)[-1]
+            if f.startswith("self.") and (last == collector or (collector is None and "maybe_add" in last)):
+                collects = True
+                h = method_of(ctx, key, last)
+                if h is not None:
+                    for _l, container, _ln in h[1].memberships:
+                        if container.startswith("self."):
+                            attrs.add(container[5:])
+    returns_aux = any("aux" in text for _k, text, _l in md.returns)
+    if not returns_aux:
+        for m in methods[1:]:
+            if any("aux" in text for _k, text, _l in m.returns) and any(text.startswith(f"self.{m.name}(") for _k, text, _l in md.returns):
+                returns_aux = True
+    return Forward(fowner, md, frozenset(attrs), collects, returns_aux, md.line)
+
+
+def attr_initialised(ctx: Context, key: ClassKey, attr: str) -> bool:
+    """``attr`` is assigned in some init of the MRO or has a class-level value (the mixin's default)."""
+    for e in ctx.graph.mro(key).entries:
+        if not isinstance(e, ClassKey):
+            continue
+        cf = ctx.graph.class_facts(e)
+        if cf is None:
+            continue
+        m = cf.members.get(attr)
+        if m is not None and m.kind in ("assign", "annassign"):
+            return True
+        for md in cf.methods.values():
+            if "init" in md.name and any(sa.target == f"self.{attr}" for sa in md.self_assigns):
+                return True
+    return False
+
+
+# -- the class that declares (part of) the contract ----------------------------------------------------
+def direct_protocol_base(ctx: Context, key: ClassKey) -> bool:
+    pk = protocol_key(ctx)
+    if pk is None:
+        return False
+    return any(r.kind == "class" and r.key == pk for r in ctx.graph.bases(key))
+
+
+def claimer(ctx: Context, key: ClassKey) -> ClassKey:
+    """The most derived class of the MRO that inherits the Protocol directly or sets the marker by hand."""
+    marker = ctx.contract.marker
+    for e in ctx.graph.mro(key).entries:
+        if not isinstance(e, ClassKey) or is_interface_class(ctx, e):
+            continue
+        if direct_protocol_base(ctx, e):
+            return e
+        cf = ctx.graph.class_facts(e)
+        if marker and cf is not None and marker in cf.members and cf.members[marker].kind != "annotation":
+            return e
+    return key
+
+
+def claims(ctx: Context, key: ClassKey, arch: str) -> bool:
+    """The class says it implements EAGLE-3: it passes the check, or carries the marker, or (no Protocol) the setter."""
+    v = ctx.verdicts.get(arch)
+    if v is not None and v.supports_eagle3:
+        return True
+    c = ctx.contract
+    if c.marker:
+        hit = ctx.graph.member_origin(key, c.marker)
+        return hit is not None and hit[1].value not in ("False", "None", "0")
+    sname = setter_name(ctx)
+    return bool(sname and ctx.graph.member_origin(key, sname) is not None)
+
+
+def class_location(ctx: Context, key: ClassKey) -> Location | None:
+    cf = ctx.graph.class_facts(key)
+    if cf is None:
+        return None
+    return Location(ctx.graph.path_of(key), cf.line, cf.col)
+
+
+def method_location(ctx: Context, key: ClassKey, line: int) -> Location:
+    return Location(ctx.graph.path_of(key), line, 0)
+
+
+def facts(ctx: Context, key: ClassKey) -> ClassFacts | None:
+    return ctx.graph.class_facts(key)
+
+
+
+@dataclass(frozen=True)
+class Where:
+    path: str
+    line: int
+    text: str = ""
+
+
+# -- reading a module the model evaluates -------------------------------------------------------
+def read_module(ctx: Context, rel: str) -> ast.Module | None:
+    if not ctx.source.exists(rel):
+        return None
+    try:
+        return me.parse(decode_source(ctx.source.read_bytes(rel)), rel)
+    except (OSError, UnicodeError, SyntaxError):
+        return None
+
+
+
+# -- the model default aux ids ----------------------------------------------------------------------------
+def default_ids(ctx: Context, key: ClassKey, n: int, tcfg: dict[str, Any] | None, depth: int = 0,
+                name: str | None = None) -> tuple[tuple[Any, ...] | None, Where | None, str]:
+    site = ctx.runner.primary
+    fallback = name or (site.fallback if site else None) or ctx.contract.default_getter
+    if not fallback:
+        return None, None, "the runner calls no default method"
+    if depth > MAX_HOPS:
+        return None, None, "delegation too deep"
+    hit = ctx.graph.method(key, fallback)
+    if hit is None:
+        origin = ctx.graph.member_origin(key, fallback)
+        if origin is None:
+            return None, None, f"{key.name} has no {fallback}()"
+        path = ctx.graph.path_of(origin[0])
+        return None, Where(path, origin[1].line), f"{origin[0].name}.{fallback} is not a method the tool can read"
+    mowner, md = hit
+    path = ctx.graph.path_of(mowner)
+    where = Where(path, md.line, f"{mowner.name}.{fallback}")  # type: ignore[attr-defined]
+    if getattr(md, "stub", False):
+        return None, where, f"{mowner.name}.{fallback}() has a stub body: it returns None, so there is no default"
+    tree = read_module(ctx, path)
+    fnode = me.function_at(tree, md.line) if tree is not None else None  # type: ignore[attr-defined]
+    if fnode is None:
+        return None, where, "cannot read the method body"
+    full = me.ConfigView(tcfg or {}, "target_config")
+    text = me.ConfigView(text_config(tcfg) or {}, "target_text_config")
+    dels = {d.attr: d for d in delegations(ctx, key) if d.target is not None}
+    nested: list[str] = []
+
+    def attr(p: tuple[str, ...]) -> Any:
+        last = p[-1]
+        if last in ("text_config", "hf_text_config"):
+            return text
+        if last in ("config", "hf_config") and len(p) == 2:
+            return full if tcfg and text.data is not full.data and "num_hidden_layers" not in full.data else text
+        if last == "num_hidden_layers":
+            return n
+        return me.NOTHING
+
+    def length(p: tuple[str, ...]) -> Any:
+        return n if p[-1] == "layers" else me.NOTHING
+
+    def call(p: tuple[str, ...], _a: list[Any], _k: dict[str, Any]) -> Any:
+        # ``self.language_model.get_eagle3_..._layers()``: the inner model's own default.
+        if len(p) == 3 and p[0] == fnode.args.args[0].arg and p[1] in dels and "layers" in p[2]:
+            inner = dels[p[1]].target
+            assert inner is not None
+            ids, w, why = default_ids(ctx, inner, n, tcfg, depth + 1, p[2])
+            nested.append(f"delegates to {inner.name}.{p[2]}()" + (f" at {w.path}:{w.line}" if w else ""))
+            if ids is None:
+                raise me.Unsupported(f"inner default unknown: {why}")
+            return ids
+        return me.NOTHING
+
+    interp = me.Interpreter(me.World(attr=attr, length=length, call=call), strict=True)
+    env = me.ModuleEnv.of(tree, path) if tree is not None else None
+    assert env is not None
+    try:
+        res = interp.call(me.FuncValue(fnode, env), [me.Opaque((fnode.args.args[0].arg,))])
+    except me.EvalRaise as exc:
+        return None, where, f"{where.text}() raises: {exc.kind}: {exc.message}"
+    except me.Unsupported as exc:
+        return None, where, f"{where.text}() could not be evaluated ({exc})"
+    if isinstance(res, (list, tuple)) and all(isinstance(x, int) for x in res):
+        return tuple(res), where, "; ".join(nested)
+    return None, where, f"{where.text}() returned {res!r}"
+
+
+
+@dataclass
+class Capture:
+    """How the target decoder's forward collects aux hidden states."""
+
+    owner: ClassKey
+    path: str
+    forward_line: int
+    loop_line: int = 0
+    idiom: str = "none"  # explicit | mixin | none
+    shift: int | None = None  # id k -> state entering layer k + shift
+    sites: tuple[tuple[str, int, int], ...] = ()  # (before|after|pre-loop, offset, line)
+    absolute: bool = True  # enumerate(..., start=self.start_layer)
+    residual_none_at_start: bool = False  # explicit ``h + residual`` while residual is None before layer 0
+    residual_line: int = 0
+    order_dependent: bool = False
+    order_why: str = ""
+    relays_pp: bool | None = None
+    relay_why: str = ""
+    note: str = ""
+
+    def valid_ids(self, n: int) -> set[int]:
+        """Ids this forward can capture with ``n`` layers (PP-independent, absolute indices)."""
+        out: set[int] = set()
+        for pos, off, _line in self.sites:
+            if pos == "pre-loop":
+                out.add(0)
+            elif pos in ("before", "after"):
+                out.update(range(off, n + off))
+        if self.residual_none_at_start:
+            out.discard(0)
+        return out
+
+
+# -- capture points -------------------------------------------------------------------------------
+def _calls_name(node: ast.AST, name: str) -> bool:
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name for n in ast.walk(node))
+
+
+def _none_before(fn: ast.FunctionDef, loop: ast.For, st: ast.stmt) -> int:
+    """Line of an ``a + b`` in ``st`` whose operand is ``None`` before the loop (rank 0, layer 0), else 0."""
+    for m in ast.walk(st):
+        if not (isinstance(m, ast.BinOp) and isinstance(m.op, ast.Add)):
+            continue
+        for operand in (m.left, m.right):
+            if not isinstance(operand, ast.Name):
+                continue
+            name = operand.id
+            none_at = [a.lineno for a in ast.walk(fn) if isinstance(a, ast.Assign) and a.lineno < loop.lineno
+                       and any(isinstance(t, ast.Name) and t.id == name for t in a.targets)
+                       and isinstance(a.value, ast.Constant) and a.value.value is None]
+            if not none_at:
+                continue
+            # An unconditional re-assignment between the ``None`` and the loop settles it.
+            later = [a for a in fn.body if isinstance(a, ast.Assign) and max(none_at) < a.lineno < loop.lineno
+                     and any(isinstance(t, ast.Name) and t.id == name for t in a.targets)]
+            if not later:
+                return m.lineno
+    return 0
+
+
+def _is_collector(call: ast.Call, collectors: tuple[str, ...]) -> bool:
+    fname = me._dotted(call.func).rsplit(".", 1)[-1]
+    return fname in collectors or "hidden_state" in fname
+
+
+def capture(ctx: Context, key: ClassKey) -> Capture | None:
+    lo = owner(ctx, key)
+    if lo is None:
+        return None
+    hit = ctx.graph.method(lo.key, "forward")
+    if hit is None:
+        return Capture(lo.key, ctx.graph.path_of(lo.key), 0, note=f"{lo.key.name} has no forward the tool can read")
+    mowner, md = hit
+    path = ctx.graph.path_of(mowner)
+    tree = read_module(ctx, path)
+    fnode = me.function_at(tree, md.line) if tree is not None else None  # type: ignore[attr-defined]
+    cap = Capture(lo.key, path, md.line)  # type: ignore[attr-defined]
+    if fnode is None:
+        cap.note = "cannot read the forward body"
+        return cap
+    collectors = tuple(x for x in (ctx.contract.mixin_collector,) if x)
+    loop = None
+    for n in ast.walk(fnode):
+        if isinstance(n, ast.For) and isinstance(n.iter, ast.Call) and me._dotted(n.iter.func) == "enumerate" \
+                and n.iter.args and "layers" in ast.unparse(n.iter.args[0]) \
+                and isinstance(n.target, ast.Tuple) and len(n.target.elts) == 2 \
+                and all(isinstance(e, ast.Name) for e in n.target.elts):
+            loop = n
+            break
+    if loop is None:
+        cap.note = "no enumerate loop over the layers in forward"
+        return cap
+    idx = loop.target.elts[0].id  # type: ignore[attr-defined]
+    elem = loop.target.elts[1].id  # type: ignore[attr-defined]
+    cap.loop_line = loop.lineno
+    it = loop.iter
+    assert isinstance(it, ast.Call)
+    cap.absolute = len(it.args) >= 2 or any(k.arg == "start" for k in it.keywords) \
+        or not isinstance(it.args[0], ast.Call)  # a plain enumerate(self.layers) counts from 0 = absolute
+    layer_pos = next((i for i, st in enumerate(loop.body) if _calls_name(st, elem)
+                      or any(isinstance(c, ast.Call) and isinstance(c.func, ast.Subscript) for c in ast.walk(st))), None)
+    sites: list[tuple[str, int, int]] = []
+    aux_attr = None
+    for i, st in enumerate(loop.body):
+        pos = "before" if layer_pos is None or i < layer_pos else "after"
+        for n in ast.walk(st):
+            if isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], ast.In):
+                off = index_offset(n.left, idx)
+                if off is not None and "aux" in ast.unparse(n.comparators[0]):
+                    sites.append((pos, off, n.lineno))
+                    cap.idiom = "explicit"
+                    aux_attr = me._dotted(n.comparators[0])
+                    # ``h + residual`` while ``residual = None`` before the first layer: id 0 raises TypeError.
+                    if i <= (layer_pos if layer_pos is not None else i):
+                        none_line = _none_before(fnode, loop, st)
+                        if none_line:
+                            cap.residual_none_at_start = True
+                            cap.residual_line = none_line
+            elif isinstance(n, ast.Call) and _is_collector(n, collectors):
+                for a in n.args:
+                    off = index_offset(a, idx)
+                    if off is not None:
+                        sites.append((pos, off, n.lineno))
+                        cap.idiom = "mixin"
+                        break
+    # Collector calls before the loop with the first index: the state entering layer start (= 0 on rank 0).
+    for st in fnode.body:
+        if st.lineno >= loop.lineno:
+            break
+        for n in ast.walk(st):
+            if isinstance(n, ast.Call) and _is_collector(n, collectors) \
+                    and any("start_layer" in ast.unparse(a) or (isinstance(a, ast.Constant) and a.value == 0) for a in n.args):
+                sites.append(("pre-loop", 0, n.lineno))
+    cap.sites = tuple(sites)
+    shifts = {off if pos == "before" else off - 1 for pos, off, _ in sites if pos in ("before", "after")}
+    # shift s: id k captures the state entering layer k - s ... normalise to "k -> k + shift".
+    norm = {-s for s in shifts}
+    cap.shift = norm.pop() if len(norm) == 1 else None
+    if not sites:
+        cap.note = "the layer loop compares no index with aux ids"
+    # Does anything depend on the order of the configured ids?
+    if aux_attr:
+        for n in ast.walk(fnode):
+            if isinstance(n, (ast.For, ast.comprehension)) and me._dotted(n.iter) == aux_attr:
+                cap.order_dependent = True
+                cap.order_why = f"forward iterates {aux_attr} (line {n.iter.lineno}): states come out in the ids' order"
+    if cap.order_dependent:
+        sorts = _setter_sorts(ctx, key, lo.key)
+        if sorts is not None:
+            cap.order_dependent = False
+            cap.order_why = f"{cap.order_why}, but {sorts} stores them sorted, so their configured order is irrelevant"
+    if cap.idiom == "mixin" or (aux_attr is None and sites):
+        cap.order_why = cap.order_why or "collection tests membership layer by layer: states come out in layer order"
+    elif aux_attr and not cap.order_why:
+        cap.order_why = f"collection tests {aux_attr} membership layer by layer: states come out in layer order"
+    # Pipeline relay of states captured on earlier ranks.
+    flag = ctx.contract.pp_flag
+    if flag:
+        m = ctx.graph.member_origin(lo.key, flag)
+        cap.relays_pp = bool(m and m[1].value == "True")
+        cap.relay_why = (f"{lo.key.name}.{flag} = True" if cap.relays_pp else
+                         f"{lo.key.name} does not set {flag} = True")
+    else:
+        returns = [text for kind, text, _l in md.returns if "IntermediateTensors" in text]  # type: ignore[attr-defined]
+        if returns:
+            cap.relays_pp = any("aux" in t for t in returns)
+            cap.relay_why = ("forward passes aux states to the next rank in IntermediateTensors" if cap.relays_pp else
+                             "forward returns IntermediateTensors without the aux states on non-last ranks")
+    return cap
+
+
+def _setter_sorts(ctx: Context, key: ClassKey, owner: ClassKey) -> str | None:
+    """The setter that stores the ids, if it sorts them (``tuple(sorted(set(layers)))``), as ``Class.method``."""
+    c = ctx.contract
+    cands: list[tuple[ClassKey, str]] = []
+    if c.mixin and c.mixin_setter:
+        mixin_key = ClassKey(c.module, c.mixin)
+        if ctx.graph.in_mro(owner, mixin_key):
+            cands.append((mixin_key, c.mixin_setter))
+    if c.setter:
+        hit = ctx.graph.method(key, c.setter)
+        if hit is not None:
+            cands.append((hit[0], c.setter))
+    for cls, name in cands:
+        path = ctx.graph.path_of(cls)
+        tree = read_module(ctx, path)
+        fnode = me.find_function(tree, name, cls.qualname) if tree is not None else None
+        if fnode is not None and any(isinstance(n, ast.Call) and me._dotted(n.func) == "sorted" for n in ast.walk(fnode)):
+            return f"{cls.name}.{name}()"
+    return None
+
+
