@@ -11,7 +11,7 @@ import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from eagle3_lint import contract as contract_mod
 from eagle3_lint import registry as registry_mod
@@ -27,6 +27,7 @@ from eagle3_lint.store import FactStore
 from eagle3_lint.verdict import Judge
 
 if TYPE_CHECKING:
+    from eagle3_lint.serving import ServingVerdict
     from eagle3_lint.suppress import Suppression
 
 # Plugin files (``--plugin``, plugins.py) are model files too, under their ``<plugin>/`` display prefix.
@@ -43,6 +44,9 @@ class Options:
     draft_config_path: str | None = None
     pipeline_parallel: int | None = None  # --pipeline-parallel N (EGL007 shows the layer split)
     pp_partition: str | None = None  # --pp-partition, vLLM's VLLM_PP_LAYER_PARTITION override
+    runner: str = "auto"  # --runner auto|v1|v2: the model runner the serving verdict and EGL007 model
+    tensor_parallel: int | None = None  # --tensor-parallel-size: recorded; it does not change what is captured
+    drafter_convention: str | None = None  # --drafter-convention vllm|sglang: how the drafter's ids number layers
     debug: bool = False
     # progress(message) for a step, progress(message, done, total) for a counted one (cli.py renders it).
     progress: Callable[..., None] | None = None
@@ -75,6 +79,8 @@ class Context:
     suppressed: list[tuple[Finding, Suppression]] = field(default_factory=list)
     # Answers of the semantic model (semantic.py) and of rules, shared by rules, fixes and the serving verdict.
     memo: Memo = field(default_factory=Memo)
+    # The serving verdict per targeted architecture (serving.py), made after the rules ran.
+    serving: dict[str, ServingVerdict] = field(default_factory=dict)
 
     @property
     def targeted(self) -> tuple[str, ...]:
@@ -114,6 +120,18 @@ def resolve_entry(graph: ClassGraph, module: str, class_name: str) -> tuple[Clas
     if r.kind == "external":
         return None, f"{class_name} comes from outside the tree ({r.name})"
     return None, f"{class_name} cannot be resolved in {module}: {r.name} {r.note}".strip()
+
+
+def sub_config_architectures(cfg: dict[str, Any], expr: str) -> tuple[str, ...]:
+    """The ``architectures`` of the sub-config an ``hf_config=`` expression names (``config.text_config``)."""
+    parts = [p for p in expr.replace("()", "").split(".") if p]
+    while parts and parts[0] not in cfg:
+        parts = parts[1:]
+    cur: Any = cfg
+    for p in parts:
+        cur = cur.get(p) if isinstance(cur, dict) else None
+    archs = cur.get("architectures") if isinstance(cur, dict) and parts else None
+    return tuple(a for a in archs if isinstance(a, str)) if isinstance(archs, list) else ()
 
 
 _T = TypeVar("_T")
@@ -172,7 +190,13 @@ def build(source: SourceTree, options: Options, store: FactStore | None = None) 
             return None
         return resolve_entry(graph, e.module, e.class_name)[0]
 
-    graph = ClassGraph(loader=store.load, registered=registered)
+    def checkpoint_archs(key: ClassKey, expr: str) -> tuple[str, ...]:
+        # Only a targeted architecture's own class reads the checkpoint the target config describes.
+        if options.target_config is None or key not in {registered(a) for a in options.targets}:
+            return ()
+        return sub_config_architectures(options.target_config, expr)
+
+    graph = ClassGraph(loader=store.load, registered=registered, checkpoint_archs=checkpoint_archs)
     judge = Judge(graph, contract, runner)
     ctx = Context(source, store, graph, contract, runner, registry, judge, options, source.vllm_version())
     ctx.errors.extend(derive_errors)
@@ -204,6 +228,18 @@ def run_rules(ctx: Context, rules: Iterable[object]) -> None:
     ctx.store.save()
 
 
+def serving_verdicts(ctx: Context) -> dict[str, ServingVerdict]:
+    from eagle3_lint import serving
+
+    out: dict[str, ServingVerdict] = {}
+    for arch in ctx.targeted:
+        try:
+            out[arch] = serving.verdict(ctx, arch)
+        except Exception as exc:  # noqa: BLE001 - one architecture's chain must not sink the report
+            ctx.errors.append(InternalError(f"serving {arch}", f"{type(exc).__name__}: {exc}", traceback.format_exc()))
+    return out
+
+
 def apply_suppressions(ctx: Context, ran: set[str]) -> None:
     from eagle3_lint import suppress
 
@@ -225,6 +261,7 @@ def analyze(source: SourceTree, options: Options, select: Callable[[str], bool] 
         t = time.perf_counter()
         run_rules(ctx, rules)
         apply_suppressions(ctx, {r.meta.id for r in rules})
+        ctx.serving = serving_verdicts(ctx)
         # A file whose facts could not be extracted because of a bug of ours is an internal error (exit 2).
         for mf in ctx.store.loaded():
             if getattr(mf, "internal_error", None):

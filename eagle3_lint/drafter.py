@@ -40,8 +40,10 @@ from typing import TYPE_CHECKING, Any
 
 from eagle3_lint import minieval as me
 from eagle3_lint import pp as pp_mod
+from eagle3_lint import runnerchoice
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.hfconfig import text_config
+from eagle3_lint.runner import RunnerKind, RunnerSite
 from eagle3_lint.semantic import Capture, Where, capture, default_ids, read_module
 
 if TYPE_CHECKING:
@@ -101,6 +103,7 @@ class PPLayout:
 class DraftAnalysis:
     draft_path: str
     arch: str | None
+    runner: RunnerKind | None = None  # the model runner whose id reader and fallback were evaluated
     speculators: bool = False
     converted: dict[str, Any] | None = None
     conversion_error: str = ""
@@ -212,10 +215,9 @@ def convert_speculators(ctx: Context, raw: dict[str, Any]) -> tuple[dict[str, An
 
 
 # -- the runner's config function ----------------------------------------------------------------
-def runner_ids(ctx: Context, hf_config: dict[str, Any]) -> tuple[tuple[Any, ...] | None, Where | None, str, bool]:
-    """Evaluate the runner's config path with ``hf_config`` as the drafter's HF config."""
-    sites = [s for s in ctx.runner.sites if s.config_function]
-    site = next((s for s in sites if s is ctx.runner.primary), sites[0] if sites else None)
+def runner_ids(ctx: Context, hf_config: dict[str, Any], site: RunnerSite | None
+               ) -> tuple[tuple[Any, ...] | None, Where | None, str, bool]:
+    """Evaluate runner ``site``'s config path with ``hf_config`` as the drafter's HF config."""
     if site is None or not site.config_function:
         key = ctx.runner.config_key
         why = (f"this vLLM ({ctx.version}) never reads {key or 'eagle_aux_hidden_state_layer_ids'} from the drafter config: "
@@ -346,13 +348,25 @@ MAX_LAYERS = 100_000
 
 
 # -- the whole picture ----------------------------------------------------------------------------
-def analyze(ctx: Context) -> DraftAnalysis | None:
+def runner_site(ctx: Context, kind: RunnerKind | None) -> RunnerSite | None:
+    """The call site of runner ``kind``; with no runner known, the tree's first (V1's where it has one)."""
+    site = ctx.runner.site_for(kind) if kind is not None else None
+    return site if site is not None else ctx.runner.primary
+
+
+def analyze(ctx: Context, arch: str | None = None, kind: RunnerKind | None = None) -> DraftAnalysis | None:
+    """The drafter against ``arch`` (default: the first targeted architecture) on runner ``kind``
+    (default: the runner ``runnerchoice.chosen`` models)."""
     raw = ctx.options.draft_config
     if raw is None:
         return None
     path = ctx.options.draft_config_path or "<draft config>"
-    arch = ctx.targeted[0] if ctx.targeted else None
-    da = DraftAnalysis(path, arch)
+    if arch is None:
+        arch = ctx.targeted[0] if ctx.targeted else None
+    if kind is None:
+        kind = runnerchoice.chosen(ctx, arch).kind
+    site = runner_site(ctx, kind)
+    da = DraftAnalysis(path, arch, runner=kind)
     tcfg = ctx.options.target_config
     ttext = text_config(tcfg)
     if ttext:
@@ -383,7 +397,7 @@ def analyze(ctx: Context) -> DraftAnalysis | None:
         conv_fields = id_fields(cfg, path)
         names = {f.path for f in da.fields}
         da.fields += [f for f in conv_fields if f.path not in names]
-    da.runner_ids, da.runner_where, da.runner_note, da.runner_reads = runner_ids(ctx, cfg)
+    da.runner_ids, da.runner_where, da.runner_note, da.runner_reads = runner_ids(ctx, cfg, site)
     if da.runner_ids is not None:
         for f in da.fields:
             if len(f.ids) == len(da.runner_ids) and all(isinstance(x, int) for x in (*f.ids, *da.runner_ids)):
@@ -393,7 +407,8 @@ def analyze(ctx: Context) -> DraftAnalysis | None:
                     break
     key = ctx.keys.get(arch) if arch else None
     if key is not None and da.num_layers is not None:
-        da.default_ids, da.default_where, da.default_note = default_ids(ctx, key, da.num_layers, tcfg)
+        da.default_ids, da.default_where, da.default_note = default_ids(ctx, key, da.num_layers, tcfg,
+                                                                                name=site.fallback if site else None)
     elif key is not None:
         da.default_note = "pass --target-config (its num_hidden_layers) to evaluate the model default"
     if da.runner_ids is not None:
@@ -448,3 +463,53 @@ def rank_captures(cap: Capture | None, sp: pp_mod.Split, ids: list[int]) -> dict
         if got:
             out[r] = sorted(got.items())
     return out
+
+
+# -- the drafter's class ----------------------------------------------------------------------------
+EAGLE_CONFIG = "vllm/transformers_utils/configs/eagle.py"
+
+
+def _is_method_test(test: ast.expr, method: str) -> bool:
+    """``method == "eagle3"`` (either side), the test EAGLEConfig branches on."""
+    return isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq) and any(
+        isinstance(x, ast.Constant) and x.value == method for x in (test.left, *test.comparators))
+
+
+def eagle3_architectures(ctx: Context, cfg: dict[str, Any]) -> tuple[list[str] | None, Where | None, str]:
+    """The architectures vLLM's ``EAGLEConfig`` gives a drafter config for ``method == "eagle3"``
+    (``LlamaForCausalLM`` -> ``Eagle3LlamaForCausalLM``): the tree's own renaming expression, evaluated.
+
+    None with a reason when the tree has no ``EAGLEConfig`` or its renaming cannot be read; the
+    config's own names then stand (what vLLM does when the class does not rename).
+    """
+    archs = cfg.get("architectures")
+    names = [a for a in archs if isinstance(a, str)] if isinstance(archs, list) else []
+    tree = read_module(ctx, EAGLE_CONFIG)
+    init = me.find_function(tree, "__init__", "EAGLEConfig") if tree is not None else None
+    if tree is None or init is None:
+        return None, None, f"{EAGLE_CONFIG} has no EAGLEConfig: the drafter's architectures are used as written"
+    for node in ast.walk(init):
+        if not (isinstance(node, ast.If) and _is_method_test(node.test, "eagle3")):
+            continue
+        for st in node.body:
+            if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Subscript) \
+                    and isinstance(st.targets[0].slice, ast.Constant) and st.targets[0].slice.value == "architectures":
+                fn = ast.FunctionDef(name="_rename", args=init.args, body=[ast.Return(st.value)], decorator_list=[],
+                                     returns=None, type_params=[])
+                ast.fix_missing_locations(ast.copy_location(fn, st))
+                model = me.ConfigView({"architectures": names}, "drafter")
+
+                def attr(path: tuple[str, ...]) -> Any:
+                    return model if path[-1] == "model" else me.NOTHING
+
+                where = Where(EAGLE_CONFIG, st.lineno, "EAGLEConfig.__init__")
+                params = [a.arg for a in init.args.args]
+                try:
+                    res = me.Interpreter(me.World(attr=attr), strict=True).call(
+                        me.FuncValue(fn, me.ModuleEnv.of(tree, EAGLE_CONFIG)), [me.Opaque((p,)) for p in params])
+                except (me.Unsupported, me.EvalRaise) as exc:
+                    return None, where, f"the renaming at {EAGLE_CONFIG}:{st.lineno} could not be evaluated ({exc})"
+                if isinstance(res, list) and all(isinstance(x, str) for x in res):
+                    return res, where, ""
+                return None, where, f"the renaming at {EAGLE_CONFIG}:{st.lineno} returned {res!r}"
+    return names, None, "EAGLEConfig does not rename architectures for method eagle3 in this tree"

@@ -73,6 +73,9 @@ class MroResult:
 class ClassGraph:
     loader: Callable[[str], ModuleFacts | None]
     registered: Callable[[str], ClassKey | None] = lambda _arch: None
+    # ``init_vllm_registered_model(hf_config=config.text_config)`` builds whatever the checkpoint's
+    # sub-config names: (class, hf_config expression) -> those architectures, from --target-config.
+    checkpoint_archs: Callable[[ClassKey, str], tuple[str, ...]] = lambda _key, _expr: ()
     _mro: dict[ClassKey, MroResult] = field(default_factory=dict)
     _resolving: set[tuple[str, str]] = field(default_factory=set)
     _mro_depth: int = 0
@@ -379,7 +382,7 @@ class ClassGraph:
                 attr = sa.target[5:] if sa.target.startswith("self.") else ""
                 if not attr or "." in attr or attr in seen:
                     continue
-                d = self._delegation_from_assign(e, attr, sa, path)
+                d = self._delegation_from_assign(e, attr, sa, path, key)
                 if d is not None:
                     seen.add(attr)
                     out.append(d)
@@ -404,7 +407,8 @@ class ClassGraph:
             self.delegations(key)
         return self._lm_attrs.get(key, set())
 
-    def _delegation_from_assign(self, owner: ClassKey, attr: str, sa: object, path: str) -> Delegation | None:
+    def _delegation_from_assign(self, owner: ClassKey, attr: str, sa: object, path: str,
+                                top: ClassKey | None = None) -> Delegation | None:
         from eagle3_lint.facts import SelfAssign
 
         assert isinstance(sa, SelfAssign)
@@ -439,6 +443,13 @@ class ClassGraph:
                 if k is not None:
                     return Delegation(attr, "registered-model", k,
                                       f"self.{attr} = init_vllm_registered_model(architectures=[{arch!r}])", path, sa.line)
+            hf = sa.kwargs.get("hf_config", "")
+            for arch in (self.checkpoint_archs(top or owner, hf) if hf and not names else ()):
+                k = self.registered(arch)
+                if k is not None:
+                    return Delegation(attr, "registered-model", k,
+                                      f"self.{attr} = init_vllm_registered_model(hf_config={hf}): {arch} "
+                                      "from the target config", path, sa.line)
             return Delegation(attr, "registered-model", None,
                               f"self.{attr} = init_vllm_registered_model(...): architecture chosen by the checkpoint config",
                               path, sa.line)

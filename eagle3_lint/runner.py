@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from enum import Enum
 
 from eagle3_lint.facts import _walk, decode_source, dotted
 from eagle3_lint.source import SourceTree
@@ -20,6 +21,21 @@ from eagle3_lint.source import SourceTree
 _MODEL_DIRS = ("vllm/model_executor/models/", "vllm/models/")
 _RUNNER_MARKERS = (b"supports_eagle3(", b"aux_hidden_state_layers(", b"eagle_aux_hidden_state_layer_ids")
 _GATE_MARKERS = (b"eagle3", b"model_type")
+
+
+class RunnerKind(str, Enum):
+    """vLLM's GPU model runners: V1 (``vllm/v1/worker/gpu_model_runner.py``) and V2 (``vllm/v1/worker/gpu/``)."""
+
+    V1 = "v1"
+    V2 = "v2"
+
+
+# V2 lives in its own package beside V1's module (0.20 on); a site elsewhere belongs to V1.
+_V2_DIR = "vllm/v1/worker/gpu/"
+
+
+def runner_of(path: str) -> RunnerKind:
+    return RunnerKind.V2 if path.startswith(_V2_DIR) else RunnerKind.V1
 
 
 @dataclass(frozen=True)
@@ -65,6 +81,14 @@ class RunnerPath:
     pp_flag: str | None = None
     gates: tuple[Gate, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def site_for(self, kind: RunnerKind) -> RunnerSite | None:
+        """The call site of runner ``kind`` (its first one), or None when this tree has no such runner."""
+        return next((s for s in self.sites if runner_of(s.path) is kind), None)
+
+    @property
+    def kinds(self) -> tuple[RunnerKind, ...]:
+        return tuple(k for k in RunnerKind if self.site_for(k) is not None)
 
     @property
     def primary(self) -> RunnerSite | None:

@@ -33,10 +33,10 @@ def _cases() -> list[Path]:
 
 
 def _run(root: Path, target_cfg: Path, draft_cfg: Path, archs: tuple[str, ...], pp_size: int | None = None,
-         partition: str | None = None) -> Context:
+         partition: str | None = None, runner: str = "auto") -> Context:
     opts = Options(targets=archs, target_config=json.loads(target_cfg.read_text()), target_config_path=str(target_cfg),
                    draft_config=json.loads(draft_cfg.read_text()), draft_config_path=str(draft_cfg),
-                   pipeline_parallel=pp_size, pp_partition=partition)
+                   pipeline_parallel=pp_size, pp_partition=partition, runner=runner)
     return analyze(DirSource(root), opts, select=lambda r: r == "EGL007")
 
 
@@ -148,8 +148,9 @@ def test_cli_json_and_text_show_the_pipeline_layout(tmp_path: Path) -> None:
 
 
 # -- real releases -----------------------------------------------------------------------------------
-def _real(real_trees: Any, version: str, target: str, draft: str, arch: str, pp_size: int | None = None) -> Context:
-    ctx = _run(real_trees.get(version), CHECKPOINTS / target, CHECKPOINTS / draft, (arch,), pp_size)
+def _real(real_trees: Any, version: str, target: str, draft: str, arch: str, pp_size: int | None = None,
+          runner: str = "auto") -> Context:
+    ctx = _run(real_trees.get(version), CHECKPOINTS / target, CHECKPOINTS / draft, (arch,), pp_size, runner=runner)
     assert not ctx.errors, [e.message for e in ctx.errors]
     return ctx
 
@@ -165,12 +166,22 @@ def test_real_kimi_specforge_drafter_across_runner_generations(real_trees: Any) 
     da = drafter.analyze(c18)
     assert da is not None and da.runner_ids is None and da.default_ids == (2, 30, 58)
     assert any("is ignored" in m and "(3, 31, 59)" in m for m in _msgs(c18, "warning"))
-    # 0.33: eagle_config is read as-is, in SGLang's output numbering: one layer early.
-    c33 = _real(real_trees, "0.33.0", "kimi-k2.5.json", "specforge-kimi-k25-eagle3.json", "KimiK25ForConditionalGeneration", 4)
+    # 0.33, V1 (gpu_model_runner.py:5180 _get_eagle3_aux_layers_from_config): eagle_config is read as-is, in
+    # SGLang's output numbering: one layer early.
+    c33 = _real(real_trees, "0.33.0", "kimi-k2.5.json", "specforge-kimi-k25-eagle3.json", "KimiK25ForConditionalGeneration", 4,
+                runner="v1")
     da = drafter.analyze(c33)
     assert da is not None and da.runner_ids == (2, 30, 58) and da.fc is not None and da.fc.in_size == 3 * 7168
     assert any("one layer early" in m for m in _msgs(c33, "warning"))
-    assert any("refuses EAGLE-3" in m for m in _msgs(c33, "error"))  # DeepseekV2Model has no PP relay flag
+    # 0.33, V2, the default (config/vllm.py:731 use_v2_model_runner is True for a plain EAGLE-3 set-up):
+    # eagle3_utils.get_eagle3_aux_layers_from_config reads only eagle_config["layer_ids"], so the SpecForge ids are
+    # ignored and the model default (2, n//2, n-3) = (2, 30, 58) is used; V2's verifier refuses PP 4
+    # (eagle3_utils.py:57: DeepseekV2Model does not set supports_aux_hidden_states_over_pp).
+    v2 = _real(real_trees, "0.33.0", "kimi-k2.5.json", "specforge-kimi-k25-eagle3.json", "KimiK25ForConditionalGeneration", 4)
+    da2 = drafter.analyze(v2)
+    assert da2 is not None and da2.runner is not None and da2.runner.value == "v2"
+    assert da2.runner_ids is None and da2.default_ids == (2, 30, 58) and da2.effective_from == "default"
+    assert any("refuses EAGLE-3" in m for m in _msgs(v2, "error"))
 
 
 @pytest.mark.real

@@ -9,6 +9,7 @@ from eagle3_lint.model import Finding, Status, Verdict, to_jsonable
 
 if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
+    from eagle3_lint.serving import ServingVerdict
 
 SCHEMA_VERSION = 1
 
@@ -63,6 +64,31 @@ def verdict_json(v: Verdict) -> dict[str, Any]:
     }
 
 
+def serving_json(sv: ServingVerdict) -> dict[str, Any]:
+    """One ``serving`` entry: the chain of gates for a targeted architecture (serving.py)."""
+    return {
+        "architecture": sv.architecture,
+        "engine": sv.engine,
+        "engine_version": sv.engine_version,
+        "runner": sv.runner.value if sv.runner else None,
+        "runner_reason": sv.runner_reason,
+        "outcome": sv.outcome.value,
+        "stage": sv.stage.value if sv.stage else None,
+        "aux_layer_ids": list(sv.aux_layer_ids) if sv.aux_layer_ids is not None else None,
+        "aux_layer_ids_source": sv.aux_layer_ids_source,
+        "captured_layers": list(sv.captured_layers) if sv.captured_layers is not None else None,
+        "drafter_trained_ids": list(sv.drafter_trained_ids) if sv.drafter_trained_ids is not None else None,
+        "drafter_convention": sv.trained_convention,
+        "drafter_architecture": sv.drafter_architecture,
+        "pipeline_parallel": sv.pipeline_parallel,
+        "tensor_parallel": sv.tensor_parallel,
+        "steps": [{"gate": s.gate.value, "result": s.result.value,
+                   "path": s.location.path if s.location else None, "line": s.location.line if s.location else None,
+                   "message": s.message} for s in sv.steps],
+        "next_step": sv.next_step,
+    }
+
+
 def sorted_verdicts(ctx: Context, only: tuple[str, ...] = ()) -> list[Verdict]:
     vs = [ctx.verdicts[a] for a in (only or tuple(ctx.verdicts)) if a in ctx.verdicts]
     return sorted(vs, key=lambda v: (STATUS_ORDER.index(v.status), v.architecture))
@@ -114,6 +140,8 @@ def build_report(ctx: Context, findings: list[Finding] | None = None, extra: dic
         "findings": [finding_json(f) for f in fs],
         "errors": [{"where": e.where, "message": e.message} for e in ctx.errors],
     }
+    if ctx.serving:
+        rep["serving"] = [serving_json(sv) for sv in ctx.serving.values()]
     if ctx.options.draft_config is not None or getattr(ctx.source, "plugins", None):
         from eagle3_lint.report.draft import report_json
 

@@ -1,0 +1,211 @@
+"""Which GPU model runner a plain EAGLE-3 set-up uses, read from the release's own decision code.
+
+Releases from about 0.20 ship two runners (``runner.RunnerKind``). The worker picks one with
+``VllmConfig.use_v2_model_runner`` (``vllm/config/vllm.py``) where that property exists, else with the
+environment variable alone (``envs.VLLM_USE_V2_MODEL_RUNNER``, whose default the ``envs.py`` lambda
+gives). The property is evaluated here with ``minieval`` (never imported) for the set-up the
+question is about: ``--speculative-config '{"method": "eagle3", ...}'`` on a CUDA machine with Triton,
+the environment variable unset, the target's architecture, and the pipeline-parallel size asked.
+
+What that set-up means, as data with reasons (``PLAIN_EAGLE3``): speculative method ``eagle3`` without
+parallel drafting or a heterogeneous vocabulary (neither is part of an EAGLE-3 drafter config), no
+HiSparse attention and no watermarking (opt-in features), the ``mp`` executor (vLLM's default on one
+node), no micro-batching or prefill context parallelism (opt-in), a generating model that is neither
+diffusion, hybrid nor attention-free (EAGLE-3 targets are transformer decoders). Whether the model is
+a mixture of experts comes from the target config when one is given; any other attribute the code
+reads is unknown, and then the answer is unknown with the attribute named.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Any
+
+from typing import TYPE_CHECKING
+
+from eagle3_lint import minieval as me
+from eagle3_lint.facts import decode_source
+from eagle3_lint.runner import RunnerKind, RunnerPath
+from eagle3_lint.source import SourceTree
+
+if TYPE_CHECKING:
+    from eagle3_lint.analysis import Context
+
+VLLM_CONFIG = "vllm/config/vllm.py"
+ENVS = "vllm/envs.py"
+ENV_VAR = "VLLM_USE_V2_MODEL_RUNNER"
+PROPERTY = "use_v2_model_runner"
+
+PLAIN_EAGLE3: dict[tuple[str, ...], Any] = {
+    ("self", "speculative_config", "method"): "eagle3",
+    ("self", "speculative_config", "parallel_drafting"): False,
+    ("self", "speculative_config", "use_heterogeneous_vocab"): False,
+    ("self", "attention_config", "hisparse_config"): None,
+    ("self", "watermark_config"): None,
+    ("self", "parallel_config", "distributed_executor_backend"): "mp",
+    ("self", "parallel_config", "use_ubatching"): False,
+    ("self", "parallel_config", "prefill_context_parallel_size"): 1,
+    ("self", "model_config", "is_diffusion"): False,
+    ("self", "model_config", "runner_type"): "generate",
+    ("self", "model_config", "is_hybrid"): False,
+    ("self", "model_config", "is_attention_free"): False,
+}
+# Keys a Hugging Face text config uses for its routed-expert count (Mixtral, Qwen-MoE, DeepSeek, ...).
+_MOE_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
+
+
+@dataclass(frozen=True)
+class RunnerChoice:
+    """The runner a plain EAGLE-3 set-up gets; ``kind`` None when the tree's decision cannot be evaluated."""
+
+    kind: RunnerKind | None
+    path: str
+    line: int
+    reason: str
+
+
+def is_moe(text_config: dict[str, Any] | None) -> bool | None:
+    if not text_config:
+        return None
+    return any(isinstance(text_config.get(k), int) and text_config[k] > 1 for k in _MOE_KEYS)
+
+
+def _parse(source: SourceTree, rel: str) -> ast.Module | None:
+    if not source.exists(rel):
+        return None
+    try:
+        return me.parse(decode_source(source.read_bytes(rel)), rel)
+    except (OSError, UnicodeError, SyntaxError):
+        return None
+
+
+def _constant_sets(tree: ast.Module) -> dict[str, Any]:
+    """Module-level ``NAME = frozenset({...})`` (or set/tuple/list of a literal): the value, which
+    ``ModuleEnv`` leaves opaque because it is a call (0.25's ``DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES``)."""
+    out: dict[str, Any] = {}
+    kinds = {"frozenset": frozenset, "set": set, "tuple": tuple, "list": list}
+    for st in tree.body:
+        if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name) \
+                and isinstance(st.value, ast.Call) and isinstance(st.value.func, ast.Name) \
+                and st.value.func.id in kinds and len(st.value.args) == 1 and not st.value.keywords:
+            try:
+                out[st.targets[0].id] = kinds[st.value.func.id](ast.literal_eval(st.value.args[0]))
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                continue
+    return out
+
+
+def env_default(source: SourceTree) -> tuple[Any, int]:
+    """The value ``envs.VLLM_USE_V2_MODEL_RUNNER`` has with the variable unset (``me.NOTHING``: unknown), and its line."""
+    tree = _parse(source, ENVS)
+    if tree is None:
+        return me.NOTHING, 0
+    env = me.ModuleEnv.of(tree, ENVS)
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Dict):
+            continue
+        for k, v in zip(node.keys, node.values):
+            if isinstance(k, ast.Constant) and k.value == ENV_VAR and isinstance(v, ast.Lambda):
+                fn = ast.FunctionDef(name="_env", args=v.args, body=[ast.Return(v.body)], decorator_list=[],
+                                     returns=None, type_params=[])
+                ast.fix_missing_locations(ast.copy_location(fn, v))
+
+                def call(path: tuple[str, ...], args: list[Any], kwargs: dict[str, Any]) -> Any:
+                    if path == ("os", "getenv"):  # unset: getenv returns its default
+                        return args[1] if len(args) > 1 else kwargs.get("default")
+                    return me.NOTHING
+
+                try:
+                    return me.Interpreter(me.World(call=call), strict=True).call(me.FuncValue(fn, env), []), v.lineno
+                except (me.Unsupported, me.EvalRaise):
+                    return me.NOTHING, v.lineno
+    return me.NOTHING, 0
+
+
+def choose(source: SourceTree, runner: RunnerPath, arch: str | None, text_config: dict[str, Any] | None,
+           pp: int) -> RunnerChoice:
+    kinds = runner.kinds
+    if not kinds:
+        return RunnerChoice(None, "", 0, "no runner of this tree asks the model for aux hidden states")
+    if kinds == (RunnerKind.V1,):
+        site = runner.site_for(RunnerKind.V1)
+        assert site is not None
+        return RunnerChoice(RunnerKind.V1, site.path, site.line, "the only runner of this tree that configures EAGLE-3")
+    default, env_line = env_default(source)
+    tree = _parse(source, VLLM_CONFIG)
+    prop = me.find_function(tree, PROPERTY, "VllmConfig") if tree is not None else None
+    if prop is None or tree is None:
+        # Older two-runner releases: the worker reads the variable itself (``self.use_v2_model_runner = envs...``).
+        if default is me.NOTHING:
+            return RunnerChoice(None, ENVS, env_line, f"the default of {ENV_VAR} cannot be read")
+        kind = RunnerKind.V2 if default else RunnerKind.V1
+        return RunnerChoice(kind, ENVS, env_line, f"{ENV_VAR} defaults to {default!r} and nothing else decides")
+    env = me.ModuleEnv.of(tree, VLLM_CONFIG, {"HAS_TRITON": True, **_constant_sets(tree)})
+    facts = dict(PLAIN_EAGLE3)
+    facts[("self", "parallel_config", "pipeline_parallel_size")] = pp
+    facts[("self", "model_config", "architectures")] = [arch] if arch else []
+    moe = is_moe(text_config)
+    if moe is not None:
+        facts[("self", "model_config", "is_moe")] = moe
+    if default is not me.NOTHING:
+        facts[("envs", ENV_VAR)] = default
+    unknown: list[str] = []
+
+    def attr(path: tuple[str, ...]) -> Any:
+        if path in facts:
+            return facts[path]
+        if path[0] in ("self", "envs") and len(path) >= 2 and not (path[0] == "self" and len(path) == 2):
+            unknown.append(".".join(path))
+            return me.UNKNOWN
+        return me.NOTHING
+
+    interp: me.Interpreter
+
+    def call(path: tuple[str, ...], args: list[Any], kwargs: dict[str, Any]) -> Any:
+        if path[0] == "logger":
+            return None
+        if path == ("current_platform", "is_unspecified"):
+            return False  # a CUDA machine
+        if path == ("current_platform", "is_cuda"):
+            return True
+        if path[0] == "self" and len(path) == 2:
+            fn = me.find_function(tree, path[1], "VllmConfig")
+            if fn is not None:
+                return interp.call(me.FuncValue(fn, env), [me.Opaque(("self",)), *args], kwargs)
+        unknown.append(".".join(path) + "()")
+        return me.UNKNOWN
+
+    interp = me.Interpreter(me.World(attr=attr, call=call), strict=True)
+    try:
+        res = interp.call(me.FuncValue(prop, env), [me.Opaque(("self",))])
+    except (me.Unsupported, me.EvalRaise) as exc:
+        why = f"depends on {', '.join(dict.fromkeys(unknown))}" if unknown else str(exc)
+        return RunnerChoice(None, VLLM_CONFIG, prop.lineno, f"VllmConfig.{PROPERTY} cannot be decided statically: {why}")
+    if not isinstance(res, bool):
+        why = f"depends on {', '.join(dict.fromkeys(unknown))}" if unknown else f"returned {res!r}"
+        return RunnerChoice(None, VLLM_CONFIG, prop.lineno, f"VllmConfig.{PROPERTY} cannot be decided statically: {why}")
+    kind = RunnerKind.V2 if res else RunnerKind.V1
+    return RunnerChoice(kind, VLLM_CONFIG, prop.lineno,
+                        f"VllmConfig.{PROPERTY} is {res} for a plain EAGLE-3 set-up on CUDA with Triton "
+                        f"and {ENV_VAR} unset")
+
+
+def chosen(ctx: Context, arch: str | None) -> RunnerChoice:
+    """The runner the analysis models for ``arch``: ``--runner v1|v2`` when given and present, else the default."""
+    from eagle3_lint.hfconfig import text_config
+
+    pp = ctx.options.pipeline_parallel or 1
+    key = f"runner-choice:{arch}:{pp}:{ctx.options.runner}"
+
+    def compute() -> RunnerChoice:
+        asked = ctx.options.runner
+        if asked in (RunnerKind.V1.value, RunnerKind.V2.value):
+            kind = RunnerKind(asked)
+            site = ctx.runner.site_for(kind)
+            if site is None:
+                return RunnerChoice(None, "", 0, f"--runner {asked}: this tree has no {asked.upper()} runner call site")
+            return RunnerChoice(kind, site.path, site.line, f"--runner {asked}")
+        return choose(ctx.source, ctx.runner, arch, text_config(ctx.options.target_config), pp)
+
+    return ctx.memo.get(key, compute)
