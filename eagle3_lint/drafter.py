@@ -264,8 +264,10 @@ def runner_ids(ctx: Context, hf_config: dict[str, Any], site: RunnerSite | None
 
 
 # -- the drafter's fc -----------------------------------------------------------------------------------
-def fc_input(ctx: Context, hf_config: dict[str, Any]) -> FcInfo:
-    archs = hf_config.get("architectures") or []
+def fc_input(ctx: Context, hf_config: dict[str, Any], archs: list[str] | None = None) -> FcInfo:
+    """``archs``: the architectures vLLM builds the drafter from (after EAGLEConfig's renaming), else the config's."""
+    if archs is None:
+        archs = hf_config.get("architectures") or []
     # A config.json is downloaded, not written by us: anything but a list of names means "none".
     archs = [a for a in archs if isinstance(a, str)] if isinstance(archs, list) else []
     arch = next((a for a in archs if a in ctx.registry.entries), None)
@@ -417,7 +419,8 @@ def analyze(ctx: Context, arch: str | None = None, kind: RunnerKind | None = Non
         da.effective_ids, da.effective_from = da.default_ids, "default"
     if key is not None:
         da.capture = capture(ctx, key)
-    da.fc = fc_input(ctx, cfg)
+    renamed = None if da.speculators else eagle3_architectures(ctx, cfg)[0]
+    da.fc = fc_input(ctx, cfg, renamed)
     pp_size = getattr(ctx.options, "pipeline_parallel", None)
     if pp_size and pp_size > 1 and da.num_layers is not None:
         sp = pp_mod.split(ctx.source, da.num_layers, pp_size, getattr(ctx.options, "pp_partition", None))

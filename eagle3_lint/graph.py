@@ -433,6 +433,13 @@ class ClassGraph:
                             break
         else:
             fn = self.resolve_dotted(owner.module, sa.func, binds=owner.binds)
+        cls_arg = sa.kwargs.get("model_class")
+        if fn.kind != "class" and cls_arg:
+            # ``initialize_model(vllm_config=..., model_class=Llama4ForCausalLM)``: the class is the argument.
+            r = self.resolve_dotted(owner.module, cls_arg, binds=owner.binds)
+            if r.kind == "class" and r.key is not None:
+                return Delegation(attr, "init-assign", r.key, f"self.{attr} = {sa.func}(model_class={cls_arg})",
+                                  path, sa.line)
         if fn.kind == "class" and fn.key is not None:
             return Delegation(attr, "init-assign", fn.key, f"self.{attr} = {sa.func}(...)", path, sa.line)
         if sa.func.endswith("init_vllm_registered_model") or (fn.kind == "function" and fn.name.endswith(":init_vllm_registered_model")):

@@ -12,6 +12,7 @@ loads (``SpeculativeConfig`` from 0.9 to about 0.20). Recognised by shape, not b
 from __future__ import annotations
 
 import ast
+import dataclasses
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -53,6 +54,9 @@ class RunnerSite:
     setter: str | None = None
     setter_line: int = 0
     checked: bool = True  # False where the runner calls the methods with no check first
+    # The site's function calls the tree's relay set-up (``relay_setup`` below): the pipeline's
+    # intermediate tensors get slots for the aux states. None: the tree has no such set-up.
+    reserves_relay: bool | None = None
     negated: bool = True  # ``if not supports_eagle3(...): raise`` (0.12+) vs ``if supports_eagle3(...): set`` (0.11)
 
 
@@ -79,6 +83,11 @@ class RunnerPath:
     pp_verifier_path: str = ""
     pp_verifier_line: int = 0
     pp_flag: str | None = None
+    # A runner-side function that gives ``model.make_empty_intermediate_tensors`` room for aux states
+    # (0.33's ``reserve_aux_intermediate_tensor_slots``): without it a relaying decoder's last rank misses them.
+    relay_setup: str | None = None
+    relay_setup_path: str = ""
+    relay_setup_line: int = 0
     gates: tuple[Gate, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
 
@@ -181,6 +190,8 @@ def derive(source: SourceTree, check_function: str, member_names: tuple[str, ...
     config_fns: dict[str, tuple[str, int]] = {}
     cfg_key: tuple[str, str, int] | None = None
     pp: tuple[str, str, int] | None = None
+    relay: tuple[str, str, int] | None = None
+    called: dict[tuple[str, int], set[str]] = {}
     runner_files, gate_files = _candidates(source)
     # gpu_model_runner.py and the speculative config are candidates of both: parse them once.
     gate_rels = {rel for rel, _ in gate_files}
@@ -195,6 +206,11 @@ def derive(source: SourceTree, check_function: str, member_names: tuple[str, ...
             site = _site(rel, fn, check_function, member_names)
             if site is not None:
                 sites.append(site)
+                called[(rel, site.line)] = {dotted(n.func).rsplit(".", 1)[-1] for n in _walk(fn) if isinstance(n, ast.Call)}
+            if relay is None and any(isinstance(n, ast.Assign) and any(
+                    isinstance(t, ast.Attribute) and t.attr == "make_empty_intermediate_tensors"
+                    and not dotted(t.value).startswith("self") for t in n.targets) for n in _walk(fn)):
+                relay = (fn.name, rel, fn.lineno)
             for n in _walk(fn):
                 if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.startswith("eagle_aux") \
                         and n.value.endswith("layer_ids") and cfg_key is None:
@@ -203,6 +219,9 @@ def derive(source: SourceTree, check_function: str, member_names: tuple[str, ...
                 if pp_flag and isinstance(n, ast.Constant) and n.value == pp_flag and pp is None:
                     pp = (fn.name, rel, fn.lineno)
     gates = _gates(gate_files, parsed)
+    if relay is not None:
+        sites = [dataclasses.replace(st, reserves_relay=relay[0] in called.get((st.path, st.line), set()))
+                 for st in sites]
     notes: list[str] = []
     if not sites:
         notes.append("no runner call site found: the tree never asks the model for aux hidden states")
@@ -213,6 +232,8 @@ def derive(source: SourceTree, check_function: str, member_names: tuple[str, ...
         config_key_line=cfg_key[2] if cfg_key else 0,
         pp_verifier=pp[0] if pp else None, pp_verifier_path=pp[1] if pp else "", pp_verifier_line=pp[2] if pp else 0,
         pp_flag=pp_flag if pp else None,
+        relay_setup=relay[0] if relay else None, relay_setup_path=relay[1] if relay else "",
+        relay_setup_line=relay[2] if relay else 0,
         gates=tuple(gates), notes=tuple(notes),
     )
 

@@ -819,6 +819,45 @@ def _none_before(fn: ast.FunctionDef, loop: ast.For, st: ast.stmt) -> int:
     return 0
 
 
+def _layer_loops(fnode: ast.FunctionDef) -> Iterator[tuple[ast.For, str, str, bool]]:
+    """Loops over the decoder layers: (loop, index variable, layer variable, index is absolute).
+
+    ``for i, layer in enumerate(<layers>[, start=...])`` (absolute with ``start=`` or over the whole list,
+    slice-relative over a slice without it), and ``for i in range(a, b): layer = self.layers[i]`` (absolute:
+    ``i`` indexes the full list).
+    """
+    for n in ast.walk(fnode):
+        if not isinstance(n, ast.For):
+            continue
+        it = n.iter
+        if isinstance(it, ast.Call) and me._dotted(it.func) == "enumerate" and it.args \
+                and "layers" in ast.unparse(it.args[0]) and isinstance(n.target, ast.Tuple) \
+                and len(n.target.elts) == 2 and all(isinstance(e, ast.Name) for e in n.target.elts):
+            absolute = len(it.args) >= 2 or any(k.arg == "start" for k in it.keywords) \
+                or not isinstance(it.args[0], ast.Call) and not isinstance(it.args[0], ast.Subscript)
+            yield n, n.target.elts[0].id, n.target.elts[1].id, absolute  # type: ignore[attr-defined]
+        elif isinstance(it, ast.Call) and me._dotted(it.func) == "range" and isinstance(n.target, ast.Name):
+            idx = n.target.id
+            for st in n.body:
+                if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name) \
+                        and isinstance(st.value, ast.Subscript) and "layers" in ast.unparse(st.value.value) \
+                        and isinstance(st.value.slice, ast.Name) and st.value.slice.id == idx:
+                    yield n, idx, st.targets[0].id, True
+                    break
+
+
+def _meets_ids(loop: ast.For, idx: str) -> bool:
+    """The loop compares its index with aux ids or hands it to a collector."""
+    for n in ast.walk(loop):
+        if isinstance(n, ast.Compare) and any(isinstance(o, ast.In) for o in n.ops) \
+                and index_offset(n.left, idx) is not None and "aux" in ast.unparse(n.comparators[0]):
+            return True
+        if isinstance(n, ast.Call) and "hidden_state" in me._dotted(n.func) \
+                and any(index_offset(a, idx) is not None for a in n.args):
+            return True
+    return False
+
+
 def _is_collector(call: ast.Call, collectors: tuple[str, ...]) -> bool:
     fname = me._dotted(call.func).rsplit(".", 1)[-1]
     return fname in collectors or "hidden_state" in fname
@@ -840,24 +879,14 @@ def capture(ctx: Context, key: ClassKey) -> Capture | None:
         cap.note = "cannot read the forward body"
         return cap
     collectors = tuple(x for x in (ctx.contract.mixin_collector,) if x)
-    loop = None
-    for n in ast.walk(fnode):
-        if isinstance(n, ast.For) and isinstance(n.iter, ast.Call) and me._dotted(n.iter.func) == "enumerate" \
-                and n.iter.args and "layers" in ast.unparse(n.iter.args[0]) \
-                and isinstance(n.target, ast.Tuple) and len(n.target.elts) == 2 \
-                and all(isinstance(e, ast.Name) for e in n.target.elts):
-            loop = n
-            break
-    if loop is None:
-        cap.note = "no enumerate loop over the layers in forward"
+    loops = list(_layer_loops(fnode))
+    if not loops:
+        cap.note = "no loop over the layers in forward"
         return cap
-    idx = loop.target.elts[0].id  # type: ignore[attr-defined]
-    elem = loop.target.elts[1].id  # type: ignore[attr-defined]
+    # Every loop over the layers counts (a prefill and a decode branch each have one): the first one
+    # that meets the aux ids is the capture loop.
+    loop, idx, elem, cap.absolute = next((lp for lp in loops if _meets_ids(lp[0], lp[1])), loops[0])
     cap.loop_line = loop.lineno
-    it = loop.iter
-    assert isinstance(it, ast.Call)
-    cap.absolute = len(it.args) >= 2 or any(k.arg == "start" for k in it.keywords) \
-        or not isinstance(it.args[0], ast.Call)  # a plain enumerate(self.layers) counts from 0 = absolute
     layer_pos = next((i for i, st in enumerate(loop.body) if _calls_name(st, elem)
                       or any(isinstance(c, ast.Call) and isinstance(c.func, ast.Subscript) for c in ast.walk(st))), None)
     sites: list[tuple[str, int, int]] = []

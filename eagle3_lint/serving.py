@@ -153,12 +153,25 @@ def outcome_of(steps: Iterable[ServingStep]) -> tuple[Outcome, Gate | None]:
 CONVENTIONS = ("vllm", "sglang")
 
 
+# A drafter config without ids was trained on its training framework's default layers. Both EAGLE-3
+# training codes agree on the states entering layers (2, n // 2, n - 3): SafeAILab EAGLE collects HF
+# ``hidden_states[2], [n // 2], [n - 3]`` (eagle/traineagle3/modeling_llama_kv.py:1137-1140, index k = the
+# state entering layer k), SpecForge's default is ``[1, n // 2 - 1, n - 4]`` in "output of layer k"
+# numbering (specforge/core/eagle3.py:100-106 at v0.1.0). Data with a reason, not derivable from the tree.
+def training_default(n: int) -> tuple[int, ...]:
+    return (2, n // 2, n - 3)
+
+
 def trained_layers(da: dr.DraftAnalysis, stated: str | None) -> tuple[tuple[int, ...] | None, str | None, str]:
     """The layers (vLLM numbering) the drafter was trained on, the convention used, and how that was decided."""
     fields = [f for f in da.fields if all(isinstance(i, int) and not isinstance(i, bool) for i in f.ids)]
+    if not fields and da.num_layers:
+        return (training_default(da.num_layers), None,
+                "the drafter config names no aux layers: assumed trained on the EAGLE-3 training default, the "
+                "states entering layers (2, n // 2, n - 3) in both SafeAILab EAGLE and SpecForge")
     if not fields:
-        return None, None, ("the drafter config names no aux layers, so the layers it was trained on are not in "
-                            "its config")
+        return None, None, ("the drafter config names no aux layers, and without the target's layer count the "
+                            "training default is not known")
     f = fields[0]
     if stated is not None:
         shift = 1 if stated == "sglang" else 0
@@ -222,7 +235,7 @@ def _verdict(ctx: Context, arch: str, kind: RunnerKind | None) -> ServingVerdict
         cap_step, captured = _capture(da, pp)
         steps.append(cap_step)
         steps.append(_fc(da))
-        steps.append(_relay(da, pp))
+        steps.append(_relay(ctx, da, pp, site))
         steps.append(_trained(ctx, da, captured))
     return _finish(ctx, arch, kind, reason, steps, da, captured)
 
@@ -231,8 +244,8 @@ def _finish(ctx: Context, arch: str, kind: RunnerKind | None, reason: str, steps
             da: dr.DraftAnalysis | None, captured: tuple[int, ...] | None) -> ServingVerdict:
     outcome, stage = outcome_of(steps)
     trained, conv, _why = trained_layers(da, ctx.options.drafter_convention) if da is not None else (None, None, "")
-    if not any(s.gate is Gate.TRAINED_LAYERS and s.result in (StepResult.PASS, StepResult.FAIL) for s in steps):
-        trained = None  # not known well enough to judge by
+    if da is not None and ctx.options.drafter_convention is None and conv == "vllm" and _looks_carried_over(da):
+        trained = None  # not known well enough to judge by (see _trained)
     ids = tuple(i for i in (da.effective_ids or ()) if isinstance(i, int)) if da is not None and da.effective_ids else None
     source = None if da is None or not da.effective_from else (
         "drafter-config" if da.effective_from == "config" else "model-default")
@@ -462,7 +475,7 @@ def _fc(da: dr.DraftAnalysis) -> ServingStep:
                        f"fc takes {fc.in_size} = {len(set(ids))} x {da.target_hidden}", _where(fc.where))
 
 
-def _relay(da: dr.DraftAnalysis, pp: int) -> ServingStep:
+def _relay(ctx: Context, da: dr.DraftAnalysis, pp: int, site: Any) -> ServingStep:
     if pp <= 1:
         return ServingStep(Gate.PP_RELAY, StepResult.SKIPPED, "no pipeline parallelism")
     if da.pp is None or da.capture is None:
@@ -472,6 +485,14 @@ def _relay(da: dr.DraftAnalysis, pp: int) -> ServingStep:
     where = _loc(da.capture.path, da.capture.forward_line)
     if not early:
         return ServingStep(Gate.PP_RELAY, StepResult.PASS, "every id is captured on the last rank", where)
+    rp = ctx.runner
+    if da.capture.relays_pp and site is not None and site.reserves_relay is False:
+        return ServingStep(Gate.PP_RELAY, StepResult.FAIL,
+                           f"ids {_ids(early)} are captured before the last rank and the decoder relays them "
+                           f"({da.capture.relay_why}), but this runner never calls {rp.relay_setup}() "
+                           f"({rp.relay_setup_path}:{rp.relay_setup_line}), so the intermediate tensors have no slots "
+                           "for them and the last rank raises RuntimeError('Missing ... from PP intermediate tensors')",
+                           _loc(site.path, site.line))
     if da.capture.relays_pp:
         return ServingStep(Gate.PP_RELAY, StepResult.PASS,
                            f"ids {_ids(early)} are captured before the last rank and relayed ({da.capture.relay_why})", where)
