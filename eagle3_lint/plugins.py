@@ -102,7 +102,7 @@ class Registration:
     line: int
     form: Form
     guards: tuple[Guard, ...] = ()  # innermost last, across the calls that lead here
-    via: tuple[str, ...] = ()  # "module.function" from the entry point down to the call
+    via: tuple[str, ...] = ()  # "module.function (path:line of the call)" from the entry point down
 
     @property
     def conditional(self) -> bool:
@@ -441,6 +441,7 @@ class _Frame:
     mod: _Module
     env: dict[str, object] = field(default_factory=dict)  # locals: parameters, loop targets, assignments
     chain: tuple[str, ...] = ()  # "module.function" from the entry point down to here
+    sites: tuple[str, ...] = ()  # the same, with where each was called: "module.function (path:line)"
 
 
 class _Walker:
@@ -482,7 +483,7 @@ class _Walker:
                 first = [*st.body]
                 rest = [*getattr(st, "orelse", [])] + [s for h in getattr(st, "handlers", []) for s in h.body]
                 self.bind_statements(first, frame)
-                shadow = _Frame(frame.mod, dict(frame.env), frame.chain)
+                shadow = _Frame(frame.mod, dict(frame.env), frame.chain, frame.sites)
                 self.bind_statements(rest, shadow)
                 for k in self._assigned(rest) - self._assigned(first):
                     if k in shadow.env:
@@ -572,10 +573,11 @@ class _Walker:
         full = f"{v.module}.{v.attr}"
         if full in self.plugin.modules:
             return _ModRef(full)
-        mod = self.module(v.module) if v.module in self.plugin.modules else None
+        if v.module not in self.plugin.modules:
+            return _ClassRef(v.module, v.attr)  # outside the package (vLLM, torch, ...): a class reference by name
+        mod = self.module(v.module)
         if mod is None:
-            # Outside the package (vLLM, torch, ...) or unparsable: a class reference by name.
-            return _ClassRef(v.module, v.attr)
+            return _Unknown(f"{full} is in a file that cannot be parsed")
         if (v.module, v.attr) in self.resolving or depth > 10:
             return _Unknown(f"{full} is imported in a cycle")
         self.resolving.add((v.module, v.attr))
@@ -713,7 +715,7 @@ class _Walker:
             self.plugin.notes.append(f"entry point {ep.name} = {ep.value}: {ep.attr}() is not a function defined "
                                      f"in the plugin ({mod.display})")
             return
-        self.call_function(target, [], {}, _Frame(mod, {}, ()), (), 0)
+        self.call_function(target, [], {}, _Frame(mod, {}, ()), (), 0, f"entry point {ep.name}")
 
     def scan(self) -> None:
         """No entry point: every module's top level and every function in the package."""
@@ -724,17 +726,17 @@ class _Walker:
             self.block(mod.tree.body, _Frame(mod, {}, ()), (), 0, module_level=True)
             for n in ast.walk(mod.tree):
                 if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    self.call_function(_FuncRef(mod.display, n), None, {}, _Frame(mod, {}, ()), (), 0)
+                    self.call_function(_FuncRef(mod.display, n), None, {}, _Frame(mod, {}, ()), (), 0, "scan")
 
     def call_function(self, fn: _FuncRef, args: list[object] | None, kwargs: dict[str, object], caller: _Frame,
-                      guards: tuple[Guard, ...], depth: int) -> None:
+                      guards: tuple[Guard, ...], depth: int, site: str) -> None:
         mod = next((m for m in self.modules.values() if m is not None and m.display == fn.display), None)
         if mod is None:
             return
         qual = f"{mod.name}.{fn.node.name}" if mod.name else fn.node.name
         if qual in caller.chain:
             return  # recursion: its register calls are found on the first visit
-        frame = _Frame(mod, {}, (*caller.chain, qual))
+        frame = _Frame(mod, {}, (*caller.chain, qual), (*caller.sites, f"{qual} ({site})"))
         a = fn.node.args
         params = [*a.posonlyargs, *a.args]
         defaults = dict(zip([p.arg for p in params[len(params) - len(a.defaults):]], a.defaults))
@@ -848,7 +850,7 @@ class _Walker:
             self.exprs(gen.iter, frame, guards, depth)
             items = self.value(gen.iter, frame)
             items = tuple(items) if isinstance(items, dict) else items
-            inner = _Frame(frame.mod, dict(frame.env), frame.chain)
+            inner = _Frame(frame.mod, dict(frame.env), frame.chain, frame.sites)
             g = (*guards, *(Guard(GuardKind.IF, f"if {_short(c)}", frame.mod.display, c.lineno) for c in gen.ifs))
             elts = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
             for item in items if isinstance(items, tuple) else (_Unknown(f"a loop over {_short(gen.iter)}"),):
@@ -879,7 +881,7 @@ class _Walker:
                 else:
                     args.append(self.value(a, frame))
             kwargs = {k.arg: self.value(k.value, frame) for k in c.keywords if k.arg}
-            self.call_function(target, args, kwargs, frame, guards, depth + 1)
+            self.call_function(target, args, kwargs, frame, guards, depth + 1, f"{frame.mod.display}:{c.lineno}")
         elif isinstance(c.func, ast.Attribute) and c.func.attr == "register_model":
             self.register(c, frame, guards)
 
@@ -913,9 +915,9 @@ class _Walker:
                 self._unresolved(path, line, f"register_model({arch!r}, {cls!r}): not a 'module:Class' path",
                                  guards, frame)
                 return
-            reg = Registration(arch, mod_name.strip(), cls_name.strip(), path, line, Form.STRING, guards, frame.chain)
+            reg = Registration(arch, mod_name.strip(), cls_name.strip(), path, line, Form.STRING, guards, frame.sites)
         elif isinstance(cls, _ClassRef):
-            reg = Registration(arch, cls.module, cls.name, path, line, Form.CLASS, guards, frame.chain)
+            reg = Registration(arch, cls.module, cls.name, path, line, Form.CLASS, guards, frame.sites)
         else:
             what = "a path built at runtime" if isinstance(cls_node, (ast.JoinedStr, ast.BinOp)) else \
                 "a class object the tool cannot follow"
@@ -925,7 +927,7 @@ class _Walker:
         self.found.setdefault((reg.arch, reg.module, reg.class_name, reg.path, reg.line, reg.guards), reg)
 
     def _unresolved(self, path: str, line: int, why: str, guards: tuple[Guard, ...], frame: _Frame) -> None:
-        self.unresolved.setdefault((path, line, why), Unresolved(path, line, why, guards, frame.chain))
+        self.unresolved.setdefault((path, line, why), Unresolved(path, line, why, guards, frame.sites))
 
 
 def find_registrations(plugin: Plugin) -> None:
@@ -958,7 +960,7 @@ def find_registrations(plugin: Plugin) -> None:
             alts = ", ".join(f"{r.module}:{r.class_name} ({r.path}:{r.line}{', conditional' if r.conditional else ''})"
                              for r in regs)
             plugin.notes.append(f"{arch} is registered to {len(regs)} classes: {alts}; the verdict judges the last "
-                                f"one, as when every guard lets it run")
+                                f"in source order (which one runs depends on guards the tool does not evaluate)")
     if not plugin.registrations:
         plugin.notes.append("no ModelRegistry.register_model call found")
 

@@ -117,7 +117,7 @@ def render_text(ctx: Context, console: Console) -> None:
         t.add_column("notes")
         for r in p["registrations"]:  # type: ignore[union-attr]
             v = ctx.verdicts.get(r["architecture"])
-            notes = [("if " if len(r["conditions"]) == 1 else "if all: ") + "; ".join(  # type: ignore[index]
+            notes = ["conditional: " + "; ".join(  # type: ignore[index]
                 c["text"] for c in r["conditions"]) if r["conditional"] else "",  # type: ignore[index]
                 "overrides " + str(r["overrides"]) if r["overrides"] else ""]  # type: ignore[index]
             t.add_row(escape(r["architecture"]), escape(f"{r['module']}:{r['class']}"), escape(f"{r['path']}:{r['line']}"),
