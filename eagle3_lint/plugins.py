@@ -563,6 +563,10 @@ class _Walker:
         names = self.names(frame.mod)  # a function's globals (or the rest of its module's top level)
         if name in names:
             return self.resolve(names[name])
+        if name == "__name__":  # the module's own name, as the package is laid out
+            return frame.mod.name
+        if name == "__package__":
+            return frame.mod.name if frame.mod.is_pkg else frame.mod.name.rpartition(".")[0]
         return _Unknown(f"{name} is not defined in {frame.mod.display}")
 
     def resolve(self, v: object, depth: int = 0) -> object:
@@ -694,6 +698,9 @@ class _Walker:
 
     @staticmethod
     def _add(a: object, b: object) -> object:
+        for x in (a, b):
+            if isinstance(x, _Unknown):
+                return x
         if isinstance(a, str) and isinstance(b, str):
             return a + b if len(a) + len(b) <= _MAX_STR else _Unknown("a string too long")
         if isinstance(a, tuple) and isinstance(b, tuple):
