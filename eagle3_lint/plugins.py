@@ -455,6 +455,7 @@ class _Walker:
         self.steps = 0
         self.exhausted = False
         self.resolving: set[tuple[str, str]] = set()
+        self.by_display = {d: m for m, d in plugin.modules.items()}
 
     # -- modules and names --------------------------------------------------------------------
     def module(self, name: str) -> _Module | None:
@@ -735,12 +736,20 @@ class _Walker:
                 if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     self.call_function(_FuncRef(mod.display, n), None, {}, _Frame(mod, {}, ()), (), 0, "scan")
 
+    def _module_at(self, display: str) -> _Module | None:
+        name = self.by_display.get(display)
+        return self.module(name) if name is not None else None
+
+    def _qual(self, fn: _FuncRef) -> str:
+        mod = self._module_at(fn.display)
+        return f"{mod.name}.{fn.node.name}" if mod is not None and mod.name else fn.node.name
+
     def call_function(self, fn: _FuncRef, args: list[object] | None, kwargs: dict[str, object], caller: _Frame,
                       guards: tuple[Guard, ...], depth: int, site: str) -> None:
-        mod = next((m for m in self.modules.values() if m is not None and m.display == fn.display), None)
+        mod = self._module_at(fn.display)
         if mod is None:
             return
-        qual = f"{mod.name}.{fn.node.name}" if mod.name else fn.node.name
+        qual = self._qual(fn)
         if qual in caller.chain:
             return  # recursion: its register calls are found on the first visit
         frame = _Frame(mod, {}, (*caller.chain, qual), (*caller.sites, f"{qual} ({site})"))
@@ -873,6 +882,8 @@ class _Walker:
     def call(self, c: ast.Call, frame: _Frame, guards: tuple[Guard, ...], depth: int) -> None:
         target = self.value(c.func, frame)
         if isinstance(target, _FuncRef):
+            if self._qual(target) in frame.chain:
+                return  # recursion: its register calls are found on the first visit
             if depth >= _MAX_DEPTH:
                 self.plugin.notes.append(f"{frame.mod.display}:{c.lineno}: {_short(c.func)}() is deeper than "
                                          f"{_MAX_DEPTH} calls from the entry point: not followed")
