@@ -29,6 +29,7 @@ import dataclasses
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -381,7 +382,8 @@ def _abs_import(module: str, is_pkg: bool, level: int, name: str | None) -> str:
 # are only literals, names bound to literals, class references and a few pure operations (``+`` on
 # strings and sequences, f-strings without format specs, ``.items()``): nothing can run or blow up.
 _MAX_DEPTH = 8  # helper calls followed from the entry function
-_MAX_STEPS = 50_000  # statements walked per plugin
+_MAX_STEPS = 50_000  # statements (and comprehension items) walked from one entry point or scanned function
+_MAX_TOTAL = 1_000_000  # the same, for the whole plugin
 _MAX_ITEMS = 2_000  # elements of one literal table
 _MAX_STR = 1_000  # characters of a computed string
 _TEXT = 80  # characters of a guard's source shown in notes
@@ -452,7 +454,8 @@ class _Walker:
         self.modules: dict[str, _Module | None] = {}
         self.found: dict[tuple[object, ...], Registration] = {}
         self.unresolved: dict[tuple[str, int, str], Unresolved] = {}
-        self.steps = 0
+        self.steps = 0  # this walk (an entry point, or one function of a scan)
+        self.total = 0
         self.exhausted = False
         self.resolving: set[tuple[str, str]] = set()
         self.by_display = {d: m for m, d in plugin.modules.items()}
@@ -731,10 +734,14 @@ class _Walker:
             mod = self.module(name)
             if mod is None:
                 continue
-            self.block(mod.tree.body, _Frame(mod, {}, ()), (), 0, module_level=True)
+            self.root(lambda: self.block(mod.tree.body, _Frame(mod, {}, ()), (), 0, module_level=True),
+                      mod.display)
             for n in ast.walk(mod.tree):
                 if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    self.call_function(_FuncRef(mod.display, n), None, {}, _Frame(mod, {}, ()), (), 0, "scan")
+                    self.root(lambda n=n: self.call_function(_FuncRef(mod.display, n), None, {},  # type: ignore[misc]
+                                                             _Frame(mod, {}, ()), (), 0, "scan"), mod.display)
+            if self.total > _MAX_TOTAL:
+                return
 
     def _module_at(self, display: str) -> _Module | None:
         name = self.by_display.get(display)
@@ -778,11 +785,7 @@ class _Walker:
         """Walks ``stmts`` in order; True when the block always ends in return/raise."""
         path = frame.mod.display
         for st in stmts:
-            self.steps += 1
-            if self.steps > _MAX_STEPS:
-                if not self.exhausted:
-                    self.exhausted = True
-                    self.plugin.notes.append(f"more than {_MAX_STEPS} statements walked: the rest is not read")
+            if not self._step():
                 return True
             if isinstance(st, ast.If):
                 test = _short(st.test)
@@ -857,6 +860,26 @@ class _Walker:
                     return True
         return False
 
+    def _step(self) -> bool:
+        """Counts one unit of work; False once a budget is spent (noted once)."""
+        self.steps += 1
+        self.total += 1
+        if self.steps <= _MAX_STEPS and self.total <= _MAX_TOTAL:
+            return True
+        if not self.exhausted:
+            self.exhausted = True
+            self.plugin.notes.append(f"more than {_MAX_STEPS if self.steps > _MAX_STEPS else _MAX_TOTAL} statements "
+                                     "walked: the rest of this walk is not read")
+        return False
+
+    def root(self, walk: Callable[[], None], what: str) -> None:
+        """One walk from a root (an entry point; a scanned module or function) with its own budget."""
+        self.steps, self.exhausted = 0, False
+        try:
+            walk()
+        except RecursionError:
+            self.plugin.notes.append(f"{what}: code nested too deeply to read; the rest of this walk is not read")
+
     def exprs(self, node: ast.AST, frame: _Frame, guards: tuple[Guard, ...], depth: int) -> None:
         """Every call in ``node`` (arguments first), comprehensions unrolled like loops; lambdas skipped."""
         if isinstance(node, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -870,6 +893,8 @@ class _Walker:
             g = (*guards, *(Guard(GuardKind.IF, f"if {_short(c)}", frame.mod.display, c.lineno) for c in gen.ifs))
             elts = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
             for item in items if isinstance(items, tuple) else (_Unknown(f"a loop over {_short(gen.iter)}"),):
+                if not self._step():
+                    return
                 self.assign(gen.target, item, inner)
                 for e in elts:
                     self.exprs(e, inner, g, depth)
@@ -952,7 +977,7 @@ def find_registrations(plugin: Plugin) -> None:
     w = _Walker(plugin)
     if plugin.entry_points:
         for ep in plugin.entry_points:
-            w.entry(ep)
+            w.root(lambda ep=ep: w.entry(ep), f"entry point {ep.name}")  # type: ignore[misc]
     else:
         plugin.notes.append(f"no {GROUP} entry point declared: every register_model call in the package counts")
         w.scan()
