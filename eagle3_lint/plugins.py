@@ -953,8 +953,9 @@ class _Walker:
                                          f"at runtime{why}", guards, frame)
             return
         if isinstance(cls, str):
-            mod_name, sep, cls_name = cls.partition(":")
-            if not sep or not mod_name.strip() or not cls_name.strip():
+            mod_name, _, cls_name = cls.partition(":")
+            # vLLM's own check: exactly one ":" (register_model raises ValueError otherwise).
+            if cls.count(":") != 1 or not mod_name.strip() or not cls_name.strip():
                 self._unresolved(path, line, f"register_model({arch!r}, {cls!r}): not a 'module:Class' path",
                                  guards, frame)
                 return

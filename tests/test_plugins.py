@@ -29,6 +29,7 @@ import pytest
 from eagle3_lint import plugins, target
 from eagle3_lint.analysis import Context, Options, analyze
 from eagle3_lint.source import DirSource
+from tests.cihelp import validate_report
 from tests.conftest import SAMPLES, real_cache_dir
 
 DEMO = SAMPLES / "_plugins" / "eagle3-demo-plugin"
@@ -348,6 +349,7 @@ def test_json_and_text_show_conditional_overrides_and_unresolved(tmp_path: Path)
              "--no-cache", "--format", "json", cwd=tmp_path)
     assert p.returncode == 1, p.stderr  # EGL000 is an error
     rep: dict[str, Any] = json.loads(p.stdout)
+    validate_report(rep)  # the new fields are in the shipped schema
     guarded, unresolved, override = rep["plugins"]
     cuda = next(r for r in guarded["registrations"] if r["architecture"] == "GuardedCudaForCausalLM")
     assert cuda["conditional"] is True and cuda["overrides"] is None
