@@ -802,16 +802,17 @@ class _Walker:
                     guards = (*guards, Guard(GuardKind.EARLY_EXIT, f"unless {'if' if t_body else 'else of if'} "
                                                                     f"{test} {exit_}", path, st.lineno))
             elif isinstance(st, ast.Try) or type(st).__name__ == "TryStar":
-                caught = ", ".join(_short(h.type) if h.type is not None else "everything"
-                                   for h in st.handlers)  # type: ignore[attr-defined]
-                g_try = Guard(GuardKind.TRY, f"try (except {caught})" if caught else "try", path, st.lineno)
-                self.block(st.body, frame, (*guards, g_try) if caught else guards, depth, module_level)  # type: ignore[attr-defined]
-                for h in st.handlers:  # type: ignore[attr-defined]
+                t: ast.Try = st  # type: ignore[assignment]  # TryStar (3.11+) has the same fields
+                caught = ", ".join(_short(h.type) if h.type is not None else "everything" for h in t.handlers)
+                g_try = Guard(GuardKind.TRY, f"try (except {caught})" if caught else "try", path, t.lineno)
+                in_try = (*guards, g_try) if caught else guards
+                self.block(t.body, frame, in_try, depth, module_level)
+                for h in t.handlers:
                     g = Guard(GuardKind.EXCEPT, f"except {_short(h.type) if h.type is not None else ''}".rstrip(),
                               path, h.lineno)
                     self.block(h.body, frame, (*guards, g), depth, module_level)
-                self.block(st.orelse, frame, (*guards, g_try) if caught else guards, depth, module_level)  # type: ignore[attr-defined]
-                if self.block(st.finalbody, frame, guards, depth, module_level):  # type: ignore[attr-defined]
+                self.block(t.orelse, frame, in_try, depth, module_level)
+                if self.block(t.finalbody, frame, guards, depth, module_level):
                     return True
             elif isinstance(st, (ast.For, ast.AsyncFor)):
                 self.exprs(st.iter, frame, guards, depth)

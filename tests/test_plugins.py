@@ -294,8 +294,10 @@ def test_reregistered_builtins_including_the_drafter_override_them() -> None:
     init = "<plugin>/override_models/__init__.py"
     assert _regs(ctx) == {
         "ToyForCausalLM": ("override_models.toy", "FastToyForCausalLM", "string", init, 10, False),
-        "Eagle3LlamaForCausalLM": ("override_models.drafter", "PatchedEagle3LlamaForCausalLM", "class", init, 12, False),
-        "LlamaForCausalLMEagle3": ("override_models.drafter", "PatchedEagle3LlamaForCausalLM", "class", init, 12, False),
+        "Eagle3LlamaForCausalLM": ("override_models.drafter", "PatchedEagle3LlamaForCausalLM", "class", init, 12,
+                                   False),
+        "LlamaForCausalLMEagle3": ("override_models.drafter", "PatchedEagle3LlamaForCausalLM", "class", init, 12,
+                                   False),
         "OverrideNewForCausalLM": ("override_models.toy", "FastToyForCausalLM", "string", init, 13, False),
     }
     assert p.overrides == {
@@ -470,4 +472,5 @@ def test_real_plugin_vllm_ascend_0_11_0_registers_through_a_helper(real_trees: A
     assert all(archs[a]["path"].startswith("<plugin>/vllm_ascend/") for a in last)
     reg = next(e["text"] for e in archs["Qwen2_5_VLForConditionalGeneration"]["evidence"] if e["kind"] == "registry")
     assert reg.endswith(f"(registered by plugin vllm-ascend; conditional: else of if envs_ascend.USE_OPTIMIZED_MODEL "
-                        f"({m}:21); overrides built-in vllm.model_executor.models.qwen2_5_vl.Qwen2_5_VLForConditionalGeneration)")
+                        f"({m}:21); overrides built-in "
+                        "vllm.model_executor.models.qwen2_5_vl.Qwen2_5_VLForConditionalGeneration)")
