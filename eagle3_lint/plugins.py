@@ -132,6 +132,7 @@ class Plugin:
     entry_points: list[EntryPoint] = field(default_factory=list)
     registrations: list[Registration] = field(default_factory=list)
     unresolved: list[Unresolved] = field(default_factory=list)
+    unreached: list[tuple[str, int]] = field(default_factory=list)  # register calls no entry point leads to
     overrides: dict[str, str] = field(default_factory=dict)  # arch -> what it replaces ("built-in module.Class")
     notes: list[str] = field(default_factory=list)
     source_kind: str = "folder"  # folder | distribution
@@ -387,6 +388,7 @@ _MAX_TOTAL = 1_000_000  # the same, for the whole plugin
 _MAX_ITEMS = 2_000  # elements of one literal table
 _MAX_STR = 1_000  # characters of a computed string
 _TEXT = 80  # characters of a guard's source shown in notes
+_MAX_NOTES = 50  # unreached register calls listed one per note
 
 
 @dataclass(frozen=True)
@@ -459,6 +461,20 @@ class _Walker:
         self.exhausted = False
         self.resolving: set[tuple[str, str]] = set()
         self.by_display = {d: m for m, d in plugin.modules.items()}
+        self.reached: set[tuple[str, int]] = set()  # register calls the walk got to (read or not)
+
+    def unreached(self) -> list[tuple[str, int]]:
+        """register_model(arch, cls) calls in the package that no entry point leads to."""
+        out = []
+        for name in sorted(self.plugin.modules):
+            mod = self.module(name)
+            if mod is None:
+                continue
+            for n in ast.walk(mod.tree):
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "register_model" \
+                        and len(n.args) + len(n.keywords) >= 2 and (mod.display, n.lineno) not in self.reached:
+                    out.append((mod.display, n.lineno))
+        return out
 
     # -- modules and names --------------------------------------------------------------------
     def module(self, name: str) -> _Module | None:
@@ -931,6 +947,7 @@ class _Walker:
 
     def register(self, c: ast.Call, frame: _Frame, guards: tuple[Guard, ...]) -> None:
         path, line = frame.mod.display, c.lineno
+        self.reached.add((path, line))
         args: list[tuple[object, ast.expr]] = []
         for a in c.args:
             if isinstance(a, ast.Starred):
@@ -980,6 +997,14 @@ def find_registrations(plugin: Plugin) -> None:
     if plugin.entry_points:
         for ep in plugin.entry_points:
             w.root(lambda ep=ep: w.entry(ep), f"entry point {ep.name}")  # type: ignore[misc]
+        # Dead code, or reached in a way the walk does not follow (a method, a callback, the model
+        # runner): named so it is not silently dropped, but not counted, as vLLM does not run it at start-up.
+        plugin.unreached = w.unreached()
+        for path, line in plugin.unreached[:_MAX_NOTES]:
+            plugin.notes.append(f"{path}:{line}: register_model call not reached from any {GROUP} entry point: "
+                                "not counted")
+        if len(plugin.unreached) > _MAX_NOTES:
+            plugin.notes.append(f"... and {len(plugin.unreached) - _MAX_NOTES} more register_model calls not reached")
     else:
         plugin.notes.append(f"no {GROUP} entry point declared: every register_model call in the package counts")
         w.scan()
@@ -1125,6 +1150,7 @@ def plugin_json(source: SourceTree) -> list[dict[str, object]]:
                            "via": list(r.via)} for r in p.registrations],
         "unresolved": [{"path": u.path, "line": u.line, "reason": u.reason, "conditional": bool(u.guards),
                         "conditions": _guards_json(u.guards), "via": list(u.via)} for u in p.unresolved],
+        "unreached": [{"path": path, "line": line} for path, line in p.unreached],
         "notes": list(p.notes),
     } for p in source.plugins]
 

@@ -216,8 +216,12 @@ def test_helpers_in_other_modules_are_followed_through_a_cycle() -> None:
                        "helper_chain.text.register_text (<plugin>/src/helper_chain/models/__init__.py:10)",
                        "helper_chain.text._one (<plugin>/src/helper_chain/text.py:20)")
     assert not p.unresolved and not [n for n in p.notes if "deeper" in n or "not resolved" in n]
-    # _never_called() registers HelperUnusedForCausalLM, but nothing reachable from the entry point calls it.
+    # _never_called() registers HelperUnusedForCausalLM, but nothing reachable from the entry point calls
+    # it: not counted, but named.
     assert "HelperUnusedForCausalLM" not in ctx.verdicts
+    assert p.unreached == [("<plugin>/src/helper_chain/__init__.py", 15)]
+    assert "<plugin>/src/helper_chain/__init__.py:15: register_model call not reached from any " \
+           "vllm.general_plugins entry point: not counted" in p.notes
     assert ctx.verdicts["HelperForCausalLM"].status.value == "supported"
     assert ctx.verdicts["HelperVLForConditionalGeneration"].status.value == "wrapper-gap"
     got = {(f.location.path, f.location.line, f.rule) for f in ctx.findings}
@@ -465,6 +469,11 @@ def test_real_plugin_vllm_ascend_0_11_0_registers_through_a_helper(real_trees: A
                                 "vllm_ascend.models.register_model (<plugin>/vllm_ascend/__init__.py:28)"]
                for r in pl["registrations"])
     assert pl["unresolved"] == []
+    # vllm_ascend/torchair/utils.py:157 register_torchair_model() registers 7 more (calls at lines 160, 165,
+    # 170, 175, 180, 184, 188), but only the torchair model runner's __init__ calls it
+    # (torchair_model_runner.py:61), not an entry point: named, not counted.
+    assert pl["unreached"] == [{"path": "<plugin>/vllm_ascend/torchair/utils.py", "line": n}
+                               for n in (160, 165, 170, 175, 180, 184, 188)]
     # The verdicts judge the plugin's classes (the last registration of an architecture), found in the plugin.
     archs = {a["name"]: a for a in rep["architectures"]}
     last = {arch: cls for arch, cls, *_ in got}
