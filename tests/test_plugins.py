@@ -483,3 +483,20 @@ def test_real_plugin_vllm_ascend_0_11_0_registers_through_a_helper(real_trees: A
     assert reg.endswith(f"(registered by plugin vllm-ascend; conditional: else of if envs_ascend.USE_OPTIMIZED_MODEL "
                         f"({m}:21); overrides built-in "
                         "vllm.model_executor.models.qwen2_5_vl.Qwen2_5_VLForConditionalGeneration)")
+
+
+def test_overriding_drafter_is_the_one_whose_fc_is_checked(tmp_path: Path) -> None:
+    """The override plugin's drafter takes 4 hidden states; vLLM 0.16's takes 3. With a drafter config
+    listing four aux ids, the built-in drafter is an EGL007 error, the plugin's is not: its class is
+    the one vLLM builds."""
+    configs = SAMPLES / "draft-layer-ids-invalid" / "count_mismatch_v016" / "configs"
+    args = ("check", str(BASE), "--target-config", str(configs / "target.json"), "--draft-config",
+            str(configs / "draft.json"), "--no-cache", "--format", "json")
+    alone = json.loads(_cli(*args, cwd=tmp_path).stdout)
+    assert alone["draft"]["fc"]["input_size"] == 12288 and [f["rule"] for f in alone["findings"]] == ["EGL007"]
+    p = _cli(*args, "--plugin", str(OVERRIDE), cwd=tmp_path)
+    rep: dict[str, Any] = json.loads(p.stdout)
+    assert rep["draft"]["fc"] == {"input_size": 16384, "drafter": "LlamaForCausalLMEagle3",
+                                  "where": {"path": "<plugin>/override_models/drafter.py", "line": 14,
+                                            "what": "config.hidden_size * 4"}, "note": None}
+    assert "EGL007" not in [f["rule"] for f in rep["findings"]]
