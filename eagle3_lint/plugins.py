@@ -921,6 +921,21 @@ class _Walker:
                 for e in elts:
                     self.exprs(e, inner, g, depth)
             return
+        path = frame.mod.display
+        if isinstance(node, ast.IfExp):  # reg() if cond else other()
+            self.exprs(node.test, frame, guards, depth)
+            self.exprs(node.body, frame, (*guards, Guard(GuardKind.IF, f"if {_short(node.test)}", path, node.lineno)),
+                       depth)
+            self.exprs(node.orelse, frame, (*guards, Guard(GuardKind.ELSE, f"else of if {_short(node.test)}", path,
+                                                           node.lineno)), depth)
+            return
+        if isinstance(node, ast.BoolOp):  # cond and reg(): every operand after the first may not run
+            self.exprs(node.values[0], frame, guards, depth)
+            for i, v in enumerate(node.values[1:], 1):
+                op = "and" if isinstance(node.op, ast.And) else "or"
+                g = Guard(GuardKind.IF, f"{op}: after {_short(ast.BoolOp(node.op, node.values[:i]))}", path, v.lineno)
+                self.exprs(v, frame, (*guards, g), depth)
+            return
         for child in ast.iter_child_nodes(node):
             self.exprs(child, frame, guards, depth)
         if isinstance(node, ast.Call):

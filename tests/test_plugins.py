@@ -278,8 +278,10 @@ def test_guarded_registrations_are_found_and_marked_conditional() -> None:
         # _register_extra() returns early unless GUARDED_EXTRA=1
         ("GuardedExtraForCausalLM", "GuardedExtraForCausalLM"): [
             ("early-exit", "unless if os.environ.get('GUARDED_EXTRA') != '1' returns", f, 14)],
+        # current_platform.is_tpu() and ModelRegistry.register_model(...)
+        ("GuardedTpuForCausalLM", "GuardedTpuForCausalLM"): [("if", "and: after current_platform.is_tpu()", f, 42)],
     }
-    assert [r.line for r in p.registrations] == [22, 24, 26, 28, 30, 34, 40, 16]
+    assert [r.line for r in p.registrations] == [22, 24, 26, 28, 30, 34, 40, 16, 42]
     # Two classes for one architecture (if/else on the version): both listed, the last one judged, a note says so.
     assert ctx.verdicts["GuardedVersionedForCausalLM"].class_name == "GuardedOldForCausalLM"
     assert any(n.startswith("GuardedVersionedForCausalLM is registered to 2 classes") for n in p.notes)

@@ -29,3 +29,7 @@ class GuardedFlashForCausalLM(ToyForCausalLM):
 
 class GuardedExtraForCausalLM(ToyForCausalLM):
     pass
+
+
+class GuardedTpuForCausalLM(ToyForCausalLM):
+    pass

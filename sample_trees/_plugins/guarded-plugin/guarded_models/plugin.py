@@ -39,3 +39,4 @@ def register():
 
         ModelRegistry.register_model("GuardedSuppressedForCausalLM", GuardedForCausalLM)
     _register_extra(ModelRegistry)
+    current_platform.is_tpu() and ModelRegistry.register_model("GuardedTpuForCausalLM", f"{_M}:GuardedTpuForCausalLM")
