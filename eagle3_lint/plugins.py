@@ -427,10 +427,6 @@ def _short(node: ast.AST) -> str:
     return text if len(text) <= _TEXT else text[: _TEXT - 3] + "..."
 
 
-def _terminates(stmts: list[ast.stmt]) -> bool:
-    return bool(stmts) and isinstance(stmts[-1], (ast.Return, ast.Raise))
-
-
 @dataclass
 class _Module:
     display: str
@@ -514,8 +510,38 @@ class _Walker:
                     if k in shadow.env:
                         frame.env[k] = shadow.env[k]
                 self.bind_statements(getattr(st, "finalbody", []), frame)
+            elif isinstance(st, (ast.For, ast.AsyncFor)):
+                # A table filled by a loop (``for name in NAMES: _MODELS[name] = ...``) is unrolled.
+                items = self.value(st.iter, frame)
+                items = tuple(items) if isinstance(items, dict) else items
+                if isinstance(items, tuple):
+                    for item in items:
+                        if not self._step():
+                            break
+                        self.assign(st.target, item, frame)
+                        self.bind_statements(st.body, frame)
+                else:
+                    self._forget([st], frame, f"a loop over {_short(st.iter)}")
+            elif isinstance(st, (ast.With, ast.AsyncWith)):
+                self.bind_statements(st.body, frame)
+            elif isinstance(st, (ast.While, ast.Match)):
+                self._forget([st], frame, "a while loop" if isinstance(st, ast.While) else "a match statement")
             else:
                 self.bind(st, frame)
+
+    def _forget(self, stmts: list[ast.stmt], frame: _Frame, where: str) -> None:
+        """Names set or changed in code the binding pass does not model become unknown, never stale."""
+        touched = self._assigned(stmts)
+        for st in stmts:
+            for n in ast.walk(st):
+                if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store) and isinstance(n.value, ast.Name):
+                    touched.add(n.value.id)
+                elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name):
+                    touched.add(n.func.value.id)
+        for k in touched & set(frame.env):
+            frame.env[k] = _Unknown(f"{k} is changed in {where}")
+        for k in self._assigned(stmts) - set(frame.env):
+            frame.env[k] = _Unknown(f"{k} is set in {where}")
 
     @staticmethod
     def _assigned(stmts: list[ast.stmt]) -> set[str]:
@@ -575,8 +601,9 @@ class _Walker:
             env[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
             elts = value if isinstance(value, tuple) and len(value) == len(target.elts) else None
+            unknown = value if isinstance(value, _Unknown) else _Unknown(f"unpacking {_short(target)}")
             for i, t in enumerate(target.elts):
-                self.assign(t, elts[i] if elts is not None else _Unknown(f"unpacking {_short(target)}"), frame)
+                self.assign(t, elts[i] if elts is not None else unknown, frame)
         elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and target.value.id in env:
             cur, key = env[target.value.id], self.value(target.slice, frame)
             env[target.value.id] = {**cur, key: value} if isinstance(cur, dict) and isinstance(key, str) else \
@@ -703,6 +730,8 @@ class _Walker:
             f = node.func
             if isinstance(f, ast.Attribute) and f.attr in ("items", "keys", "values") and not node.args:
                 base = v(f.value)
+                if isinstance(base, _Unknown):
+                    return base
                 if isinstance(base, dict):
                     return tuple(base.items()) if f.attr == "items" else tuple(base) if f.attr == "keys" \
                         else tuple(base.values())

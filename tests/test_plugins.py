@@ -247,13 +247,17 @@ def test_loops_over_module_level_tables() -> None:
         "TableClassForCausalLM": ("table_loop.text", "TableForCausalLM", "class", init, 22, False),
         # a list comprehension
         "TableLateForCausalLM": ("table_loop.text", "TableMoeForCausalLM", "string", init, 23, False),
+        # for arch in GENERATED: register_model(arch, GENERATED[arch]), GENERATED filled by a module-level loop
+        "TableSmallForCausalLM": ("table_loop.text", "TableForCausalLM", "string", init, 25, False),
+        "TableLargeForCausalLM": ("table_loop.text", "TableForCausalLM", "string", init, 25, False),
     }
     assert not p.unresolved
     status = {a: ctx.verdicts[a].status.value for a in _regs(ctx)}
     assert status == {"TableForCausalLM": "supported", "TableMoeForCausalLM": "supported",
                       "TableAliasForCausalLM": "supported", "TableVLForConditionalGeneration": "wrapper-gap",
                       "TableEagle3ForCausalLM": "unsupported", "TableClassForCausalLM": "supported",
-                      "TableLateForCausalLM": "supported"}
+                      "TableLateForCausalLM": "supported", "TableSmallForCausalLM": "supported",
+                      "TableLargeForCausalLM": "supported"}
     got = {(f.location.path, f.location.line, f.rule) for f in ctx.findings}
     assert got == _markers(TABLES, "<plugin>")
 

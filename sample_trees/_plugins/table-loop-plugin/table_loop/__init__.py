@@ -1,7 +1,7 @@
 """Registers every model of the tables in loops: tuples, dict .items(), nested unpacking, class
 objects spread with *, and a comprehension."""
 
-from .tables import DRAFTERS, TEXT_MODELS, VL_MODELS
+from .tables import DRAFTERS, GENERATED, TEXT_MODELS, VL_MODELS
 from .text import TableForCausalLM
 
 _ALL = TEXT_MODELS + [("TableAliasForCausalLM", "table_loop.text:TableForCausalLM")]
@@ -21,3 +21,5 @@ def register():
     for entry in _CLASSES:
         ModelRegistry.register_model(*entry)
     [ModelRegistry.register_model(name, "table_loop.text:TableMoeForCausalLM") for name in _LATE]
+    for arch in GENERATED:
+        ModelRegistry.register_model(arch, GENERATED[arch])

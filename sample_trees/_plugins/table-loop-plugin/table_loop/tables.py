@@ -14,3 +14,8 @@ VL_MODELS = {
 # Filled after its definition: the walk follows the module's statements in order.
 DRAFTERS: dict[str, tuple[str, str]] = {}
 DRAFTERS["TableEagle3ForCausalLM"] = ("table_loop.text", "TableEagle3ForCausalLM")
+
+# Built by a loop when the module is imported.
+GENERATED: dict[str, str] = {}
+for _size in ("Small", "Large"):
+    GENERATED[f"Table{_size}ForCausalLM"] = "table_loop.text:TableForCausalLM"
