@@ -536,8 +536,9 @@ class _Walker:
             for n in ast.walk(st):
                 if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store) and isinstance(n.value, ast.Name):
                     touched.add(n.value.id)
-                elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name):
-                    touched.add(n.func.value.id)
+                elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) \
+                        and isinstance(n.func.value, ast.Name):
+                    touched.add(n.func.value.id)  # X.append(...), X.update(...)
         for k in touched & set(frame.env):
             frame.env[k] = _Unknown(f"{k} is changed in {where}")
         for k in self._assigned(stmts) - set(frame.env):
