@@ -379,7 +379,7 @@ def test_json_and_text_show_conditional_overrides_and_unresolved(tmp_path: Path)
     assert "conditional: if current_platform.is_cuda()" in t.stdout
     # Of the two classes registered for GuardedVersionedForCausalLM, the earlier row is not the one judged.
     rows = {ln.split("│")[2].strip(): ln.split("│")[4].strip() for ln in t.stdout.splitlines()
-            if "GuardedVersionedForCausalLM" in ln and "guarded_models.models:" in ln}
+            if ln.startswith("│") and "GuardedVersionedForCausalLM" in ln and "guarded_models.models:" in ln}
     assert rows == {"guarded_models.models:GuardedNewForCausalLM": "replaced",
                     "guarded_models.models:GuardedOldForCausalLM": "supported"}
     assert "overrides built-in vllm.model_executor.models.llama_eagle3.Eagle3LlamaForCausalLM" in t.stdout
