@@ -12,8 +12,14 @@ Nothing of the plugin is imported. A folder is walked; an installed distribution
 ``RECORD``, an editable install's source folder from ``direct_url.json``. Entry points come from
 ``pyproject.toml`` (``[project.entry-points."vllm.general_plugins"]`` or Poetry's
 ``[tool.poetry.plugins."vllm.general_plugins"]``), ``setup.cfg``, a literal ``entry_points=`` in
-``setup.py``, or ``entry_points.txt``; the register calls are read from the entry-point function's
-``ast`` (and the module functions it calls). A package with no entry point is scanned whole.
+``setup.py``, or ``entry_points.txt`` (an egg-info's, an unpacked wheel's dist-info). The entry
+function is walked in its ``ast``, statement by statement: helpers it calls in any module of the
+package are followed (bounded depth, recursion cut, arguments bound to parameters), loops over
+literal (arch, path) tables are unrolled, guards (``if``, early return, ``try``, ``suppress``, ...)
+are kept and never evaluated: a guarded registration is *conditional*. A register call the walk
+cannot read (a computed name, a path built at runtime, a class from a factory) is kept as
+*unresolved* with its file:line; one no entry point leads to as *unreached*. A package with no
+entry point is scanned whole.
 
 Paths: plugin files appear as ``<plugin>/REL`` where ``REL`` is relative to the plugin's root
 folder (``<plugin:NAME>/REL`` when several plugins are given), so findings never pretend to be in
