@@ -26,6 +26,7 @@ class Entry:
     source_dict: str
     line: int
     path: str = ""  # where the entry is declared when not in registry.py (a plugin's register_model call)
+    note: str = ""  # shown with the registry step of the evidence (a plugin's: conditional, overrides a built-in)
 
 
 @dataclass(frozen=True)

@@ -118,7 +118,8 @@ class Judge:
         if site is not None:
             call = f"{self.contract.check_function}({site.interrogated})" if site.checked else f"{site.interrogated}.{site.setter}(...)"
             ev.append(Step("runner", f"runner calls {call} in {site.function}()", Location(site.path, site.line)))
-        ev.append(Step("registry", f"{entry.arch} -> {entry.module}.{entry.class_name}", Location(registry_path, entry.line)))
+        ev.append(Step("registry", f"{entry.arch} -> {entry.module}.{entry.class_name}"
+                       + (f" ({entry.note})" if entry.note else ""), Location(registry_path, entry.line)))
         if key is None:
             return Verdict(entry.arch, entry.module, entry.class_name, None, Status.UNKNOWN, resolve_note, tuple(ev))
         if key.module != entry.module or key.qualname != entry.class_name:

@@ -114,10 +114,17 @@ def render_text(ctx: Context, console: Console) -> None:
         t.add_column("class")
         t.add_column("registered at")
         t.add_column("status")
+        t.add_column("notes")
         for r in p["registrations"]:  # type: ignore[union-attr]
             v = ctx.verdicts.get(r["architecture"])
+            notes = ["conditional: " + "; ".join(  # type: ignore[index]
+                c["text"] for c in r["conditions"]) if r["conditional"] else "",  # type: ignore[index]
+                "overrides " + str(r["overrides"]) if r["overrides"] else ""]  # type: ignore[index]
+            # A registration replaced by a later one (another branch, another plugin) is not the class judged.
+            judged = v is not None and (v.module, v.class_name) == (r["module"], r["class"])
             t.add_row(escape(r["architecture"]), escape(f"{r['module']}:{r['class']}"), escape(f"{r['path']}:{r['line']}"),
-                      v.status.value if v else "-")
+                      v.status.value if v and judged else "replaced" if v else "-",
+                      escape("; ".join(n for n in notes if n)) or "-")
         console.print(t)
         for n in p["notes"]:  # type: ignore[union-attr]
             console.print(f"[dim]plugin note: {escape(n)}[/]")
