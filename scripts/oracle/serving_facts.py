@@ -275,7 +275,7 @@ def run(args: argparse.Namespace, ck_dir: Path, tmp: Path, v2_env_was: str | Non
     target_files = [n for n in raw if not drafter_reasons(raw[n])]
 
     # --- runner readers (may not exist in this release) --------------------------------------------
-    v1_reader, _ = None, None
+    v1_reader = None
     rec_v1_import, mod_v1 = ask("import vllm.v1.worker.gpu_model_runner",
                                 lambda: __import__("vllm.v1.worker.gpu_model_runner", fromlist=["GPUModelRunner"]))
     if mod_v1 is not None:
@@ -577,7 +577,8 @@ def run(args: argparse.Namespace, ck_dir: Path, tmp: Path, v2_env_was: str | Non
                     lambda: SpeculativeConfig(method="eagle3", model=dirs[dname],
                                               num_speculative_tokens=NUM_SPECULATIVE_TOKENS,
                                               target_model_config=mc, target_parallel_config=ParallelConfig()),
-                    lambda s: {"method": s.method, "draft_hf_config_class": type(s.draft_model_config.hf_config).__name__,
+                    lambda s: {"method": s.method,
+                               "draft_hf_config_class": type(s.draft_model_config.hf_config).__name__,
                                "draft_architectures": s.draft_model_config.architectures,
                                "draft_architecture": s.draft_model_config.architecture,
                                "num_speculative_tokens": s.num_speculative_tokens})
