@@ -10,7 +10,7 @@ The analyzer never imports this file.
 Every ``*.json`` in the checkpoints folder (default ``sample_trees/_checkpoints``) is a drafter when it
 has ``eagle_config``, ``speculators_config`` or ``speculators_model_type``, an architecture whose name
 contains ``Eagle``, or ``draft_vocab_size``; otherwise it is a target. Each file is copied alone as
-``<tmp>/<stem>/config.json`` (a local model folder) and given to vLLM's own code. Nothing is skipped:
+``<tmp>/models/<stem>/config.json`` (a local model folder) and given to vLLM's own code. Nothing is skipped:
 each answer is ``{"call", "ok", "value", "error"}``; ``ok`` is False when the call raised and then
 ``error`` holds ``ExcType: first line`` and ``value`` is null. What is called, exactly:
 
@@ -44,8 +44,9 @@ Targets (``targets[<file>]``)
     "ngram", num_speculative_tokens=3)`` copied and given ``method="eagle3"`` and ``target_model_config`` =
     the target's real ``ModelConfig`` (or, if that could not be built, a stand-in carrying only
     ``hf_text_config``). In 0.16.0 the gate is the ``eagle3_target_supported`` model_type allow-list in that
-    validator. ``ok`` True = accepted; a raise is recorded as the refusal. The full construction below is
-    the authority; this isolates the target's part.
+    validator. Value ``{accepted, model_type, message, raised_at}``: ``accepted`` is False when the
+    validator's own body raised ValueError (``raised_at`` = ``vllm/config/speculative.py:<line>``); any other
+    raise is ``ok: false``. The full construction below is the authority; this isolates the target's part.
   * ``architectures[<arch>]`` for each name in the config's ``architectures``: ``registered``,
     ``supports_eagle3(cls)``, and ``default_aux_ids[<method>]`` for both
     ``get_eagle3_aux_hidden_state_layers`` and ``get_eagle3_default_aux_hidden_state_layers``, each called
@@ -70,7 +71,9 @@ Pairs (``pairs[<drafter>][<target>]``)
     ``parallel_config`` = the real ones above (a real ``VllmConfig.__post_init__`` needs a device), with
     ``VLLM_USE_V2_MODEL_RUNNER`` unset, ``vllm.config.vllm.HAS_TRITON`` patched to True and
     ``vllm.config.vllm.current_platform`` patched to a stand-in reporting CUDA that records what was
-    asked of it (``runner_patches``). Value "v2" or "v1". 0.16.0 has no such property (recorded).
+    asked of it (``runner_patches``). Value "v2" or "v1". A release without that property (0.16.0) decides in
+    ``gpu_worker.Worker.__init__`` with ``envs.VLLM_USE_V2_MODEL_RUNNER`` alone; that is evaluated instead
+    (after checking the worker's source still reads it), with nothing patched.
 
 Environment: HF_HUB_OFFLINE=1, CUDA_VISIBLE_DEVICES="", VLLM_LOGGING_LEVEL=ERROR, VLLM_CACHE_ROOT=<tmp>
 (vLLM's model-info cache starts empty), ``torchvision._meta_registrations`` stubbed (see
