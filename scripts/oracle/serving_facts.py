@@ -105,6 +105,8 @@ SITECUSTOMIZE = (
 )
 V1_RUNNER_METHOD_NAMES = ("get_eagle3_aux_hidden_state_layers", "get_eagle3_default_aux_hidden_state_layers")
 NUM_SPECULATIVE_TOKENS = 3
+# The stand-in decoder holds one placeholder per layer; eagle3-lint ignores layer counts above this too.
+MAX_LAYERS = 100_000
 
 
 def _install_torchvision_stub() -> None:
@@ -160,6 +162,10 @@ class Asker:
         lines = self.scrub(str(exc)).strip().splitlines()
         # pydantic wraps validator errors: the useful line is the "Value error, ..." one.
         first = next((ln.strip() for ln in lines if "Value error" in ln), lines[0] if lines else "")
+        if type(exc).__name__ == "ValidationError" and "Value error" not in first:
+            # "1 validation error for X" says nothing alone: add the field and its message lines.
+            rest = [ln.strip() for ln in lines[1:] if ln.strip() and not ln.strip().startswith("For further")]
+            first = " | ".join([first] + rest[:2])
         first = first.split(" [type=")[0]  # drop pydantic's input repr
         text = f"{type(exc).__name__}: {first}".rstrip(": ").rstrip()
         return text if len(text) <= 600 else text[:597] + "..."
@@ -184,6 +190,7 @@ def _in_tree(filename: str) -> str:
 def drafter_reasons(cfg: dict[str, Any]) -> list[str]:
     why = [k for k in ("eagle_config", "speculators_config", "speculators_model_type", "draft_vocab_size") if k in cfg]
     archs = cfg.get("architectures") or []
+    archs = archs if isinstance(archs, list) else []
     why += [f"architecture {a}" for a in archs if isinstance(a, str) and "Eagle" in a]
     return why
 
@@ -452,7 +459,11 @@ def run(args: argparse.Namespace, ck_dir: Path, tmp: Path, v2_env_was: str | Non
         archs_t: dict[str, Any] = {}
         text = get_hf_text_config(hf) if hf is not None else None
         n_layers = getattr(text, "num_hidden_layers", None)
-        for arch in raw[name].get("architectures") or []:
+        declared = raw[name].get("architectures") or []
+        if not isinstance(declared, list) or not all(isinstance(x, str) for x in declared):
+            t["architectures_error"] = f"'architectures' is not a list of strings: {declared!r}"[:300]
+            declared = []
+        for arch in declared:
             a: dict[str, Any] = {"registered": arch in ModelRegistry.models}
             a["load"], cls = answer(ask, f"ModelRegistry._try_load_model_cls({arch!r})",
                                     lambda: ModelRegistry._try_load_model_cls(arch),
@@ -465,9 +476,10 @@ def run(args: argparse.Namespace, ck_dir: Path, tmp: Path, v2_env_was: str | Non
             a["supports_eagle3"] = bool(supports_eagle3(cls))
             dflt: dict[str, Any] = {}
             for meth in V1_RUNNER_METHOD_NAMES:
-                if hf is None or not isinstance(n_layers, int):
+                if hf is None or not isinstance(n_layers, int) or not 0 <= n_layers <= MAX_LAYERS:
                     dflt[meth] = {"call": f"{cls.__name__}.{meth}(bare instance)", "ok": False, "value": None,
-                                  "error": "not called: no num_hidden_layers from the target config"}
+                                  "error": "not called: no usable num_hidden_layers in the target config "
+                                           f"({n_layers!r}; 0..{MAX_LAYERS} accepted)"}
                     continue
                 rec_b, built = ask("object.__new__", lambda: bare(cls, hf, text, n_layers))
                 if built is None:
