@@ -101,6 +101,33 @@ def runtime_verdicts(version: str, patched: Path | None, archs: list[str]) -> di
         return json.loads(out.read_text())
 
 
+def serving_facts(version: str, checkpoints: Path | None = None) -> dict[str, Any]:
+    """vLLM's own answers for the serving verdict (scripts/oracle/serving_facts.py run in the oracle venv)."""
+    py = oracle_python(version)
+    with tempfile.TemporaryDirectory() as td:
+        out = Path(td) / "serving.json"
+        cmd = [str(py), str(REPO / "scripts/oracle/serving_facts.py"), "--output", str(out)]
+        if checkpoints is not None:
+            cmd += ["--checkpoints", str(checkpoints)]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+        if p.returncode != 0 or not out.exists():
+            raise OracleError((p.stderr.strip().splitlines() or [f"serving_facts exited {p.returncode}"])[-1])
+        return json.loads(out.read_text())
+
+
+def json_diff(a: Any, b: Any, path: str = "") -> list[str]:
+    """Paths where two JSON values differ (for readable snapshot mismatches)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out: list[str] = []
+        for k in sorted(set(a) | set(b)):
+            if k not in a or k not in b:
+                out.append(f"{path}/{k}: only in {'second' if k not in a else 'first'}")
+            else:
+                out += json_diff(a[k], b[k], f"{path}/{k}")
+        return out
+    return [] if a == b else [f"{path}: {json.dumps(a)[:200]} != {json.dumps(b)[:200]}"]
+
+
 def compare(version: str, tree: Path, oracle: dict[str, Any], archs: list[str]) -> Comparison:
     t0 = time.perf_counter()
     ctx = build(DirSource(tree), Options())

@@ -77,3 +77,81 @@ def test_live_oracle_accepts_the_kimi_fix(real_trees: object, tmp_path: Path) ->
     assert oracle["verdicts"]["DeepseekV3ForCausalLM"] is True
     c = differential.compare("0.16.0", root, oracle, [])
     assert c.ok, differential.render(c)
+
+
+# --- serving facts: vLLM's own answers behind the serving verdict (scripts/oracle/serving_facts.py) ---------------
+
+SERVING_SNAPSHOTS = sorted((REPO / "tests/differential/oracle").glob("serving-vllm-*.json"))
+CHECKPOINTS = REPO / "sample_trees/_checkpoints"
+ANSWER_KEYS = {"call", "ok", "value", "error"}
+
+
+def _serving_facts_script() -> object:
+    """scripts/oracle/serving_facts.py as a module (importing it does not import vLLM or touch the environment)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("serving_facts", REPO / "scripts/oracle/serving_facts.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _answers(node: object) -> list[dict]:
+    if isinstance(node, dict):
+        if ANSWER_KEYS <= set(node):
+            return [node]
+        return [a for v in node.values() for a in _answers(v)]
+    return []
+
+
+@pytest.mark.parametrize("snap", SERVING_SNAPSHOTS, ids=lambda p: p.stem)
+def test_serving_snapshot_covers_every_checkpoint(snap: Path) -> None:
+    """A config added to sample_trees/_checkpoints without regenerating the snapshots fails here."""
+    facts = json.loads(snap.read_text())
+    sf = _serving_facts_script()
+    configs = {p.name: json.loads(p.read_text()) for p in sorted(CHECKPOINTS.glob("*.json"))}
+    drafters = sorted(n for n, c in configs.items() if sf.drafter_reasons(c))  # type: ignore[attr-defined]
+    targets = sorted(n for n, c in configs.items() if not sf.drafter_reasons(c))  # type: ignore[attr-defined]
+    assert drafters and targets
+    assert sorted(facts["drafters"]) == drafters == sorted(facts["drafter_files"])
+    assert sorted(facts["targets"]) == targets == sorted(facts["target_files"])
+    assert {d: sorted(t) for d, t in facts["pairs"].items()} == {d: targets for d in drafters}
+    answers = _answers(facts)
+    assert len(answers) >= len(drafters) * len(targets) * 3
+    for a in answers:
+        assert set(a) == ANSWER_KEYS, a
+        assert (a["error"] is None) == a["ok"], a  # every raise is recorded with its text
+    assert facts["schema"] == sf.SCHEMA  # type: ignore[attr-defined]
+    assert snap.name == f"serving-vllm-{facts['vllm_version']}.json"
+
+
+@pytest.mark.real
+@pytest.mark.parametrize("snap", SERVING_SNAPSHOTS, ids=lambda p: p.stem)
+def test_serving_snapshot_gate_refusals_point_at_the_release_tree(snap: Path, real_trees: object) -> None:
+    """Where vLLM's model_type gate refused a target, ``raised_at`` names a line of the released tree (the one
+    eagle3-lint reads) that raises the allow-list error."""
+    facts = json.loads(snap.read_text())
+    tree = real_trees.get(facts["vllm_version"])  # type: ignore[attr-defined]
+    refusals = [t["model_type_gate"]["value"] for t in facts["targets"].values()
+                if t["model_type_gate"]["ok"] and not t["model_type_gate"]["value"]["accepted"]]
+    for r in refusals:
+        path, line = r["raised_at"].rsplit(":", 1)
+        lines = (tree / path).read_text().splitlines()
+        window = "\n".join(lines[int(line) - 1:int(line) + 3])
+        assert "raise ValueError" in window and "Eagle3 is only supported" in window, (r, window)
+        assert r["model_type"] in r["message"]
+
+
+@pytest.mark.real
+@pytest.mark.oracle
+@pytest.mark.parametrize("version", LIVE_VERSIONS)
+def test_live_serving_facts_match_snapshot(version: str) -> None:
+    """Rebuild vLLM's serving answers in the oracle venv and compare with the committed snapshot."""
+    if not _live_enabled():
+        pytest.skip("live oracle runs in CI or with EAGLE3_LINT_ORACLE=1 (builds a CPU vLLM venv)")
+    snap = REPO / f"tests/differential/oracle/serving-vllm-{version}.json"
+    live = differential.serving_facts(version)
+    assert live["vllm_version"] == version
+    diff = differential.json_diff(json.loads(snap.read_text()), live)
+    assert not diff, "live answers differ from the snapshot (regenerate it if intended):\n" + "\n".join(diff)
