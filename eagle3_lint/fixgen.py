@@ -498,15 +498,22 @@ def _layer_call_vars(t: Text, loop: ast.For, layer_var: str | None) -> tuple[str
         is_layer = (layer_var is not None and callee == layer_var) or "layers" in t.seg(f)
         if not is_layer:
             continue
-        args = {a.id for a in st.value.args if isinstance(a, ast.Name)} | \
-               {k.value.id for k in st.value.keywords if isinstance(k.value, ast.Name)}
+        # In call order (positional, then keywords), never a set: the choice must not depend on the hash seed.
+        args = list(dict.fromkeys([a.id for a in st.value.args if isinstance(a, ast.Name)]
+                                  + [k.value.id for k in st.value.keywords if isinstance(k.value, ast.Name)]))
         tgt = st.targets[0]
         outs = [e.id for e in tgt.elts if isinstance(e, ast.Name)] if isinstance(tgt, ast.Tuple) else \
                ([tgt.id] if isinstance(tgt, ast.Name) else [])
         flowing = [o for o in outs if o in args]
         if flowing:
             return flowing[0], (flowing[1] if len(flowing) > 1 else None)
-        hidden = [a for a in args if "hidden" in a]
+        # ``out = layer(hidden_states, original_hidden_states=...)`` then ``hidden_states = out``: the layer's
+        # state is the argument rebound from its output; a loop-invariant input (zamba2's
+        # ``original_hidden_states``, the embeddings every layer gets) is not.
+        rebound = [a for a in args if any(
+            isinstance(n, ast.Assign) and isinstance(n.value, ast.Name) and n.value.id in outs
+            and any(isinstance(t2, ast.Name) and t2.id == a for t2 in n.targets) for n in ast.walk(loop))]
+        hidden = rebound or [a for a in args if "hidden" in a and not a.startswith("original")]
         if hidden:
             return hidden[0], ("residual" if "residual" in args else None)
     return None
