@@ -8,6 +8,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -40,9 +41,19 @@ class CheckRequest:
     plugins: tuple[str, ...] = ()  # --plugin PATH_OR_DIST (plugins.py)
     pipeline_parallel: int | None = None
     pp_partition: str | None = None
+    runner: str = "auto"  # --runner auto|v1|v2
+    drafter_convention: str | None = None  # --drafter-convention vllm|sglang
+    speculative_config: str | None = None  # --speculative-config JSON, as `vllm serve` takes it
+    tensor_parallel: int | None = None  # --tensor-parallel-size: recorded, it does not change what is captured
 
 
 def load_json_file(path: str, what: str) -> dict[str, Any]:
+    """A config.json, or a model folder holding one (a local Hugging Face snapshot)."""
+    if os.path.isdir(path):
+        inner = os.path.join(path, "config.json")
+        if not os.path.isfile(inner):
+            raise UsageError(f"{what} is a folder without a config.json: {path}")
+        path = inner
     try:
         with open(path, encoding="utf-8") as fh:
             data = json.load(fh)
@@ -79,12 +90,18 @@ def run_check(req: CheckRequest, source: SourceTree | None = None, store: FactSt
         raise UsageError(f"no model registry in {source.root_label}: {REGISTRY_MODULE.replace('.', '/')}.py is missing")
     tcfg = load_json_file(req.target_config, "--target-config") if req.target_config else None
     dcfg = load_json_file(req.draft_config, "--draft-config") if req.draft_config else None
+    draft_path = req.draft_config
+    if req.speculative_config is not None:
+        if dcfg is not None:
+            raise UsageError("give the drafter either with --draft-config or in --speculative-config, not both")
+        dcfg, draft_path = speculative_draft(req.speculative_config)
     archs = tuple(req.archs)
     if not archs and tcfg and isinstance(tcfg.get("architectures"), list):
         archs = tuple(str(a) for a in tcfg["architectures"])
     opts = Options(targets=archs, cache_dir=cache_dir(req), target_config=tcfg, target_config_path=req.target_config,
-                   draft_config=dcfg, draft_config_path=req.draft_config, debug=req.debug, progress=req.progress,
-                   pipeline_parallel=req.pipeline_parallel, pp_partition=req.pp_partition)
+                   draft_config=dcfg, draft_config_path=draft_path, debug=req.debug, progress=req.progress,
+                   pipeline_parallel=req.pipeline_parallel, pp_partition=req.pp_partition, runner=req.runner,
+                   tensor_parallel=req.tensor_parallel, drafter_convention=req.drafter_convention)
     ctx = analyze(source, opts, req.select, store)
     reg_broken = any(f.location.path == ctx.registry.path for f in ctx.findings if f.rule == "EGL000")
     if ctx.registry.path and not ctx.registry.entries and not reg_broken:  # a broken registry is an EGL000 finding
@@ -93,10 +110,87 @@ def run_check(req: CheckRequest, source: SourceTree | None = None, store: FactSt
     if unknown:
         hints = []
         for a in unknown:
-            close = difflib.get_close_matches(a, list(ctx.verdicts), n=1)
-            hints.append(f"{a}" + (f" (did you mean {close[0]}?)" if close else ""))
+            close = suggest_arch(a, ctx)
+            hints.append(f"{a}" + (f" (did you mean {' or '.join(close)}?)" if close else ""))
         raise UsageError(f"unknown architecture for vLLM {ctx.version}: {', '.join(hints)}")
     return ctx
+
+
+# Keys of vLLM's SpeculativeConfig that are not the drafter's own config (``vllm serve --speculative-config``).
+_SPEC_KEYS = {"method", "model", "num_speculative_tokens", "draft_tensor_parallel_size", "quantization", "revision",
+              "code_revision", "max_model_len", "disable_by_batch_size", "prompt_lookup_max", "prompt_lookup_min",
+              "speculative_token_tree", "parallel_drafting", "enforce_eager", "disable_padded_drafter_batch"}
+
+
+def speculative_draft(text: str) -> tuple[dict[str, Any], str]:
+    """The drafter config a ``--speculative-config`` JSON names, with its overrides merged (and where it came from).
+
+    ``model`` must be a local folder or config.json: nothing is downloaded. ``hf_overrides`` (a dict) and any key
+    that is not one of SpeculativeConfig's own (``eagle_aux_hidden_state_layer_ids``) override the drafter config.
+    """
+    try:
+        spec = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"--speculative-config is not JSON: {exc}") from None
+    if not isinstance(spec, dict):
+        raise UsageError("--speculative-config must be a JSON object")
+    method = spec.get("method")
+    if method not in ("eagle3", None):
+        raise UsageError(f"--speculative-config method {method!r}: eagle3-lint checks EAGLE-3 (method \"eagle3\")")
+    model = spec.get("model")
+    if not isinstance(model, str) or not model:
+        raise UsageError('--speculative-config needs "model": the drafter\'s local folder or config.json')
+    if not os.path.exists(model):
+        raise UsageError(f"--speculative-config model {model!r} is not a local folder or file (nothing is downloaded; "
+                         "point it at a local snapshot of the drafter)")
+    cfg = load_json_file(model, "--speculative-config model")
+    overrides = spec.get("hf_overrides")
+    if overrides is not None and not isinstance(overrides, dict):
+        raise UsageError("--speculative-config hf_overrides must be a JSON object")
+    cfg = {**cfg, **{k: v for k, v in spec.items() if k not in _SPEC_KEYS and k != "hf_overrides"}, **(overrides or {})}
+    path = os.path.join(model, "config.json") if os.path.isdir(model) else model
+    return cfg, path
+
+
+def _config_file(path: str | None) -> str | None:
+    """The config.json a --*-config path means (a model folder holds one), for the report-cache key."""
+    return os.path.join(path, "config.json") if path and os.path.isdir(path) else path
+
+
+def _spec_model(text: str | None) -> str | None:
+    try:
+        model = json.loads(text).get("model") if text else None
+    except (json.JSONDecodeError, AttributeError):
+        return None
+    return model if isinstance(model, str) else None
+
+
+def _norm(name: str) -> str:
+    return "".join(ch for ch in name.lower() if ch.isalnum())
+
+
+def suggest_arch(name: str, ctx: Context) -> list[str]:
+    """Close registered architectures for a name people type: a class-name typo, a model_type
+    (``deepseek_v3``), an HF repo id (``moonshotai/Kimi-K2.5``) or a case/underscore variant."""
+    archs = sorted(ctx.verdicts)
+    key = _norm(name.rsplit("/", 1)[-1])
+    by_norm = {_norm(a): a for a in archs}
+    if key in by_norm:
+        return [by_norm[key]]
+    close = difflib.get_close_matches(name, archs, n=2)
+    if close or not key:
+        return close
+    # The module an architecture lives in is its model_type by convention (``kimi_k25`` -> kimi_k25.py). An HF
+    # repo name adds sizes and variants (``Llama-3.1-8B-Instruct``): drop those, then shorten from the end.
+    modules = {a: _norm(ctx.registry.entries[a].module.rsplit(".", 1)[-1]) for a in archs}
+    tokens = [t for t in re.split(r"[-_. ]", name.rsplit("/", 1)[-1].lower())
+              if t and not re.fullmatch(r"(a?\d+(\.\d+)?[bmk]|instruct|chat|base|hf|it|fp8|bf16|awq|gptq|\d{4})", t)]
+    for n in range(len(tokens), 0, -1):
+        cand = "".join(tokens[:n])
+        hits = [a for a in archs if modules[a] == cand] or ([a for a in archs if _norm(a).startswith(cand)] if n == len(tokens) else [])
+        if hits:
+            return sorted(hits, key=lambda a: (not a.endswith(("ForCausalLM", "ForConditionalGeneration")), len(a)))[:2]
+    return []
 
 
 def report_once(req: CheckRequest, settings: Settings, render: Callable[[Context], Replay],
@@ -118,7 +212,9 @@ def report_once(req: CheckRequest, settings: Settings, render: Callable[[Context
     key = (
         rendering, settings, req.target, req.archs, req.pipeline_parallel, req.pp_partition,
         req.target_config, req.draft_config,  # as given: reports show these paths
-        file_token(req.target_config), file_token(req.draft_config), file_token(settings.baseline),
+        req.runner, req.drafter_convention, req.speculative_config, req.tensor_parallel,
+        file_token(_config_file(req.target_config)), file_token(_config_file(req.draft_config)),
+        file_token(_config_file(_spec_model(req.speculative_config))), file_token(settings.baseline),
         # The environment reaches a report in two places: CI=true makes a stale baseline fail,
         # and EAGLE3_LINT_DOCS_URL moves the SARIF help links.
         in_ci(), help_uri("{id}"),

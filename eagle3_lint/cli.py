@@ -151,8 +151,18 @@ def common(f: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--backup", is_flag=True, help="With --apply: keep FILE.orig copies.")
 @click.option("--target-config", default=None, help="The target model's HF config.json.")
 @click.option("--draft-config", default=None, help="The EAGLE-3 drafter's config.json (EGL007; speculators format too).")
-@click.option("--pipeline-parallel", type=click.IntRange(min=1), default=None,
-              help="With --draft-config: show the layer split over N pipeline ranks and which rank captures each aux id.")
+@click.option("--speculative-config", default=None, metavar="JSON",
+              help="vLLM's own spelling: '{\"method\": \"eagle3\", \"model\": \"<local drafter folder>\", ...}'; "
+                   "other keys and hf_overrides override the drafter config.")
+@click.option("--pipeline-parallel", "--pipeline-parallel-size", "-pp", "pipeline_parallel", type=click.IntRange(min=1),
+              default=None, help="Pipeline-parallel size N: the layer split, which rank captures each aux id, the PP gates.")
+@click.option("--tensor-parallel-size", "-tp", "tensor_parallel", type=click.IntRange(min=1), default=None,
+              help="Recorded in the serving verdict; tensor parallelism does not change which layers are captured.")
+@click.option("--runner", type=click.Choice(["auto", "v1", "v2"]), default="auto", show_default=True,
+              help="vLLM model runner to model: auto = what the release picks for a plain EAGLE-3 set-up on CUDA.")
+@click.option("--drafter-convention", type=click.Choice(["vllm", "sglang"]), default=None,
+              help="How the drafter's aux ids number layers (vllm: state entering layer k; sglang/SpecForge: output "
+                   "of layer k). Default: from where the ids sit in its config.")
 @click.option("--pp-partition", default=None, metavar="N,N,...",
               help="Layers per pipeline rank, as vLLM's VLLM_PP_LAYER_PARTITION (default: the tree's even split).")
 @click.option("--plugin", "plugins", multiple=True, metavar="PATH_OR_DIST",
@@ -178,7 +188,8 @@ def check(target: str | None, archs: tuple[str, ...], fmt: str, output: str | No
           select: tuple[str, ...], extend_select: tuple[str, ...], ignore: tuple[str, ...], baseline_file: str | None,
           write_baseline: str | None, path_prefix: tuple[str, ...], cache_dir: str | None, no_cache: bool,
           debug: bool, pipeline_parallel: int | None = None, pp_partition: str | None = None,
-          plugins: tuple[str, ...] = ()) -> None:
+          plugins: tuple[str, ...] = (), speculative_config: str | None = None, tensor_parallel: int | None = None,
+          runner: str = "auto", drafter_convention: str | None = None) -> None:
     """Check TARGET: a site-packages or vllm/ folder, a checkout, a .whl, vllm==X.Y.Z, or the installed vllm."""
 
     def run() -> int:
@@ -193,7 +204,9 @@ def check(target: str | None, archs: tuple[str, ...], fmt: str, output: str | No
                                       unsafe_fixes=unsafe_fixes, path_prefixes=path_prefix)
         req = CheckRequest(target, settings.archs, cache_dir, no_cache, target_config, draft_config, debug,
                            select=settings.selection, progress=_progress(fmt == "text" and not do_fix),
-                           plugins=plugins, pipeline_parallel=pipeline_parallel, pp_partition=pp_partition)
+                           plugins=plugins, pipeline_parallel=pipeline_parallel, pp_partition=pp_partition,
+                           runner=runner, drafter_convention=drafter_convention,
+                           speculative_config=speculative_config, tensor_parallel=tensor_parallel)
         if do_fix:
             ctx = run_check(req)
             out = outcome_mod.finalize(ctx, settings)
