@@ -274,19 +274,39 @@ def _render(ctx: Context, settings: config_mod.Settings, fmt: str, console: Cons
 @click.argument("arch")
 @click.argument("target", required=False)
 @click.option("--target-config", default=None, help="The target model's HF config.json.")
+@click.option("--draft-config", default=None, help="The EAGLE-3 drafter's config.json (or its model folder).")
+@click.option("--pipeline-parallel", "--pipeline-parallel-size", "-pp", "pipeline_parallel", type=click.IntRange(min=1),
+              default=None, help="Pipeline-parallel size for the serving chain.")
+@click.option("--runner", type=click.Choice(["auto", "v1", "v2"]), default="auto", show_default=True,
+              help="vLLM model runner to model.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "dot", "mermaid"]), default="text",
+              show_default=True, help="json for tools, dot for Graphviz, mermaid to paste into a pull request.")
 @click.option("--plugin", "plugins", multiple=True, metavar="PATH_OR_DIST",
               help="Also analyze an out-of-tree model plugin (a folder or an installed distribution; never imported).")
 @common
 def trace(arch: str, target: str | None, target_config: str | None, cache_dir: str | None, no_cache: bool, debug: bool,
-          plugins: tuple[str, ...] = ()) -> None:
-    """Show how the runner reaches ARCH: gates, call site, MRO, delegation, aux-state loop, fallback."""
+          plugins: tuple[str, ...] = (), draft_config: str | None = None, pipeline_parallel: int | None = None,
+          runner: str = "auto", fmt: str = "text") -> None:
+    """Show how the runner reaches ARCH: the serving chain, gates, call site, MRO, delegation, aux-state loop."""
 
     def run() -> int:
+        import json as json_mod
+
+        from eagle3_lint import trace as trace_mod
         from eagle3_lint.report.text import trace_tree
 
-        ctx = run_check(CheckRequest(target, (arch,), cache_dir, no_cache, target_config, None, debug,
-                                     progress=_progress(True), plugins=plugins))
-        Console().print(trace_tree(ctx, arch))
+        ctx = run_check(CheckRequest(target, (arch,), cache_dir, no_cache, target_config, draft_config, debug,
+                                     progress=_progress(fmt == "text"), plugins=plugins,
+                                     pipeline_parallel=pipeline_parallel, runner=runner))
+        node = trace_mod.build(ctx, arch)
+        if fmt == "json":
+            write_output(json_mod.dumps(trace_mod.to_json(node), indent=2) + "\n", None)
+        elif fmt == "dot":
+            write_output(trace_mod.to_dot(node), None)
+        elif fmt == "mermaid":
+            write_output(trace_mod.to_mermaid(node), None)
+        else:
+            Console().print(trace_tree(node))
         return 0
 
     _guard(debug, run)

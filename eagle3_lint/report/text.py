@@ -10,11 +10,10 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from eagle3_lint import semantic as sem
-from eagle3_lint.graph import ClassKey, Resolved
 from eagle3_lint.guard import printable
 from eagle3_lint.model import Finding, Location, Severity, Status
 from eagle3_lint.report import sorted_verdicts
+from eagle3_lint.trace import NodeKind, Tone, TraceNode
 
 if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
@@ -100,108 +99,22 @@ def render_check(ctx: Context, console: Console, findings: list[Finding], show_a
                       "(--all shows them; JSON and SARIF always carry every finding)")
 
 
-def trace_tree(ctx: Context, arch: str) -> Tree:
-    v = ctx.verdicts[arch]
-    key = ctx.keys.get(arch)
-    c, r = ctx.contract, ctx.runner
-    root = Tree(Text.assemble((_p(arch), "bold"), "  ", (v.status.value, _STATUS_STYLE[v.status]),
-                              f"  supports_eagle3={v.supports_eagle3}"))
-    gates = root.add("config-time gates")
-    if not r.gates:
-        gates.add("none in this tree")
-    for g in r.gates:
-        gates.add(f"{_s(g.path)}:{g.line}: {_s('/'.join(g.methods))} needs {_s(g.config_attr)}.model_type to contain "
-                  f"one of {_s(list(g.allow_list))} (list at line {g.list_line}); else {_s(g.error)}")
-    runner = root.add("runner")
-    for s in r.sites:
-        n = runner.add(f"{_s(s.path)}:{s.line} in {_s(s.function)}(): "
-                       + ((f"if not {_s(c.check_function)}({_s(s.interrogated)}): {_s(s.error)} (line {s.error_line})"
-                           if s.negated
-                           else f"if {_s(c.check_function)}({_s(s.interrogated)}): set the layers, else silently skip them")
-                          if s.checked
-                          else f"calls {_s(s.interrogated)}.{_s(s.setter)}() with no check"))
-        if s.config_function:
-            n.add(f"{_s(s.path)}:{s.config_line}: aux layers from config: {_s(s.config_function)}() reads "
-                  f"{_s(repr(r.config_key))}")
-        if s.fallback:
-            n.add(f"{_s(s.path)}:{s.fallback_line}: else model default: {_s(s.fallback)}()")
-        if s.setter:
-            n.add(f"{_s(s.path)}:{s.setter_line}: then {_s(s.setter)}(aux_layers) on the same object")
-    if r.pp_verifier:
-        runner.add(f"{_s(r.pp_verifier_path)}:{r.pp_verifier_line}: {_s(r.pp_verifier)}() refuses pipeline parallelism "
-                   f"unless the inner decoder sets {_s(r.pp_flag)}")
-    for step in v.evidence:
-        if step.kind == "registry":
-            root.add(f"registry: {_s(step.text)} ({_loc(step.location)})")
-    if key is None:
-        root.add(f"[red]{_s(v.reason)}[/]")
-        return root
-    _class_node(ctx, root, key, "interrogated top-level class", depth=0)
-    fb = root.add("fallback the runner would call")
-    for name in r.fallback_names:
-        hit = ctx.graph.member_origin(key, name)
-        cm = c.member(name)
-        if hit is None:
-            fb.add(f"{_s(name)}(): [red]missing[/] from {_s(key.name)}'s MRO")
-        else:
-            stub = hit[1].stub
-            fb.add(f"{_s(name)}(): from {_s(hit[0].name)} ({_s(ctx.graph.path_of(hit[0]))}:{hit[1].line})"
-                   + (" [yellow]stub body: returns None[/]" if stub else "")
-                   + (" (contract default body)" if cm and cm.has_default and ctx.judge.is_protocol_class(hit[0]) else ""))
-    if not r.fallback_names:
-        fb.add("none: the runner of this tree never asks the model for default layers")
-    own = sem.owner(ctx, key)
-    lay = root.add("aux hidden states")
-    if own is None:
-        lay.add("no class reachable from this one assigns self.layers")
-    else:
-        hops = ".".join(own.path) or "(itself)"
-        lay.add(f"layers owned by {_s(own.key.name)} via self.{_s(hops)} ({_s(ctx.graph.path_of(own.key))}:{own.line})")
-        fwd = sem.forward_of(ctx, own.key)
-        cap = sem.capture(ctx, key)
-        if fwd is None:
-            lay.add("no forward() found")
-        else:
-            p = _s(ctx.graph.path_of(fwd.owner))
-            for lp in fwd.method.loops:
-                if "layers" not in lp.iter_text:
-                    continue
-                lay.add(f"{p}:{lp.line}: for {_s(lp.index_var)}, ... in enumerate({_s(lp.iter_text)}"
-                        + (f", start={_s(lp.start_text)})" if lp.start_text else ")")
-                        + (" [yellow](slice-relative index)[/]" if lp.sliced and not lp.start_text else ""))
-            idiom = cap.idiom if cap is not None else "none"
-            attrs = ", ".join(f"self.{a}" for a in sorted(fwd.attrs_read))
-            lay.add(f"collection idiom: {_s(idiom)}" + (f", compares with {_s(attrs)}" if attrs else "")
-                    + f"; returns aux: {fwd.returns_aux}")
+_TONE_STYLE = {Tone.GOOD: "green", Tone.BAD: "red", Tone.WARN: "yellow", Tone.DIM: "dim", Tone.PLAIN: ""}
+
+
+def trace_tree(node: TraceNode) -> Tree:
+    """The terminal drawing of a trace (trace.py builds it)."""
+    def text(n: TraceNode) -> Text:
+        loc = f" ({n.location})" if n.location is not None else ""
+        style = _TONE_STYLE[n.tone]
+        return Text.assemble((_p(n.label), style + (" bold" if n.kind is NodeKind.ARCHITECTURE else "")), (_p(loc), "dim"))
+
+    def add(parent: Tree, n: TraceNode) -> None:
+        t = parent.add(text(n))
+        for c in n.children:
+            add(t, c)
+
+    root = Tree(text(node))
+    for c in node.children:
+        add(root, c)
     return root
-
-
-def _class_node(ctx: Context, parent: Tree, key: ClassKey, label: str, depth: int) -> None:
-    cf = ctx.graph.class_facts(key)
-    chk = ctx.judge.check_class(key)
-    style = "green" if chk.supports else "red" if chk.supports is False else "dim"
-    node = parent.add(Text.assemble(f"{label}: ", (_p(key.name), "bold"),
-                                    f" ({_p(ctx.graph.path_of(key))}:{cf.line if cf else '?'}) ",
-                                    (f"supports_eagle3={chk.supports}", style)))
-    mro = ctx.graph.mro(key)
-    m = node.add("MRO" + (f" [red]({_s(mro.error)})[/]" if mro.error else ""))
-    for e in mro.entries:
-        if isinstance(e, ClassKey):
-            ecf = ctx.graph.class_facts(e)
-            m.add(f"{_s(e.name)}  {_s(ctx.graph.path_of(e))}:{ecf.line if ecf else '?'}")
-        elif isinstance(e, Resolved):
-            m.add(f"[dim]{_s(e.name)} ({e.kind})[/]")
-    mem = node.add("contract members")
-    present = {n: (o, ln) for n, o, ln in chk.present}
-    for cm in ctx.contract.members:
-        if cm.name in present:
-            o, ln = present[cm.name]
-            mem.add(f"{_s(cm.name)}: from {_s(o.name)} ({_s(ctx.graph.path_of(o))}:{ln})")
-        else:
-            mem.add(f"{_s(cm.name)}: [red]missing[/]")
-    if depth >= 2:
-        return
-    for d in ctx.judge.model_delegations(key):
-        dn = node.add(f"delegates self.{_s(d.attr)} ({_s(d.how)}) at {_s(d.path)}:{d.line}: {_s(d.detail)}")
-        if d.target is not None:
-            _class_node(ctx, dn, d.target, "inner model", depth + 1)
