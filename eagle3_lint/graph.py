@@ -7,7 +7,7 @@ what they reach, not the whole tree. Rules ask named questions (``mro``, ``membe
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
@@ -79,7 +79,6 @@ class ClassGraph:
     _mro: dict[ClassKey, MroResult] = field(default_factory=dict)
     _resolving: set[tuple[str, str]] = field(default_factory=set)
     _mro_depth: int = 0
-    _edges: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
     _deleg: dict[ClassKey, list[Delegation]] = field(default_factory=dict)
 
     # -- facts -----------------------------------------------------------------------------------
@@ -333,16 +332,6 @@ class ClassGraph:
         return None
 
     # -- delegation ---------------------------------------------------------------------------
-    def nx_graph(self) -> "nx.DiGraph":  # type: ignore[name-defined]  # noqa: F821
-        """The inheritance and delegation edges seen so far, as a networkx graph (built on demand:
-        importing networkx costs more than a warm check's whole graph work)."""
-        import networkx as nx
-
-        g = nx.DiGraph()
-        for a, b, attrs in self._edges:
-            g.add_edge(a, b, **attrs)
-        return g
-
     def delegations(self, key: ClassKey) -> list[Delegation]:
         """Wrapper-to-inner edges: attributes that hold another model, from ``__init__``, ``get_language_model`` and ``__getattr__``."""
         hit = self._deleg.get(key)
@@ -394,9 +383,6 @@ class ClassGraph:
                 t = by_attr[d.attr]
                 d = Delegation(d.attr, "__getattr__", t.target, d.detail, d.path, d.line)
             result.append(d)
-        for d in result:
-            if d.target is not None:
-                self._edges.append((str(key), str(d.target), {"kind": "delegates", "attr": d.attr}))
         self._lm_attrs[key] = lm_attrs
         return result
 
@@ -461,12 +447,6 @@ class ClassGraph:
                               f"self.{attr} = init_vllm_registered_model(...): architecture chosen by the checkpoint config",
                               path, sa.line)
         return None
-
-    def inherits_edges(self, key: ClassKey) -> Iterator[tuple[str, str]]:
-        for b in self.bases(key):
-            tgt = str(b.key) if b.key is not None else b.name
-            self._edges.append((str(key), tgt, {"kind": "inherits"}))
-            yield str(key), tgt
 
     # -- where the decoder layers live ----------------------------------------------------------
     def assigns_attr(self, key: ClassKey, attr: str) -> tuple[ClassKey, int] | None:
