@@ -450,25 +450,38 @@ class ClassGraph:
 
     # -- where the decoder layers live ----------------------------------------------------------
     def assigns_attr(self, key: ClassKey, attr: str) -> tuple[ClassKey, int] | None:
-        """The class in the MRO whose ``__init__`` assigns ``self.<attr>``: itself, or in a method
-        it calls as ``self.m(...)`` (MiniCPM's ``_init_layers``), looked up from ``key`` as Python
+        """Where ``self.<attr>`` is assigned for an instance of ``key``: (the class whose code holds the
+        line, the line). In the first ``__init__`` of the MRO that assigns it, itself or in a method it
+        calls as ``self.m(...)`` (MiniCPM's ``_init_layers``), looked up from ``key`` as Python
         dispatches it, two calls deep at most."""
         for e in self.mro(key).entries:
             if isinstance(e, ClassKey):
                 cf = self.class_facts(e)
                 init = cf.methods.get("__init__") if cf else None
                 if init is not None:
-                    line = self._assign_line(key, init, f"self.{attr}", 2, {"__init__"})
-                    if line is not None:
-                        return e, line
+                    hit = self._assign_line(key, e, init, f"self.{attr}", 2, {"__init__"})
+                    if hit is not None:
+                        return hit
         return None
 
-    def _assign_line(self, key: ClassKey, md: Method, target: str, depth: int, seen: set[str]) -> int | None:
+    def _assign_line(self, key: ClassKey, cls: ClassKey, md: Method, target: str, depth: int,
+                     seen: set[str]) -> tuple[ClassKey, int] | None:
         for sa in md.self_assigns:
             if sa.target == target:
-                return sa.line
+                return cls, sa.line
         if depth == 0:
             return None
+        for func, _args, _line in md.calls:
+            name = func[5:] if func.startswith("self.") else ""
+            if not name or "." in name or name in seen:
+                continue
+            seen.add(name)
+            hit = self.method(key, name)
+            if hit is not None and isinstance(hit[1], Method):
+                found = self._assign_line(key, hit[0], hit[1], target, depth - 1, seen)
+                if found is not None:
+                    return found
+        return None
         for func, _args, _line in md.calls:
             name = func[5:] if func.startswith("self.") else ""
             if not name or "." in name or name in seen:

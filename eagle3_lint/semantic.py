@@ -81,6 +81,83 @@ def scoped_archs(ctx: Context) -> Iterator[tuple[str, ClassKey]]:
     return iter(cached)
 
 
+def config_refusal(ctx: Context, arch: str) -> tuple[Any, str] | None:
+    """The config-time gate (``runner.Gate``) that refuses EAGLE-3 for ``arch`` without a target config, with
+    the model_type it was judged by: the name of the module that defines the architecture, which is its
+    ``model_type`` by the convention vLLM and Transformers share (``exaone4.py`` for ``exaone4``). With
+    ``--target-config`` the serving verdict reads the real one; this answer only grades untargeted findings."""
+    entry = ctx.registry.entries.get(arch)
+    if entry is None:
+        return None
+    mt = entry.module.rsplit(".", 1)[-1]
+    for g in ctx.runner.gates:
+        if "eagle3" in g.methods and g.allow_list and not any(a in mt for a in g.allow_list):
+            return g, mt
+    return None
+
+
+def unreachable(ctx: Context, arch: str, past_interface: bool = True) -> str | None:
+    """Why vLLM never gets this far with ``arch`` under EAGLE-3 (so a defect there cannot bite yet), or None:
+    the config-time gate refuses it, or (for a step after the runner's interface check, ``past_interface``)
+    the class fails that check first."""
+    refused = config_refusal(ctx, arch)
+    if refused is not None:
+        g, mt = refused
+        return f"this vLLM refuses EAGLE-3 for model_type {mt!r} at config time ({g.path}:{g.line})"
+    st = status(ctx, arch)
+    if past_interface and st in (Status.PARTIAL, Status.WRAPPER_GAP, Status.UNSUPPORTED):
+        return f"{arch} fails the runner's {ctx.contract.check_function or 'interface'} check first"
+    return None
+
+
+# Where ``SpeculativeConfig`` has lived: its own module from 0.11, the config package before, one file in 0.9.
+SPECULATIVE_CONFIG_HOMES = ("vllm/config/speculative.py", "vllm/config/__init__.py", "vllm/config.py")
+
+
+def drafter_pp_source(ctx: Context) -> tuple[str | None, str, int]:
+    """The ``pipeline_parallel_size=`` expression ``SpeculativeConfig`` gives the drafter's ``ParallelConfig``,
+    with its file and line (0.16: the target's, so the drafter class must support PP; later releases: 1)."""
+    def compute() -> tuple[str | None, str, int]:
+        for rel in SPECULATIVE_CONFIG_HOMES:
+            tree = read_module(ctx, rel)
+            cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "SpeculativeConfig"),
+                       None) if tree is not None else None
+            for node in ast.walk(cls) if cls is not None else ():
+                if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("ParallelConfig"):
+                    for kw in node.keywords:
+                        if kw.arg == "pipeline_parallel_size":
+                            return ast.unparse(kw.value), rel, kw.value.lineno
+        return None, "", 0
+
+    return ctx.memo.get("drafter-pp-source", compute)
+
+
+def supports_pp(ctx: Context, key: ClassKey) -> tuple[bool, bool]:
+    """What vLLM's ``supports_pp`` asks of a class: (``forward`` takes ``intermediate_tensors``, the class has
+    ``make_empty_intermediate_tensors``)."""
+    fwd = method_of(ctx, key, "forward")
+    return (fwd is not None and "intermediate_tensors" in fwd[1].params,
+            ctx.graph.member_origin(key, "make_empty_intermediate_tensors") is not None)
+
+
+def eagle3_pp_refused(ctx: Context) -> str | None:
+    """Why this tree refuses every EAGLE-3 set-up with pipeline parallelism at config time, or None: the drafter
+    gets the target's pipeline-parallel size and no registered EAGLE-3 drafter class supports PP."""
+    def compute() -> str | None:
+        expr, path, line = drafter_pp_source(ctx)
+        if expr is None or expr.strip() == "1":
+            return None
+        drafters = [(a, k) for a, k in ctx.keys.items() if k is not None and "eagle3" in a.lower()
+                    and any(w in ctx.registry.entries[a].source_dict.upper() for w in _DRAFTER_DICT_WORDS)]
+        if not drafters or any(all(supports_pp(ctx, k)) for _a, k in drafters):
+            return None
+        return (f"the drafter gets the target's pipeline_parallel_size ({path}:{line}) and none of the "
+                f"{len(drafters)} registered EAGLE-3 drafter classes supports PP, so vLLM refuses EAGLE-3 with "
+                "pipeline parallelism at config time")
+
+    return ctx.memo.get("eagle3-pp-refused", compute)
+
+
 def status(ctx: Context, arch: str) -> Status | None:
     v = ctx.verdicts.get(arch)
     return v.status if v is not None else None
@@ -143,11 +220,15 @@ class Owner:
 
     key: ClassKey
     hops: tuple[Hop, ...]
-    line: int
+    line: int  # where ``self.layers`` is assigned ...
+    where: ClassKey  # ... in the code of this class (a base's ``__init__``, or an init helper's class)
 
     @property
     def path(self) -> tuple[str, ...]:
         return tuple(h.attr for h in self.hops)
+
+    def location(self, ctx: Context) -> Location:
+        return Location(ctx.graph.path_of(self.where), self.line)
 
 
 def delegations(ctx: Context, key: ClassKey) -> list[Delegation]:
@@ -185,11 +266,11 @@ def lm_attr(ctx: Context, key: ClassKey) -> str | None:
     return None
 
 
-def assigns_layers(ctx: Context, key: ClassKey) -> int | None:
-    """Line where some method of the MRO (``__init__`` or an init helper) assigns ``self.layers``."""
+def assigns_layers(ctx: Context, key: ClassKey) -> tuple[ClassKey, int] | None:
+    """Where some method of the MRO (``__init__`` or an init helper) assigns ``self.layers``: (class, line)."""
     hit = ctx.graph.assigns_attr(key, "layers")
     if hit is not None:
-        return hit[1]
+        return hit
     for e in ctx.graph.mro(key).entries:
         if not isinstance(e, ClassKey) or is_interface_class(ctx, e):
             continue
@@ -201,7 +282,7 @@ def assigns_layers(ctx: Context, key: ClassKey) -> int | None:
                 continue
             for sa in md.self_assigns:
                 if sa.target == "self.layers":
-                    return sa.line
+                    return e, sa.line
     return None
 
 
@@ -209,15 +290,15 @@ def owner(ctx: Context, key: ClassKey, hops: tuple[Hop, ...] = (), seen: frozens
     """The class reachable through model delegations that owns ``self.layers`` (language model first, then ``.model``)."""
     if key in seen or len(hops) > _MAX_DEPTH:
         return None
-    line = assigns_layers(ctx, key)
-    if line is not None:
+    hit = assigns_layers(ctx, key)
+    if hit is not None:
         # ``self.layers = Plamo3Decoder(...)``: a module that holds the real layer list.
         inner = delegate(ctx, key, "layers")
         if inner is not None and inner not in seen and inner != key:
             deeper = owner(ctx, inner, (*hops, Hop("layers", inner)), seen | {key})
             if deeper is not None:
                 return deeper
-        return Owner(key, hops, line)
+        return Owner(key, hops, hit[1], hit[0])
     lm = ctx.graph.language_model_attrs(key) | ({lm_attr(ctx, key)} - {None})
     dels = [d for d in delegations(ctx, key) if d.target is not None]
     dels.sort(key=lambda d: (d.attr not in lm and d.attr != "language_model", d.attr != "model", d.attr))

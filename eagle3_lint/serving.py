@@ -312,28 +312,12 @@ def _drafter_class(ctx: Context, da: dr.DraftAnalysis | None) -> ServingStep:
                        f"{how} {_ids(names)}; {registered[0]} -> {e.module}.{e.class_name}", where)
 
 
-SPECULATIVE_CONFIG = "vllm/config/speculative.py"
-
-
-def _draft_pp_expr(ctx: Context) -> tuple[str | None, int]:
-    """The ``pipeline_parallel_size=`` the tree gives the drafter's ``ParallelConfig`` (0.16: the target's; later: 1)."""
-    import ast
-
-    tree = sem.read_module(ctx, SPECULATIVE_CONFIG)
-    for node in ast.walk(tree) if tree is not None else ():
-        if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("ParallelConfig"):
-            for kw in node.keywords:
-                if kw.arg == "pipeline_parallel_size":
-                    return ast.unparse(kw.value), kw.value.lineno
-    return None, 0
-
-
 def _drafter_pp(ctx: Context, da: dr.DraftAnalysis | None, pp: int) -> ServingStep:
     """Where the drafter gets the target's pipeline-parallel size, ``verify_with_parallel_config`` refuses a
     drafter class that does not support PP (``supports_pp``: the interface's members and an
     ``intermediate_tensors`` parameter of ``forward``), at config time."""
-    expr, line = _draft_pp_expr(ctx)
-    where = _loc(SPECULATIVE_CONFIG, line)
+    expr, path, line = sem.drafter_pp_source(ctx)
+    where = _loc(path, line)
     if expr is None:
         return ServingStep(Gate.CONFIG_GATE, StepResult.PASS, "the drafter's parallel config is not derived from the "
                            "target's here", None)
@@ -347,9 +331,7 @@ def _drafter_pp(ctx: Context, da: dr.DraftAnalysis | None, pp: int) -> ServingSt
     key = ctx.keys.get(da.fc.drafter_class)
     if key is None:
         return ServingStep(Gate.CONFIG_GATE, StepResult.UNKNOWN, f"{da.fc.drafter_class} cannot be resolved", where)
-    fwd = sem.method_of(ctx, key, "forward")
-    has_param = fwd is not None and "intermediate_tensors" in fwd[1].params
-    has_member = ctx.graph.member_origin(key, "make_empty_intermediate_tensors") is not None
+    has_param, has_member = sem.supports_pp(ctx, key)
     if has_param and has_member:
         return ServingStep(Gate.CONFIG_GATE, StepResult.PASS,
                            f"the drafter gets pipeline_parallel_size={expr} and {key.name} supports PP", where)

@@ -192,8 +192,9 @@ def _layers(ctx: Context, key: ClassKey) -> TraceNode:
         return _node(NodeKind.LAYERS, "aux hidden states", children=[
             _node(NodeKind.NOTE, "no class reachable from this one assigns self.layers", tone=Tone.BAD)])
     hops = ".".join(own.path) or "(itself)"
-    kids = [_node(NodeKind.LAYERS, f"layers owned by {own.key.name} via self.{hops}",
-                  _loc(ctx.graph.path_of(own.key), own.line), ref=str(own.key))]
+    kids = [_node(NodeKind.LAYERS, f"layers owned by {own.key.name} via self.{hops}"
+                  + (f" (assigned in {own.where.name})" if own.where != own.key else ""), own.location(ctx),
+                  ref=str(own.key))]
     fwd = sem.forward_of(ctx, own.key)
     cap = sem.capture(ctx, key)
     if fwd is None:

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from eagle3_lint import semantic as sem
 from eagle3_lint.model import Finding, Location, Severity
 
 if TYPE_CHECKING:
@@ -61,11 +62,29 @@ def any_targeted(ctx: Context, archs: Iterable[str]) -> bool:
     return any(ctx.is_targeted(a) for a in archs)
 
 
-def severity_for(ctx: Context, archs: Iterable[str], default: Severity) -> Severity:
-    """With ``--arch``, a finding that affects none of the targets is a warning, so the gate is about them."""
-    if ctx.targeted and not any_targeted(ctx, archs) and default is Severity.ERROR:
+def severity_for(ctx: Context, archs: Iterable[str], default: Severity, past_interface: bool = True) -> Severity:
+    """Severity follows the serving chain. With ``--arch``, a finding that affects none of the targets is a
+    warning, so the gate is about them. For architectures nobody targets, a defect that an earlier gate makes
+    unreachable for every affected architecture (the config-time model_type gate refuses them, or they fail the
+    interface check first) is reported as a warning, not an error."""
+    archs = list(archs)
+    if default is not Severity.ERROR or any_targeted(ctx, archs):
+        return default
+    if ctx.targeted or (archs and all(sem.unreachable(ctx, a, past_interface) for a in archs)):
         return Severity.WARNING
     return default
+
+
+def unreachable_note(ctx: Context, archs: Iterable[str], past_interface: bool = True) -> str:
+    """`` (unreachable: why)`` for a finding downgraded because every affected architecture is unreachable."""
+    archs = list(archs)
+    if any_targeted(ctx, archs) or not archs:
+        return ""
+    whys = [sem.unreachable(ctx, a, past_interface) for a in archs]
+    if not all(whys):
+        return ""
+    first = whys[0]
+    return f" (not reached today: {first}" + (f", and likewise for the {len(archs) - 1} other(s))" if len(archs) > 1 else ")")
 
 
 def wants_fix(ctx: Context, archs: Iterable[str]) -> bool:

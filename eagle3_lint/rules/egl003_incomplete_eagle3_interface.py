@@ -113,7 +113,7 @@ def _finding(ctx: Context, g: itf.Group) -> Finding:
                f"bodies are stubs in this version, so {c.check_function}() passes and the runner's "
                f"{c.setter}(...) sets nothing")
     msg += f"; architectures: {itf.arch_list(g.archs)}"
-    return make(META, msg, g.location, severity=itf.severity_for(ctx, g.archs, META.severity),
+    return make(META, msg, g.location, severity=itf.severity_for(ctx, g.archs, META.severity, past_interface=False),
                 architecture=itf.primary_arch(ctx, g.archs), symbol=key.name)
 
 

@@ -51,7 +51,6 @@ from eagle3_lint.model import (
     Edit,
     Finding,
     Fix,
-    Location,
     Severity,
     Status,
     Step,
@@ -140,8 +139,8 @@ def _finding(ctx: Context, g: itf.Group) -> Finding:
     top: ClassKey = g.data["top"]  # type: ignore[assignment]
     where = "self." + ".".join(own.path) if own.path else "self"
     owner_txt = f"{own.key.name} (at {where} of {top.name})"
-    related = [Step("layers", f"{own.key.name} owns self.layers",
-                    Location(ctx.graph.path_of(own.key), own.line))]
+    related = [Step("layers", f"{own.key.name} owns self.layers"
+                    + (f" (assigned in {own.where.name})" if own.where != own.key else ""), own.location(ctx))]
     eff: sem.Effect | None = g.data.get("effect")  # type: ignore[assignment]
     if eff is not None and eff.method_owner is not None and eff.line:
         related.append(Step("setter", eff.detail, sem.method_location(ctx, eff.method_owner, eff.line)))
@@ -173,7 +172,7 @@ def _finding(ctx: Context, g: itf.Group) -> Finding:
         assert eff is not None
         msg = f"{eff.detail} ({top.name} inherits the default {ctx.contract.setter}())"
         symbol = holder.name
-    msg += f"; architectures: {itf.arch_list(g.archs)}"
+    msg += f"; architectures: {itf.arch_list(g.archs)}" + itf.unreachable_note(ctx, g.archs)
     return make(META, msg, g.location, severity=itf.severity_for(ctx, g.archs, META.severity),
                 architecture=itf.primary_arch(ctx, g.archs), symbol=symbol,
                 related=tuple(related))

@@ -65,6 +65,7 @@ from typing import TYPE_CHECKING
 from eagle3_lint import semantic as sem
 from eagle3_lint.facts import Loop, Method, Use
 from eagle3_lint.graph import ClassKey
+from eagle3_lint.runner import RunnerKind
 from eagle3_lint.model import (
     Applicability,
     Edit,
@@ -223,9 +224,17 @@ def _severity(ctx: Context, key: ClassKey, runners: list[_Runner]) -> tuple[Seve
             msg = (f"this vLLM runs EAGLE-3 with pipeline parallelism here: {flagged[0]}, so {rp.pp_verifier} "
                    f"({vloc}) lets PP through and start_layer != 0 on every rank but the first")
             return Severity.ERROR, msg, related
-        msg = (f"latent: {rp.pp_verifier} ({vloc}) refuses pipeline parallelism for EAGLE-3 unless the decoder sets "
-               f"{rp.pp_flag} = True, and {own_why}, so start_layer is 0 whenever this runs; the index is wrong as "
-               "soon as the flag is set")
+        v1_site = rp.site_for(RunnerKind.V1) if rp.site_for(RunnerKind.V2) is not None else None
+        other = (f"; the V1 runner ({v1_site.path}) has no such verifier, so with VLLM_USE_V2_MODEL_RUNNER=0 the index "
+                 "is wrong under PP already" if v1_site is not None and v1_site.path != rp.pp_verifier_path else "")
+        runner_txt = "the V2 runner's " if other else ""
+        msg = (f"latent: {runner_txt}{rp.pp_verifier} ({vloc}) refuses pipeline parallelism for EAGLE-3 unless the "
+               f"decoder sets {rp.pp_flag} = True, and {own_why}, so on that runner start_layer is 0 whenever this "
+               f"runs; the index is wrong as soon as the flag is set{other}")
+        return Severity.WARNING, msg, related
+    refused = sem.eagle3_pp_refused(ctx)
+    if refused is not None:
+        msg = f"latent: {refused}, so start_layer is 0 whenever this runs with EAGLE-3"
         return Severity.WARNING, msg, related
     for r in runners[:4]:
         k = ctx.keys.get(r.arch)
@@ -234,6 +243,13 @@ def _severity(ctx: Context, key: ClassKey, runners: list[_Runner]) -> tuple[Seve
             related.append(Step("architecture", f"{r.arch} passes supports_eagle3() and runs this forward",
                                 Location(ctx.graph.path_of(k), cf.line)))
     pp_runners = [r for r in runners if r.pp is not False]
+    live = [r for r in pp_runners if sem.config_refusal(ctx, r.arch) is None]
+    if pp_runners and not live:
+        g, _mt = sem.config_refusal(ctx, pp_runners[0].arch) or (None, "")
+        msg = (f"latent: {_names(pp_runners)} run{'s' if len(pp_runners) == 1 else ''} this forward, but this vLLM "
+               f"refuses EAGLE-3 for their model_type at config time ({g.path}:{g.line})" if g else "latent")
+        return Severity.WARNING, msg, related
+    pp_runners = live
     one = len(pp_runners) == 1
     if pp_runners:
         msg = ("nothing in this tree refuses pipeline parallelism for EAGLE-3 (the runner has no PP verifier), and "
