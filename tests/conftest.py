@@ -42,6 +42,19 @@ def real_trees() -> RealTrees:
     return RealTrees()
 
 
+def unmarked_real(items: list[pytest.Item]) -> list[str]:
+    """Tests that take ``real_trees`` without the ``real`` marker: they would download releases in the
+    fast set (``-m 'not real and not oracle'``), which must run offline."""
+    return [item.nodeid for item in items
+            if "real_trees" in getattr(item, "fixturenames", ()) and item.get_closest_marker("real") is None]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    missing = unmarked_real(items)
+    if missing:
+        raise pytest.UsageError("tests use real_trees without @pytest.mark.real: " + ", ".join(missing))
+
+
 def materialize(case_dir: Path, dest: Path) -> Path:
     """Copy a sample case (its base, then its own files on top) to ``dest``; returns the tree root."""
     from eagle3_lint._compat import tomllib

@@ -86,6 +86,7 @@ def test_sample_trees_sarif_validates(case: Path, tmp_path: Path) -> None:
         assert rd["defaultConfiguration"]["level"] in ("error", "warning", "note")
 
 
+@pytest.mark.real
 def test_real_v016_kimi_sarif(real_trees: Any, tmp_path: Path) -> None:
     root = real_trees.get("0.16.0")
     p, doc = cli_json("check", str(root), "--arch", KIMI, "--format", "sarif", cwd=tmp_path)
@@ -110,6 +111,7 @@ def test_real_v016_kimi_sarif(real_trees: Any, tmp_path: Path) -> None:
     assert inv["executionSuccessful"] is True and inv["toolExecutionNotifications"] == []
 
 
+@pytest.mark.real
 def test_real_v016_fixes_match_diff(real_trees: Any) -> None:
     """Every fix on the real tree (all architectures targeted, unsafe ones too) round-trips."""
     from eagle3_lint.app import CheckRequest, run_check

@@ -63,6 +63,7 @@ def test_cli_report_with_suppressions_and_baseline_validates(tmp_path: Path) -> 
         validate_report(rep)
 
 
+@pytest.mark.real
 @pytest.mark.parametrize("version, arch", [("0.16.0", "KimiK25ForConditionalGeneration"),
                                            ("0.9.2", "LlamaForCausalLM"), ("0.33.0", "LlamaForCausalLM")])
 def test_real_reports_validate(real_trees: Any, tmp_path: Path, version: str, arch: str) -> None:
