@@ -20,7 +20,6 @@ from eagle3_lint import baseline as baseline_mod
 from eagle3_lint.config import Settings
 from eagle3_lint.fixes import Plan
 from eagle3_lint.model import Finding, Location
-from eagle3_lint.report import build_report, finding_json
 from eagle3_lint.suppress import Suppression
 
 if TYPE_CHECKING:
@@ -179,20 +178,14 @@ def finalize(ctx: Context, settings: Settings) -> Outcome:
 
 
 def json_report(ctx: Context, out: Outcome) -> dict[str, Any]:
-    """The JSON report (report.build_report) plus fingerprints, suppressed findings and baseline state."""
-    rep = build_report(ctx, out.findings)
-    for fj, fp in zip(rep["findings"], out.fingerprints):
-        fj["fingerprint"] = fp
-    sup = []
-    for s in out.suppressed:
-        fj = finding_json(s.finding)
-        fj["fingerprint"] = s.fingerprint
-        loc = s.suppression.location
-        fj["suppression"] = {"kind": s.suppression.kind, "justification": s.suppression.justification,
-                             "path": loc.path if loc else None, "line": loc.line if loc else None}
-        sup.append(fj)
-    rep["suppressed"] = sup
-    rep["baseline"] = out.baseline.to_json() if out.baseline else None
-    rep["config"] = str(out.settings.config_path) if out.settings.config_path else None
-    return out.paths.json(rep)
+    """The JSON report (report/build.py) with fingerprints, suppressed findings and baseline state."""
+    from eagle3_lint.report.build import report_model
+    from eagle3_lint.report.schema import dump_object
 
+    model = report_model(ctx, out.findings, fingerprints=out.fingerprints,
+                         suppressed=[(s.finding, s.fingerprint, s.suppression) for s in out.suppressed],
+                         baseline=out.baseline,
+                         config=str(out.settings.config_path) if out.settings.config_path else None)
+    rep = dump_object(model)
+    out.paths.json(rep)  # in place
+    return rep

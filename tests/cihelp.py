@@ -54,7 +54,39 @@ def validate_sarif(doc: Any) -> None:
 
 
 def report_schema() -> dict[str, Any]:
-    return json.loads((REPO / "eagle3_lint" / "data" / "report.schema.json").read_text(encoding="utf-8"))
+    """The report schema as the typed model generates it (eagle3_lint/report/schema.py); the shipped file
+    is checked against the same generator (tests/test_ci_schema.py)."""
+    from eagle3_lint.report.schema import report_schema as generated
+
+    return generated()
+
+
+def breaking_changes(old: Any, new: Any, where: str = "") -> list[str]:
+    """What a report valid against ``old`` could fail in ``new``, or a consumer of ``old`` could miss: a
+    property or definition removed, the required set changed, any keyword of an existing node changed,
+    added or removed. New optional properties, new definitions and description texts are additive."""
+    if not (isinstance(old, dict) and isinstance(new, dict)):
+        return [] if old == new else [f"{where or '/'}: {json.dumps(old)[:80]} -> {json.dumps(new)[:80]}"]
+    out: list[str] = []
+    for key in old.keys() | new.keys():
+        at = f"{where}/{key}"
+        if key == "description":
+            continue
+        if key not in new:
+            out.append(f"{at}: removed")
+        elif key not in old:
+            out.append(f"{at}: added to an existing node")
+        elif key in ("properties", "$defs"):
+            for name in old[key]:
+                out += [f"{at}/{name}: removed"] if name not in new[key] else breaking_changes(
+                    old[key][name], new[key][name], f"{at}/{name}")
+        elif key == "required":
+            if old[key] != new[key]:
+                out.append(f"{at}: {sorted(set(new[key]) - set(old[key]))} now required, "
+                           f"{sorted(set(old[key]) - set(new[key]))} no longer")
+        else:
+            out += breaking_changes(old[key], new[key], at)
+    return sorted(out)
 
 
 def strict(schema: Any) -> Any:
