@@ -17,10 +17,20 @@ import pytest
 
 from eagle3_lint.outcome import json_report
 from eagle3_lint.report import SCHEMA_VERSION
-from eagle3_lint.report.schema import DATA_FILE, schema_text
 from eagle3_lint.report.sarif import SARIF_SCHEMA
-from tests.cihelp import (REPO, breaking_changes, cli, cli_json, report_schema, run_case, sample, sample_cases,
-                          sarif_schema, validate_report)
+from eagle3_lint.report.schema import DATA_FILE, schema_text
+from tests.cihelp import (
+    REPO,
+    breaking_changes,
+    cli,
+    cli_json,
+    report_schema,
+    run_case,
+    sample,
+    sample_cases,
+    sarif_schema,
+    validate_report,
+)
 
 SNAPSHOT = REPO / "tests" / "snapshots" / f"report.schema.v{SCHEMA_VERSION}.json"
 
@@ -31,12 +41,12 @@ def test_schema_matches_snapshot(tmp_path: Path) -> None:
     refresh the snapshot (EAGLE3_LINT_REGEN=1); a breaking one cannot, it needs a new schema_version."""
     p = cli("schema", "json", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
-    assert p.stdout == schema_text(), "eagle3_lint/data/report.schema.json is stale: python scripts/report_schema.py --write"
+    assert p.stdout == schema_text(), "data/report.schema.json is stale: python scripts/report_schema.py --write"
     assert SNAPSHOT.is_file(), f"no snapshot for schema_version {SCHEMA_VERSION}: create {SNAPSHOT.name} deliberately"
     recorded = SNAPSHOT.read_text(encoding="utf-8")
     breaking = breaking_changes(json.loads(recorded), json.loads(p.stdout))
-    assert not breaking, (f"breaking change to schema_version {SCHEMA_VERSION}: bump report.schema.SCHEMA_VERSION and add "
-                          "a new snapshot:\n" + "\n".join(breaking))
+    assert not breaking, (f"breaking change to schema_version {SCHEMA_VERSION}: bump report.SCHEMA_VERSION "
+                          "and add a new snapshot:\n" + "\n".join(breaking))
     if os.environ.get("EAGLE3_LINT_REGEN"):
         SNAPSHOT.write_text(p.stdout, encoding="utf-8")
         recorded = p.stdout
@@ -45,10 +55,17 @@ def test_schema_matches_snapshot(tmp_path: Path) -> None:
         "snapshot with EAGLE3_LINT_REGEN=1 and keep schema_version")
 
 
+def test_schema_is_valid_and_versioned() -> None:
+    schema = report_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert schema["properties"]["schema_version"] == {"const": SCHEMA_VERSION}
+
+
 def test_data_file_is_generated() -> None:
     """The shipped file is the generator's output, byte for byte (nobody edits it by hand)."""
     assert DATA_FILE.read_text(encoding="utf-8") == schema_text()
-    p = subprocess.run([sys.executable, "scripts/report_schema.py", "--check"], cwd=REPO, capture_output=True, text=True)
+    p = subprocess.run([sys.executable, "scripts/report_schema.py", "--check"], cwd=REPO, capture_output=True,
+                       text=True)
     assert p.returncode == 0, p.stderr
 
 
@@ -173,7 +190,8 @@ def test_plugin_report_validates(tmp_path: Path) -> None:
     """``--plugin`` adds a "plugins" section and findings on ``<plugin>/...`` paths: JSON and SARIF."""
     from tests.cihelp import SAMPLES, validate_sarif
 
-    args = ("check", str(SAMPLES / "_bases" / "v016_draft"), "--plugin", str(SAMPLES / "_plugins" / "eagle3-demo-plugin"),
+    args = ("check", str(SAMPLES / "_bases" / "v016_draft"),
+            "--plugin", str(SAMPLES / "_plugins" / "eagle3-demo-plugin"),
             "--no-cache", "--arch", "DemoVLForConditionalGeneration")
     p, rep = cli_json(*args, "--format", "json", cwd=tmp_path)
     assert p.returncode in (0, 1), p.stderr

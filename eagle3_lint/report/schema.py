@@ -39,6 +39,7 @@ from typing import Any, ClassVar, Literal, Union
 
 from eagle3_lint.model import Applicability, Severity, Status
 from eagle3_lint.report import SCHEMA_VERSION
+
 DATA_FILE = Path(__file__).resolve().parent.parent / "data" / "report.schema.json"
 
 
@@ -451,7 +452,8 @@ def from_mapping(cls: type[Any], data: Mapping[str, Any]) -> Any:
     names = {_json_name(f): f.name for f in dataclasses.fields(cls)}
     unknown = [k for k in data if k not in names]
     if unknown:
-        raise TypeError(f"report model {cls.__name__} has no field {unknown}: declare it in eagle3_lint/report/schema.py")
+        raise TypeError(f"report model {cls.__name__} has no field {unknown}: "
+                        "declare it in eagle3_lint/report/schema.py")
     return cls(**{names[k]: v for k, v in data.items()})
 
 
@@ -532,7 +534,7 @@ class _Generator:
                 return schema
             self.defs.setdefault(name, schema)
             return {"$ref": f"#/$defs/{name}"}
-        if dataclasses.is_dataclass(tp):
+        if isinstance(tp, type) and dataclasses.is_dataclass(tp):
             name = tp.__dict__.get("DEF")
             if name is None:
                 return self.object_schema(tp)
