@@ -47,7 +47,8 @@ def finding_model(f: Finding, fingerprint: str | rs.Absent = rs.ABSENT) -> rs.Fi
 
 def suppressed_model(f: Finding, fingerprint: str, why: Suppression) -> rs.SuppressedFinding:
     loc = why.location
-    sup = rs.Suppression(kind=why.kind, justification=why.justification,  # type: ignore[arg-type]  # a str today
+    # Suppression.kind is a plain str today; the model names its two values.
+    sup = rs.Suppression(kind=why.kind, justification=why.justification,  # type: ignore[arg-type]
                          path=loc.path if loc else None, line=loc.line if loc else None)
     return rs.SuppressedFinding(**_finding_fields(f), fingerprint=fingerprint, suppression=sup)
 
@@ -68,6 +69,7 @@ def _copy(cls: type[Any], obj: Any, **renamed: Any) -> Any:
 def _contract(ctx: Context) -> rs.Contract:
     c = ctx.contract
     return rs.Contract(
+        # Contract.check is a plain str today; the model names its four values.
         found=c.found, protocol=c.protocol, path=c.path, line=c.line, check=c.check,  # type: ignore[arg-type]
         check_function=c.check_function, runtime_checkable=c.runtime_checkable,
         members=[_copy(rs.Member, m, params=list(m.params)) for m in c.members],

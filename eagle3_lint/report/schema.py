@@ -19,9 +19,9 @@ How a field becomes schema:
 - ``fld(minimum=, pattern=, const=, description=)`` add those keywords; a class's ``DESCRIPTION``
   describes the object, ``OPEN = True`` lets it carry properties it does not list.
 
-Dependency-free on purpose: plain dataclasses and ``typing`` introspection are all the shape needs,
-and the report is built on every run, where an import of pydantic or msgspec would cost more than
-the generator (README, "Design").
+Plain dataclasses with an own generator, not pydantic or msgspec: the tool produces this data, so it
+needs no validation; no dependency is added; and owning the generator keeps the schema in the shape
+consumers already had (README, "Design: the report's typed model", with the import-time figures).
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ ABSENT = Absent()
 Json = Any  # any JSON value; documented as {} in the schema
 
 Engine = Literal["vllm", "sglang"]
-# The serving verdict's vocabulary (/work/notes/serving-spec.md, built in eagle3_lint/serving.py).
+# The serving verdict's vocabulary (its contract; the verdict itself is built in eagle3_lint/serving.py).
 ServingOutcome = Literal["unregistered", "refused-at-config", "drafter-unloadable", "refused-at-load", "pp-refused",
                          "drafter-shape-mismatch", "pp-loses-states", "wrong-layers", "servable", "unknown",
                          "unchecked"]
