@@ -127,7 +127,8 @@ def read(path: str) -> Baseline:
 
 
 def write(path: str, findings: Sequence[Finding], fps: Sequence[str], reader: SnippetReader, vllm_version: str) -> int:
-    rows = sorted((entry(f, fp, reader.line(f.location.path, f.location.line)) for f, fp in zip(findings, fps)),
+    rows = sorted((entry(f, fp, reader.line(f.location.path, f.location.line))
+                   for f, fp in zip(findings, fps, strict=True)),
                   key=lambda e: (e["path"], e["rule"], e["symbol"], e["fingerprint"]))
     doc = {"eagle3_lint_baseline": BASELINE_VERSION, "tool_version": __version__, "vllm_version": vllm_version,
            "findings": rows}

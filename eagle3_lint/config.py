@@ -333,6 +333,6 @@ def resolve(
         severity=fc.severity,
         baseline=baseline or fc.baseline,
         write_baseline=write_baseline,
-        unsafe_fixes=fc.unsafe_fixes if unsafe_fixes is None else unsafe_fixes,
+        unsafe_fixes=bool(fc.unsafe_fixes) if unsafe_fixes is None else unsafe_fixes,
         path_prefixes=parse_path_prefixes(path_prefixes),
     )

@@ -81,13 +81,18 @@ def config_registry(source: SourceTree) -> tuple[dict[str, tuple[str, int]], str
     if tree is None or rel is None:
         return out, ""
     for st in tree.body:
-        target = st.targets[0] if isinstance(st, ast.Assign) and len(st.targets) == 1 else (
-            st.target if isinstance(st, ast.AnnAssign) else None)
-        if not (isinstance(target, ast.Name) and target.id == REGISTRY_NAME) or st.value is None:
+        target: ast.expr
+        v: ast.expr | None
+        if isinstance(st, ast.Assign) and len(st.targets) == 1:
+            target, v = st.targets[0], st.value
+        elif isinstance(st, ast.AnnAssign):
+            target, v = st.target, st.value
+        else:
             continue
-        v = st.value
+        if not (isinstance(target, ast.Name) and target.id == REGISTRY_NAME) or v is None:
+            continue
         if isinstance(v, ast.Dict):  # {"chatglm": ChatGLMConfig, ...}
-            for k, val in zip(v.keys, v.values):
+            for k, val in zip(v.keys, v.values, strict=True):
                 if isinstance(k, ast.Constant) and isinstance(k.value, str):
                     name = val.value if isinstance(val, ast.Constant) and isinstance(val.value, str) else dotted(val)
                     if name:
@@ -107,10 +112,13 @@ def _lazy_map(source: SourceTree) -> dict[str, str]:
         return out
     for st in tree.body:
         v = st.value if isinstance(st, (ast.Assign, ast.AnnAssign)) else None
-        if isinstance(v, ast.Dict) and v.keys and all(
-                isinstance(k, ast.Constant) and isinstance(k.value, str)
-                and isinstance(x, ast.Constant) and isinstance(x.value, str) for k, x in zip(v.keys, v.values)):
-            out.update({k.value: x.value for k, x in zip(v.keys, v.values)})  # type: ignore[union-attr]
+        if not isinstance(v, ast.Dict) or not v.keys:
+            continue
+        pairs = [(k.value, x.value) for k, x in zip(v.keys, v.values, strict=True)
+                 if isinstance(k, ast.Constant) and isinstance(k.value, str)
+                 and isinstance(x, ast.Constant) and isinstance(x.value, str)]
+        if len(pairs) == len(v.keys):  # a dict of string constants only
+            out.update(pairs)
     return out
 
 
@@ -162,7 +170,7 @@ def _text_attr_and_classes(cls: ast.ClassDef) -> tuple[str | None, list[str], in
     for st in cls.body:
         if isinstance(st, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "sub_configs" for t in st.targets) \
                 and isinstance(st.value, ast.Dict):
-            for k, v in zip(st.value.keys, st.value.values):
+            for k, v in zip(st.value.keys, st.value.values, strict=True):
                 if isinstance(k, ast.Constant) and isinstance(k.value, str) and dotted(v):
                     sub_configs[k.value] = dotted(v)
     if init is not None:
@@ -204,7 +212,8 @@ def text_model_type(graph: ClassGraph, source: SourceTree, cfg: dict, config_att
     hit = registry.get(top or "")
     if hit is None:
         return _from_json(cfg, top, steps + [
-            f"{top!r} is not in {REGISTRY_NAME} ({reg_path or CONFIG_MODULE}), so Transformers' AutoConfig builds it"], exact=False)
+            f"{top!r} is not in {REGISTRY_NAME} ({reg_path or CONFIG_MODULE}), so Transformers' AutoConfig builds it"],
+            exact=False)
     cls_name, line = hit
     steps.append(f"{REGISTRY_NAME} maps {top!r} to {cls_name} ({reg_path}:{line})")
     info = _resolve_class(graph, source, CONFIGS_PACKAGE, cls_name, _lazy_map(source))
@@ -221,13 +230,15 @@ def text_model_type(graph: ClassGraph, source: SourceTree, cfg: dict, config_att
         steps.append(f"{cls_name} ({info.where}) has no text sub-config, so hf_text_config is the config itself")
         return TextModelType(mt, top, mt is not None, tuple(steps))
     origins: list[tuple[str, _ClassInfo]] = [(b, _resolve_class(graph, source, info.key.module, b, {})) for b in built]
-    described = [f"{b} ({ti.where})" if ti.key is not None else f"{b} (from {ti.external.rsplit('.', 1)[0]}, outside this tree)"
-                 if ti.external else b for b, ti in origins]
+    described = [f"{b} ({ti.where})" if ti.key is not None
+                 else f"{b} (from {ti.external.rsplit('.', 1)[0]}, outside this tree)" if ti.external
+                 else b for b, ti in origins]
     steps.append(f"{cls_name}.{attr} holds the text config ({path}:{aline})"
                  + (f", built as {' / '.join(described)}" if described else ""))
     sub = cfg.get(attr) if isinstance(cfg.get(attr), dict) else None
     if sub is not None and isinstance(sub.get("model_type"), str):
-        steps.append(f"config.json: {attr}.model_type = {sub['model_type']!r}, which the sub-config keeps as its model_type")
+        steps.append(f"config.json: {attr}.model_type = {sub['model_type']!r}, "
+                     "which the sub-config keeps as its model_type")
         return TextModelType(sub["model_type"], top, True, tuple(steps))
     for b, ti in origins:
         if ti.key is not None:

@@ -360,7 +360,7 @@ class Interpreter:
             local[a.vararg.arg] = tuple(extra_pos)
         elif extra_pos:
             raise Unsupported(f"too many arguments for {fn.name}()", fn.node)
-        for kw, d in zip(a.kwonlyargs, a.kw_defaults):
+        for kw, d in zip(a.kwonlyargs, a.kw_defaults, strict=True):
             if kw.arg in kwargs:
                 local[kw.arg] = kwargs.pop(kw.arg)
             elif d is not None:
@@ -472,7 +472,7 @@ class Interpreter:
         if self.strict:
             raise Unsupported("branch on a value the tool cannot know", st.test)
         # Both sides, then keep what they agree on.
-        envs = []
+        envs: list[dict[str, Any] | None] = []
         for body in (st.body, st.orelse):
             sub = _Frame(dict(frame.local), frame.module)
             try:
@@ -502,7 +502,8 @@ class Interpreter:
 
     def _for(self, st: ast.For, frame: _Frame) -> None:
         it = self._eval(st.iter, frame)
-        if not _concrete(it) or not isinstance(it, (list, tuple, range, set, frozenset, dict, str, enumerate, zip, reversed)):
+        iterable = (list, tuple, range, set, frozenset, dict, str, enumerate, zip, reversed)
+        if not _concrete(it) or not isinstance(it, iterable):
             raise Unsupported("loop over a value the tool cannot know", st.iter)
         broke = False
         for item in list(it):
@@ -567,7 +568,7 @@ class Interpreter:
             seq = list(value)
             if len(seq) != len(target.elts):
                 raise EvalRaise("ValueError", f"cannot unpack {len(seq)} values into {len(target.elts)}", target.lineno)
-            for el, v in zip(target.elts, seq):
+            for el, v in zip(target.elts, seq, strict=True):
                 self._assign(el, v, frame, value_node)
         elif isinstance(target, ast.Subscript):
             obj = self._eval(target.value, frame)
@@ -723,7 +724,7 @@ class Interpreter:
 
     def _e_Dict(self, node: ast.Dict, frame: _Frame) -> Any:
         out: dict[Any, Any] = {}
-        for k, v in zip(node.keys, node.values):
+        for k, v in zip(node.keys, node.values, strict=True):
             if k is None:
                 m = self._eval(v, frame)
                 if isinstance(m, ConfigView):
@@ -847,7 +848,7 @@ class Interpreter:
 
     def _e_Compare(self, node: ast.Compare, frame: _Frame) -> Any:
         left = self._eval(node.left, frame)
-        for op, comp in zip(node.ops, node.comparators):
+        for op, comp in zip(node.ops, node.comparators, strict=True):
             right = self._eval(comp, frame)
             r = self._cmp(op, left, right, node)
             if _is_unknown(r):
@@ -1069,7 +1070,9 @@ class Interpreter:
                 return name in obj.attrs or (obj.fallback is not None and obj.fallback(name) is not NOTHING)
             if _is_unknown(obj):
                 return UNKNOWN
-            return hasattr(obj, name) if isinstance(obj, (str, int, list, tuple, dict)) else self._fail("hasattr()", node)
+            if isinstance(obj, (str, int, list, tuple, dict)):
+                return hasattr(obj, name)
+            return self._fail("hasattr()", node)
         default = args[2] if len(args) > 2 else NOTHING
         try:
             return self._getattr(obj, name, node, default)
@@ -1122,7 +1125,7 @@ def _as_load(target: ast.AST) -> ast.AST:
     t = copy.deepcopy(target)
     for n in ast.walk(t):
         if hasattr(n, "ctx"):
-            n.ctx = ast.Load()  # type: ignore[attr-defined]
+            n.ctx = ast.Load()
     return t
 
 

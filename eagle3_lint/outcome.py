@@ -14,13 +14,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from eagle3_lint import baseline as baseline_mod
 from eagle3_lint.config import Settings
 from eagle3_lint.fixes import Plan
 from eagle3_lint.model import Finding, Location
-from eagle3_lint.report import build_report, finding_json
 from eagle3_lint.suppress import Suppression
 
 if TYPE_CHECKING:
@@ -39,6 +38,12 @@ class PathMap:
                 return to + p[len(frm):]
         return p
 
+    @overload
+    def location(self, loc: Location) -> Location: ...
+
+    @overload
+    def location(self, loc: None) -> None: ...
+
     def location(self, loc: Location | None) -> Location | None:
         return None if loc is None or not self.prefixes else dataclasses.replace(loc, path=self.path(loc.path))
 
@@ -47,7 +52,8 @@ class PathMap:
             return f
         fix = f.fix
         if fix is not None:
-            fix = dataclasses.replace(fix, edits=tuple(dataclasses.replace(e, path=self.path(e.path)) for e in fix.edits))
+            edits = tuple(dataclasses.replace(e, path=self.path(e.path)) for e in fix.edits)
+            fix = dataclasses.replace(fix, edits=edits)
         return dataclasses.replace(
             f, location=self.location(f.location), fix=fix,
             related=tuple(dataclasses.replace(s, location=self.location(s.location)) for s in f.related),
@@ -68,7 +74,7 @@ class PathMap:
             return dataclasses.replace(obj, **changes) if changes else obj
         if isinstance(obj, tuple):
             items = tuple(self.value(v) for v in obj)
-            return obj if all(a is b for a, b in zip(items, obj)) else items
+            return obj if all(a is b for a, b in zip(items, obj, strict=True)) else items
         if isinstance(obj, dict):
             new = {k: self.value(v) for k, v in obj.items()}
             return obj if all(new[k] is obj[k] for k in obj) else new
@@ -131,7 +137,8 @@ class Outcome:
         inline = sum(1 for s in self.suppressed if s.suppression.kind == "inSource")
         external = len(self.suppressed) - inline
         if self.suppressed:
-            lines.append(f"{len(self.suppressed)} finding(s) suppressed ({inline} by comments, {external} by the baseline)")
+            lines.append(f"{len(self.suppressed)} finding(s) suppressed "
+                         f"({inline} by comments, {external} by the baseline)")
         b = self.baseline
         if b is not None and b.written:
             lines.append(f"wrote {b.entries} finding(s) to the baseline {b.path}")
@@ -161,7 +168,7 @@ def finalize(ctx: Context, settings: Settings) -> Outcome:
     everything = active + [f for f, _ in inline]
     fps = baseline_mod.fingerprints(everything, reader)
     active_fps, inline_fps = fps[: len(active)], fps[len(active):]
-    suppressed = [Suppressed(f, s, fp) for (f, s), fp in zip(inline, inline_fps)]
+    suppressed = [Suppressed(f, s, fp) for (f, s), fp in zip(inline, inline_fps, strict=True)]
 
     status: baseline_mod.BaselineStatus | None = None
     bpath = settings.write_baseline or settings.baseline
@@ -172,27 +179,23 @@ def finalize(ctx: Context, settings: Settings) -> Outcome:
         hit, status = baseline_mod.compare(b, active_fps)
         status.written = bool(settings.write_baseline)
         why = f"recorded in the baseline {bpath}"
-        suppressed += [Suppressed(f, Suppression("external", why), fp) for f, fp, h in zip(active, active_fps, hit) if h]
-        active, active_fps = [f for f, h in zip(active, hit) if not h], [fp for fp, h in zip(active_fps, hit) if not h]
+        suppressed += [Suppressed(f, Suppression("external", why), fp)
+                       for f, fp, h in zip(active, active_fps, hit, strict=True) if h]
+        active = [f for f, h in zip(active, hit, strict=True) if not h]
+        active_fps = [fp for fp, h in zip(active_fps, hit, strict=True) if not h]
     suppressed.sort(key=lambda s: s.finding.sort_key())
     return Outcome(active, active_fps, suppressed, status, paths, settings)
 
 
 def json_report(ctx: Context, out: Outcome) -> dict[str, Any]:
-    """The JSON report (report.build_report) plus fingerprints, suppressed findings and baseline state."""
-    rep = build_report(ctx, out.findings)
-    for fj, fp in zip(rep["findings"], out.fingerprints):
-        fj["fingerprint"] = fp
-    sup = []
-    for s in out.suppressed:
-        fj = finding_json(s.finding)
-        fj["fingerprint"] = s.fingerprint
-        loc = s.suppression.location
-        fj["suppression"] = {"kind": s.suppression.kind, "justification": s.suppression.justification,
-                             "path": loc.path if loc else None, "line": loc.line if loc else None}
-        sup.append(fj)
-    rep["suppressed"] = sup
-    rep["baseline"] = out.baseline.to_json() if out.baseline else None
-    rep["config"] = str(out.settings.config_path) if out.settings.config_path else None
-    return out.paths.json(rep)
+    """The JSON report (report/build.py) with fingerprints, suppressed findings and baseline state."""
+    from eagle3_lint.report.build import report_model
+    from eagle3_lint.report.schema import dump_object
 
+    model = report_model(ctx, out.findings, fingerprints=out.fingerprints,
+                         suppressed=[(s.finding, s.fingerprint, s.suppression) for s in out.suppressed],
+                         baseline=out.baseline,
+                         config=str(out.settings.config_path) if out.settings.config_path else None)
+    rep = dump_object(model)
+    out.paths.json(rep)  # in place
+    return rep

@@ -121,7 +121,8 @@ def split(source: SourceTree, num_layers: int, pp_size: int, partition: str | No
                      f"{PP_FUNCTION} raises for this layout: {exc.message}")
     except me.Unsupported as exc:
         return Split(num_layers, pp_size, ref or (), "reference", rel, fn.node.lineno, reads_env, partition,
-                     f"{rel}:{fn.node.lineno} {PP_FUNCTION} could not be evaluated ({exc}); used the reference arithmetic")
+                     f"{rel}:{fn.node.lineno} {PP_FUNCTION} could not be evaluated ({exc}); "
+                     "used the reference arithmetic")
     if ref is not None and tuple(ranges) != ref:
         note = (note + "; " if note else "") + (
             f"the tree's {PP_FUNCTION} differs from the reference arithmetic {list(ref)}; the tree's split is used")

@@ -20,6 +20,7 @@ newest entries (a sweep over 40 releases must not evict itself), the folder its 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from collections.abc import Iterable
@@ -120,10 +121,8 @@ class ReportCache:
 
     @staticmethod
     def _drop(p: Path) -> None:
-        try:
+        with contextlib.suppress(OSError):
             p.unlink()
-        except OSError:
-            pass
 
 
 def _checksum(report: str, stderr: list[str], code: int) -> str:

@@ -54,10 +54,10 @@ class RunnerSite:
     setter: str | None = None
     setter_line: int = 0
     checked: bool = True  # False where the runner calls the methods with no check first
+    negated: bool = True  # ``if not supports_eagle3(...): raise`` (0.12+) vs ``if supports_eagle3(...): set`` (0.11)
     # The site's function calls the tree's relay set-up (``relay_setup`` below): the pipeline's
     # intermediate tensors get slots for the aux states. None: the tree has no such set-up.
     reserves_relay: bool | None = None
-    negated: bool = True  # ``if not supports_eagle3(...): raise`` (0.12+) vs ``if supports_eagle3(...): set`` (0.11)
 
 
 @dataclass(frozen=True)

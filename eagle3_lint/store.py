@@ -455,7 +455,7 @@ class FactStore:
             pending = [pool.apply_async(_worker_extract, (share,)) for share in shares[1:]]
             for rel in shares[0]:
                 yield rel, self._extract(rel)
-            for share, job in zip(shares[1:], pending):
+            for share, job in zip(shares[1:], pending, strict=True):
                 try:
                     packed = job.get()
                 except Exception:  # noqa: BLE001 - a failed child costs time, not results
@@ -497,7 +497,7 @@ class FactStore:
             try:
                 value = pickle.loads(hit[1])
                 self.derived_hits += 1
-                return value  # type: ignore[no-any-return]
+                return value
             except Exception:  # noqa: BLE001 - a damaged entry is recomputed
                 pass
         value = compute(_Reading(self))

@@ -8,7 +8,8 @@ EGL100 findings (ruff's RUF100), each with a safe fix that removes the comment o
 
 Comments are found with ``tokenize`` (so a directive quoted inside a string or docstring is not one),
 only in files whose bytes contain the marker at all: the model files, the runner, gate and
-interface files, and any other file that holds a finding. A file that does not tokenize (it is already an EGL000 finding) is scanned line by line.
+interface files, and any other file that holds a finding. A file that does not tokenize (it is already an
+EGL000 finding) is scanned line by line.
 """
 
 from __future__ import annotations
@@ -139,7 +140,8 @@ def _removal(d: Directive, keep: list[str]) -> Edit:
     return Edit(d.path, d.line, len(before.rstrip()), d.line, d.end_col, "")
 
 
-def unused_findings(directives: dict[str, list[Directive]], ran: Collection[str], known: Collection[str]) -> list[Finding]:
+def unused_findings(directives: dict[str, list[Directive]], ran: Collection[str],
+                    known: Collection[str]) -> list[Finding]:
     out: list[Finding] = []
     for ds in directives.values():
         for d in ds:
@@ -159,7 +161,8 @@ def unused_findings(directives: dict[str, list[Directive]], ran: Collection[str]
                 parts.append(f"{', '.join(unused)} reported nothing on {where}")
             if unknown:
                 parts.append(f"unknown rule id{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}")
-            title = "Remove the unused suppression" if not keep else f"Remove {', '.join(unused + unknown)} from the suppression"
+            title = ("Remove the unused suppression" if not keep
+                     else f"Remove {', '.join(unused + unknown)} from the suppression")
             out.append(make(UNUSED, "unused suppression: " + "; ".join(parts), d.location,
                             fix=Fix(title, (_removal(d, keep),))))
     return out

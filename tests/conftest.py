@@ -32,7 +32,8 @@ class RealTrees:
         self.cache = real_cache_dir()
 
     def get(self, version: str) -> Path:
-        if os.environ.get("EAGLE3_LINT_OFFLINE") and not (target.release_dir(version, self.cache) / target.COMPLETE_MARKER).exists():
+        cached = (target.release_dir(version, self.cache) / target.COMPLETE_MARKER).exists()
+        if os.environ.get("EAGLE3_LINT_OFFLINE") and not cached:
             pytest.skip(f"vllm=={version} not cached and EAGLE3_LINT_OFFLINE is set")
         return target.fetch_release(version, self.cache)
 
@@ -40,6 +41,19 @@ class RealTrees:
 @pytest.fixture(scope="session")
 def real_trees() -> RealTrees:
     return RealTrees()
+
+
+def unmarked_real(items: list[pytest.Item]) -> list[str]:
+    """Tests that take ``real_trees`` without the ``real`` marker: they would download releases in the
+    fast set (``-m 'not real and not oracle'``), which must run offline."""
+    return [item.nodeid for item in items
+            if "real_trees" in getattr(item, "fixturenames", ()) and item.get_closest_marker("real") is None]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    missing = unmarked_real(items)
+    if missing:
+        raise pytest.UsageError("tests use real_trees without @pytest.mark.real: " + ", ".join(missing))
 
 
 def materialize(case_dir: Path, dest: Path) -> Path:

@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.cihelp import broken, cli, cli_json, tree, validate_report
 
 ARCHS = ("--arch", "BadForCausalLM", "--arch", "WorseForCausalLM")
@@ -115,6 +117,7 @@ def test_baseline_from_config_and_errors(tmp_path: Path) -> None:
     assert p.returncode == 2 and "is not an eagle3-lint baseline" in p.stderr
 
 
+@pytest.mark.real
 def test_real_v016_baseline(real_trees: Any, tmp_path: Path) -> None:
     root = real_trees.get("0.16.0")
     base = tmp_path / "b.json"

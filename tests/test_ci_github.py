@@ -7,6 +7,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from eagle3_lint.model import Finding, Location, Severity
 from eagle3_lint.report.github import PER_STEP_LIMIT, annotation, escape_data, escape_property, render
 from tests.cihelp import broken, cli, tree
@@ -91,6 +93,7 @@ def test_cli_github_on_a_tree(tmp_path: Path) -> None:
     assert cli(*args, "--exit-zero", *[a for n in names for a in ("--arch", n)], cwd=tmp_path).returncode == 0
 
 
+@pytest.mark.real
 def test_cli_github_on_real_v016(real_trees: Any, tmp_path: Path) -> None:
     root = real_trees.get("0.16.0")
     p = cli("check", str(root), "--arch", "KimiK25ForConditionalGeneration", "--format", "github", cwd=tmp_path)
