@@ -234,7 +234,9 @@ def serving_verdicts(ctx: Context) -> dict[str, ServingVerdict]:
     out: dict[str, ServingVerdict] = {}
     for arch in ctx.targeted:
         try:
-            out[arch] = serving.verdict(ctx, arch)
+            # Rules (EGL007) may have asked for the chain already; its next step names fixes, so it is
+            # worked out again now that every rule has run.
+            out[arch] = serving.with_next_step(ctx, serving.verdict(ctx, arch))
         except Exception as exc:  # noqa: BLE001 - one architecture's chain must not sink the report
             ctx.errors.append(InternalError(f"serving {arch}", f"{type(exc).__name__}: {exc}", traceback.format_exc()))
     return out

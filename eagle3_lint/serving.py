@@ -22,6 +22,7 @@ and grades them.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
@@ -507,6 +508,12 @@ def _trained(ctx: Context, da: dr.DraftAnalysis, captured: tuple[int, ...] | Non
                            f"{_ids(trained)} ({why}): it runs and accepts fewer tokens", loc)
     return ServingStep(Gate.TRAINED_LAYERS, StepResult.PASS,
                        f"captures the layers the drafter was trained on, {_ids(trained)} ({why})", loc)
+
+
+def with_next_step(ctx: Context, sv: ServingVerdict) -> ServingVerdict:
+    """``sv`` with its next step worked out from the findings as they are now."""
+    nxt = _next_step(ctx, sv.architecture, sv.outcome, sv.stage, list(sv.steps))
+    return sv if nxt == sv.next_step else dataclasses.replace(sv, next_step=nxt)
 
 
 def _looks_carried_over(da: dr.DraftAnalysis) -> bool:

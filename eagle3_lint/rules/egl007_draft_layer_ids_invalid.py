@@ -146,7 +146,7 @@ def check(ctx: Context) -> Iterator[Finding]:
             if intended is not None and tuple(intended) != tuple(f0.ids):
                 named += f" (layers {_ids(intended)} in vLLM's numbering)"
             yield make(META, f"{named} is ignored: {why}; {uses}", Location(da.draft_path, f0.line),
-                       severity=Severity.WARNING, architecture=arch, symbol=f0.name,
+                       severity=_wrong_layers_severity(ctx, arch), architecture=arch, symbol=f0.name,
                        related=runner_rel + default_rel)
 
     if ids is None:
@@ -220,8 +220,8 @@ def check(ctx: Context) -> Iterator[Finding]:
                              f"vLLM uses the ids as-is and captures the states entering layers {_ids(ids)}: one layer "
                              f"early. In vLLM's numbering the drafter's layers are {_ids(intended)}; put those in "
                              f"eagle_aux_hidden_state_layer_ids",
-                       Location(da.draft_path, used.line), severity=Severity.WARNING, architecture=arch,
-                       symbol=used.name, related=runner_rel)
+                       Location(da.draft_path, used.line), severity=_wrong_layers_severity(ctx, arch),
+                       architecture=arch, symbol=used.name, related=runner_rel)
         elif used.convention == dr.INPUT and da.default_ids is not None and len(da.default_ids) == len(int_ids) \
                 and all(a == b - 1 for a, b in zip(int_ids, da.default_ids)):
             yield make(META, f"{used.name} {_ids(used.ids)} is this model's default {_ids(da.default_ids)} minus one: the "
@@ -235,6 +235,53 @@ def check(ctx: Context) -> Iterator[Finding]:
     # 8. Pipeline parallelism.
     if da.pp is not None:
         yield from _pp(ctx, da, collected, arch)
+
+    # 9. The serving chain's blockers no check above names: the drafter class, a config-time PP refusal, the
+    # relay slots the runner never reserves; and the two runners reading the drafter differently.
+    if arch is not None:
+        yield from _serving_blockers(ctx, da, arch)
+
+
+def _wrong_layers_severity(ctx: Context, arch: str | None) -> Severity:
+    """An error where the serving chain knows the drafter's trained layers and they are not what is captured."""
+    if arch is None:
+        return Severity.WARNING
+    from eagle3_lint import serving
+
+    step = serving.verdict(ctx, arch).step(serving.Gate.TRAINED_LAYERS)
+    return Severity.ERROR if step is not None and step.result is serving.StepResult.FAIL else Severity.WARNING
+
+
+def _serving_blockers(ctx: Context, da: dr.DraftAnalysis, arch: str) -> Iterator[Finding]:
+    from eagle3_lint import serving
+    from eagle3_lint.runner import RunnerKind
+
+    sv = serving.verdict(ctx, arch)
+    for st in sv.steps:
+        if st.result is not serving.StepResult.FAIL:
+            continue
+        if st.gate is serving.Gate.DRAFTER_CLASS:
+            yield make(META, f"vLLM cannot build this drafter: {st.message}",
+                       Location(da.draft_path, da.json_line("architectures")), architecture=arch, symbol="architectures",
+                       related=(Step("drafter", "EAGLEConfig / the registry", st.location),))
+        elif st.gate is serving.Gate.CONFIG_GATE and "pipeline_parallel_size" in st.message:
+            yield make(META, f"{arch} with pipeline parallelism {sv.pipeline_parallel}: {st.message}",
+                       st.location or Location(da.draft_path, 1), architecture=arch, symbol="pipeline_parallel_size")
+        elif st.gate is serving.Gate.PP_RELAY and "never calls" in st.message:
+            yield make(META, f"{arch} on the {sv.runner.value.upper() if sv.runner else ''} runner: {st.message}",
+                       st.location or Location(da.draft_path, 1), architecture=arch, symbol="relay")
+    # Where the release has two runners, say when they disagree about this drafter.
+    if sv.runner is not None and len(ctx.runner.kinds) == 2:
+        other = serving.verdict(ctx, arch, RunnerKind.V2 if sv.runner is RunnerKind.V1 else RunnerKind.V1)
+        if (other.aux_layer_ids, other.outcome) != (sv.aux_layer_ids, sv.outcome):
+            def says(v: serving.ServingVerdict) -> str:
+                src = {"drafter-config": "from the drafter config", "model-default": "the model default"}
+                ids = f"ids {_ids(v.aux_layer_ids)} ({src.get(v.aux_layer_ids_source or '', 'unknown source')})"
+                return f"the {v.runner.value.upper() if v.runner else '?'} runner uses {ids} and ends {v.outcome.value}"
+            yield make(META, f"the two runners of this vLLM read this drafter differently: {says(sv)} (the one modelled: "
+                             f"{sv.runner_reason}); {says(other)}",
+                       Location(da.draft_path, da.fields[0].line if da.fields else 1), severity=Severity.WARNING,
+                       architecture=arch, symbol="runner")
 
 
 def _intended(f: dr.IdsField) -> list[int] | None:
