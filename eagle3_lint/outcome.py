@@ -192,7 +192,17 @@ def json_report(ctx: Context, out: Outcome) -> dict[str, Any]:
                              "path": loc.path if loc else None, "line": loc.line if loc else None}
         sup.append(fj)
     rep["suppressed"] = sup
+    from eagle3_lint.report.title import title
+
+    # The short first sentence beside the whole message (a field only added).
+    for fj, f in zip(rep["findings"], out.findings):
+        fj["title"] = title(f)
+    for fj, s in zip(sup, out.suppressed):
+        fj["title"] = title(s.finding)
     rep["baseline"] = out.baseline.to_json() if out.baseline else None
+    failure = out.stale_baseline_failure()
+    if rep["baseline"] is not None and failure:
+        rep["baseline"]["failure"] = failure  # CI=true: why this run fails although no finding is new
     rep["config"] = str(out.settings.config_path) if out.settings.config_path else None
     return out.paths.json(rep)
 
