@@ -392,19 +392,34 @@ def _render(ctx: Context, settings: config_mod.Settings, fmt: str, console: Cons
 
 
 @main.command()
-@click.argument("arch")
-@click.argument("target", required=False)
+@click.argument("args", nargs=-1, metavar="[TARGET]")
+@click.option("--arch", "arch_opt", default=None, help="The architecture to trace (as in check).")
 @click.option("--target-config", default=None, help="The target model's HF config.json.")
 @click.option("--plugin", "plugins", multiple=True, metavar="PATH_OR_DIST",
               help="Also analyze an out-of-tree model plugin (a folder or an installed distribution; never imported).")
 @common
-def trace(arch: str, target: str | None, target_config: str | None, cache_dir: str | None, no_cache: bool, debug: bool,
-          plugins: tuple[str, ...] = ()) -> None:
-    """Show how the runner reaches ARCH: gates, call site, MRO, delegation, aux-state loop, fallback."""
+def trace(args: tuple[str, ...], arch_opt: str | None, target_config: str | None, cache_dir: str | None,
+          no_cache: bool, debug: bool, plugins: tuple[str, ...] = ()) -> None:
+    """Show how the runner reaches an architecture: gates, call site, MRO, delegation, aux-state loop, fallback.
+
+    Same shape as check: ``trace [TARGET] --arch ARCH``; the older ``trace ARCH [TARGET]`` still works.
+    """
 
     def run() -> int:
         from eagle3_lint.report.text import trace_tree
 
+        if arch_opt is not None:
+            if len(args) > 1:
+                raise UsageError(f"trace takes one TARGET with --arch, got {len(args)}: {' '.join(args)}")
+            arch, target = arch_opt, (args[0] if args else None)
+        elif len(args) == 1 and ("==" in args[0] or "/" in args[0] or args[0].endswith(".whl")):
+            raise UsageError(f"trace needs an architecture: eagle3-lint trace {args[0]} --arch ARCH")
+        elif args and len(args) <= 2:
+            arch, target = args[0], (args[1] if len(args) > 1 else None)
+        elif not args:
+            raise UsageError("trace needs an architecture: eagle3-lint trace [TARGET] --arch ARCH")
+        else:
+            raise UsageError(f"trace takes ARCH [TARGET] or [TARGET] --arch ARCH, got {len(args)} arguments")
         ctx = run_check(CheckRequest(target, (arch,), cache_dir, no_cache, target_config, None, debug,
                                      progress=_progress(True), plugins=plugins))
         Console().print(trace_tree(ctx, arch))
@@ -438,7 +453,9 @@ def rules_cmd(fmt: str, write_docs: str | None) -> None:
             t.add_column(col)
         for r in all_rules():
             m = r.meta
-            t.add_row(m.id, m.name, m.severity.value, "yes" if m.fixable else "no", m.summary)
+            # Every severity the reports use for it, default first where it is the most severe.
+            t.add_row(m.id, m.name, "/".join(s.value for s in catalog.severities(r)), "yes" if m.fixable else "no",
+                      m.summary)
         Console().print(t)
         return 0
 
@@ -498,6 +515,12 @@ def matrix(targets: tuple[str, ...], releases: str | None, use_index: bool, arch
         from eagle3_lint import matrix as matrix_mod
 
         specs = matrix_mod.targets_from(list(targets), releases, cache_dir, use_index)
+        if releases and not use_index:
+            picked = [t.split("==", 1)[1] for t in specs if t.startswith("vllm==")]
+            gaps = matrix_mod.missing_series(releases, picked)
+            click.echo(f"eagle3-lint: --releases {releases}: {len(picked)} cached release(s) ({', '.join(picked)})"
+                       + (f"; none of {', '.join(gaps)} is in the cache" if gaps else "")
+                       + "; add --index to list PyPI's releases and fetch the missing ones", err=True)
         m = matrix_mod.run(specs, cache_dir, jobs, use_cache=not no_cache)
         rows = matrix_mod.select_rows(m, archs, changed)
         if fmt == "json":
@@ -512,10 +535,8 @@ def matrix(targets: tuple[str, ...], releases: str | None, use_index: bool, arch
             else:
                 write_output(text, None)
         else:
-            # One column per release: give the table the width it needs rather than squeezing it.
-            need = 40 + 14 + 12 + sum(len(label) + 3 for label in m.labels)
+            # One column per release: render_table gives the table the width its content needs.
             console = Console(file=open(output, "w", encoding="utf-8") if output else None)
-            console.width = max(console.width, need)
             matrix_mod.render_table(m, rows, console)
         failed = [r for r in m.releases if r.error]
         for r in failed:
