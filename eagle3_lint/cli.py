@@ -321,7 +321,8 @@ def _fix(req: CheckRequest, settings: config_mod.Settings, output: str | None, d
         ctx2 = run_check(again)
         out2 = outcome_mod.finalize(ctx2, settings)
         mine = split(ctx2, out2.findings)[0]
-        say(summary_line(mine, settings.unsafe_fixes).rstrip(".") + f" ({fixed} fixed, {len(mine)} remaining).")
+        before = len(split(ctx, out.findings)[0])
+        say(f"Found {before} finding{'' if before == 1 else 's'} ({fixed} fixed, {len(mine)} remaining).")
         if plan.held_back_unsafe:
             say(f"{plan.held_back_unsafe} unsafe fix(es) held back; rerun with --unsafe-fixes")
         if plan.conflicts:

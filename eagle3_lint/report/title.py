@@ -41,9 +41,8 @@ def title(f: Finding) -> str:
     elif r == "EGL004":
         t = f"{who}: the layer owner{(' ' + sym) if sym and sym != arch else ''} never collects or returns the aux hidden states"
     elif r == "EGL005":
-        risk = "captures the wrong layers under pipeline parallelism" if f.severity is Severity.ERROR \
-            else "latent: wrong layers once pipeline parallelism reaches it"
-        t = f"{sym or who} compares a slice-relative layer index with absolute aux-layer ids ({risk})"
+        risk = "wrong layers under pipeline parallelism" if f.severity is Severity.ERROR else "latent"
+        t = f"{sym or who} compares its slice-relative index with absolute aux-layer ids ({risk})"
     elif r == "EGL006":
         head = _first_sentence(f.message).split(":")[0]
         t = head if sym and head.startswith(sym) and len(head) < 100 else \
