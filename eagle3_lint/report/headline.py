@@ -191,7 +191,10 @@ def verdict_line(ctx: Context, arch: str, findings: Sequence[Finding] | None = N
     if sv is not None:
         what = _serving_phrase(sv)
     elif arch in ctx.verdicts:
-        what = " and ".join(_class_phrases(ctx, arch, fs))
+        phrases = _class_phrases(ctx, arch, fs)
+        if len(phrases) == 2 and phrases[0].startswith("refused ") and phrases[1].startswith("refused "):
+            phrases[1] = phrases[1][len("refused "):]  # "refused at config time (...) and at load (...)"
+        what = " and ".join(phrases)
     else:
         what = "not in this tree's registry"
     tail = f" -- {_count(blockers, 'blocker')}" if blockers else " -- no blocker found"

@@ -140,8 +140,8 @@ def _statistics(console: Console, findings: list[Finding], o: TextOptions) -> No
         rows.setdefault(f.rule, []).append(f)
     for rule, fs in sorted(rows.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         fix = "[*]" if any(_mark(f, o.unsafe_fixes) for f in fs) else "   "
-        console.print(Text.assemble(f"{len(fs):5d}\t", (rule, _SEV_STYLE[max(fs, key=lambda f: f.severity.rank).severity]),
-                                    f"\t{fix}\t{fs[0].name}"), soft_wrap=not o.wrap)
+        console.print(Text.assemble(f"{len(fs):5d}  ", (rule, _SEV_STYLE[max(fs, key=lambda f: f.severity.rank).severity]),
+                                    f"  {fix}  {fs[0].name}"), soft_wrap=not o.wrap)
 
 
 def _findings(console: Console, findings: list[Finding], o: TextOptions) -> None:
@@ -203,7 +203,7 @@ def render_check(ctx: Context, console: Console, findings: list[Finding], show_a
         shown = list(findings)
     if targets:
         shown = most_severe_first(shown)
-    if o.quiet:
+    if o.quiet or o.statistics:
         _findings(console, shown, o)
         for e in ctx.errors:
             console.print(f"[red]internal error[/] in {_s(e.where)}: {_s(e.message)}", soft_wrap=soft)

@@ -49,7 +49,8 @@ def title(f: Finding) -> str:
             f"{sym or who}: the runner's default aux-layer getter is missing, a stub or shadowed"
     elif r == "EGL009":
         if f.severity is Severity.ERROR:
-            t = f"{who}: the config-time gate refuses EAGLE-3 for this model_type"
+            mt = f"model_type {sym!r}" if sym else "its model_type"
+            t = f"{who}: {mt} is not on the EAGLE-3 config gate's allow-list"
         else:
             t = f"{who}: model_type not checked against the EAGLE-3 config gate (pass --target-config)"
     else:
