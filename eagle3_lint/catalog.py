@@ -89,6 +89,9 @@ def severities(r: Rule) -> tuple[Severity, ...]:
     except (OSError, TypeError):
         text = ""
     found.update(Severity[m] for m in _SEVERITY_USE.findall(text))
+    if "severity_for(" in text:
+        # rules/_interface.severity_for: under --arch, an error that affects no target is a warning.
+        found.add(Severity.WARNING)
     return tuple(sorted(found, key=lambda s: -s.rank))
 
 

@@ -268,14 +268,14 @@ def test_hook_files_cover_the_configuration_and_the_baseline() -> None:
 
 @pytest.mark.real
 def test_matrix_columns_fit_their_content_and_missing_releases_are_named(real_trees: object) -> None:
-    for v in ("0.9.2", "0.11.0"):
+    for v in ("0.11.0", "0.16.0"):
         real_trees.get(v)  # type: ignore[attr-defined]
     cache = str(real_trees.cache)  # type: ignore[attr-defined]
-    p = cli("matrix", "--releases", "0.9.2..0.11.0", "--arch", KIMI, "--arch", "LlamaForCausalLM",
+    p = cli("matrix", "--releases", "0.11.0..0.16.0", "--arch", KIMI, "--arch", "LlamaForCausalLM",
             "--cache-dir", cache, env={"COLUMNS": "40"})
     assert p.returncode == 0, p.stderr
-    assert "…" not in p.stdout and "0.11.0" in p.stdout and KIMI in p.stdout, p.stdout
-    assert "none of 0.10.x is in the cache" in p.stderr and "--index" in p.stderr, p.stderr
+    assert "…" not in p.stdout and "0.11.0" in p.stdout and "0.16.0" in p.stdout and KIMI in p.stdout, p.stdout
+    assert "none of 0.12.x, 0.13.x, 0.14.x, 0.15.x is in the cache" in p.stderr and "--index" in p.stderr, p.stderr
     assert "what each release's own supports_eagle3() says" in " ".join(p.stdout.split())
 
 
