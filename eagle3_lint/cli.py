@@ -152,13 +152,15 @@ TEXT_FORMATS = ["concise", "full", "grouped"]
 @main.command()
 @click.argument("target", required=False)
 @click.option("--arch", "archs", multiple=True, help="Architecture to target (repeatable). Default: report all, flag none.")
-@click.option("--output-format", "output_format", type=click.Choice(["text", *TEXT_FORMATS, *FORMATS[1:]]), default=None,
+@click.option("--output-format", "output_format", type=click.Choice(["text", *TEXT_FORMATS, *FORMATS[1:]]),
+              default=None,
               help="concise (path:line:col: EGLnnn [*] one sentence; the text default), full (with the evidence), "
                    "grouped (by file), json, sarif, github.")
 @click.option("--format", "fmt", type=click.Choice([*FORMATS, *TEXT_FORMATS]), default=None,
               help="Alias of --output-format (text = concise).")
 @click.option("--output", "-o", default=None, help="Write the report (or the patch, with --fix) to this file.")
-@click.option("--fix", "--diff", "do_fix", is_flag=True, help="Emit a unified diff of the fixes (writes nothing to the tree).")
+@click.option("--fix", "--diff", "do_fix", is_flag=True,
+              help="Emit a unified diff of the fixes (writes nothing to the tree).")
 @click.option("--apply", "do_apply", is_flag=True, help="With --fix: write the fixes into the tree, atomically.")
 @click.option("--into", "into", default=None, metavar="DIR", type=click.Path(file_okay=False),
               help="With --fix --apply: write a patched copy of the analysed files into DIR (a new or empty folder) "

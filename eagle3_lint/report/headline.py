@@ -214,7 +214,8 @@ def fixable(findings: Iterable[Finding], unsafe: bool) -> tuple[int, int]:
     return now, later
 
 
-def next_step(ctx: Context, arch: str, findings: Sequence[Finding], invocation: str, unsafe: bool = False) -> str | None:
+def next_step(ctx: Context, arch: str, findings: Sequence[Finding], invocation: str,
+              unsafe: bool = False) -> str | None:
     """The one command to run next for ``arch`` (a patch, a config to pass), or None when done."""
     sv = serving_of(ctx, arch)
     hint = getattr(sv, "next_step", None) if sv is not None else None

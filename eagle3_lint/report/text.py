@@ -140,8 +140,9 @@ def _statistics(console: Console, findings: list[Finding], o: TextOptions) -> No
         rows.setdefault(f.rule, []).append(f)
     for rule, fs in sorted(rows.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         fix = "[*]" if any(_mark(f, o.unsafe_fixes) for f in fs) else "   "
-        console.print(Text.assemble(f"{len(fs):5d}  ", (rule, _SEV_STYLE[max(fs, key=lambda f: f.severity.rank).severity]),
-                                    f"  {fix}  {fs[0].name}"), soft_wrap=not o.wrap)
+        worst = max(fs, key=lambda f: f.severity.rank).severity
+        console.print(Text.assemble(f"{len(fs):5d}  ", (rule, _SEV_STYLE[worst]), f"  {fix}  {fs[0].name}"),
+                      soft_wrap=not o.wrap)
 
 
 def _findings(console: Console, findings: list[Finding], o: TextOptions) -> None:

@@ -39,7 +39,8 @@ def title(f: Finding) -> str:
     elif r == "EGL003":
         t = f"{sym or who} carries part of the EAGLE-3 interface but not all of it, so supports_eagle3() is False"
     elif r == "EGL004":
-        t = f"{who}: the layer owner{(' ' + sym) if sym and sym != arch else ''} never collects or returns the aux hidden states"
+        owner = f" {sym}" if sym and sym != arch else ""
+        t = f"{who}: the layer owner{owner} never collects or returns the aux hidden states"
     elif r == "EGL005":
         risk = "wrong layers under pipeline parallelism" if f.severity is Severity.ERROR else "latent"
         t = f"{sym or who} compares its slice-relative index with absolute aux-layer ids ({risk})"
