@@ -269,10 +269,11 @@ def test_hook_files_cover_the_configuration_and_the_baseline() -> None:
 
 
 @pytest.mark.real
-def test_matrix_columns_fit_their_content_and_missing_releases_are_named(real_trees: object) -> None:
+def test_matrix_columns_fit_their_content_and_missing_releases_are_named(real_trees: object, tmp_path: Path) -> None:
+    # A private cache holding exactly two releases (the shared one gains releases as others fetch them).
     for v in ("0.11.0", "0.16.0"):
-        real_trees.get(v)  # type: ignore[attr-defined]
-    cache = str(real_trees.cache)  # type: ignore[attr-defined]
+        released_copy(real_trees, v, tmp_path / "cache")
+    cache = str(tmp_path / "cache")
     p = cli("matrix", "--releases", "0.11.0..0.16.0", "--arch", KIMI, "--arch", "LlamaForCausalLM",
             "--cache-dir", cache, env={"COLUMNS": "40"})
     assert p.returncode == 0, p.stderr

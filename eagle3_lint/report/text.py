@@ -88,35 +88,39 @@ def _finding_line(f: Finding, o: TextOptions, with_path: bool = True) -> Text:
 def _context(ctx: Context, console: Console, o: TextOptions) -> None:
     """The derivation the verdicts rest on: contract, runner call site, gates, status counts, table."""
     c, r = ctx.contract, ctx.runner
-    console.print(Text.assemble(("eagle3-lint", "bold"), f"  {_p(ctx.source.root_label)}  vLLM {_p(ctx.version)}"))
+
+    def say(x: object) -> None:
+        console.print(x, soft_wrap=not o.wrap)  # hard-wrapped on a terminal only
+
+    say(Text.assemble(("eagle3-lint", "bold"), f"  {_p(ctx.source.root_label)}  vLLM {_p(ctx.version)}"))
     if c.found:
         kinds = ", ".join(f"{_s(m.name)}{'' if m.kind != 'method' else '()'}{'*' if m.has_default and m.kind == 'method' else ''}"
                           for m in c.members)
-        console.print(f"contract: {_s(c.protocol)} at {_s(c.path)}:{c.line} ({c.check} check via "
-                      f"{_s(c.check_text or c.check_function)}); members: {kinds}"
-                      + ("  (* has a default body)" if c.methods_have_defaults else "")
-                      + (f"; mixin {_s(c.mixin)}" if c.mixin else ""))
+        say(f"contract: {_s(c.protocol)} at {_s(c.path)}:{c.line} ({c.check} check via "
+            f"{_s(c.check_text or c.check_function)}); members: {kinds}"
+            + ("  (* has a default body)" if c.methods_have_defaults else "")
+            + (f"; mixin {_s(c.mixin)}" if c.mixin else ""))
     else:
-        console.print(f"contract: no {_s(c.protocol)} Protocol; {_s('; '.join(c.notes))}")
+        say(f"contract: no {_s(c.protocol)} Protocol; {_s('; '.join(c.notes))}")
     site = r.primary
     if site is not None:
-        console.print(f"runner: {_s(site.path)}:{site.line} checks {_s(c.check_function)}({_s(site.interrogated)}); "
-                      f"config key {_s(r.config_key or '-')}; fallback {_s(site.fallback or '-')}(); "
-                      f"setter {_s(site.setter or '-')}()")
+        say(f"runner: {_s(site.path)}:{site.line} checks {_s(c.check_function)}({_s(site.interrogated)}); "
+            f"config key {_s(r.config_key or '-')}; fallback {_s(site.fallback or '-')}(); "
+            f"setter {_s(site.setter or '-')}()")
     else:
-        console.print("runner: no call site found")
+        say("runner: no call site found")
     for g in r.gates:
-        console.print(f"gate: {_s(g.path)}:{g.line} refuses {_s('/'.join(g.methods))} unless {_s(g.config_attr)}.model_type "
-                      f"contains one of {_s(list(g.allow_list))}")
+        say(f"gate: {_s(g.path)}:{g.line} refuses {_s('/'.join(g.methods))} unless {_s(g.config_attr)}.model_type "
+            f"contains one of {_s(list(g.allow_list))}")
 
 
-def _status_counts(ctx: Context, console: Console) -> None:
+def _status_counts(ctx: Context, console: Console, soft: bool = False) -> None:
     counts = {s: 0 for s in Status}
     for v in ctx.verdicts.values():
         counts[v.status] += 1
     console.print(f"vLLM {_s(ctx.version)} ({_s(ctx.source.root_label)}): "
                   + ", ".join(f"[{_STATUS_STYLE[s]}]{counts[s]} {s.value}[/]" for s in Status)
-                  + f" of {len(ctx.verdicts)} architectures")
+                  + f" of {len(ctx.verdicts)} architectures", soft_wrap=soft)
 
 
 def _table(ctx: Context, console: Console, only: tuple[str, ...]) -> None:
@@ -216,11 +220,11 @@ def render_check(ctx: Context, console: Console, findings: list[Finding], show_a
     if o.show_context or o.show_all:
         _context(ctx, console, o)
     if o.show_context or o.show_all or not targets:
-        _status_counts(ctx, console)
+        _status_counts(ctx, console, soft)
         _table(ctx, console, targets if targets and not o.show_all else ())
     _findings(console, shown, o)
     for e in ctx.errors:
-        console.print(f"[red]internal error[/] in {_s(e.where)}: {_s(e.message)}")
+        console.print(f"[red]internal error[/] in {_s(e.where)}: {_s(e.message)}", soft_wrap=soft)
     whom = f" for {', '.join(targets)}" if targets and not o.show_all else ""
     line = summary_line(shown, o.unsafe_fixes, whom)
     if hidden:

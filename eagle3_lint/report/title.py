@@ -42,8 +42,8 @@ def title(f: Finding) -> str:
         owner = f" {sym}" if sym and sym != arch else ""
         t = f"{who}: the layer owner{owner} never collects or returns the aux hidden states"
     elif r == "EGL005":
-        risk = "wrong layers under pipeline parallelism" if f.severity is Severity.ERROR else "latent"
-        t = f"{sym or who} compares its slice-relative index with absolute aux-layer ids ({risk})"
+        risk = "wrong layers with pipeline parallelism" if f.severity is Severity.ERROR else "latent"
+        t = f"{sym or who} compares a slice-relative index with absolute aux-layer ids ({risk})"
     elif r == "EGL006":
         head = _first_sentence(f.message).split(":")[0]
         t = head if sym and head.startswith(sym) and len(head) < 100 else \
