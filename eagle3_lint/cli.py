@@ -28,7 +28,7 @@ from eagle3_lint.app import CheckRequest, exit_code, report_once, run_check, wri
 from eagle3_lint.errors import UsageError
 from eagle3_lint.guard import printable
 from eagle3_lint.report.headline import split
-from eagle3_lint.report.text import OutputFormat, TextOptions, render_check, summary_line
+from eagle3_lint.report.text import OutputFormat, TextOptions, render_check
 from eagle3_lint.reportcache import Replay
 
 if TYPE_CHECKING:
