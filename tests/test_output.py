@@ -27,7 +27,7 @@ from tests.cihelp import REPO, cli, cli_json, sample
 
 KIMI = "KimiK25ForConditionalGeneration"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
-FINDING = re.compile(r"^(\S+?):(\d+):(\d+): (EGL\d{3}) ")
+FINDING = re.compile(r"^(\S+?):(\d+):(\d+): (EGL\d{3})(?: |$)")
 
 
 def in_terminal(args: list[str], cols: int = 80, rows: int = 24, env: dict[str, str] | None = None,
@@ -53,6 +53,34 @@ def in_terminal(args: list[str], cols: int = 80, rows: int = 24, env: dict[str, 
     os.close(master)
     text = b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n")
     return text if raw else ANSI.sub("", text)
+
+
+def in_tmux(args: list[str], tmp: Path, cols: int = 80, rows: int = 24) -> list[str]:
+    """What a ``cols`` x ``rows`` tmux pane shows (its whole history) after the CLI ran in it.
+
+    A real terminal, unlike a bare pseudo-terminal: the transient progress bar of a cold parse is
+    erased as it is on a user's screen, and long lines wrap at the pane's width."""
+    import shlex
+    import time
+
+    sock = str(tmp / "tmux.sock")
+    drop = ("CI", "COLUMNS", "LINES", "TMUX", "NO_COLOR", "FORCE_COLOR")
+    env = {k: v for k, v in os.environ.items() if k not in drop}
+    cmd = f"{shlex.join([sys.executable, '-m', 'eagle3_lint', *args])}; echo __EXIT=$?; sleep 600"
+    subprocess.run(["tmux", "-S", sock, "-f", "/dev/null", "new-session", "-d", "-x", str(cols), "-y", str(rows), cmd],
+                   env=env, check=True, cwd=REPO)
+    try:
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:
+            shown = subprocess.run(["tmux", "-S", sock, "capture-pane", "-p", "-S", "-", "-E", "-"], env=env,
+                                   capture_output=True, text=True, check=True).stdout.split("\n")
+            done = [i for i, line in enumerate(shown) if line.startswith("__EXIT=")]
+            if done:
+                return shown[:done[0]]
+            time.sleep(0.5)
+        raise AssertionError("the command did not finish in the tmux pane")
+    finally:
+        subprocess.run(["tmux", "-S", sock, "kill-server"], env=env, capture_output=True)
 
 
 def screen_rows(text: str, cols: int = 80) -> list[str]:
@@ -87,22 +115,24 @@ def _kimi_path_findings(real_trees: object) -> set[tuple[str, int, str]]:
 
 
 @pytest.mark.real
-def test_readme_first_command_in_an_80x24_terminal_and_piped(real_trees: object) -> None:
+def test_readme_first_command_in_an_80x24_terminal_and_piped(real_trees: object, tmp_path: Path) -> None:
     real_trees.get("0.16.0")  # type: ignore[attr-defined]  # in the default cache, as `vllm==0.16.0` finds it
     args = ["check", "vllm==0.16.0", "--arch", KIMI]
     kimi = _kimi_path_findings(real_trees)
     assert {r for _p, _l, r in kimi} >= {"EGL001", "EGL009"}
-    tty = in_terminal(args)
     piped = cli(*args, env={"COLUMNS": "80"})
     assert piped.returncode == 1, piped.stderr
-    for shown in (tty, piped.stdout):
-        rows = screen_rows(shown)
+    screens = [screen_rows(in_terminal(args)), screen_rows(piped.stdout)]  # a bare pty (warm now), and a pipe
+    if shutil.which("tmux"):
+        screens.append(in_tmux([*args, "--no-cache"], tmp_path))  # a real 80x24 terminal, cold: the bar is erased
+    for rows in screens:
+        shown = "\n".join(rows)
         assert len(rows) <= 15, "\n".join(rows)
-        first = "".join(rows[:10])  # wrapped rows joined back
-        assert first.startswith(f"{KIMI} on vLLM 0.16.0: "), first
-        assert "refused at load (vllm/v1/worker/gpu_model_runner.py:4190)" in first
-        assert "next: eagle3-lint check vllm==0.16.0 --arch KimiK25ForConditionalGeneration --fix" in first
-        found = [FINDING.match(line) for line in shown.splitlines()]
+        first = re.sub(r"\s+", "", "".join(rows[:10]))  # wrapped rows joined back (a terminal drops the spaces)
+        assert rows[0].startswith(f"{KIMI} on vLLM 0.16.0: "), rows
+        assert "refusedatload(vllm/v1/worker/gpu_model_runner.py:4190)" in first, rows
+        assert "next:eagle3-lintcheckvllm==0.16.0--archKimiK25ForConditionalGeneration--fix" in first, rows
+        found = [FINDING.match(line) for line in rows]
         found = [(m.group(1), int(m.group(2)), m.group(4)) for m in found if m]
         assert found and set(found) <= kimi, found  # every finding shown concerns Kimi-K2.5's path
         assert "more about other architectures" in shown
@@ -417,7 +447,8 @@ def test_verdict_line_takes_the_serving_verdict_when_the_context_has_one(real_tr
         architecture=KIMI, outcome="refused-at-config", stage="config-gate", next_step="pass a drafter config",
         steps=(step(gate="registry", result="pass", message="",
                     location=Location("vllm/model_executor/models/registry.py", 1)),
-               step(gate="config-gate", result="fail", message="", location=Location("vllm/config/speculative.py", 698)),
+               step(gate="config-gate", result="fail", message="",
+                    location=Location("vllm/config/speculative.py", 698)),
                step(gate="runner-interface", result="fail", message="",
                     location=Location("vllm/v1/worker/gpu_model_runner.py", 4190))))}
     line = verdict_line(ctx, KIMI)
