@@ -27,8 +27,7 @@ from eagle3_lint import outcome as outcome_mod
 from eagle3_lint.app import CheckRequest, exit_code, report_once, run_check, write_output
 from eagle3_lint.errors import UsageError
 from eagle3_lint.guard import printable
-from eagle3_lint.report.headline import split
-from eagle3_lint.report.text import OutputFormat, TextOptions, render_check
+from eagle3_lint.report.textopts import OutputFormat, TextOptions
 from eagle3_lint.reportcache import Replay
 
 if TYPE_CHECKING:
@@ -103,6 +102,8 @@ def _report_tail(ctx: Context, out: outcome_mod.Outcome, settings: config_mod.Se
     say: Callable[[str], None] = (lambda m: click.echo(m, err=True)) if lines is None else lines.append
     for line in out.notes():
         say(f"eagle3-lint: {line}")
+    from eagle3_lint.report.headline import split
+
     # With targets, only the findings on their serving path decide (--arch X --fail-on warning).
     counted = split(ctx, out.findings)[0] if ctx.targeted else out.findings
     code = exit_code(counted, settings.fail_on, len(ctx.errors))
@@ -292,6 +293,7 @@ def _fix(req: CheckRequest, settings: config_mod.Settings, output: str | None, d
          backup: bool, debug: bool, exit_zero: bool, color: str) -> int:
     """--fix (print the patch), --fix --apply (write it, re-check, exit by what remains), --apply --into DIR."""
     from eagle3_lint import target as target_mod
+    from eagle3_lint.report.headline import split
 
     ctx = run_check(req)
     out = outcome_mod.finalize(ctx, settings)
@@ -375,7 +377,8 @@ def _render(ctx: Context, settings: config_mod.Settings, fmt: str, console: Cons
         report = render_github([out.paths.finding(f) for f in findings], out.stale_baseline_failure())
     else:
         from eagle3_lint.report.draft import render_text as render_draft
-        from eagle3_lint.report.headline import next_step, verdict_line
+        from eagle3_lint.report.headline import next_step, split, verdict_line
+        from eagle3_lint.report.text import render_check
 
         assert console is not None
         targets = ctx.targeted if not text.show_all else ()

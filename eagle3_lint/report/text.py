@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from enum import Enum
 from typing import TYPE_CHECKING
 
 from rich.console import Console
@@ -18,6 +16,7 @@ from eagle3_lint.guard import printable
 from eagle3_lint.model import Applicability, Finding, Location, Severity, Status
 from eagle3_lint.report import sorted_verdicts
 from eagle3_lint.report.headline import fixable, most_severe_first, split
+from eagle3_lint.report.textopts import OutputFormat, TextOptions
 from eagle3_lint.report.title import title
 
 if TYPE_CHECKING:
@@ -43,28 +42,6 @@ def _p(x: object) -> str:
 
 def _loc(loc: Location | None) -> str:
     return f"{_s(loc.path)}:{loc.line}" if loc else ""
-
-
-class OutputFormat(str, Enum):
-    """How findings are printed in the text report (ruff's names)."""
-
-    CONCISE = "concise"  # path:line:col: EGLnnn [*] one sentence
-    FULL = "full"  # today's evidence paragraphs
-    GROUPED = "grouped"  # concise lines under one heading per file
-
-
-@dataclass(frozen=True)
-class TextOptions:
-    fmt: OutputFormat = OutputFormat.FULL
-    show_all: bool = False  # every architecture and every finding, even with targets
-    show_context: bool = False  # the contract / runner / gate preamble and the status table
-    quiet: bool = False  # diagnostics only
-    statistics: bool = False  # one line per rule instead of one per finding
-    show_fixes: bool = False  # each fix's title under its finding
-    wrap: bool = True  # hard-wrap at the console width (only on a terminal)
-    unsafe_fixes: bool = False  # whether --fix would apply unsafe fixes too (the [*] mark)
-    headline: tuple[tuple[str, str | None], ...] = ()  # (verdict line, next step) per target
-    targets: tuple[str, ...] = ()
 
 
 def _mark(f: Finding, unsafe: bool) -> str:
