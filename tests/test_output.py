@@ -455,3 +455,14 @@ def test_verdict_line_takes_the_serving_verdict_when_the_context_has_one(real_tr
     assert line == (f"{KIMI} on vLLM 0.16.0: refused at config time (vllm/config/speculative.py:698) and at load "
                     "(vllm/v1/worker/gpu_model_runner.py:4190) -- 1 blocker")
     assert next_step(ctx, KIMI, ctx.findings, "eagle3-lint check X").endswith("; pass a drafter config")
+
+
+def test_fix_diff_is_coloured_only_for_a_terminal_or_when_asked(tmp_path: Path) -> None:
+    root = sample("slice-relative-aux-index/v016_islice", tmp_path / "t")
+    plain = cli("check", str(root), "--fix", "--no-cache").stdout
+    assert plain.startswith("--- a/vllm/model_executor/models/llama.py") and "\x1b[" not in plain
+    coloured = cli("check", str(root), "--fix", "--color", "always", "--no-cache").stdout
+    assert "\x1b[32m+" in coloured and "\x1b[31m-" in coloured
+    assert ANSI.sub("", coloured) == plain
+    assert "\x1b[" not in in_terminal(["check", str(root), "--fix", "--no-cache"], env={"NO_COLOR": "1"}, raw=True)
+    assert "\x1b[32m+" in in_terminal(["check", str(root), "--fix", "--no-cache"], raw=True)
