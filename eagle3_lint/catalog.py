@@ -13,6 +13,7 @@ Rule pages have one stable address per release, used as SARIF ``helpUri``:
 
 from __future__ import annotations
 
+import inspect
 import os
 import re
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from typing import Any
 
 from eagle3_lint import __version__
 from eagle3_lint.errors import UsageError
+from eagle3_lint.model import Severity
 from eagle3_lint.rules import Rule, all_rules
 
 DOCS_URL = "https://github.com/eagle3-lint/eagle3-lint/blob/v{version}/rules/{id}.md"
@@ -74,9 +76,29 @@ def sections(doc: str) -> dict[str, str]:
     return out
 
 
+_SEVERITY_USE = re.compile(r"\bSeverity\.(ERROR|WARNING|NOTE)\b")
+
+
+def severities(r: Rule) -> tuple[Severity, ...]:
+    """Every severity the rule reports with, most severe first: its default, and those its own module
+    sets on findings (EGL005 is a warning when latent, EGL009 a note without --target-config).
+    Read from the rule's source text, so the list cannot drift from what the reports show."""
+    found = {r.meta.severity}
+    try:
+        text = inspect.getsource(r.module)
+    except (OSError, TypeError):
+        text = ""
+    found.update(Severity[m] for m in _SEVERITY_USE.findall(text))
+    if "severity_for(" in text:
+        # rules/_interface.severity_for: under --arch, an error that affects no target is a warning.
+        found.add(Severity.WARNING)
+    return tuple(sorted(found, key=lambda s: -s.rank))
+
+
 def summary_json(r: Rule) -> dict[str, Any]:
     m = r.meta
-    return {"id": m.id, "name": m.name, "severity": m.severity.value, "fixable": m.fixable, "summary": m.summary,
+    return {"id": m.id, "name": m.name, "severity": m.severity.value,
+            "severities": [s.value for s in severities(r)], "fixable": m.fixable, "summary": m.summary,
             "url": help_uri(m.id)}
 
 

@@ -6,8 +6,11 @@ or internal error. A traceback is printed only with ``--debug``.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
+import os
+import shlex
 import sys
 import traceback
 from collections.abc import Callable
@@ -24,6 +27,7 @@ from eagle3_lint import outcome as outcome_mod
 from eagle3_lint.app import CheckRequest, exit_code, report_once, run_check, write_output
 from eagle3_lint.errors import UsageError
 from eagle3_lint.guard import printable
+from eagle3_lint.report.textopts import OutputFormat, TextOptions
 from eagle3_lint.reportcache import Replay
 
 if TYPE_CHECKING:
@@ -98,7 +102,11 @@ def _report_tail(ctx: Context, out: outcome_mod.Outcome, settings: config_mod.Se
     say: Callable[[str], None] = (lambda m: click.echo(m, err=True)) if lines is None else lines.append
     for line in out.notes():
         say(f"eagle3-lint: {line}")
-    code = exit_code(out.findings, settings.fail_on, len(ctx.errors))
+    from eagle3_lint.report.headline import split
+
+    # With targets, only the findings on their serving path decide (--arch X --fail-on warning).
+    counted = split(ctx, out.findings)[0] if ctx.targeted else out.findings
+    code = exit_code(counted, settings.fail_on, len(ctx.errors))
     stale = out.stale_baseline_failure()
     if stale and code == 0:
         say(f"eagle3-lint: error: {stale}")
@@ -139,13 +147,25 @@ def common(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
+TEXT_FORMATS = ["concise", "full", "grouped"]
+
+
 @main.command()
 @click.argument("target", required=False)
 @click.option("--arch", "archs", multiple=True, help="Architecture to target (repeatable). Default: report all, flag none.")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
+@click.option("--output-format", "output_format", type=click.Choice(["text", *TEXT_FORMATS, *FORMATS[1:]]),
+              default=None,
+              help="concise (path:line:col: EGLnnn [*] one sentence; the text default), full (with the evidence), "
+                   "grouped (by file), json, sarif, github.")
+@click.option("--format", "fmt", type=click.Choice([*FORMATS, *TEXT_FORMATS]), default=None,
+              help="Alias of --output-format (text = concise).")
 @click.option("--output", "-o", default=None, help="Write the report (or the patch, with --fix) to this file.")
-@click.option("--fix", "do_fix", is_flag=True, help="Emit a unified diff of the fixes (writes nothing to the tree).")
+@click.option("--fix", "--diff", "do_fix", is_flag=True,
+              help="Emit a unified diff of the fixes (writes nothing to the tree).")
 @click.option("--apply", "do_apply", is_flag=True, help="With --fix: write the fixes into the tree, atomically.")
+@click.option("--into", "into", default=None, metavar="DIR", type=click.Path(file_okay=False),
+              help="With --fix --apply: write a patched copy of the analysed files into DIR (a new or empty folder) "
+                   "instead of the tree; the way to patch a downloaded release (vllm==X).")
 @click.option("--unsafe-fixes/--no-unsafe-fixes", default=None,
               help="Include fixes marked unsafe (new methods, new loops). Config: unsafe-fixes.")
 @click.option("--backup", is_flag=True, help="With --apply: keep FILE.orig copies.")
@@ -168,9 +188,17 @@ def common(f: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--plugin", "plugins", multiple=True, metavar="PATH_OR_DIST",
               help="Also analyze an out-of-tree model plugin (a folder or an installed distribution; never imported).")
 @click.option("--fail-on", type=click.Choice(["error", "warning", "note"]), default=None,
-              help="Lowest severity that fails the run (default error). Config: fail-on.")
+              help="Lowest severity that fails the run (default error); with targets, only their findings count. "
+                   "Config: fail-on.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
-@click.option("--all", "show_all", is_flag=True, help="Text: list every architecture even with --arch.")
+@click.option("--all", "show_all", is_flag=True, help="Text: every architecture and every finding, even with --arch.")
+@click.option("--show-context", is_flag=True, help="Text: also the contract, runner, gates and the status table.")
+@click.option("--verbose", "-v", is_flag=True, help="Text: same as --show-context.")
+@click.option("--quiet", "-q", is_flag=True, help="Text: print the diagnostics and nothing else.")
+@click.option("--statistics", is_flag=True, help="Text: one line per rule (count, id, fixable, name).")
+@click.option("--show-fixes", is_flag=True, help="Text: the fix under each fixable finding.")
+@click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
+              help="Colour in text output; auto honours NO_COLOR and FORCE_COLOR.")
 @click.option("--config", "config_file", default=None,
               help="Configuration file (pyproject.toml or eagle3-lint.toml). Default: found from the cwd upward.")
 @click.option("--no-config", is_flag=True, help="Ignore configuration files.")
@@ -182,19 +210,27 @@ def common(f: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--path-prefix", multiple=True, metavar="FROM=TO",
               help="Rewrite reported paths starting with FROM (tree-relative) to start with TO (repeatable).")
 @common
-def check(target: str | None, archs: tuple[str, ...], fmt: str, output: str | None, do_fix: bool, do_apply: bool,
-          unsafe_fixes: bool | None, backup: bool, target_config: str | None, draft_config: str | None,
+def check(target: str | None, archs: tuple[str, ...], fmt: str | None, output: str | None, do_fix: bool,
+          do_apply: bool, unsafe_fixes: bool | None, backup: bool, target_config: str | None, draft_config: str | None,
           fail_on: str | None, exit_zero: bool, show_all: bool, config_file: str | None, no_config: bool,
           select: tuple[str, ...], extend_select: tuple[str, ...], ignore: tuple[str, ...], baseline_file: str | None,
           write_baseline: str | None, path_prefix: tuple[str, ...], cache_dir: str | None, no_cache: bool,
           debug: bool, pipeline_parallel: int | None = None, pp_partition: str | None = None,
-          plugins: tuple[str, ...] = (), speculative_config: str | None = None, tensor_parallel: int | None = None,
-          runner: str = "auto", drafter_convention: str | None = None) -> None:
+          plugins: tuple[str, ...] = (), output_format: str | None = None, into: str | None = None,
+          show_context: bool = False, verbose: bool = False, quiet: bool = False, statistics: bool = False,
+          show_fixes: bool = False, color: str = "auto", speculative_config: str | None = None,
+          tensor_parallel: int | None = None, runner: str = "auto", drafter_convention: str | None = None) -> None:
     """Check TARGET: a site-packages or vllm/ folder, a checkout, a .whl, vllm==X.Y.Z, or the installed vllm."""
 
     def run() -> int:
+        if fmt and output_format and fmt != output_format:
+            raise UsageError(f"--format {fmt} and --output-format {output_format} disagree; give one")
+        kind = output_format or fmt or "text"
+        machine = kind in ("json", "sarif", "github")
         if do_apply and not do_fix:
             raise UsageError("--apply needs --fix")
+        if into and not do_apply:
+            raise UsageError("--into needs --fix --apply")
         if do_apply and plugins:
             raise UsageError("--apply does not write into --plugin packages; use --fix and apply the diff in the "
                              "plugin root with git apply -p2")
@@ -203,46 +239,142 @@ def check(target: str | None, archs: tuple[str, ...], fmt: str, output: str | No
                                       baseline=baseline_file, write_baseline=write_baseline,
                                       unsafe_fixes=unsafe_fixes, path_prefixes=path_prefix)
         req = CheckRequest(target, settings.archs, cache_dir, no_cache, target_config, draft_config, debug,
-                           select=settings.selection, progress=_progress(fmt == "text" and not do_fix),
+                           select=settings.selection, progress=_progress(not machine and not do_fix and not quiet),
                            plugins=plugins, pipeline_parallel=pipeline_parallel, pp_partition=pp_partition,
                            runner=runner, drafter_convention=drafter_convention,
                            speculative_config=speculative_config, tensor_parallel=tensor_parallel)
         if do_fix:
-            ctx = run_check(req)
-            out = outcome_mod.finalize(ctx, settings)
-            plan = fixes_mod.plan(ctx.source, out.findings, settings.unsafe_fixes)
-            if do_apply:
-                written = fixes_mod.apply(ctx.source.writable_root, plan, backup)
-                for p in written:
-                    click.echo(f"fixed {p}", err=True)
-            else:
-                write_output(fixes_mod.unified_diff(out.paths.plan(plan)), output)
-            if plan.held_back_unsafe:
-                click.echo(f"{plan.held_back_unsafe} unsafe fix(es) held back; rerun with --unsafe-fixes", err=True)
-            if plan.conflicts:
-                click.echo(f"{plan.conflicts} overlapping edit(s) dropped; rerun --fix after applying", err=True)
-            return _report_tail(ctx, out, settings, debug, exit_zero, None)
+            return _fix(req, settings, output, do_apply, into, backup, debug, exit_zero, color)
 
         console = None
-        if fmt == "text":
+        if not machine:
             # Rendered into a string (the report cache keeps it); a file gets a fixed width and no colour.
-            console = Console(file=io.StringIO(), width=160) if output else Console()
+            console = _text_console(output, color)
         look = () if console is None else (console.width, console.color_system, console.is_terminal,
                                            console.encoding, console.legacy_windows, console.no_color)
+        text = TextOptions(
+            fmt=OutputFormat("concise" if kind == "text" else kind) if not machine else OutputFormat.CONCISE,
+            show_all=show_all, show_context=show_context or verbose, quiet=quiet, statistics=statistics,
+            show_fixes=show_fixes, wrap=output is None and sys.stdout.isatty(),
+            unsafe_fixes=settings.unsafe_fixes)
+        invocation = _invocation(target, archs, target_config)
 
         def render(ctx: Context) -> Replay:
-            return _render(ctx, settings, fmt, console, show_all, debug, exit_zero)
+            return _render(ctx, settings, "text" if not machine else kind, console, text, debug, exit_zero, invocation)
 
         # Runs that write or read other trees are never replayed (reportcache.py).
         cacheable = not (plugins or settings.write_baseline)
-        return _emit(report_once(req, settings, render, (fmt, output is None, look, show_all, exit_zero),
+        return _emit(report_once(req, settings, render, (kind, output is None, look, text, invocation, exit_zero),
                                  cacheable), output)
 
     _guard(debug, run)
 
 
-def _render(ctx: Context, settings: config_mod.Settings, fmt: str, console: Console | None, show_all: bool,
-            debug: bool, exit_zero: bool) -> Replay:
+def _text_console(output: str | None, color: str) -> Console:
+    """The console of the text report: ``--color`` wins; ``auto`` leaves NO_COLOR/FORCE_COLOR to rich."""
+    if output:
+        return Console(file=io.StringIO(), width=160, color_system=None if color != "always" else "standard",
+                       force_terminal=color == "always")
+    if color == "always":
+        return Console(force_terminal=True)
+    if color == "never":
+        return Console(color_system=None, no_color=True)
+    return Console()
+
+
+def _invocation(target: str | None, archs: tuple[str, ...], target_config: str | None) -> str:
+    """The command the user ran, as far as the next step needs it (target, --arch, --target-config)."""
+    parts = ["eagle3-lint", "check"]
+    if target:
+        parts.append(shlex.quote(target))
+    parts += [f"--arch {shlex.quote(a)}" for a in archs]
+    if target_config:
+        parts.append(f"--target-config {shlex.quote(target_config)}")
+    return " ".join(parts)
+
+
+def _colour_diff(diff: str) -> str:
+    out = []
+    for line in diff.splitlines(keepends=True):
+        code = "1" if line.startswith(("--- ", "+++ ")) else "32" if line.startswith("+") else \
+            "31" if line.startswith("-") else "36" if line.startswith("@@") else ""
+        out.append(f"\x1b[{code}m{line.rstrip(chr(10))}\x1b[0m\n" if code else line)
+    return "".join(out)
+
+
+def _fix(req: CheckRequest, settings: config_mod.Settings, output: str | None, do_apply: bool, into: str | None,
+         backup: bool, debug: bool, exit_zero: bool, color: str) -> int:
+    """--fix (print the patch), --fix --apply (write it, re-check, exit by what remains), --apply --into DIR."""
+    from eagle3_lint import target as target_mod
+    from eagle3_lint.report.headline import split
+
+    ctx = run_check(req)
+    out = outcome_mod.finalize(ctx, settings)
+    plan = fixes_mod.plan(ctx.source, out.findings, settings.unsafe_fixes)
+    root = ctx.source.writable_root
+    if do_apply and into is None and root is not None and target_mod.is_fetched(root, req.cache_dir):
+        raise UsageError(f"{req.target or root} is a downloaded release, kept read-only in the cache; "
+                         "print the patch with --fix, or write a patched copy with --fix --apply --into DIR")
+    say = (lambda m: click.echo(m, err=True))
+    if not plan.files:
+        if plan.held_back_unsafe:
+            n = plan.held_back_unsafe
+            say(f"eagle3-lint: no safe fix to {'apply' if do_apply else 'print'}; "
+                f"{n} unsafe fix{'' if n == 1 else 'es'} available with --unsafe-fixes")
+        else:
+            say("eagle3-lint: nothing to fix")
+    elif do_apply:
+        dest = root
+        if into is not None:
+            dest = _copy_tree(ctx.source, Path(into))
+        written = fixes_mod.apply(dest, plan, backup)
+        for p in written:
+            say(f"fixed {p}" if into is None else f"fixed {Path(into) / p}")
+        fixed = len(plan.fixes)
+        # Re-check what was written, and exit by what remains (0 when nothing at the fail level is left).
+        again = CheckRequest(str(dest), req.archs, req.cache_dir, req.no_cache, req.target_config, req.draft_config,
+                             req.debug, select=req.select, pipeline_parallel=req.pipeline_parallel,
+                             pp_partition=req.pp_partition)
+        ctx2 = run_check(again)
+        out2 = outcome_mod.finalize(ctx2, settings)
+        mine = split(ctx2, out2.findings)[0]
+        before = len(split(ctx, out.findings)[0])
+        say(f"Found {before} finding{'' if before == 1 else 's'} ({fixed} fixed, {len(mine)} remaining).")
+        if plan.held_back_unsafe:
+            say(f"{plan.held_back_unsafe} unsafe fix(es) held back; rerun with --unsafe-fixes")
+        if plan.conflicts:
+            say(f"{plan.conflicts} overlapping edit(s) dropped; rerun --fix after applying")
+        return _report_tail(ctx2, out2, settings, debug, exit_zero, None)
+    else:
+        diff = fixes_mod.unified_diff(out.paths.plan(plan))
+        if output is None and color != "never" and (color == "always" or sys.stdout.isatty()) \
+                and not os.environ.get("NO_COLOR"):
+            diff = _colour_diff(diff)
+        write_output(diff, output)
+        if plan.held_back_unsafe:
+            n = plan.held_back_unsafe
+            say(f"{n} unsafe fix{'' if n == 1 else 'es'} available with --unsafe-fixes")
+    if plan.conflicts:
+        say(f"{plan.conflicts} overlapping edit(s) dropped; rerun --fix after applying")
+    return _report_tail(ctx, out, settings, debug, exit_zero, None)
+
+
+def _copy_tree(source: Any, dest: Path) -> Path:
+    """The analysed .py files of ``source`` under ``dest`` (new or empty), byte for byte."""
+    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+        raise UsageError(f"--into {dest}: must be a new or empty folder")
+    try:
+        for rel in source.py_files():
+            p = dest / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_bytes(source.read_bytes(rel))
+    except OSError as exc:
+        raise UsageError(f"cannot write {dest}: {exc.strerror or exc}") from None
+    return dest
+
+
+def _render(ctx: Context, settings: config_mod.Settings, fmt: str, console: Console | None, text: TextOptions,
+            debug: bool, exit_zero: bool, invocation: str = "eagle3-lint check") -> Replay:
     """The report of ``ctx`` in ``fmt``, the stderr lines that go with it, and the exit code."""
     out = outcome_mod.finalize(ctx, settings)
     findings = out.findings
@@ -255,15 +387,23 @@ def _render(ctx: Context, settings: config_mod.Settings, fmt: str, console: Cons
     elif fmt == "github":
         from eagle3_lint.report.github import render as render_github
 
-        report = render_github([out.paths.finding(f) for f in findings])
+        report = render_github([out.paths.finding(f) for f in findings], out.stale_baseline_failure())
     else:
         from eagle3_lint.report.draft import render_text as render_draft
+        from eagle3_lint.report.headline import next_step, split, verdict_line
         from eagle3_lint.report.text import render_check
 
         assert console is not None
+        targets = ctx.targeted if not text.show_all else ()
+        mine, rest = split(ctx, findings, targets) if targets else (findings, [])
+        head = tuple((verdict_line(ctx, a, findings),
+                      next_step(ctx, a, findings, invocation, settings.unsafe_fixes)) for a in ctx.targeted)
+        opts = dataclasses.replace(text, headline=head, targets=targets)
         with console.capture() as captured:
-            render_check(out.paths.context(ctx), console, [out.paths.finding(f) for f in findings], show_all)
-            render_draft(ctx, console)  # --draft-config / --plugin sections, when given
+            render_check(out.paths.context(ctx), console, [out.paths.finding(f) for f in mine], text.show_all, opts,
+                         hidden=[out.paths.finding(f) for f in rest])
+            if not text.quiet:
+                render_draft(ctx, console)  # --draft-config / --plugin sections, when given
         report = captured.get()
     lines: list[str] = []
     code = _report_tail(ctx, out, settings, debug, exit_zero, lines)
@@ -271,8 +411,8 @@ def _render(ctx: Context, settings: config_mod.Settings, fmt: str, console: Cons
 
 
 @main.command()
-@click.argument("arch")
-@click.argument("target", required=False)
+@click.argument("args", nargs=-1, metavar="[TARGET]")
+@click.option("--arch", "arch_opt", default=None, help="The architecture to trace (as in check).")
 @click.option("--target-config", default=None, help="The target model's HF config.json.")
 @click.option("--draft-config", default=None, help="The EAGLE-3 drafter's config.json (or its model folder).")
 @click.option("--pipeline-parallel", "--pipeline-parallel-size", "-pp", "pipeline_parallel", type=click.IntRange(min=1),
@@ -284,10 +424,13 @@ def _render(ctx: Context, settings: config_mod.Settings, fmt: str, console: Cons
 @click.option("--plugin", "plugins", multiple=True, metavar="PATH_OR_DIST",
               help="Also analyze an out-of-tree model plugin (a folder or an installed distribution; never imported).")
 @common
-def trace(arch: str, target: str | None, target_config: str | None, cache_dir: str | None, no_cache: bool, debug: bool,
-          plugins: tuple[str, ...] = (), draft_config: str | None = None, pipeline_parallel: int | None = None,
-          runner: str = "auto", fmt: str = "text") -> None:
-    """Show how the runner reaches ARCH: the serving chain, gates, call site, MRO, delegation, aux-state loop."""
+def trace(args: tuple[str, ...], arch_opt: str | None, target_config: str | None, cache_dir: str | None,
+          no_cache: bool, debug: bool, plugins: tuple[str, ...] = (), draft_config: str | None = None,
+          pipeline_parallel: int | None = None, runner: str = "auto", fmt: str = "text") -> None:
+    """Show how the runner reaches an architecture: the serving chain, gates, call site, MRO, delegation, aux-state loop.
+
+    Same shape as check: ``trace [TARGET] --arch ARCH``; the older ``trace ARCH [TARGET]`` still works.
+    """
 
     def run() -> int:
         import json as json_mod
@@ -295,6 +438,18 @@ def trace(arch: str, target: str | None, target_config: str | None, cache_dir: s
         from eagle3_lint import trace as trace_mod
         from eagle3_lint.report.text import trace_tree
 
+        if arch_opt is not None:
+            if len(args) > 1:
+                raise UsageError(f"trace takes one TARGET with --arch, got {len(args)}: {' '.join(args)}")
+            arch, target = arch_opt, (args[0] if args else None)
+        elif len(args) == 1 and ("==" in args[0] or "/" in args[0] or args[0].endswith(".whl")):
+            raise UsageError(f"trace needs an architecture: eagle3-lint trace {args[0]} --arch ARCH")
+        elif args and len(args) <= 2:
+            arch, target = args[0], (args[1] if len(args) > 1 else None)
+        elif not args:
+            raise UsageError("trace needs an architecture: eagle3-lint trace [TARGET] --arch ARCH")
+        else:
+            raise UsageError(f"trace takes ARCH [TARGET] or [TARGET] --arch ARCH, got {len(args)} arguments")
         ctx = run_check(CheckRequest(target, (arch,), cache_dir, no_cache, target_config, draft_config, debug,
                                      progress=_progress(fmt == "text"), plugins=plugins,
                                      pipeline_parallel=pipeline_parallel, runner=runner))
@@ -337,7 +492,9 @@ def rules_cmd(fmt: str, write_docs: str | None) -> None:
             t.add_column(col)
         for r in all_rules():
             m = r.meta
-            t.add_row(m.id, m.name, m.severity.value, "yes" if m.fixable else "no", m.summary)
+            # Every severity the reports use for it, default first where it is the most severe.
+            t.add_row(m.id, m.name, "/".join(s.value for s in catalog.severities(r)), "yes" if m.fixable else "no",
+                      m.summary)
         Console().print(t)
         return 0
 
@@ -397,6 +554,12 @@ def matrix(targets: tuple[str, ...], releases: str | None, use_index: bool, arch
         from eagle3_lint import matrix as matrix_mod
 
         specs = matrix_mod.targets_from(list(targets), releases, cache_dir, use_index)
+        if releases and not use_index:
+            picked = [t.split("==", 1)[1] for t in specs if t.startswith("vllm==")]
+            gaps = matrix_mod.missing_series(releases, picked)
+            click.echo(f"eagle3-lint: --releases {releases}: {len(picked)} cached release(s) ({', '.join(picked)})"
+                       + (f"; none of {', '.join(gaps)} is in the cache" if gaps else "")
+                       + "; add --index to list PyPI's releases and fetch the missing ones", err=True)
         m = matrix_mod.run(specs, cache_dir, jobs, use_cache=not no_cache)
         rows = matrix_mod.select_rows(m, archs, changed)
         if fmt == "json":
@@ -411,10 +574,8 @@ def matrix(targets: tuple[str, ...], releases: str | None, use_index: bool, arch
             else:
                 write_output(text, None)
         else:
-            # One column per release: give the table the width it needs rather than squeezing it.
-            need = 40 + 14 + 12 + sum(len(label) + 3 for label in m.labels)
+            # One column per release: render_table gives the table the width its content needs.
             console = Console(file=open(output, "w", encoding="utf-8") if output else None)
-            console.width = max(console.width, need)
             matrix_mod.render_table(m, rows, console)
         failed = [r for r in m.releases if r.error]
         for r in failed:

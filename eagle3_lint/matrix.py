@@ -140,6 +140,19 @@ def expand_range(spec: str, cache_dir: str | None = None, index: bool = False) -
     return picked
 
 
+def missing_series(spec: str, picked: list[str]) -> list[str]:
+    """Minor series (``0.12.x``) inside ``A..B`` of which no release was picked: what the cache lacks.
+
+    Without ``--index`` the tool does not know which releases exist, but every minor series
+    between the two ends has at least one, so an empty series is certainly missing."""
+    lo, _, hi = spec.partition("..")
+    klo, khi = version_key(lo.strip()), version_key(hi.strip())
+    if klo is None or khi is None or klo[0] != khi[0]:
+        return []
+    have = {k[:2] for v in picked if (k := version_key(v)) is not None}
+    return [f"{klo[0]}.{m}.x" for m in range(klo[1], khi[1] + 1) if (klo[0], m) not in have]
+
+
 def targets_from(args: list[str], releases: str | None, cache_dir: str | None, index: bool) -> list[str]:
     out = list(args)
     if releases:
@@ -324,11 +337,16 @@ def render_table(m: Matrix, rows: list[Row], console: Any) -> None:
     from rich.table import Table
 
     t = Table(header_style="bold", show_lines=False)
+    # Sized to the content: every column as wide as its widest cell or header, never truncated.
+    cells = [[printable(r.arch), _since(r), ", ".join(r.regressions) or "-"] for r in rows]
+    heads = ["architecture", "since", "regressed", *m.labels]
+    widths = [max([len(h)] + [len(c[i]) for c in cells]) if i < 3 else max(len(h), 1) for i, h in enumerate(heads)]
+    console.width = max(console.width, sum(w + 3 for w in widths) + 1)
     t.add_column("architecture", no_wrap=True)
     t.add_column("since", no_wrap=True)
     t.add_column("regressed", no_wrap=True)
     for label in m.labels:
-        t.add_column(label, justify="center", no_wrap=True)
+        t.add_column(label, justify="center", no_wrap=True, min_width=len(label))
     style = {"supported": "green", "unsupported": "red", "wrapper-gap": "magenta", "partial": "yellow", "unknown": "dim",
              None: "dim"}
     for row in rows:
@@ -336,6 +354,11 @@ def render_table(m: Matrix, rows: list[Row], console: Any) -> None:
                   *[f"[{style[c]}]{SYMBOL[c]}[/]" for c in row.cells])
     console.print(t)
     legend = ", ".join(f"{SYMBOL[s.value]} {s.value}" for s in Status) + f", {SYMBOL[None]} not registered"
+    # What the markdown legend says too: which class is judged, and what the gate column means.
+    legend += (". A status is what each release's own supports_eagle3() says of the class its registry names; "
+               "wrapper-gap: the wrapper fails while the model it delegates to passes. Releases up to about 0.20 "
+               "also refuse EAGLE-3 at config time unless the HF model_type is on an allow-list: check one model "
+               "with eagle3-lint check --target-config")
     failed = [f"{r.label}: {r.error}" for r in m.releases if r.error]
     console.print(f"[dim]{legend}. {len(rows)} architectures x {len(m.releases)} releases in {m.seconds:.1f}s.[/]")
     for f in failed:

@@ -197,5 +197,15 @@ def json_report(ctx: Context, out: Outcome) -> dict[str, Any]:
                          baseline=out.baseline,
                          config=str(out.settings.config_path) if out.settings.config_path else None)
     rep = dump_object(model)
+    from eagle3_lint.report.title import title
+
+    # The short first sentence beside the whole message (a field only added).
+    for fj, f in zip(rep["findings"], out.findings, strict=True):
+        fj["title"] = title(f)
+    for fj, sup in zip(rep.get("suppressed") or [], out.suppressed, strict=True):
+        fj["title"] = title(sup.finding)
+    failure = out.stale_baseline_failure()
+    if rep.get("baseline") is not None and failure:
+        rep["baseline"]["failure"] = failure  # CI=true: why this run fails although no finding is new
     out.paths.json(rep)  # in place
     return rep

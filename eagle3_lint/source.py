@@ -74,7 +74,9 @@ class SourceTree(ABC):
                     text = self.read_bytes(rel).decode("utf-8", "replace")
                 except OSError:
                     continue
-                m = re.search(r"^(?:__version__|version)\s*(?::\s*str\s*)?=\s*['\"]([^'\"]+)['\"]", text, re.M)
+                # setuptools-scm writes ``__version__ = version = '0.16.0'`` (a chained assignment).
+                m = re.search(r"^(?:__version__|version)[ \t]*(?::[ \t]*str[ \t]*)?="
+                              r"[ \t]*(?:(?:__version__|version)[ \t]*=[ \t]*)?['\"]([^'\"]+)['\"]", text, re.M)
                 if m:
                     return m.group(1)
         for rel in self.other_files():

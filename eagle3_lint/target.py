@@ -40,6 +40,16 @@ def release_dir(version: str, cache_dir: str | os.PathLike[str] | None = None) -
     return cache_root(cache_dir) / f"vllm-{version}"
 
 
+def is_fetched(root: Path, cache_dir: str | os.PathLike[str] | None = None) -> bool:
+    """Whether ``root`` is a release ``vllm==X`` downloaded into the cache (read-only: later runs trust it)."""
+    try:
+        real = root.resolve()
+        cache = cache_root(cache_dir).resolve()
+    except OSError:
+        return False
+    return real.parent == cache and real.name.startswith("vllm-")
+
+
 def _extract_py(wheel: Path, dest: Path) -> int:
     n = 0
     with zipfile.ZipFile(wheel) as z:

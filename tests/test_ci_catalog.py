@@ -22,7 +22,9 @@ def test_rules_json_and_table(tmp_path: Path) -> None:
     assert [r["id"] for r in rows] == RULE_IDS
     for r, rule in zip(rows, all_rules()):
         assert r == {"id": rule.meta.id, "name": rule.meta.name, "severity": rule.meta.severity.value,
+                     "severities": [s.value for s in catalog.severities(rule)],
                      "fixable": rule.meta.fixable, "summary": rule.meta.summary, "url": catalog.help_uri(rule.meta.id)}
+        assert r["severities"][0] == r["severity"] or rule.meta.severity.value in r["severities"]
         assert r["url"] == f"https://github.com/eagle3-lint/eagle3-lint/blob/v{__import__('eagle3_lint').__version__}/rules/{r['id']}.md"
     table = cli("rules", cwd=tmp_path, env={"COLUMNS": "200"}).stdout
     for rule in all_rules():

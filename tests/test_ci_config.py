@@ -208,7 +208,16 @@ def test_readme_examples_are_valid(tmp_path: Path) -> None:
     assert s.baseline == str(tmp_path / "ci" / "eagle3-lint-baseline.json")
     blocks = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", section, re.S)]
     hooks = [b for b in blocks if "repos" in b]
-    (workflow,) = [b for b in blocks if "jobs" in b]
+    workflows = [b for b in blocks if "jobs" in b]
+    # The composite action (action.yml) and the same steps by hand.
+    (action_flow,) = [w for w in workflows if any(st.get("uses", "").startswith("eagle3-lint/eagle3-lint@")
+                                                  for st in w["jobs"]["eagle3-lint"]["steps"])]
+    action = yaml.safe_load((REPO / "action.yml").read_text())
+    for st in action_flow["jobs"]["eagle3-lint"]["steps"]:
+        if st.get("uses", "").startswith("eagle3-lint/eagle3-lint@"):
+            assert st["uses"] == f"eagle3-lint/eagle3-lint@v{__import__('eagle3_lint').__version__}"
+            assert set(st.get("with", {})) <= set(action["inputs"])
+    (workflow,) = [w for w in workflows if w is not action_flow]
     steps = workflow["jobs"]["eagle3-lint"]["steps"]
     assert any(st.get("uses", "").startswith("github/codeql-action/upload-sarif@") for st in steps)
     assert {"eagle3-lint check --format github", "eagle3-lint check --format sarif --output eagle3-lint.sarif --exit-zero"} \

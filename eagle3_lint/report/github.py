@@ -47,10 +47,16 @@ def annotation(f: Finding) -> str:
     return f"::{COMMAND[f.severity]} {head}::{escape_data(f.message)}"
 
 
-def render(findings: Sequence[Finding]) -> str:
-    """Annotations, most severe first, then the hidden-count notice if GitHub would hide any."""
+def render(findings: Sequence[Finding], failure: str | None = None) -> str:
+    """Annotations, most severe first, then the hidden-count notice if GitHub would hide any.
+
+    ``failure``: why the run fails although no finding does (a stale baseline with CI=true); it
+    comes first as an ``::error``, so the failed step says why.
+    """
     ordered = sorted(findings, key=lambda f: (-f.severity.rank, *f.sort_key()))
     lines = [annotation(f) for f in ordered]
+    if failure:
+        lines.insert(0, f"::error title={escape_property('eagle3-lint baseline')}::{escape_data(failure)}")
     by_kind = {s: sum(1 for f in ordered if f.severity is s) for s in Severity}
     hidden = sum(max(0, n - PER_STEP_LIMIT) for s, n in by_kind.items() if s is not Severity.NOTE)
     notes = by_kind[Severity.NOTE]

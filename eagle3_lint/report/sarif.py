@@ -220,7 +220,11 @@ def _notifications(ctx: Context, out: Outcome, phys: Any) -> list[dict[str, Any]
         notes.append({"level": "error", "message": {"text": f"internal error in {e.where}: {e.message}"},
                       "descriptor": {"id": "internal-error"}})
     b = out.baseline
-    if b is not None and b.stale:
+    failure = out.stale_baseline_failure()
+    if failure:
+        # With CI=true a stale baseline fails the run: say so where code scanning shows it.
+        notes.append({"level": "error", "descriptor": {"id": "stale-baseline"}, "message": {"text": failure}})
+    elif b is not None and b.stale:
         notes.append({"level": "warning", "descriptor": {"id": "stale-baseline"},
                       "message": {"text": f"baseline {b.path} has {len(b.stale)} stale entries; "
                                           f"update it with --write-baseline {b.path}"}})

@@ -11,8 +11,11 @@ from rich.text import Text
 from rich.tree import Tree
 
 from eagle3_lint.guard import printable
-from eagle3_lint.model import Finding, Location, Severity, Status
+from eagle3_lint.model import Applicability, Finding, Location, Severity, Status
 from eagle3_lint.report import sorted_verdicts
+from eagle3_lint.report.headline import fixable, most_severe_first, split
+from eagle3_lint.report.textopts import OutputFormat, TextOptions
+from eagle3_lint.report.title import title
 from eagle3_lint.trace import NodeKind, Tone, TraceNode
 
 if TYPE_CHECKING:
@@ -40,63 +43,170 @@ def _loc(loc: Location | None) -> str:
     return f"{_s(loc.path)}:{loc.line}" if loc else ""
 
 
-def render_check(ctx: Context, console: Console, findings: list[Finding], show_all: bool) -> None:
+def _mark(f: Finding, unsafe: bool) -> str:
+    """``[*]`` when ``--fix`` with these settings fixes it (ruff's mark)."""
+    if f.fix is None:
+        return ""
+    return "[*] " if f.fix.applicability is Applicability.SAFE or unsafe else ""
+
+
+def _finding_line(f: Finding, o: TextOptions, with_path: bool = True) -> Text:
+    where = f"{_p(f.location.path)}:{f.location.line}:{f.location.col + 1}: " if with_path else \
+        f"  {f.location.line}:{f.location.col + 1}: "
+    if o.fmt is OutputFormat.FULL:
+        fix = "" if f.fix is None else (" [*]" if _mark(f, o.unsafe_fixes) else " [unsafe fix]")
+        return Text.assemble((where, "bold"), (f"{f.rule} ", _SEV_STYLE[f.severity]), (f"[{f.name}] ", "dim"),
+                             _p(f.message), (fix, "green"))
+    return Text.assemble((where, "bold"), (f"{f.rule} ", _SEV_STYLE[f.severity]), (_mark(f, o.unsafe_fixes), "green"),
+                         title(f))
+
+
+def _context(ctx: Context, console: Console, o: TextOptions) -> None:
+    """The derivation the verdicts rest on: contract, runner call site, gates, status counts, table."""
     c, r = ctx.contract, ctx.runner
-    console.print(Text.assemble(("eagle3-lint", "bold"), f"  {_p(ctx.source.root_label)}  vLLM {_p(ctx.version)}"))
+
+    def say(x: object) -> None:
+        console.print(x, soft_wrap=not o.wrap)  # hard-wrapped on a terminal only
+
+    say(Text.assemble(("eagle3-lint", "bold"), f"  {_p(ctx.source.root_label)}  vLLM {_p(ctx.version)}"))
     if c.found:
         kinds = ", ".join(f"{_s(m.name)}{'' if m.kind != 'method' else '()'}{'*' if m.has_default and m.kind == 'method' else ''}"
                           for m in c.members)
-        console.print(f"contract: {_s(c.protocol)} at {_s(c.path)}:{c.line} ({c.check} check via "
-                      f"{_s(c.check_text or c.check_function)}); members: {kinds}"
-                      + ("  (* has a default body)" if c.methods_have_defaults else "")
-                      + (f"; mixin {_s(c.mixin)}" if c.mixin else ""))
+        say(f"contract: {_s(c.protocol)} at {_s(c.path)}:{c.line} ({c.check} check via "
+            f"{_s(c.check_text or c.check_function)}); members: {kinds}"
+            + ("  (* has a default body)" if c.methods_have_defaults else "")
+            + (f"; mixin {_s(c.mixin)}" if c.mixin else ""))
     else:
-        console.print(f"contract: no {_s(c.protocol)} Protocol; {_s('; '.join(c.notes))}")
+        say(f"contract: no {_s(c.protocol)} Protocol; {_s('; '.join(c.notes))}")
     site = r.primary
     if site is not None:
-        console.print(f"runner: {_s(site.path)}:{site.line} checks {_s(c.check_function)}({_s(site.interrogated)}); "
-                      f"config key {_s(r.config_key or '-')}; fallback {_s(site.fallback or '-')}(); "
-                      f"setter {_s(site.setter or '-')}()")
+        say(f"runner: {_s(site.path)}:{site.line} checks {_s(c.check_function)}({_s(site.interrogated)}); "
+            f"config key {_s(r.config_key or '-')}; fallback {_s(site.fallback or '-')}(); "
+            f"setter {_s(site.setter or '-')}()")
     else:
-        console.print("runner: no call site found")
+        say("runner: no call site found")
     for g in r.gates:
-        console.print(f"gate: {_s(g.path)}:{g.line} refuses {_s('/'.join(g.methods))} unless {_s(g.config_attr)}.model_type "
-                      f"contains one of {_s(list(g.allow_list))}")
+        say(f"gate: {_s(g.path)}:{g.line} refuses {_s('/'.join(g.methods))} unless {_s(g.config_attr)}.model_type "
+            f"contains one of {_s(list(g.allow_list))}")
+
+
+def _status_counts(ctx: Context, console: Console, soft: bool = False) -> None:
     counts = {s: 0 for s in Status}
     for v in ctx.verdicts.values():
         counts[v.status] += 1
-    console.print("architectures: " + ", ".join(f"[{_STATUS_STYLE[s]}]{counts[s]} {s.value}[/]" for s in Status) +
-                  f" of {len(ctx.verdicts)}")
-    only = ctx.targeted if ctx.targeted and not show_all else ()
+    console.print(f"vLLM {_s(ctx.version)} ({_s(ctx.source.root_label)}): "
+                  + ", ".join(f"[{_STATUS_STYLE[s]}]{counts[s]} {s.value}[/]" for s in Status)
+                  + f" of {len(ctx.verdicts)} architectures", soft_wrap=soft)
+
+
+def _table(ctx: Context, console: Console, only: tuple[str, ...]) -> None:
     vs = sorted_verdicts(ctx, only)
-    if vs:
-        t = Table(show_lines=False, header_style="bold")
-        t.add_column("architecture")
-        t.add_column("status")
-        t.add_column("class")
-        t.add_column("why")
-        for v in vs:
-            t.add_row(Text(_p(v.architecture)), Text(v.status.value, style=_STATUS_STYLE[v.status]),
-                      Text(_p(f"{v.location.path}:{v.location.line}" if v.location else v.module)), Text(_p(v.reason)))
-        console.print(t)
-    shown = findings
-    if ctx.targeted and not show_all:
-        # With --arch the reader asked about those architectures: hide findings that belong to other
-        # architectures (never errors, which set the exit code; never file-level findings such as
-        # parse errors or unused suppressions) and count them instead of burying the answer.
-        shown = [f for f in findings if f.severity is Severity.ERROR or f.architecture is None
-                 or f.architecture in ctx.targeted or any(t in f.message for t in ctx.targeted)]
-    for f in shown:
-        console.print(Text.assemble((f"{_p(f.location.path)}:{f.location.line}:{f.location.col + 1}: ", "bold"),
-                                    (f"{f.rule} ", _SEV_STYLE[f.severity]), (f"[{f.name}] ", "dim"), _p(f.message),
-                                    (" [fixable]" if f.fix else "", "green")))
-    for e in ctx.errors:
-        console.print(f"[red]internal error[/] in {_s(e.where)}: {_s(e.message)}")
+    if not vs:
+        return
+    t = Table(show_lines=False, header_style="bold")
+    t.add_column("architecture")
+    t.add_column("status")
+    t.add_column("class")
+    t.add_column("why")
+    for v in vs:
+        t.add_row(Text(_p(v.architecture)), Text(v.status.value, style=_STATUS_STYLE[v.status]),
+                  Text(_p(f"{v.location.path}:{v.location.line}" if v.location else v.module)), Text(_p(v.reason)))
+    console.print(t)
+
+
+def _statistics(console: Console, findings: list[Finding], o: TextOptions) -> None:
+    rows: dict[str, list[Finding]] = {}
+    for f in findings:
+        rows.setdefault(f.rule, []).append(f)
+    for rule, fs in sorted(rows.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        fix = "[*]" if any(_mark(f, o.unsafe_fixes) for f in fs) else "   "
+        worst = max(fs, key=lambda f: f.severity.rank).severity
+        console.print(Text.assemble(f"{len(fs):5d}  ", (rule, _SEV_STYLE[worst]), f"  {fix}  {fs[0].name}"),
+                      soft_wrap=not o.wrap)
+
+
+def _findings(console: Console, findings: list[Finding], o: TextOptions) -> None:
+    soft = not o.wrap
+    if o.statistics:
+        _statistics(console, findings, o)
+        return
+    if o.fmt is OutputFormat.GROUPED:
+        by_file: dict[str, list[Finding]] = {}
+        for f in findings:
+            by_file.setdefault(f.location.path, []).append(f)
+        for path in sorted(by_file):
+            console.print(Text(_p(path) + ":", style="bold underline"), soft_wrap=soft)
+            for f in sorted(by_file[path], key=Finding.sort_key):
+                console.print(_finding_line(f, o, with_path=False), soft_wrap=soft)
+                _fix_detail(console, f, o)
+            console.print()
+        return
+    for f in findings:
+        console.print(_finding_line(f, o), soft_wrap=soft)
+        _fix_detail(console, f, o)
+
+
+def _fix_detail(console: Console, f: Finding, o: TextOptions) -> None:
+    if o.show_fixes and f.fix is not None:
+        console.print(Text.assemble("    fix ", (f"({f.fix.applicability.value})", "green"), f": {_p(f.fix.title)}"),
+                      soft_wrap=not o.wrap)
+
+
+def summary_line(findings: list[Finding], unsafe: bool, whom: str = "") -> str:
+    """ruff's ``Found 2 errors (1 fixable with --fix).``, with the unsafe fixes --fix holds back."""
     n = {s: sum(1 for f in findings if f.severity is s) for s in Severity}
-    console.print(f"{len(findings)} finding(s): {n[Severity.ERROR]} error, {n[Severity.WARNING]} warning, {n[Severity.NOTE]} note")
-    if len(shown) < len(findings):
-        console.print(f"{len(findings) - len(shown)} of them concern other architectures and are not shown "
-                      "(--all shows them; JSON and SARIF always carry every finding)")
+    parts = [f"{n[s]} {s.value}{'' if n[s] == 1 else 's'}" for s in Severity if n[s]]
+    if not parts:
+        return f"No findings{whom}." if whom else "All checks passed!"
+    now, later = fixable(findings, unsafe)
+    fx = []
+    if now:
+        fx.append(f"{now} fixable with --fix")
+    if later:
+        fx.append(f"{later} unsafe fix{'' if later == 1 else 'es'} available with --unsafe-fixes")
+    head = ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
+    return f"Found {head}{whom}" + (f" ({'; '.join(fx)})" if fx else "") + "."
+
+
+def render_check(ctx: Context, console: Console, findings: list[Finding], show_all: bool,
+                 opts: TextOptions | None = None, hidden: list[Finding] | None = None) -> None:
+    """The text report. ``findings`` are the ones to show; ``hidden`` the ones that concern no target
+    (counted only). Without ``hidden``, targets (``ctx.targeted``) split the findings here."""
+    o = opts or TextOptions(show_all=show_all, show_context=True)
+    soft = not o.wrap
+    targets = o.targets or (ctx.targeted if not o.show_all else ())
+    if hidden is None:
+        if targets and not o.show_all:
+            shown, hidden = split(ctx, findings, targets)
+        else:
+            shown, hidden = list(findings), []
+    else:
+        shown = list(findings)
+    if targets:
+        shown = most_severe_first(shown)
+    if o.quiet or o.statistics:
+        _findings(console, shown, o)
+        for e in ctx.errors:
+            console.print(f"[red]internal error[/] in {_s(e.where)}: {_s(e.message)}", soft_wrap=soft)
+        return
+    for line, nxt in o.headline:
+        console.print(Text(_p(line), style="bold"), soft_wrap=soft)
+        if nxt:
+            console.print(Text.assemble("  next: ", (_p(nxt), "cyan")), soft_wrap=soft)
+    if o.show_context or o.show_all:
+        _context(ctx, console, o)
+    if o.show_context or o.show_all or not targets:
+        _status_counts(ctx, console, soft)
+        _table(ctx, console, targets if targets and not o.show_all else ())
+    _findings(console, shown, o)
+    for e in ctx.errors:
+        console.print(f"[red]internal error[/] in {_s(e.where)}: {_s(e.message)}", soft_wrap=soft)
+    whom = f" for {', '.join(targets)}" if targets and not o.show_all else ""
+    line = summary_line(shown, o.unsafe_fixes, whom)
+    if hidden:
+        # Counted, not shown: they are about architectures the reader did not ask about.
+        line = line[:-1] + f"; {len(hidden)} more about other architectures (--all shows them)."
+    console.print(Text(line), soft_wrap=soft)
 
 
 _TONE_STYLE = {Tone.GOOD: "green", Tone.BAD: "red", Tone.WARN: "yellow", Tone.DIM: "dim", Tone.PLAIN: ""}

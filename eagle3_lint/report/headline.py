@@ -1,0 +1,232 @@
+"""The answer first: one verdict line per targeted architecture, its next step, and its findings.
+
+``verdict_line(ctx, arch)`` is the single place the first line of a text report comes from. It
+uses the serving verdict (``ctx.serving[arch]``, the ordered chain of gates ``vllm serve`` applies)
+when the context carries one for ``arch``, and otherwise the class verdict (``ctx.verdicts[arch]``:
+does the class the runner interrogates pass ``supports_eagle3()``, and what the runner does when it
+does not) together with the config-time gate findings (EGL009).
+
+A finding *concerns* a target when the target's serving path runs through it: it names that
+architecture, or it names no architecture and sits on a class the target's object graph reaches
+(the class, its MRO, the inner models it delegates to and theirs), or in a file every target runs
+through (the registry, the interfaces, the runner, the config gates: anything outside the model
+folders). EGL005 on a forward the target runs concerns it; on a forward it never runs, it does not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from eagle3_lint.graph import ClassKey
+from eagle3_lint.model import Applicability, Finding, Severity, Status
+
+if TYPE_CHECKING:
+    from eagle3_lint.analysis import Context
+
+GATE_RULE = "EGL009"
+_MAX_HOPS = 6
+# Serving outcomes (the serving-verdict contract) in words for the verdict line.
+_OUTCOME_WORDS = {
+    "unregistered": "not registered, so vLLM cannot load it",
+    "refused-at-config": "refused at config time",
+    "drafter-unloadable": "the drafter cannot be built",
+    "refused-at-load": "refused at load",
+    "pp-refused": "refused with pipeline parallelism",
+    "drafter-shape-mismatch": "the drafter's fc input does not match the captured states",
+    "pp-loses-states": "aux states captured on earlier pipeline ranks never reach the drafter",
+    "wrong-layers": "runs, but captures other layers than the drafter was trained on",
+    "servable": "servable with EAGLE-3",
+    "unknown": "unknown",
+    "unchecked": "no blocker found, but not every step could be checked",
+}
+# A failing serving step named by its gate, for the second and later failures on one line.
+_STEP_WORDS = {
+    "registry": "not registered", "config-gate": "at config time", "drafter-class": "at drafter load",
+    "runner-interface": "at load", "pp-verifier": "with pipeline parallelism", "drafter-fc": "at the drafter's fc",
+    "pp-relay": "across pipeline ranks", "trained-layers": "trained layers differ",
+}
+
+
+def _value(x: Any) -> str:
+    """A str-enum member or a plain string, as its string value."""
+    return str(getattr(x, "value", x))
+
+
+def _where(loc: Any) -> str:
+    if loc is None:
+        return ""
+    path, line = getattr(loc, "path", None), getattr(loc, "line", None)
+    return f"{path}:{line}" if path and line else (str(path) if path else "")
+
+
+def serving_of(ctx: Context, arch: str) -> Any | None:
+    """The serving verdict of ``arch``, when the analysis produced one."""
+    serving = getattr(ctx, "serving", None)
+    if not isinstance(serving, dict):
+        return None
+    return serving.get(arch)
+
+
+# -- which findings concern a target -----------------------------------------------------------
+def reached_classes(ctx: Context, arch: str) -> set[ClassKey]:
+    """The target's class, every class of its MRO, and the inner models it delegates to (and theirs)."""
+    memo: dict[str, set[ClassKey]] = ctx.__dict__.setdefault("_headline_reached", {})
+    if arch in memo:
+        return memo[arch]
+    out: set[ClassKey] = set()
+    start = ctx.keys.get(arch)
+    todo: list[tuple[ClassKey, int]] = [(start, 0)] if start is not None else []
+    while todo:
+        key, hops = todo.pop()
+        if key in out or hops > _MAX_HOPS:
+            continue
+        out.add(key)
+        out.update(e for e in ctx.graph.mro(key).entries if isinstance(e, ClassKey))
+        for d in ctx.graph.delegations(key):
+            if d.target is not None:
+                todo.append((d.target, hops + 1))
+    memo[arch] = out
+    return out
+
+
+def _on_path(ctx: Context, arch: str) -> tuple[set[str], set[tuple[str, str]]]:
+    """Files the target's classes live in, and (file, class name) of those classes."""
+    keys = reached_classes(ctx, arch)
+    pairs = {(ctx.graph.path_of(k), k.name) for k in keys}
+    return {p for p, _ in pairs}, pairs
+
+
+def concerns(ctx: Context, f: Finding, arch: str) -> bool:
+    """Whether ``arch``'s serving path runs through finding ``f`` (see the module docstring)."""
+    if f.architecture is not None:
+        return f.architecture == arch
+    from eagle3_lint.analysis import MODEL_DIRS
+
+    path = f.location.path
+    if not path.startswith(MODEL_DIRS):
+        return True  # registry, interfaces, runner, config: every target runs through them
+    files, pairs = _on_path(ctx, arch)
+    if path not in files:
+        return False
+    if f.symbol:
+        owner = f.symbol.split(".")[0]
+        return (path, owner) in pairs
+    return True
+
+
+def split(ctx: Context, findings: Iterable[Finding],
+          targets: Sequence[str] | None = None) -> tuple[list[Finding], list[Finding]]:
+    """(findings that concern a target, the rest); everything is "targeted" when there is no target."""
+    archs = tuple(ctx.targeted if targets is None else targets)
+    mine: list[Finding] = []
+    rest: list[Finding] = []
+    for f in findings:
+        (mine if not archs or any(concerns(ctx, f, a) for a in archs) else rest).append(f)
+    return mine, rest
+
+
+def most_severe_first(findings: Iterable[Finding]) -> list[Finding]:
+    return sorted(findings, key=lambda f: (-f.severity.rank, *f.sort_key()))
+
+
+# -- the verdict line --------------------------------------------------------------------------
+def _class_phrases(ctx: Context, arch: str, findings: Sequence[Finding]) -> list[str]:
+    """What refuses (or lets through) ``arch``, in serving order: the config gate, then the runner."""
+    v = ctx.verdicts[arch]
+    out: list[str] = []
+    gate = [f for f in findings if f.rule == GATE_RULE and f.architecture == arch]
+    gates = [g for g in ctx.runner.gates if "eagle3" in g.methods]
+    if any(f.severity is Severity.ERROR for f in gate):
+        g = gates[0] if gates else None
+        out.append(f"refused at config time ({g.path}:{g.line})" if g else "refused at config time")
+    elif gate and gates:
+        g = gates[0]
+        out.append(f"config gate ({g.path}:{g.line}) unchecked")
+    site = ctx.runner.primary
+    where = f" ({site.path}:{site.line})" if site is not None else ""
+    if v.status is Status.SUPPORTED:
+        out.append(f"passes supports_eagle3(){where}")
+    elif v.status is Status.UNKNOWN:
+        out.append(f"unknown: {v.reason}")
+    elif site is not None and site.checked and not site.negated:
+        out.append(f"fails supports_eagle3(): aux layers silently not set{where}")
+    else:
+        out.append(f"refused at load{where}")
+    return out
+
+
+def _serving_phrase(sv: Any) -> str:
+    outcome = _value(getattr(sv, "outcome", "unknown"))
+    steps = list(getattr(sv, "steps", ()) or ())
+    failing = [s for s in steps if _value(getattr(s, "result", "")) == "fail"]
+    words = _OUTCOME_WORDS.get(outcome, outcome)
+    if outcome in ("unknown", "unchecked"):
+        step = next((s for s in steps if _value(getattr(s, "result", "")) == "unchecked"), None)
+        if step is not None:
+            loc = _where(getattr(step, "location", None))
+            return f"{words} ({_value(step.gate)}{': ' + loc if loc else ''})"
+        return words
+    if not failing:
+        return words
+    first = failing[0]
+    loc = _where(getattr(first, "location", None))
+    text = f"{words} ({loc})" if loc else words
+    for s in failing[1:2]:
+        loc = _where(getattr(s, "location", None))
+        text += f" and {_STEP_WORDS.get(_value(s.gate), _value(s.gate))}" + (f" ({loc})" if loc else "")
+    return text
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def verdict_line(ctx: Context, arch: str, findings: Sequence[Finding] | None = None) -> str:
+    """``ARCH on vLLM X: what stops it (path:line) -- N blockers``, from the serving verdict when present."""
+    fs = list(ctx.findings if findings is None else findings)
+    mine = [f for f in fs if concerns(ctx, f, arch)]
+    blockers = sum(1 for f in mine if f.severity is Severity.ERROR)
+    sv = serving_of(ctx, arch)
+    if sv is not None:
+        what = _serving_phrase(sv)
+    elif arch in ctx.verdicts:
+        phrases = _class_phrases(ctx, arch, fs)
+        if len(phrases) == 2 and phrases[0].startswith("refused ") and phrases[1].startswith("refused "):
+            phrases[1] = phrases[1][len("refused "):]  # "refused at config time (...) and at load (...)"
+        what = " and ".join(phrases)
+    else:
+        what = "not in this tree's registry"
+    tail = f" -- {_count(blockers, 'blocker')}" if blockers else " -- no blocker found"
+    return f"{arch} on vLLM {ctx.version}: {what}{tail}"
+
+
+def fixable(findings: Iterable[Finding], unsafe: bool) -> tuple[int, int]:
+    """(fixes ``--fix`` applies with these settings, unsafe fixes it holds back)."""
+    now = later = 0
+    for f in findings:
+        if f.fix is None:
+            continue
+        if f.fix.applicability is Applicability.SAFE or unsafe:
+            now += 1
+        else:
+            later += 1
+    return now, later
+
+
+def next_step(ctx: Context, arch: str, findings: Sequence[Finding], invocation: str,
+              unsafe: bool = False) -> str | None:
+    """The one command to run next for ``arch`` (a patch, a config to pass), or None when done."""
+    sv = serving_of(ctx, arch)
+    hint = getattr(sv, "next_step", None) if sv is not None else None
+    mine = [f for f in findings if concerns(ctx, f, arch)]
+    now, later = fixable(mine, unsafe)
+    parts: list[str] = []
+    if now or later:
+        flag = " --fix" + (" --unsafe-fixes" if later else "")
+        parts.append(f"{invocation}{flag}")
+    if hint:
+        parts.append(str(hint))
+    elif any(f.rule == GATE_RULE and f.severity is Severity.NOTE for f in mine):
+        parts.append("--target-config config.json checks the gate")
+    return "; ".join(parts) if parts else None

@@ -1,0 +1,60 @@
+"""A finding's title: one short sentence that stands alone, for concise lines and JSON ``title``.
+
+Rule messages are evidence paragraphs (the median is several hundred characters). The title says
+what is wrong about which symbol in one sentence, from the finding's own fields (rule, severity,
+architecture, symbol) and, where a rule's message opens with such a sentence, from that. The full
+message stays in ``--output-format full`` and in JSON/SARIF.
+"""
+
+from __future__ import annotations
+
+import re
+
+from eagle3_lint.guard import printable
+from eagle3_lint.model import Finding, Severity
+
+MAX_TITLE = 120
+_SENTENCE_END = re.compile(r"(?<=[a-z0-9)\]'\"`])[.;](?:\s|$)")
+
+
+def _first_sentence(msg: str) -> str:
+    m = _SENTENCE_END.search(msg)
+    return (msg[: m.start()] if m else msg).strip()
+
+
+def _clip(s: str, limit: int = MAX_TITLE) -> str:
+    s = " ".join(printable(s).split())
+    return s if len(s) <= limit else s[: limit - 3].rstrip(" ,;:") + "..."
+
+
+def title(f: Finding) -> str:
+    """One sentence, at most ``MAX_TITLE`` characters, no newline."""
+    arch, sym = f.architecture, f.symbol
+    who = arch or sym or "this file"
+    r = f.rule
+    if r == "EGL001":
+        t = f"{who} does not pass supports_eagle3(), nor does any model it delegates to"
+    elif r == "EGL002":
+        t = f"{who} fails supports_eagle3() while the inner model it delegates to supports it"
+    elif r == "EGL003":
+        t = f"{sym or who} carries part of the EAGLE-3 interface but not all of it, so supports_eagle3() is False"
+    elif r == "EGL004":
+        owner = f" {sym}" if sym and sym != arch else ""
+        t = f"{who}: the layer owner{owner} never collects or returns the aux hidden states"
+    elif r == "EGL005":
+        risk = "wrong layers with pipeline parallelism" if f.severity is Severity.ERROR else "latent"
+        t = f"{sym or who} compares a slice-relative index with absolute aux-layer ids ({risk})"
+    elif r == "EGL006":
+        head = _first_sentence(f.message).split(":")[0]
+        t = head if sym and head.startswith(sym) and len(head) < 100 else \
+            f"{sym or who}: the runner's default aux-layer getter is missing, a stub or shadowed"
+    elif r == "EGL009":
+        if f.severity is Severity.ERROR:
+            mt = f"model_type {sym!r}" if sym else "its model_type"
+            t = f"{who}: {mt} is not on the EAGLE-3 config gate's allow-list"
+        else:
+            t = f"{who}: model_type not checked against the EAGLE-3 config gate (pass --target-config)"
+    else:
+        first = _first_sentence(f.message)
+        t = first if len(first) <= MAX_TITLE else f"{who}: {first}"
+    return _clip(t)
