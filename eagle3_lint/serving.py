@@ -538,7 +538,7 @@ def _next_step(ctx: Context, arch: str, outcome: Outcome, stage: Gate | None, st
     fixable = [f for f in ctx.findings if f.architecture == arch and f.fix is not None]
     if fixable and stage in (Gate.CONFIG_GATE, Gate.RUNNER_INTERFACE, Gate.CAPTURE, Gate.AUX_IDS):
         unsafe = any(f.fix is not None and f.fix.applicability.value == "unsafe" for f in fixable)
-        return "patch: eagle3-lint check <tree> --arch " + arch + " --fix" + (" --unsafe-fixes" if unsafe else "")
+        return "patch it: eagle3-lint check TREE --arch " + arch + " --fix" + (" --unsafe-fixes" if unsafe else "")
     hints = {
         Outcome.UNREGISTERED: "this vLLM does not know the architecture: register it (a plugin) or use a release that has it",
         Outcome.DRAFTER_UNLOADABLE: "use a drafter whose architectures this vLLM registers",

@@ -225,7 +225,7 @@ def next_step(ctx: Context, arch: str, findings: Sequence[Finding], invocation: 
     if now or later:
         flag = " --fix" + (" --unsafe-fixes" if later else "")
         parts.append(f"{invocation}{flag}")
-    if hint:
+    if hint and not ((now or later) and "--fix" in str(hint)):  # the command above already says it
         parts.append(str(hint))
     elif any(f.rule == GATE_RULE and f.severity is Severity.NOTE for f in mine):
         parts.append("--target-config config.json checks the gate")
