@@ -48,6 +48,68 @@ def _stub_torchvision() -> None:
     sys.modules.setdefault(name, types.ModuleType(name))
 
 
+class _Anything:
+    """Stands for any kernel binding: callable, indexable, an attribute of itself, a usable decorator."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __call__(self, *args: object, **kwargs: object) -> object:
+        if len(args) == 1 and callable(args[0]) and not kwargs:
+            return args[0]  # used as a decorator: keep the decorated function
+        return _Anything(self._name + "()")
+
+    def __getattr__(self, name: str) -> "_Anything":
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return _Anything(f"{self._name}.{name}")
+
+    def __getitem__(self, key: object) -> "_Anything":
+        return self
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return f"<stub {self._name}>"
+
+
+class _StubModule(types.ModuleType):
+    def __getattr__(self, name: str) -> object:
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return _Anything(f"{self.__name__}.{name}")
+
+
+class _StubFinder:
+    """Supplies stub modules for CUDA-only kernel packages that cannot load on a CPU machine.
+
+    Only names under the given top-level packages are served, and only when the real package is not
+    importable; every module served is recorded so the output says which imports relied on a stub.
+    """
+
+    def __init__(self, tops: tuple[str, ...]) -> None:
+        self.tops = tops
+        self.served: set[str] = set()
+
+    def find_spec(self, fullname: str, path: object = None, target: object = None):  # noqa: ANN201
+        import importlib.machinery
+
+        if fullname.split(".")[0] not in self.tops:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+
+    def create_module(self, spec):  # noqa: ANN001, ANN201
+        mod = _StubModule(spec.name)
+        mod.__path__ = []
+        mod.__version__ = "999.0.0"
+        self.served.add(spec.name)
+        return mod
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        return None
+
+
 def _codes(fn: object) -> list[types.CodeType]:
     code = getattr(fn, "__code__", None)
     out: list[types.CodeType] = []
@@ -125,8 +187,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--output", required=True)
     ap.add_argument("--arch", action="append", default=[], help="only these architectures")
+    ap.add_argument("--stub", action="append", default=[],
+                    help="top-level CUDA-only package to replace with a stub (repeatable), e.g. sgl_kernel")
     args = ap.parse_args()
     _stub_torchvision()
+    stubs = _StubFinder(tuple(args.stub))
+    if args.stub:
+        sys.meta_path.append(stubs)  # appended: a real, importable package always wins
     logging.disable(logging.WARNING)
     t0 = time.monotonic()
     import torch
@@ -178,6 +245,8 @@ def main() -> int:
         "modules": len(modules),
         "modules_imported": imported,
         "modules_failed": dict(sorted(failed.items())),
+        "stubbed_packages": sorted(args.stub),
+        "stubbed_modules_served": sorted(stubs.served),
         "registered": len(archs),
         "supports_true": sum(1 for a in archs.values() if a.get("supports")),
         "wrapper_gap": sum(1 for a in archs.values() if a.get("wrapper_gap")),

@@ -109,8 +109,12 @@ def read_setter(source: SourceTree, path: str, line: int, end_line: int) -> IdTr
             if none is not None:
                 for st in (node.body if none else node.orelse):
                     for sub in ast.walk(st):
-                        if isinstance(sub, ast.Assign) and isinstance(sub.value, ast.List) and default is None:
-                            default = ast.unparse(sub.value)
+                        # ``x = [2, n // 2, n - 3]`` or ``self.model.<setter>([2, n // 2, n - 3])``
+                        lists = [sub.value] if isinstance(sub, ast.Assign) else \
+                            sub.args if isinstance(sub, ast.Call) else []
+                        for lst in lists:
+                            if isinstance(lst, ast.List) and default is None:
+                                default = " ".join(ast.unparse(lst).split())
             elif param and param in t:
                 if "[0]" in t and "== 1" in t:
                     conditional.append(Heuristic.FIRST_IS_ONE)

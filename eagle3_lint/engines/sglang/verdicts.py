@@ -140,7 +140,16 @@ class _Checker:
             init = cf.methods.get("__init__") if cf else None
             if init is None:
                 continue
+            path = self.graph.path_of(e)
             for sa in init.self_assigns:
+                attr = sa.target[5:] if sa.target.startswith("self.") else ""
+                if attr and "." not in attr:
+                    # graph.delegations keeps one target per attribute; an attribute assigned under
+                    # branches (``self.model = DeepseekV3ForCausalLM(...)`` / ``DeepseekForCausalLM(...)``,
+                    # chosen by the checkpoint config) may hold any of them.
+                    d = self.graph._delegation_from_assign(e, attr, sa, path)  # noqa: SLF001
+                    if d is not None and d.target is not None:
+                        out.append((d.target, Evidence(d.path, d.line, d.detail)))
                 if sa.value_kind != "call" or "." in sa.func or sa.func not in init.params:
                     continue
                 for holder in mro:  # the most derived default wins: subclasses pass theirs up via super()
