@@ -61,3 +61,19 @@ def test_pip_gets_the_wheel_tags(tmp_path: Path, monkeypatch) -> None:
     assert cmd[cmd.index("--python-version") + 1] == "3.11" and cmd[cmd.index("--abi") + 1] == "cp311"
     assert cmd[cmd.index("-d") - 1] == "sglang==0.5.23"
     assert os.fspath(tmp_path) in cmd[cmd.index("-d") + 1]
+
+
+@pytest.mark.real
+@pytest.mark.parametrize("version", ["0.4.7", "0.5.23"])
+def test_tree_detection_and_version(sglang_trees, version: str, tmp_path: Path) -> None:
+    """0.4.7 writes its version as a literal in sglang/version.py; 0.5.23 imports it from a generated
+    _version.py, so it comes from the dist-info METADATA."""
+    from eagle3_lint.engines.sglang.tree import SglangDirSource, looks_like_sglang
+
+    root = sglang_trees.get(version)
+    assert looks_like_sglang(root) and not looks_like_sglang(tmp_path)
+    src = SglangDirSource(root)
+    assert src.sglang_version() == version
+    files = src.py_files()
+    assert files and all(f.startswith("sglang/") and f.endswith(".py") for f in files)
+    assert "sglang/srt/models/llama.py" in files
