@@ -15,8 +15,9 @@ which failed and why). For each registered class:
   the top-level model object (0.5.23 checks exactly this on the instance);
 * ``wrapper_gap``: ``supports`` is False and a model class the wrapper builds has the method. "Builds"
   is read from the *running* objects, not from source: the classes named by ``__init__``'s bytecode
-  (``co_names`` looked up in the function's globals, nested code objects included) and by its default
-  arguments, for every ``__init__`` in the MRO and for the methods of the class that those
+  (globals loaded by ``LOAD_GLOBAL``, nested code objects included, except a global whose next
+  instruction reads an attribute of it: ``X.helper(...)`` calls a helper, it builds no model) and by its
+  default arguments, for every ``__init__`` in the MRO and for the methods of the class that those
   ``__init__``s name (``self.init_llm(...)``), plus class attributes holding classes; followed up
   to three hops (a VL wrapper holding a ``ForCausalLM`` holding a ``Model``). Only ``torch.nn.Module``
   subclasses count.
@@ -24,6 +25,7 @@ which failed and why). For each registered class:
 from __future__ import annotations
 
 import argparse
+import dis
 import importlib
 import inspect
 import json
@@ -152,9 +154,14 @@ def _classes_built_by(cls: type, nn_module: type) -> dict[str, type]:
             for d in (getattr(fn, "__kwdefaults__", None) or {}).values():
                 note(d)
             for code in _codes(fn):
+                ins = list(dis.get_instructions(code))
+                for i, op in enumerate(ins):
+                    # A global used as ``X.attr`` (``BailingMoeV3ForCausalLM.log_shared_experts_fusion(self)``)
+                    # is a helper call, not a model the wrapper builds or holds.
+                    if op.opname in ("LOAD_GLOBAL", "LOAD_NAME") and op.argval in g and not (
+                            i + 1 < len(ins) and ins[i + 1].opname in ("LOAD_ATTR", "LOAD_METHOD")):
+                        note(g[op.argval])
                 for name in code.co_names:
-                    if name in g:
-                        note(g[name])
                     attr = inspect.getattr_static(cls, name, None)
                     attr = getattr(attr, "__func__", attr)
                     if inspect.isfunction(attr):
