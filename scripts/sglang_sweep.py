@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from eagle3_lint import target  # noqa: E402
 from eagle3_lint.engines.sglang import fetch  # noqa: E402
+from eagle3_lint.engines.sglang.setter import Heuristic  # noqa: E402
 from eagle3_lint.engines.sglang.verdicts import Status, contract  # noqa: E402
 
 
@@ -31,8 +32,9 @@ def main(argv: list[str]) -> int:
     versions = argv or sorted((p.name[len("sglang-"):] for p in target.cache_root().glob("sglang-*")
                                if (p / target.COMPLETE_MARKER).exists()), key=_key)
     print("| SGLang | registered | supported | wrapper-gap | unsupported | unknown | unresolved EntryClass "
+          "| setters: +1 / other shift / conditional (first==1, max==n) / delegating / PP-guarded / unread "
           "| runner call sites | drafter-id reads | s |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     bad = 0
     for v in versions:
         t0 = time.monotonic()
@@ -43,6 +45,13 @@ def main(argv: list[str]) -> int:
             print(f"| {v} | CRASH | | | | | | {traceback.format_exc().splitlines()[-1]} | | |")
             continue
         n = collections.Counter(x.status for x in c.verdicts)
+        # One row per distinct setter (many classes inherit the same one).
+        setters = {(x.evidence[0].path, x.evidence[0].line): x.setter for x in c.verdicts if x.status is Status.SUPPORTED}
+        ts = [t for t in setters.values() if t is not None]
+        cond = collections.Counter(h for t in ts for h in t.conditional)
+        st = (f"{len(setters)}: {sum(t.offset == 1 for t in ts)} / {sum(t.offset not in (1, None) for t in ts)} / "
+              f"{cond[Heuristic.FIRST_IS_ONE]}, {cond[Heuristic.MAX_IS_N]} / {sum(bool(t.delegates_to) for t in ts)} / "
+              f"{sum(t.pp_last_rank_only for t in ts)} / {len(setters) - len(ts)}")
         unres = sum(1 for e in c.registry.entries if e.kind.value != "class")
         sites = "; ".join(f"{s.path.removeprefix('sglang/srt/')}:{s.line} ({s.ids.value}, {s.missing.value})"
                           for s in c.call_sites)
@@ -50,7 +59,7 @@ def main(argv: list[str]) -> int:
                         + (f" (except{'' if not s.bare_except else ' bare'} -> {s.fallback})" if s.fallback else "")
                         for s in c.id_sources)
         print(f"| {v} | {len(c.verdicts)} | {n[Status.SUPPORTED]} | {n[Status.WRAPPER_GAP]} | "
-              f"{n[Status.UNSUPPORTED]} | {n[Status.UNKNOWN]} | {unres} | {sites} | {ids} | {time.monotonic() - t0:.1f} |",
+              f"{n[Status.UNSUPPORTED]} | {n[Status.UNKNOWN]} | {unres} | {st} | {sites} | {ids} | {time.monotonic() - t0:.1f} |",
               flush=True)
     return 1 if bad else 0
 

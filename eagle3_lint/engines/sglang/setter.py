@@ -34,7 +34,7 @@ class IdTransform:
     path: str
     line: int
     param: str  # the ids parameter's name
-    offset: int | None  # k in ``[v + k for v in ids]`` for drafter ids; None when not a plain shift
+    offset: int | None  # k in ``[v + k for v in ids]`` for drafter ids; None when not one plain shift
     conditional: tuple[Heuristic, ...]  # tests on the ids that change the transform
     default: str | None  # the list used when the ids are None, as written
     num_layers: str | None  # what the default's layer count is read from (``self.config.num_hidden_layers``)
@@ -42,6 +42,9 @@ class IdTransform:
     delegates_to: tuple[str, ...]  # receivers whose own setter is called (``self.model``)
     delegation_guarded: bool  # a ``hasattr`` test on the receiver's setter
     pp_last_rank_only: bool  # returns early unless ``pp_group.is_last_rank``
+    # For a conditional transform: (test, shift when it holds, shift otherwise), None where a branch
+    # stores something other than a plain shift of the ids.
+    branches: tuple[tuple[Heuristic, int | None, int | None], ...] = ()
 
 
 def _shift(node: ast.AST, param: str) -> int | None:
@@ -93,6 +96,8 @@ def read_setter(source: SourceTree, path: str, line: int, end_line: int) -> IdTr
     param = args[1] if len(args) > 1 else ""
     offset: int | None = None
     conditional: list[Heuristic] = []
+    branches: list[tuple[Heuristic, int | None, int | None]] = []
+    shifts: list[int] = []
     default: str | None = None
     num_layers: str | None = None
     writes: list[str] = []
@@ -116,12 +121,12 @@ def read_setter(source: SourceTree, path: str, line: int, end_line: int) -> IdTr
                             if isinstance(lst, ast.List) and default is None:
                                 default = " ".join(ast.unparse(lst).split())
             elif param and param in t:
-                if "[0]" in t and "== 1" in t:
-                    conditional.append(Heuristic.FIRST_IS_ONE)
-                elif "max(" in t:
-                    conditional.append(Heuristic.MAX_IS_N)
-                elif any(isinstance(n, ast.Name) and n.id == param for n in ast.walk(node.test)):
-                    conditional.append(Heuristic.OTHER_CONDITION)
+                h = Heuristic.FIRST_IS_ONE if "[0]" in t and "== 1" in t else Heuristic.MAX_IS_N if "max(" in t \
+                    else Heuristic.OTHER_CONDITION if any(isinstance(n, ast.Name) and n.id == param
+                                                          for n in ast.walk(node.test)) else None
+                if h is not None:
+                    conditional.append(h)
+                    branches.append((h, _branch_shift(node.body, param), _branch_shift(node.orelse, param)))
         elif isinstance(node, ast.IfExp) and param and _is_none_test(node.test, param) is not None:
             none = _is_none_test(node.test, param)
             alt = node.body if none else node.orelse
@@ -139,24 +144,54 @@ def read_setter(source: SourceTree, path: str, line: int, end_line: int) -> IdTr
                     num_layers = num_layers or ast.unparse(node.value)
             if param and node.value is not None:
                 k = _shift(node.value, param)
-                if k is not None and offset is None:
-                    offset = k
+                if k is not None:
+                    shifts.append(k)
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == SETTER:
             delegates.append(dotted(node.func.value) or ast.unparse(node.func.value))
-            if param and node.args and offset is None:
-                offset = _shift(node.args[0], param)
+            if param and node.args:
+                k = _shift(node.args[0], param)
+                if k is not None:
+                    shifts.append(k)
         elif isinstance(node, ast.Call) and dotted(node.func) == "setattr" and len(node.args) >= 2 \
                 and isinstance(node.args[1], ast.Constant) and node.args[1].value == "_is_layer_to_capture":
             writes.append("<layer>._is_layer_to_capture")
+    offset = shifts[0] if shifts and len(set(shifts)) == 1 else None
+    if not param and default is None:
+        # Early setters take no ids at all (0.4.7 - 0.4.8): the list they store is the default.
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.List):
+                default = " ".join(ast.unparse(node.value).split())
+                break
     return IdTransform(path, line, param, offset, tuple(dict.fromkeys(conditional)), default, num_layers,
-                       tuple(dict.fromkeys(writes)), tuple(dict.fromkeys(delegates)), guarded, pp)
+                       tuple(dict.fromkeys(writes)), tuple(dict.fromkeys(delegates)), guarded, pp, tuple(branches))
+
+
+def _branch_shift(body: list[ast.stmt], param: str) -> int | None:
+    """The shift stored by one branch, when it stores exactly one plain shift of the ids."""
+    ks = {k for st in body for n in ast.walk(st) if isinstance(n, ast.Assign)
+          for k in [_shift(n.value, param)] if k is not None}
+    return ks.pop() if len(ks) == 1 else None
 
 
 def capture_indices(t: IdTransform, drafter_ids: list[int] | None, n: int) -> list[int] | None:
-    """The layer indices (``i``: hidden state entering layer ``i``) a plain setter stores, or None when
-    its transform is conditional, delegated without a shift, or not a plain shift."""
+    """The layer indices (``i``: the hidden state entering layer ``i``) the setter stores for the
+    drafter's ids on a model of ``n`` layers; None when the setter is given None (its default is an
+    expression of the model's config), hands the ids on unchanged to another setter, or its transform is
+    not a plain shift the tool can follow."""
     if drafter_ids is None:
-        return None  # the default list is an expression of the model's own config; not evaluated here
-    if t.offset is None or t.conditional:
         return None
-    return [k + t.offset for k in drafter_ids]
+    if t.delegates_to and t.offset == 0:
+        return None  # hands the ids on unchanged: the delegate's setter decides
+    if not t.conditional:
+        return None if t.offset is None else [k + t.offset for k in drafter_ids]
+    if len(t.branches) != 1:
+        return None
+    h, yes, no = t.branches[0]
+    if h is Heuristic.FIRST_IS_ONE:
+        holds = bool(drafter_ids) and drafter_ids[0] == 1
+    elif h is Heuristic.MAX_IS_N:
+        holds = bool(drafter_ids) and max(drafter_ids) == n
+    else:
+        return None
+    k = yes if holds else no
+    return None if k is None else [i + k for i in drafter_ids]
