@@ -46,7 +46,8 @@ def main(argv: list[str]) -> int:
             continue
         n = collections.Counter(x.status for x in c.verdicts)
         # One row per distinct setter (many classes inherit the same one).
-        setters = {(x.evidence[0].path, x.evidence[0].line): x.setter for x in c.verdicts if x.status is Status.SUPPORTED}
+        setters = {(x.evidence[0].path, x.evidence[0].line): x.setter
+                   for x in c.verdicts if x.status is Status.SUPPORTED}
         ts = [t for t in setters.values() if t is not None]
         cond = collections.Counter(h for t in ts for h in t.conditional)
         st = (f"{len(setters)}: {sum(t.offset == 1 for t in ts)} / {sum(t.offset not in (1, None) for t in ts)} / "
@@ -59,7 +60,8 @@ def main(argv: list[str]) -> int:
                         + (f" (except{'' if not s.bare_except else ' bare'} -> {s.fallback})" if s.fallback else "")
                         for s in c.id_sources)
         print(f"| {v} | {len(c.verdicts)} | {n[Status.SUPPORTED]} | {n[Status.WRAPPER_GAP]} | "
-              f"{n[Status.UNSUPPORTED]} | {n[Status.UNKNOWN]} | {unres} | {st} | {sites} | {ids} | {time.monotonic() - t0:.1f} |",
+              f"{n[Status.UNSUPPORTED]} | {n[Status.UNKNOWN]} | {unres} | {st} | {sites} | {ids} | "
+              f"{time.monotonic() - t0:.1f} |",
               flush=True)
     return 1 if bad else 0
 

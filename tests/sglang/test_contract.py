@@ -79,7 +79,8 @@ def test_setter_transforms_0_5_23(sglang_trees) -> None:
     d = _contract(sglang_trees, "0.5.23").by_arch()
     llama = d["LlamaForCausalLM"].setter
     assert llama is not None and llama.offset == 1 and not llama.conditional and llama.pp_last_rank_only
-    assert llama.default == "[2, num_layers // 2, num_layers - 3]" and llama.num_layers == "self.config.num_hidden_layers"
+    assert llama.default == "[2, num_layers // 2, num_layers - 3]"
+    assert llama.num_layers == "self.config.num_hidden_layers"
     assert "self.model.layers_to_capture" in llama.writes
     assert capture_indices(llama, [1, 15, 28], 32) == [2, 16, 29]
     # DeepSeek adds 1 only when the first id is 1; gpt-oss keeps ids whose max is n (already +1-ed).

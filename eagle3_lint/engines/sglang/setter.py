@@ -61,14 +61,17 @@ def _shift(node: ast.AST, param: str) -> int | None:
                 return 0
             if isinstance(e, ast.BinOp) and isinstance(e.left, ast.Name) and e.left.id == v \
                     and isinstance(e.right, ast.Constant) and isinstance(e.right.value, int):
-                return e.right.value if isinstance(e.op, ast.Add) else -e.right.value if isinstance(e.op, ast.Sub) else None
+                if isinstance(e.op, ast.Add):
+                    return e.right.value
+                return -e.right.value if isinstance(e.op, ast.Sub) else None
     return None
 
 
 def _is_none_test(test: ast.AST, param: str) -> bool | None:
     """True for ``param is None``/``not param``, False for ``param is not None``/``param``, else None."""
     if isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == param \
-            and len(test.ops) == 1 and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None:
+            and len(test.ops) == 1 and isinstance(test.comparators[0], ast.Constant) \
+            and test.comparators[0].value is None:
         return isinstance(test.ops[0], ast.Is) if isinstance(test.ops[0], (ast.Is, ast.IsNot)) else None
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and isinstance(test.operand, ast.Name) \
             and test.operand.id == param:
