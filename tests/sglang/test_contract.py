@@ -27,7 +27,7 @@ def _contract(sglang_trees, version: str) -> Contract:
 
 
 @pytest.mark.real
-@pytest.mark.parametrize("version", ["0.5.10", "0.5.23"])
+@pytest.mark.parametrize("version", ["0.5.10", "0.5.19", "0.5.23"])
 def test_verdicts_agree_with_sglang_itself(sglang_trees, version: str) -> None:
     oracle = json.loads((ORACLE / f"sglang-{version}.json").read_text())
     assert oracle["sglang"] == version
