@@ -26,7 +26,7 @@ def _live() -> bool:
 
 @pytest.mark.oracle
 @pytest.mark.real
-@pytest.mark.parametrize("version", ["0.5.10", "0.5.23"])
+@pytest.mark.parametrize("version", ["0.5.10", "0.5.19", "0.5.23"])
 def test_live_sglang_oracle(version: str, sglang_trees, tmp_path: Path) -> None:
     if not _live():
         pytest.skip("live oracle runs in CI or with EAGLE3_LINT_ORACLE=1 (builds a CPU SGLang venv)")
