@@ -49,6 +49,7 @@ WHEEL_TAGS = ["--python-version", "3.11", "--platform", "manylinux_2_34_x86_64",
 SKIP = re.compile(r"^(torch|torchvision|torchaudio|torchcodec|torchao|torch[-_]memory[-_]saver|flashinfer.*|"
                   r"sglang[-_]kernel|sgl[-_].*|nvidia-.*|nvshmem.*|cuda-.*|flash[-_]attn.*|quack-kernels|"
                   r"humming-kernels|tilelang|deepseek-recipe|kernels|py-spy|decord2?|av)$", re.I)
+RUNTIME_EXTRAS = ("srt", "runtime-common", "runtime_common")
 SMOKE = (
     "import os, sys, types;"
     "os.environ.update(HF_HUB_OFFLINE='1', CUDA_VISIBLE_DEVICES='');"
@@ -80,13 +81,19 @@ def site_packages(py: Path) -> Path:
 
 
 def requirements(site: Path) -> list[str]:
-    """SGLang's non-extra ``Requires-Dist`` lines minus SKIP (markers for other platforms dropped)."""
+    """SGLang's ``Requires-Dist`` lines minus SKIP (markers for other platforms dropped): the unconditional
+    ones, plus the ``srt``/``runtime-common`` extras that carried the runtime's packages up to 0.4.x."""
     meta = next(site.glob("sglang-*.dist-info")) / "METADATA"
     out = []
     for line in meta.read_text().splitlines():
-        if not line.startswith("Requires-Dist:") or "extra ==" in line:
+        if not line.startswith("Requires-Dist:"):
             continue
-        req = line.split(":", 1)[1].strip()
+        m = re.search(r"""extra == ['"]([^'"]+)['"]""", line)
+        if m and m.group(1) not in RUNTIME_EXTRAS:
+            continue
+        req = re.sub(r"""\s*(and\s+)?extra == ['"][^'"]+['"]""", "", line.split(":", 1)[1]).strip().rstrip(";").strip()
+        if req.startswith("sglang["):
+            continue  # the extras' self-reference (``sglang[runtime_common]``)
         if "aarch64" in req and "!=" not in req:
             continue  # arm-only alternatives (decord2, av)
         spec = req.split(";")[0].strip()
