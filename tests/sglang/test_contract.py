@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from eagle3_lint.engines.sglang.runner import IdsPassed, MissingMethod
-from eagle3_lint.engines.sglang.setter import Heuristic, capture_indices
+from eagle3_lint.engines.sglang.setter import Heuristic, capture_indices, default_indices
 from eagle3_lint.engines.sglang.verdicts import Contract, Status, contract
 
 ORACLE = Path(__file__).resolve().parents[1] / "differential" / "oracle"
@@ -83,6 +83,7 @@ def test_setter_transforms_0_5_23(sglang_trees) -> None:
     assert llama.num_layers == "self.config.num_hidden_layers"
     assert "self.model.layers_to_capture" in llama.writes
     assert capture_indices(llama, [1, 15, 28], 32) == [2, 16, 29]
+    assert default_indices(llama, 32) == [2, 16, 29]
     # DeepSeek adds 1 only when the first id is 1; gpt-oss keeps ids whose max is n (already +1-ed).
     ds = d["DeepseekV3ForCausalLM"].setter
     assert ds.offset is None and ds.branches == ((Heuristic.FIRST_IS_ONE, 1, 0),)
@@ -101,6 +102,7 @@ def test_setter_transforms_0_5_23(sglang_trees) -> None:
     # 0.4.7's setter takes no ids: what it stores is its default.
     old = _contract(sglang_trees, "0.4.7").by_arch()["LlamaForCausalLM"].setter
     assert old.param == "" and old.default == "[2, num_layers // 2, num_layers - 3]" and old.offset is None
+    assert default_indices(old, 80) == [2, 40, 77] and default_indices(k25, 61) is None
 
 
 @pytest.mark.real

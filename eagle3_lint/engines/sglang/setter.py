@@ -198,3 +198,25 @@ def capture_indices(t: IdTransform, drafter_ids: list[int] | None, n: int) -> li
         return None
     k = yes if holds else no
     return None if k is None else [i + k for i in drafter_ids]
+
+
+def default_indices(t: IdTransform, n: int) -> list[int] | None:
+    """The default list (used when the drafter config has no ids) for a model of ``n`` layers, evaluated
+    with the core's whitelisted evaluator: the one free name of the expression (``num_layers``) is ``n``.
+    None when there is no default or it is not plain arithmetic on that one name."""
+    if t.default is None:
+        return None
+    from eagle3_lint.minieval import Interpreter, Unsupported
+
+    try:
+        node = ast.parse(t.default, mode="eval").body
+    except SyntaxError:
+        return None
+    names = {x.id for x in ast.walk(node) if isinstance(x, ast.Name)}
+    if len(names) > 1:
+        return None
+    try:
+        value = Interpreter(strict=True).eval_expr(node, {name: n for name in names})
+    except (Unsupported, ArithmeticError, TypeError, ValueError):
+        return None
+    return list(value) if isinstance(value, list) and all(type(v) is int for v in value) else None
