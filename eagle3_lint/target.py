@@ -36,8 +36,8 @@ def cache_root(cache_dir: str | os.PathLike[str] | None = None) -> Path:
     return Path(base) / "eagle3-lint"
 
 
-def release_dir(version: str, cache_dir: str | os.PathLike[str] | None = None) -> Path:
-    return cache_root(cache_dir) / f"vllm-{version}"
+def release_dir(version: str, cache_dir: str | os.PathLike[str] | None = None, package: str = "vllm") -> Path:
+    return cache_root(cache_dir) / f"{package}-{version}"
 
 
 def is_fetched(root: Path, cache_dir: str | os.PathLike[str] | None = None) -> bool:
@@ -67,33 +67,40 @@ def fetch_release(
     version: str,
     cache_dir: str | os.PathLike[str] | None = None,
     progress: Callable[[str], None] | None = None,
+    package: str = "vllm",
+    pip_args: tuple[str, ...] = (),
 ) -> Path:
-    """The cached source tree of ``vllm==version``, downloading it on first use."""
-    dest = release_dir(version, cache_dir)
+    """The cached source tree of ``<package>==version`` (vLLM by default), downloading it on first use.
+
+    ``pip_args`` go to ``pip download`` before the requirement: platform tags for wheels that are
+    built for one interpreter only (SGLang's cp311 manylinux wheels).
+    """
+    dest = release_dir(version, cache_dir, package)
+    spec = f"{package}=={version}"
     if (dest / COMPLETE_MARKER).is_file():
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=dest.parent, prefix=".dl-") as td:
         if progress:
-            progress(f"downloading vllm=={version} with pip (about 340 MB, once)")
+            progress(f"downloading {spec} with pip (hundreds of MB, once)")
         # --only-binary: for an sdist pip would run the package's build backend to read its
         # metadata, i.e. execute the code this tool promises never to run.
         cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check",
-               "--progress-bar", "on" if progress else "off", f"vllm=={version}", "-d", td]
+               "--progress-bar", "on" if progress else "off", *pip_args, spec, "-d", td]
         try:
             proc = subprocess.run(cmd, stdout=sys.stderr if progress else subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True, timeout=3600)
         except (OSError, subprocess.TimeoutExpired) as exc:
-            raise TargetError(f"cannot run pip to fetch vllm=={version}: {exc}") from None
+            raise TargetError(f"cannot run pip to fetch {spec}: {exc}") from None
         if proc.returncode != 0:
             last = [ln for ln in (proc.stderr or "").splitlines() if ln.strip()]
             reason = last[-1].strip() if last else f"pip exited {proc.returncode}"
             if any(m in (proc.stderr or "") for m in _NETWORK_ERRORS):
                 reason += " (the package index could not be reached: offline? pass a path or a .whl instead)"
-            raise TargetError(f"cannot fetch vllm=={version}: {reason}")
+            raise TargetError(f"cannot fetch {spec}: {reason}")
         wheels = sorted(Path(td).glob("*.whl"))
         if not wheels:
-            raise TargetError(f"cannot fetch vllm=={version}: pip produced no wheel (only an sdist?)")
+            raise TargetError(f"cannot fetch {spec}: pip produced no wheel (only an sdist?)")
         if progress:
             progress(f"extracting .py files of {wheels[0].name}")
         staging = Path(td) / "tree"

@@ -1,0 +1,158 @@
+"""Where SGLang's runner asks a model for EAGLE-3 capture, and where the drafter's layer ids come from.
+
+Both are found by shape, not by file name (the call moved from ``model_runner.py`` and
+``cuda_graph_runner.py`` to ``model_runner_components/`` over the releases):
+
+* a call site is any ``<expr>.set_eagle3_layers_to_capture(...)`` outside ``models/``; the receiver
+  is the top-level model object, so the check it amounts to is "the registered class has the method
+  (through its MRO)". A call with no argument captures the model's default layers (the CUDA-graph
+  runner of 0.4.x - 0.5.10 did this, before the drafter's ids were applied). A ``hasattr`` test on
+  the same method in the enclosing function tells whether a missing method raises a readable error
+  (``ValueError``) or Python's ``AttributeError``, or is skipped.
+* an id source is a read of ``"eagle_aux_hidden_state_layer_ids"`` from the drafter's config
+  (subscript or ``.get``); when it sits in a ``try`` whose handler assigns a fallback, the fallback is
+  recorded (``None``: each model's setter then picks its default layers).
+
+Only files whose bytes name the method (or the key) are parsed.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+from dataclasses import dataclass
+
+from eagle3_lint.engines.sglang.tree import MODELS_DIR
+from eagle3_lint.facts import decode_source, dotted
+from eagle3_lint.source import SourceTree
+
+SETTER = "set_eagle3_layers_to_capture"
+IDS_KEY = "eagle_aux_hidden_state_layer_ids"
+
+
+class IdsPassed(enum.Enum):
+    DRAFTER = "drafter-ids"  # called with the drafter config's ids (or None when the config has none)
+    DEFAULT = "default-ids"  # called with no argument: the model's own default layers
+
+
+class MissingMethod(enum.Enum):
+    ATTRIBUTE_ERROR = "AttributeError"  # no hasattr guard: Python raises on the attribute lookup
+    RAISES = "raises"  # ``if not hasattr(...): raise ...`` before the call
+    SKIPPED = "skipped"  # ``if hasattr(...):`` around the call: a model without it is silently not asked
+
+
+@dataclass(frozen=True)
+class CallSite:
+    path: str
+    line: int
+    function: str  # the enclosing def
+    receiver: str  # ``self.model``, ``model``, ``self.model_runner.model``
+    args: str  # the arguments as written
+    ids: IdsPassed
+    missing: MissingMethod
+    error: str = ""  # for RAISES: ``ValueError: Model {...} does not implement ...``
+
+
+@dataclass(frozen=True)
+class IdSource:
+    path: str
+    line: int
+    text: str  # the read as written
+    fallback: str | None  # the handler's assigned value when the read is in a try (``None``), else None
+    bare_except: bool  # ``except:`` (catches everything, KeyboardInterrupt included)
+
+
+def _parents(tree: ast.AST) -> dict[ast.AST, ast.AST]:
+    out: dict[ast.AST, ast.AST] = {}
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            out[child] = node
+    return out
+
+
+def _enclosing(node: ast.AST, parents: dict[ast.AST, ast.AST], kinds: tuple[type, ...]) -> ast.AST | None:
+    cur = parents.get(node)
+    while cur is not None and not isinstance(cur, kinds):
+        cur = parents.get(cur)
+    return cur
+
+
+def _parse(source: SourceTree, rel: str, needle: bytes) -> ast.Module | None:
+    try:
+        data = source.read_bytes(rel)
+        if needle not in data:
+            return None
+        return ast.parse(decode_source(data), filename=rel)
+    except (OSError, UnicodeError, LookupError, SyntaxError, ValueError, RecursionError):
+        return None
+
+
+def _runner_files(source: SourceTree) -> list[str]:
+    return [rel for rel in source.py_files() if not rel.startswith(MODELS_DIR + "/")]
+
+
+def _hasattr_guard(fn: ast.AST, receiver: str) -> tuple[MissingMethod, str]:
+    for node in ast.walk(fn):
+        if not isinstance(node, ast.If):
+            continue
+        tests = [n for n in ast.walk(node.test) if isinstance(n, ast.Call) and dotted(n.func) == "hasattr"
+                 and len(n.args) == 2 and isinstance(n.args[1], ast.Constant) and n.args[1].value == SETTER
+                 and dotted(n.args[0]) == receiver]
+        if not tests:
+            continue
+        raises = [s for s in node.body if isinstance(s, ast.Raise)]
+        if isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not) and raises:
+            exc = raises[0].exc
+            name = dotted(exc.func) if isinstance(exc, ast.Call) else dotted(exc)
+            msg = ast.unparse(exc.args[0]) if isinstance(exc, ast.Call) and exc.args else ""
+            return MissingMethod.RAISES, f"{name}: {msg}"[:300]
+        return MissingMethod.SKIPPED, ""
+    return MissingMethod.ATTRIBUTE_ERROR, ""
+
+
+def call_sites(source: SourceTree) -> tuple[CallSite, ...]:
+    """Every runner call of the capture method, in path/line order."""
+    out: list[CallSite] = []
+    for rel in _runner_files(source):
+        tree = _parse(source, rel, SETTER.encode())
+        if tree is None:
+            continue
+        parents = _parents(tree)
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == SETTER):
+                continue
+            receiver = dotted(node.func.value) or ast.unparse(node.func.value)
+            fn = _enclosing(node, parents, (ast.FunctionDef, ast.AsyncFunctionDef))
+            missing, error = _hasattr_guard(fn, receiver) if fn is not None else (MissingMethod.ATTRIBUTE_ERROR, "")
+            ids = IdsPassed.DRAFTER if node.args or node.keywords else IdsPassed.DEFAULT
+            out.append(CallSite(rel, node.lineno, getattr(fn, "name", "<module>"), receiver,
+                                ", ".join(ast.unparse(a) for a in [*node.args, *node.keywords]), ids, missing, error))
+    return tuple(sorted(out, key=lambda c: (c.path, c.line)))
+
+
+def id_sources(source: SourceTree) -> tuple[IdSource, ...]:
+    """Every read of the drafter's aux-layer ids from its config, in path/line order."""
+    out: list[IdSource] = []
+    for rel in _runner_files(source):
+        tree = _parse(source, rel, IDS_KEY.encode())
+        if tree is None:
+            continue
+        parents = _parents(tree)
+        for node in ast.walk(tree):
+            hit = (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant)
+                   and node.slice.value == IDS_KEY and isinstance(node.ctx, ast.Load)) or \
+                  (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+                   and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value == IDS_KEY)
+            if not hit:
+                continue
+            fallback: str | None = None
+            bare = False
+            tr = _enclosing(node, parents, (ast.Try, ast.FunctionDef, ast.AsyncFunctionDef))
+            if isinstance(tr, ast.Try):
+                for h in tr.handlers:
+                    bare = bare or h.type is None
+                    for st in h.body:
+                        if isinstance(st, ast.Assign) and any(IDS_KEY in ast.unparse(t) for t in st.targets):
+                            fallback = ast.unparse(st.value)
+            out.append(IdSource(rel, node.lineno, " ".join(ast.unparse(node).split())[:200], fallback, bare))
+    return tuple(sorted(out, key=lambda s: (s.path, s.line)))

@@ -1,0 +1,111 @@
+"""Shapes of EntryClass and of wrappers that the released trees have few or none of, on a small tree.
+
+Each file below is written the way SGLang writes them; the expected answers are what SGLang's own
+registry and ``hasattr`` would give if the tree were imported.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from eagle3_lint.engines.sglang.verdicts import Status, contract
+
+FILES = {
+    "sglang/__init__.py": "",
+    "sglang/srt/__init__.py": "",
+    "sglang/srt/models/__init__.py": "",
+    "sglang/srt/models/llama.py": """
+        from torch import nn
+
+        class LlamaModel(nn.Module):
+            pass
+
+        class LlamaForCausalLM(nn.Module):
+            def __init__(self, config):
+                self.model = LlamaModel(config)
+
+            def set_eagle3_layers_to_capture(self, layer_ids=None):
+                if layer_ids is None:
+                    num_layers = self.config.num_hidden_layers
+                    self.model.layers_to_capture = [2, num_layers // 2, num_layers - 3]
+                else:
+                    self.model.layers_to_capture = [val + 1 for val in layer_ids]
+
+        class PlainForCausalLM(nn.Module):
+            pass
+
+        # An alias: SGLang keys the registry by __name__, so this registers "LlamaForCausalLM" once.
+        LlamaAlias = LlamaForCausalLM
+        EntryClass = [LlamaAlias] + [PlainForCausalLM]
+    """,
+    "sglang/srt/models/helper_common/__init__.py": "",
+    "sglang/srt/models/helper_common/modeling.py": """
+        from torch import nn
+        from sglang.srt.models.llama import LlamaForCausalLM, LlamaModel
+
+        class TextModel(LlamaModel):
+            def set_eagle3_layers_to_capture(self, layer_ids=None):
+                self.layers_to_capture = layer_ids
+
+        class VLBase(nn.Module):
+            def __init__(self, config, language_model_cls=LlamaModel):
+                self.model = language_model_cls(config)
+
+        class VLWithText(VLBase):
+            def __init__(self, config, language_model_cls=TextModel):
+                super().__init__(config, language_model_cls)
+
+        class OcrWrapper(nn.Module):
+            def __init__(self, config):
+                if config.small:
+                    self.model = PlainStub(config)
+                else:
+                    self.model = LlamaForCausalLM(config)
+
+        class PlainStub(nn.Module):
+            pass
+    """,
+    # A re-export: the registry module imports the list from elsewhere.
+    "sglang/srt/models/vl.py": """
+        from sglang.srt.models.vl_entries import EntryClass
+    """,
+    "sglang/srt/models/vl_entries.py": """
+        from sglang.srt.models.helper_common.modeling import VLBase, VLWithText, OcrWrapper
+        from sglang.srt.models.missing_module import GoneBase
+
+        class Broken(GoneBase):
+            pass
+
+        EntryClass = [VLWithText, OcrWrapper, Broken]
+    """,
+    "sglang/srt/models/notes.py": "X = 1\n",
+}
+
+
+def _tree(tmp_path: Path) -> Path:
+    for rel, text in FILES.items():
+        p = tmp_path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text).lstrip())
+    return tmp_path
+
+
+def test_entry_shapes_and_wrappers(tmp_path: Path) -> None:
+    c = contract(_tree(tmp_path))
+    d = c.by_arch()
+    # Alias registered under the class's own name; lists joined with +; EntryClass imported from
+    # another module counts for both modules that bind it (SGLang would assert on the duplicate).
+    assert set(d) == {"LlamaForCausalLM", "PlainForCausalLM", "VLWithText", "OcrWrapper", "Broken"}
+    assert c.registry.without_entry == ("sglang/srt/models/notes.py",)
+    assert "VLWithText" in c.registry.duplicates
+    assert d["LlamaForCausalLM"].status is Status.SUPPORTED and d["LlamaForCausalLM"].setter.offset == 1
+    assert d["PlainForCausalLM"].status is Status.UNSUPPORTED and d["PlainForCausalLM"].supports is False
+    # The most derived constructor default is what the base's ``language_model_cls(...)`` builds.
+    vl = d["VLWithText"]
+    assert vl.status is Status.WRAPPER_GAP and vl.inner == ("TextModel",) and vl.supports is False
+    # One branch of the config-dependent ``self.model`` holds a class with the setter.
+    assert d["OcrWrapper"].status is Status.WRAPPER_GAP and d["OcrWrapper"].inner == ("LlamaForCausalLM",)
+    # A base from an SGLang module the tree does not hold: no guess.
+    assert d["Broken"].status is Status.UNKNOWN and d["Broken"].supports is None
+    assert any("missing_module" in e.text for e in d["Broken"].evidence)
