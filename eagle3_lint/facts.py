@@ -616,8 +616,13 @@ class _Extractor:
                 v = node.value
                 kind = "tuple" if isinstance(v, ast.Tuple) else "name" if isinstance(v, ast.Name) else "call" if isinstance(v, ast.Call) else "other"
                 returns.append((kind, self.seg(v)[:200], node.lineno))
+        # ``layers = self.layers[self.start_layer : self.end_layer]`` then ``enumerate(layers)`` (minimax_m3's
+        # decode branch): the loop enumerates that slice.
+        local_slices = {t.id: st.value for st in _walk(fn) if isinstance(st, ast.Assign) and len(st.targets) == 1
+                        for t in st.targets if isinstance(t, ast.Name)
+                        and isinstance(st.value, (ast.Subscript, ast.Call)) and "layers" in self.seg(st.value)}
         for ln in loop_nodes:
-            lp = self._loop(ln)
+            lp = self._loop(ln, local_slices)
             if lp is not None:
                 loops.append(lp)
         body0 = fn.body[0]
@@ -639,7 +644,7 @@ class _Extractor:
             return "*" + (dotted(a.value) or "?")
         return self.seg(a)[:80] if isinstance(a, (ast.Constant, ast.List, ast.Tuple)) else "?"
 
-    def _loop(self, node: ast.For) -> Loop | None:
+    def _loop(self, node: ast.For, local_slices: dict[str, ast.expr] | None = None) -> Loop | None:
         it = node.iter
         if not (isinstance(it, ast.Call) and dotted(it.func) == "enumerate" and it.args):
             return None
@@ -648,6 +653,8 @@ class _Extractor:
             return None
         idx = tgt.elts[0].id
         inner = it.args[0]
+        if isinstance(inner, ast.Name) and local_slices and inner.id in local_slices:
+            inner = local_slices[inner.id]
         sliced = ""
         if isinstance(inner, ast.Call) and dotted(inner.func) in ("islice", "itertools.islice") and len(inner.args) >= 2:
             sliced = "islice"

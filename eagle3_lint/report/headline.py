@@ -172,6 +172,13 @@ def _serving_phrase(sv: Any) -> str:
     first = failing[0]
     loc = _where(getattr(first, "location", None))
     text = f"{words} ({loc})" if loc else words
+    # A gate before the first failure that could not be checked would refuse it earlier still: say so.
+    before = steps[: steps.index(first)]
+    gate = next((s for s in before if _value(getattr(s, "result", "")) == "unchecked"
+                 and _value(getattr(s, "gate", "")) == "config-gate"), None)
+    if gate is not None:
+        gloc = _where(getattr(gate, "location", None))
+        text = f"config gate{f' ({gloc})' if gloc else ''} unchecked and {text}"
     for s in failing[1:2]:
         loc = _where(getattr(s, "location", None))
         text += f" and {_STEP_WORDS.get(_value(s.gate), _value(s.gate))}" + (f" ({loc})" if loc else "")
