@@ -160,7 +160,18 @@ class Judge:
                 inner.append(str(d.target))
         reason = chk.reason
         if status is Status.WRAPPER_GAP:
-            reason = f"{reason}; the inner model it delegates to ({', '.join(i.rsplit('.', 1)[-1] for i in inner)}) supports the contract, but the runner asks the wrapper"
+            names = ", ".join(i.rsplit(".", 1)[-1] for i in inner)
+            reason = f"{reason}; the inner model it delegates to ({names}) supports the contract, but the runner asks the wrapper"
+        elif not chk.supports:
+            # ``init_vllm_registered_model(hf_config=config.text_config)`` with no architectures: the inner model is
+            # whatever the checkpoint's sub-config names (resolved from --target-config when given).
+            open_inner = [d for d in self.model_delegations(key) if d.target is None and d.how == "registered-model"]
+            if open_inner:
+                d = open_inner[0]
+                reason = (f"{reason}; its inner model (self.{d.attr}, {d.path}:{d.line}) is the architecture the "
+                          "checkpoint's text_config names: it depends on the checkpoint (pass --target-config), and "
+                          "serving it with EAGLE-3 needs that architecture to support the contract and this wrapper "
+                          "to delegate to it")
         ev.append(Step("verdict", f"{self.contract.check_function}({key.name}) -> {chk.supports}: {reason}"))
         return Verdict(entry.arch, entry.module, entry.class_name, chk.supports, status, reason, tuple(ev), loc, tuple(inner))
 

@@ -83,3 +83,21 @@ def test_v0330_egl005_latent_message_names_the_v2_verifier(real_trees: Any) -> N
     assert latent
     for f in latent:
         assert "V2 runner" in f.message and "V1 runner" in f.message and "has no such verifier" in f.message
+
+
+@pytest.mark.real
+def test_v0330_checkpoint_chosen_inner_model(real_trees: Any) -> None:
+    """``llava_next.py`` builds ``self.language_model = init_vllm_registered_model(vllm_config,
+    hf_config=config.text_config, ...)`` (no architectures): the inner model is what the checkpoint's
+    ``text_config.architectures`` names. Without a target config the verdict says it depends on the checkpoint;
+    with one naming ``LlamaForCausalLM`` (which implements SupportsEagle3 in 0.33.0) the wrapper is a wrapper gap."""
+    tree = real_trees.get("0.33.0")
+    bare = analyze(DirSource(tree), Options()).verdicts["LlavaNextForConditionalGeneration"]
+    assert bare.status.value == "unsupported" and "depends on the checkpoint" in bare.reason
+    cfg = {"architectures": ["LlavaNextForConditionalGeneration"], "model_type": "llava_next",
+           "text_config": {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "num_hidden_layers": 32}}
+    ctx = analyze(DirSource(tree), Options(targets=("LlavaNextForConditionalGeneration",), target_config=cfg))
+    v = ctx.verdicts["LlavaNextForConditionalGeneration"]
+    assert v.status.value == "wrapper-gap" and v.inner == ("vllm.model_executor.models.llama.LlamaForCausalLM",)
+    # Only the targeted wrapper reads that checkpoint: another wrapper of the same shape stays open.
+    assert "depends on the checkpoint" in ctx.verdicts["InternVLChatModel"].reason
