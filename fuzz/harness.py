@@ -46,6 +46,7 @@ from eagle3_lint import facts as facts_mod
 from eagle3_lint import fixes
 from eagle3_lint import runner as runner_mod
 from eagle3_lint import store as store_mod
+from eagle3_lint import trace as trace_mod
 from eagle3_lint.analysis import Context, Options, analyze
 from eagle3_lint.source import MAX_FILE_BYTES, SourceTree
 
@@ -525,7 +526,11 @@ def render_all(ctx: Context, targets: tuple[str, ...], case: Case) -> str:
     mods = {tree_module(rel) for rel in case.files}
     traced = [a for a in ctx.verdicts if a in targets or ctx.verdicts[a].module in mods][:4]
     for arch in traced:
-        console.print(text.trace_tree(ctx, arch))
+        node = trace_mod.build(ctx, arch)
+        console.print(text.trace_tree(node))
+        json.dumps(trace_mod.to_json(node))
+        trace_mod.to_dot(node)
+        trace_mod.to_mermaid(node)
     if ctx.options.draft_config is not None or ctx.options.target_config is not None:
         from eagle3_lint.report import draft
 

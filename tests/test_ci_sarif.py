@@ -241,7 +241,8 @@ def test_path_prefix_applies_to_every_format(tmp_path: Path) -> None:
 
     gh = cli(*base, "--format", "github", cwd=tmp_path).stdout
     assert gh.count(f"file={to}") == len(rep["findings"]) > 0
-    text = cli(*base, "--format", "text", cwd=tmp_path, env={"COLUMNS": "400"}).stdout
+    # The derivation preamble and the table are shown with -v (the default text report leads with the verdict).
+    text = cli(*base, "--format", "text", "-v", cwd=tmp_path, env={"COLUMNS": "400"}).stdout
     assert f"contract: SupportsEagle3 at {to}model_executor/models/interfaces.py:" in text
     assert f"runner: {to}v1/worker/gpu_model_runner.py:" in text and f"gate: {to}config/speculative.py:" in text
     assert f" {to}model_executor/models/silenced.py:54 " in text  # the architecture table

@@ -375,7 +375,10 @@ def test_readme_hook_on_a_0_16_fork_is_short_and_reruns_on_config(real_trees: ob
     git(repo, env, "add", "pyproject.toml")
     c = git(repo, env, "commit", "-m", "target llama", check=False)
     out = c.stdout + c.stderr
-    assert "eagle3-lint" in out and "Skipped" not in out and "LlamaForCausalLM on vLLM 0.16.0" in out, out
+    # It ran ("Passed", not "Skipped"): Llama's one 0.16.0 defect, the slice-relative EGL005 loop, is latent there
+    # (the drafter gets the target's PP size at speculative.py:645 and Eagle3LlamaForCausalLM does not support PP,
+    # so EAGLE-3 never runs with PP), a warning that does not fail the hook.
+    assert "eagle3-lint" in out and "Skipped" not in out and "Passed" in out and c.returncode == 0, out
 
 
 def _action_steps() -> list[dict[str, object]]:
