@@ -761,6 +761,15 @@ class Where:
 
 # -- reading a module the model evaluates -------------------------------------------------------
 def read_module(ctx: Context, rel: str) -> ast.Module | None:
+    """The parsed module the model evaluates code of (default ids, the capture loop, the drafter's fc): parsed once
+    per analysis, since several questions read the same large model file."""
+    cache: dict[str, ast.Module | None] = ctx.memo.get("parsed-modules", dict)
+    if rel not in cache:
+        cache[rel] = _parse_module(ctx, rel)
+    return cache[rel]
+
+
+def _parse_module(ctx: Context, rel: str) -> ast.Module | None:
     if not ctx.source.exists(rel):
         return None
     try:
@@ -771,6 +780,26 @@ def read_module(ctx: Context, rel: str) -> ast.Module | None:
 
 
 # -- the model default aux ids ----------------------------------------------------------------------------
+def same_default(ctx: Context, key: ClassKey, a: str, b: str) -> bool:
+    """Methods ``a`` and ``b`` of ``key`` return the same default aux ids (evaluated for 32 and 61 layers).
+
+    Cached in the facts store under the hashes of every file the evaluation can read (the MROs of the class
+    and of the models it reaches), because each evaluation parses whole model files.
+    """
+    files = sorted({ctx.graph.path_of(e) for k in reached(ctx, key)
+                    for e in ctx.graph.mro(k).entries if isinstance(e, ClassKey)})
+
+    def compute(_src: Any) -> bool:
+        for n in (32, 61):
+            x, y = default_ids(ctx, key, n, None, name=a)[0], default_ids(ctx, key, n, None, name=b)[0]
+            if x is None or y is None or tuple(x) != tuple(y):
+                return False
+        return True
+
+    return ctx.memo.get(f"same-default:{key}:{a}:{b}",
+                        lambda: bool(ctx.store.memo(f"same-default:{key}:{a}:{b}", (), files, compute)))
+
+
 def default_ids(ctx: Context, key: ClassKey, n: int, tcfg: dict[str, Any] | None, depth: int = 0,
                 name: str | None = None) -> tuple[tuple[Any, ...] | None, Where | None, str]:
     site = ctx.runner.primary

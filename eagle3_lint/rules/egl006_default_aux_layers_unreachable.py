@@ -108,7 +108,7 @@ def _finding(ctx: Context, g: itf.Group) -> Finding:
         old = g.data["old"]
         instead = "the contract's default body" if st.from_protocol or st.origin is None else f"{st.origin.name}.{new}"
         top: ClassKey = g.data.get("top", key)  # type: ignore[assignment]
-        if _same_ids(ctx, top, str(old), new):
+        if sem.same_default(ctx, top, str(old), new):
             msg = (f"{key.name}.{old} is a dead override: the runner calls {new}(){at}, never {old}(); it returns "
                    f"the same ids as {instead}, so nothing is lost, but the method is dead code")
             sev = Severity.NOTE
@@ -126,16 +126,6 @@ def _finding(ctx: Context, g: itf.Group) -> Finding:
         symbol = f"{key.name}.{new}"
     msg += f"; architectures: {itf.arch_list(g.archs)}"
     return make(META, msg, g.location, severity=sev, architecture=itf.primary_arch(ctx, g.archs), symbol=symbol)
-
-
-def _same_ids(ctx: Context, key: ClassKey, old: str, new: str) -> bool:
-    """The dead getter and the one the runner calls give the same ids (evaluated for two layer counts)."""
-    for n in (32, 61):
-        a = sem.default_ids(ctx, key, n, None, name=old)[0]
-        b = sem.default_ids(ctx, key, n, None, name=new)[0]
-        if a is None or b is None or tuple(a) != tuple(b):
-            return False
-    return True
 
 
 def _broken_text(st: sem.GetterState) -> str:
