@@ -140,6 +140,10 @@ class Loop:
     # is the islice start / subscript lower bound of the iterable: the index rebased onto the slice.
     # Kept apart from ``uses`` so that a ``Use`` there keeps meaning ``idx + offset``.
     rebased: tuple[Use, ...] = ()
+    # The slice's start as written (None: not a slice, or it starts at 0), and ``start_text`` normalised
+    # by ``ast.unparse``, so rules compare the two without parsing.
+    slice_lower: str | None = None
+    start_norm: str | None = None
 
 
 @dataclass
@@ -661,11 +665,12 @@ class _Extractor:
         elif isinstance(inner, ast.Subscript) and isinstance(inner.slice, ast.Slice) and inner.slice.lower is not None:
             sliced = "subscript"
         start: str | None = None
+        start_node: ast.expr | None = None
         if len(it.args) >= 2:
-            start = self.seg(it.args[1])
+            start, start_node = self.seg(it.args[1]), it.args[1]
         for kw in it.keywords:
             if kw.arg == "start":
-                start = self.seg(kw.value)
+                start, start_node = self.seg(kw.value), kw.value
         lower: ast.AST | None = None  # the slice's start expression, for ``idx - <start>`` uses
         if sliced == "islice" and len(inner.args) >= 3:  # type: ignore[attr-defined]
             lower = inner.args[1]  # type: ignore[attr-defined]
@@ -706,6 +711,9 @@ class _Extractor:
             call_end_line=it.end_lineno or it.lineno,
             call_end_col=self.char_col(it.end_lineno or it.lineno, it.end_col_offset or 0),
             uses=tuple(uses), rebinds=tuple(rebinds), rebased=tuple(rebased),
+            slice_lower=None if lower is None or (isinstance(lower, ast.Constant) and lower.value in (0, None))
+            else ast.unparse(lower),
+            start_norm=ast.unparse(start_node) if start_node is not None else None,
         )
 
     def _rebased_use(self, kind: str, target: str, a: ast.AST, idx: str, lower_text: str) -> Use | None:

@@ -29,6 +29,8 @@ from eagle3_lint.model import Edit
 
 if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
+    from eagle3_lint.facts import Loop
+    from eagle3_lint.runner import Gate
 
 # The default layer choice of every stub-era in-tree override and of the 0.18+ default body:
 # early, middle and late layers.
@@ -677,3 +679,96 @@ def init_attr(ctx: Context, key: ClassKey, attr: str) -> list[Edit]:
     line = min([first.lineno, *(d.lineno for d in getattr(first, "decorator_list", []))])
     gap = "\n" if isinstance(first, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else ""
     return [insert(rel, (line, 0), f"{ind}{attr}: tuple[int, ...] = (){gap}\n")]
+
+
+def enumerate_start_point(ctx: Context, rel: str, lp: Loop) -> tuple[int, int] | None:
+    """(line, col) right after ``enumerate``'s first argument in loop ``lp`` of ``rel``, read from the call's own
+    span: where EGL005's ``, start=...`` goes."""
+    t = text_of(ctx, rel)
+    if t is None:
+        return None
+    lines = t.lines
+    if not (0 < lp.call_line <= lp.call_end_line <= len(lines)):
+        return None
+    seg_lines = lines[lp.call_line - 1: lp.call_end_line]
+    seg_lines[-1] = seg_lines[-1][: lp.call_end_col]
+    seg_lines[0] = seg_lines[0][lp.call_col:]
+    seg = "\n".join(seg_lines)
+    try:
+        call = ast.parse(seg, mode="eval").body
+    except SyntaxError:
+        return None
+    if not (isinstance(call, ast.Call) and call.args):
+        return None
+    a0 = call.args[0]
+    ln = a0.end_lineno or a0.lineno
+    seg_line = seg_lines[ln - 1]
+    col = len(seg_line.encode("utf-8")[: a0.end_col_offset].decode("utf-8", "replace"))
+    return lp.call_line + ln - 1, col + (lp.call_col if ln == 1 else 0)
+
+# -- the config-time model_type gate (EGL009) ----------------------------------------------------------------
+def _fix_list(text: str, g: Gate, mt: str) -> Edit | None:
+    """Append ``mt`` to the allow-list literal assigned at ``g.list_line``, keeping its layout."""
+    tree = ast.parse(text)
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Assign) and n.lineno == g.list_line and isinstance(n.value, (ast.List, ast.Tuple, ast.Set)) \
+                and n.value.elts:
+            lines = text.splitlines()
+            last = n.value.elts[-1]
+            end_line = last.end_lineno or last.lineno
+            end_col = len(lines[end_line - 1].encode("utf-8")[: last.end_col_offset].decode("utf-8", "replace"))
+            quote = lines[last.lineno - 1].lstrip()[:1] if lines[last.lineno - 1].lstrip()[:1] in "'\"" else '"'
+            item = f"{quote}{mt}{quote}"
+            if (n.value.end_lineno or n.lineno) > last.lineno and end_line != n.value.end_lineno:
+                # One element per line: a new line with the last element's indentation.
+                indent = lines[last.lineno - 1][: len(lines[last.lineno - 1]) - len(lines[last.lineno - 1].lstrip())]
+                after = lines[end_line - 1][end_col:]
+                if after.lstrip().startswith(","):
+                    return Edit(g.path, end_line, len(lines[end_line - 1]), end_line, len(lines[end_line - 1]),
+                                f"\n{indent}{item},")
+                return Edit(g.path, end_line, end_col, end_line, end_col, f",\n{indent}{item}")
+            return Edit(g.path, end_line, end_col, end_line, end_col, f", {item}")
+    return None
+
+
+# The name upstream gave the list when it replaced the single literal (0.10.2).
+_LIST_NAME = "eagle3_target_supported"
+
+
+def _fix_literal(text: str, g: Gate, mt: str) -> tuple[Edit, ...]:
+    """``"llama" not in X.model_type`` -> a list before the ``if`` and ``not any(m in X.model_type for m in list)``.
+
+    The list form is what later releases use, so the patched tree still shows the gate with both types.
+    """
+    tree = ast.parse(text)
+    lines = text.splitlines()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Compare) and n.lineno == g.list_line and isinstance(n.left, ast.Constant) \
+                and isinstance(n.left.value, str) and len(n.ops) == 1 and isinstance(n.ops[0], ast.NotIn) \
+                and isinstance(n.comparators[0], ast.Attribute) and n.comparators[0].attr == "model_type":
+            if n.lineno != n.end_lineno or not (0 < g.line <= len(lines)):
+                return ()
+            row = lines[n.lineno - 1].encode("utf-8")
+            c0 = len(row[: n.col_offset].decode("utf-8", "replace"))
+            c1 = len(row[: n.end_col_offset].decode("utf-8", "replace"))
+            attr = ast.get_source_segment(text, n.comparators[0]) or ast.unparse(n.comparators[0])
+            if_row = lines[g.line - 1]
+            indent = if_row[: len(if_row) - len(if_row.lstrip())]
+            items = ", ".join(f'"{v}"' for v in (n.left.value, mt))
+            return (
+                Edit(g.path, g.line, 0, g.line, 0, f"{indent}{_LIST_NAME} = [{items}]\n"),
+                Edit(g.path, n.lineno, c0, n.lineno, c1, f"not any(m in {attr} for m in {_LIST_NAME})"),
+            )
+    return ()
+
+
+def allow_list_edits(ctx: Context, g: Gate, mt: str) -> tuple[Edit, ...]:
+    """Edits that let model_type ``mt`` through gate ``g``: appended to its list, or the literal made a list."""
+    try:
+        text = ctx.read_text(g.path)
+        if g.list_name:
+            one = _fix_list(text, g, mt)
+            return (one,) if one is not None else ()
+        return _fix_literal(text, g, mt)
+    except (OSError, SyntaxError, UnicodeError, ValueError):
+        return ()

@@ -81,6 +81,25 @@ def scoped_archs(ctx: Context) -> Iterator[tuple[str, ClassKey]]:
     return iter(cached)
 
 
+def definers(ctx: Context, name: str) -> list[str]:
+    """Modules of the tree that define ``name`` as a module-level class or function (not a re-export)."""
+    out: list[str] = []
+    needle = name.encode()
+    for rel in ctx.source.py_files():
+        try:
+            if needle not in ctx.source.read_bytes(rel):
+                continue  # a cheap byte test spares parsing the whole tree
+        except OSError:
+            continue
+        mf = ctx.store.load_path(rel)
+        if mf is None or mf.error:
+            continue
+        bl = mf.bindings.get(name)
+        if bl and any(b.kind in ("class", "function") and b.branch == "" for b in bl):
+            out.append(mf.module)
+    return out
+
+
 def config_refusal(ctx: Context, arch: str) -> tuple[Any, str] | None:
     """The config-time gate (``runner.Gate``) that refuses EAGLE-3 for ``arch`` without a target config, with
     the model_type it was judged by: the name of the module that defines the architecture, which is its

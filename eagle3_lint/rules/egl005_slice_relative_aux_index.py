@@ -57,11 +57,11 @@ architecture runs is a warning without a fix, so the patch stays about the targe
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from eagle3_lint import fixgen
 from eagle3_lint import semantic as sem
 from eagle3_lint.facts import Loop, Method, Use
 from eagle3_lint.graph import ClassKey
@@ -95,22 +95,6 @@ class _Runner:
     pp: bool | None  # the architecture's class supports pipeline parallelism (None: cannot tell)
 
 
-def slice_start(lp: Loop) -> str | None:
-    """The start expression of the sliced iterable, or None when the slice starts at 0 (or cannot be read)."""
-    try:
-        node = ast.parse(lp.iter_text.strip(), mode="eval").body
-    except SyntaxError:
-        return None
-    lower: ast.AST | None = None
-    if isinstance(node, ast.Call) and len(node.args) >= 3:
-        lower = node.args[1]  # islice(it, start, stop[, step]); islice(it, stop) starts at 0
-    elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
-        lower = node.slice.lower
-    if lower is None or (isinstance(lower, ast.Constant) and lower.value in (0, None)):
-        return None
-    return ast.unparse(lower)
-
-
 def _meets_aux(ctx: Context, u: Use) -> bool:
     """``u`` compares with aux-layer ids: membership in an aux attribute, or an argument to a collector."""
     tail = u.target.rsplit(".", 1)[-1]
@@ -130,16 +114,6 @@ def _aux_uses(ctx: Context, lp: Loop, uses: tuple[Use, ...]) -> list[tuple[Use, 
         out.append((u, f"{arg} in {u.target} (line {u.line})" if u.kind == "in"
                     else f"{u.target}(..., {arg}, ...) (line {u.line})"))
     return out
-
-
-def _same_expr(a: str | None, b: str) -> bool:
-    """Two expression texts are the same expression (``start=self.start_layer`` vs the slice's lower bound)."""
-    if a is None:
-        return False
-    try:
-        return ast.unparse(ast.parse(a.strip(), mode="eval")) == b
-    except SyntaxError:
-        return False
 
 
 def _pp_marker(ctx: Context) -> str | None:
@@ -279,14 +253,14 @@ def check(ctx: Context) -> Iterator[Finding]:
         for lp in md.loops:
             if (rel, lp.line) in seen or not lp.sliced or lp.rebinds:
                 continue
-            start = slice_start(lp)
+            start = lp.slice_lower
             if start is None:
                 continue
             if lp.start_text is None:
                 uses = [t for _u, t in _aux_uses(ctx, lp, lp.uses)]
                 head = (f"{key.name}.forward enumerates {lp.iter_text} without start=, so {lp.index_var} counts "
                         f"from 0 inside the slice, yet it is compared with absolute aux-layer ids: {'; '.join(uses)}.")
-            elif _same_expr(lp.start_text, start):
+            elif lp.start_norm == start:
                 # The index is absolute already; ``idx - start`` undoes that (moss_audio in 0.33.0).
                 uses = [t for _u, t in _aux_uses(ctx, lp, lp.rebased)]
                 head = (f"{key.name}.forward enumerates {lp.iter_text} with start={start}, so {lp.index_var} is "
@@ -309,28 +283,6 @@ def check(ctx: Context) -> Iterator[Finding]:
                        symbol=f"{key.name}.forward", related=tuple(related))
 
 
-def _insert_point(text: str, lp: Loop) -> tuple[int, int] | None:
-    """(line, col) right after ``enumerate``'s first argument, read from the call's own span."""
-    lines = text.splitlines()
-    if not (0 < lp.call_line <= lp.call_end_line <= len(lines)):
-        return None
-    seg_lines = lines[lp.call_line - 1: lp.call_end_line]
-    seg_lines[-1] = seg_lines[-1][: lp.call_end_col]
-    seg_lines[0] = seg_lines[0][lp.call_col:]
-    seg = "\n".join(seg_lines)
-    try:
-        call = ast.parse(seg, mode="eval").body
-    except SyntaxError:
-        return None
-    if not (isinstance(call, ast.Call) and call.args):
-        return None
-    a0 = call.args[0]
-    ln = a0.end_lineno or a0.lineno
-    seg_line = seg_lines[ln - 1]
-    col = len(seg_line.encode("utf-8")[: a0.end_col_offset].decode("utf-8", "replace"))
-    return lp.call_line + ln - 1, col + (lp.call_col if ln == 1 else 0)
-
-
 def fix(ctx: Context, finding: Finding) -> Fix | None:
     rel, line = finding.location.path, finding.location.line
     mf = ctx.store.load_path(rel)
@@ -343,12 +295,12 @@ def fix(ctx: Context, finding: Finding) -> Fix | None:
                 continue
             if ctx.targeted and ClassKey(mf.module, cf.qualname) not in _targeted_forwards(ctx):
                 return None
-            start = slice_start(lp)
+            start = lp.slice_lower
             if start is None:
                 return None
             if lp.start_text is not None:
                 return _unrebase_fix(ctx, rel, lp, start)
-            pt = _insert_point(ctx.read_text(rel), lp)
+            pt = fixgen.enumerate_start_point(ctx, rel, lp)
             if pt is None:
                 return None
             ln, col = pt

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 from eagle3_lint.facts import TYPE_CHECKING as TC_BRANCH
 from eagle3_lint.facts import ClassFacts, ModuleFacts
 from eagle3_lint.model import Applicability, Edit, Finding, Fix, Location, Severity
+from eagle3_lint import semantic as sem
 from eagle3_lint.rules import RuleMeta, make
 
 if TYPE_CHECKING:
@@ -92,25 +93,6 @@ def _problem(ctx: Context, mf: ModuleFacts, cf: ClassFacts, name: str) -> str | 
     return f"{name!r} is bound nowhere in {mf.module} (no import, def, class, assignment or star import provides it)"
 
 
-def _definers(ctx: Context, name: str) -> list[str]:
-    """Modules of the tree that define ``name`` as a module-level class or function (not a re-export)."""
-    out: list[str] = []
-    needle = name.encode()
-    for rel in ctx.source.py_files():
-        try:
-            if needle not in ctx.source.read_bytes(rel):
-                continue  # a cheap byte test spares parsing the whole tree
-        except OSError:
-            continue
-        mf = ctx.store.load_path(rel)
-        if mf is None or mf.error:
-            continue
-        bl = mf.bindings.get(name)
-        if bl and any(b.kind in ("class", "function") and b.branch == "" for b in bl):
-            out.append(mf.module)
-    return out
-
-
 def check(ctx: Context) -> Iterator[Finding]:
     for rel in ctx.model_files():
         mf = ctx.store.load_path(rel)
@@ -156,7 +138,7 @@ def fix(ctx: Context, finding: Finding) -> Fix | None:
     mf = ctx.store.load_path(finding.location.path)
     if mf is None:
         return None
-    found = [m for m in _definers(ctx, name) if m != mf.module]
+    found = [m for m in sem.definers(ctx, name) if m != mf.module]
     if len(found) != 1:
         return None
     line = mf.last_import_line + 1 if mf.last_import_line else 1

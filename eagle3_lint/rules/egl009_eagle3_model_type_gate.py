@@ -33,14 +33,12 @@ For the one-literal form of 0.9/0.10 (``"llama" not in ...model_type``) the cond
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from eagle3_lint import hfconfig
+from eagle3_lint import fixgen, hfconfig
 from eagle3_lint.model import (
     Applicability,
-    Edit,
     Finding,
     Fix,
     Location,
@@ -125,61 +123,6 @@ def check(ctx: Context) -> Iterator[Finding]:
             _arch_location(ctx, arch, g), architecture=arch, symbol=mt, related=related)
 
 
-def _fix_list(text: str, g: Gate, mt: str) -> Edit | None:
-    """Append ``mt`` to the allow-list literal assigned at ``g.list_line``, keeping its layout."""
-    tree = ast.parse(text)
-    for n in ast.walk(tree):
-        if isinstance(n, ast.Assign) and n.lineno == g.list_line and isinstance(n.value, (ast.List, ast.Tuple, ast.Set)) \
-                and n.value.elts:
-            lines = text.splitlines()
-            last = n.value.elts[-1]
-            end_line = last.end_lineno or last.lineno
-            end_col = len(lines[end_line - 1].encode("utf-8")[: last.end_col_offset].decode("utf-8", "replace"))
-            quote = lines[last.lineno - 1].lstrip()[:1] if lines[last.lineno - 1].lstrip()[:1] in "'\"" else '"'
-            item = f"{quote}{mt}{quote}"
-            if (n.value.end_lineno or n.lineno) > last.lineno and end_line != n.value.end_lineno:
-                # One element per line: a new line with the last element's indentation.
-                indent = lines[last.lineno - 1][: len(lines[last.lineno - 1]) - len(lines[last.lineno - 1].lstrip())]
-                after = lines[end_line - 1][end_col:]
-                if after.lstrip().startswith(","):
-                    return Edit(g.path, end_line, len(lines[end_line - 1]), end_line, len(lines[end_line - 1]),
-                                f"\n{indent}{item},")
-                return Edit(g.path, end_line, end_col, end_line, end_col, f",\n{indent}{item}")
-            return Edit(g.path, end_line, end_col, end_line, end_col, f", {item}")
-    return None
-
-
-# The name upstream gave the list when it replaced the single literal (0.10.2).
-_LIST_NAME = "eagle3_target_supported"
-
-
-def _fix_literal(text: str, g: Gate, mt: str) -> tuple[Edit, ...]:
-    """``"llama" not in X.model_type`` -> a list before the ``if`` and ``not any(m in X.model_type for m in list)``.
-
-    The list form is what later releases use, so the patched tree still shows the gate with both types.
-    """
-    tree = ast.parse(text)
-    lines = text.splitlines()
-    for n in ast.walk(tree):
-        if isinstance(n, ast.Compare) and n.lineno == g.list_line and isinstance(n.left, ast.Constant) \
-                and isinstance(n.left.value, str) and len(n.ops) == 1 and isinstance(n.ops[0], ast.NotIn) \
-                and isinstance(n.comparators[0], ast.Attribute) and n.comparators[0].attr == "model_type":
-            if n.lineno != n.end_lineno or not (0 < g.line <= len(lines)):
-                return ()
-            row = lines[n.lineno - 1].encode("utf-8")
-            c0 = len(row[: n.col_offset].decode("utf-8", "replace"))
-            c1 = len(row[: n.end_col_offset].decode("utf-8", "replace"))
-            attr = ast.get_source_segment(text, n.comparators[0]) or ast.unparse(n.comparators[0])
-            if_row = lines[g.line - 1]
-            indent = if_row[: len(if_row) - len(if_row.lstrip())]
-            items = ", ".join(f'"{v}"' for v in (n.left.value, mt))
-            return (
-                Edit(g.path, g.line, 0, g.line, 0, f"{indent}{_LIST_NAME} = [{items}]\n"),
-                Edit(g.path, n.lineno, c0, n.lineno, c1, f"not any(m in {attr} for m in {_LIST_NAME})"),
-            )
-    return ()
-
-
 def fix(ctx: Context, finding: Finding) -> Fix | None:
     if finding.severity is not Severity.ERROR or not finding.symbol:
         return None
@@ -187,15 +130,7 @@ def fix(ctx: Context, finding: Finding) -> Fix | None:
     for g in _gates(ctx):
         if not any(st.location == _where(g) for st in finding.related):
             continue  # the finding names the gate it is about among its related steps
-        try:
-            text = ctx.read_text(g.path)
-            if g.list_name:
-                one = _fix_list(text, g, mt)
-                edits: tuple[Edit, ...] = (one,) if one is not None else ()
-            else:
-                edits = _fix_literal(text, g, mt)
-        except (OSError, SyntaxError, UnicodeError, ValueError):
-            return None
+        edits = fixgen.allow_list_edits(ctx, g, mt)
         if not edits:
             return None
         return Fix(f"add {mt!r} to the EAGLE-3 model_type allow-list", edits, Applicability.UNSAFE)
