@@ -779,11 +779,16 @@ class Where:
 
 
 # -- reading a module the model evaluates -------------------------------------------------------
+_PARSED_KEEP = 4
+
+
 def read_module(ctx: Context, rel: str) -> ast.Module | None:
     """The parsed module the model evaluates code of (default ids, the capture loop, the drafter's fc): parsed once
     per analysis, since several questions read the same large model file."""
     cache: dict[str, ast.Module | None] = ctx.memo.get("parsed-modules", dict)
     if rel not in cache:
+        if len(cache) >= _PARSED_KEEP:
+            del cache[next(iter(cache))]  # the oldest: questions about one class come together, ASTs are large
         cache[rel] = _parse_module(ctx, rel)
     return cache[rel]
 
