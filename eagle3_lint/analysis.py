@@ -223,7 +223,9 @@ def run_rules(ctx: Context, rules: Iterable[object]) -> None:
         try:
             ctx.findings.extend(rule.run(ctx))
         except Exception as exc:  # noqa: BLE001 - one broken rule must not hide the others
-            ctx.errors.append(InternalError(f"rule {rule.meta.id}", f"{type(exc).__name__}: {exc}", traceback.format_exc()))
+            ctx.errors.append(
+                InternalError(f"rule {rule.meta.id}", f"{type(exc).__name__}: {exc}", traceback.format_exc())
+            )
     ctx.findings.sort(key=Finding.sort_key)
     ctx.store.save()
 

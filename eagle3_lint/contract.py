@@ -100,7 +100,9 @@ def _protocol_members(cls: ast.ClassDef, proto_name: str) -> list[ContractMember
             out.append(ContractMember(st.name, "method", proto_name, not _stub(st.body), params, st.lineno))
         elif isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name):
             ann = ast.dump(st.annotation)
-            is_marker = "ClassVar" in ann and "Literal" in ann and isinstance(st.value, ast.Constant) and st.value.value is True
+            is_marker = (
+                "ClassVar" in ann and "Literal" in ann and isinstance(st.value, ast.Constant) and st.value.value is True
+            )
             out.append(ContractMember(st.target.id, "marker" if is_marker else "attribute", proto_name,
                                       st.value is not None, (), st.lineno))
         elif isinstance(st, ast.Assign):
@@ -190,9 +192,9 @@ def derive(source: SourceTree, runner_calls: tuple[str, ...] = ()) -> Contract:
                 if cand in classes and cand != PROTOCOL_NAME:
                     mixin = cand
             if isinstance(n, ast.Call) and dotted(n.func) in ("hasattr", "getattr") and len(n.args) >= 2 \
-                    and isinstance(n.args[1], ast.Constant) and isinstance(n.args[1].value, str):
-                if n.args[1].value not in unwrap and n.args[1].value != "layers":
-                    unwrap.append(n.args[1].value)
+                    and isinstance(n.args[1], ast.Constant) and isinstance(n.args[1].value, str) \
+                    and n.args[1].value not in unwrap and n.args[1].value != "layers":
+                unwrap.append(n.args[1].value)
     mixin_line = 0
     mixin_setter = mixin_collector = pp_flag = None
     if mixin is not None:

@@ -179,7 +179,14 @@ def convert_speculators(ctx: Context, raw: dict[str, Any]) -> tuple[dict[str, An
                     if fn is not None:
                         registry[str(d.args[0].value)] = fn
     base_env = me.ModuleEnv.of(base, SPECULATORS_BASE, {"SUPPORTED_SPECULATORS_TYPES": registry})
-    cls = next((c for c in base_env.names.values() if isinstance(c, me.ClassValue) and c.member("from_pretrained") is not me.NOTHING), None)
+    cls = next(
+        (
+            c
+            for c in base_env.names.values()
+            if isinstance(c, me.ClassValue) and c.member("from_pretrained") is not me.NOTHING
+        ),
+        None,
+    )
     if cls is None:
         return None, f"{SPECULATORS_BASE} has no from_pretrained the tool can read", None
     fp = cls.member("from_pretrained")
@@ -220,8 +227,10 @@ def runner_ids(ctx: Context, hf_config: dict[str, Any], site: RunnerSite | None
     """Evaluate runner ``site``'s config path with ``hf_config`` as the drafter's HF config."""
     if site is None or not site.config_function:
         key = ctx.runner.config_key
-        why = (f"this vLLM ({ctx.version}) never reads {key or 'eagle_aux_hidden_state_layer_ids'} from the drafter config: "
-               "the runner always uses the model default")
+        why = (
+            f"this vLLM ({ctx.version}) never reads {key or 'eagle_aux_hidden_state_layer_ids'} from the drafter "
+            "config: the runner always uses the model default"
+        )
         return None, None, why, False
     # The function is defined beside the call site, or imported into it from where the key is read.
     fnode = None
@@ -403,7 +412,7 @@ def analyze(ctx: Context, arch: str | None = None, kind: RunnerKind | None = Non
     if da.runner_ids is not None:
         for f in da.fields:
             if len(f.ids) == len(da.runner_ids) and all(isinstance(x, int) for x in (*f.ids, *da.runner_ids)):
-                diffs = {r - x for r, x in zip(da.runner_ids, f.ids)}
+                diffs = {r - x for r, x in zip(da.runner_ids, f.ids, strict=True)}
                 if len(diffs) == 1:
                     da.used_field, da.transform = f, diffs.pop()
                     break
@@ -502,7 +511,7 @@ def eagle3_architectures(ctx: Context, cfg: dict[str, Any]) -> tuple[list[str] |
                 ast.fix_missing_locations(ast.copy_location(fn, st))
                 model = me.ConfigView({"architectures": names}, "drafter")
 
-                def attr(path: tuple[str, ...]) -> Any:
+                def attr(path: tuple[str, ...], model: me.ConfigView = model) -> Any:
                     return model if path[-1] == "model" else me.NOTHING
 
                 where = Where(EAGLE_CONFIG, st.lineno, "EAGLEConfig.__init__")

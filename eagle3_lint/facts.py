@@ -447,7 +447,7 @@ class _Extractor:
     def _dict(self, name: str, node: ast.Dict, line: int) -> None:
         entries: list[tuple[str, str, str, int]] = []
         merges: list[str] = []
-        for k, v in zip(node.keys, node.values):
+        for k, v in zip(node.keys, node.values, strict=True):
             if k is None:
                 d = dotted(v)
                 if d:
@@ -597,7 +597,15 @@ class _Extractor:
                             ))
                         else:
                             dv = dotted(v)
-                            kind = "name" if isinstance(v, ast.Name) else "attr" if dv else "const" if isinstance(v, ast.Constant) else "other"
+                            kind = (
+                                "name"
+                                if isinstance(v, ast.Name)
+                                else "attr"
+                                if dv
+                                else "const"
+                                if isinstance(v, ast.Constant)
+                                else "other"
+                            )
                             assigns.append(SelfAssign(d, kind, dv or self.seg(v)[:200], (), {}, node.lineno))
             elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
                 d = dotted(node)
@@ -614,7 +622,15 @@ class _Extractor:
                 loop_nodes.append(node)
             elif isinstance(node, ast.Return) and node.value is not None:
                 v = node.value
-                kind = "tuple" if isinstance(v, ast.Tuple) else "name" if isinstance(v, ast.Name) else "call" if isinstance(v, ast.Call) else "other"
+                kind = (
+                    "tuple"
+                    if isinstance(v, ast.Tuple)
+                    else "name"
+                    if isinstance(v, ast.Name)
+                    else "call"
+                    if isinstance(v, ast.Call)
+                    else "other"
+                )
                 returns.append((kind, self.seg(v)[:200], node.lineno))
         # ``layers = self.layers[self.start_layer : self.end_layer]`` then ``enumerate(layers)`` (minimax_m3's
         # decode branch): the loop enumerates that slice.
@@ -656,7 +672,11 @@ class _Extractor:
         if isinstance(inner, ast.Name) and local_slices and inner.id in local_slices:
             inner = local_slices[inner.id]
         sliced = ""
-        if isinstance(inner, ast.Call) and dotted(inner.func) in ("islice", "itertools.islice") and len(inner.args) >= 2:
+        if (
+            isinstance(inner, ast.Call)
+            and dotted(inner.func) in ("islice", "itertools.islice")
+            and len(inner.args) >= 2
+        ):
             sliced = "islice"
         elif isinstance(inner, ast.Subscript) and isinstance(inner.slice, ast.Slice) and inner.slice.lower is not None:
             sliced = "subscript"

@@ -10,8 +10,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-
-from eagle3_lint.facts import ELSE, EXCEPT, IF, MAIN, SKIPPED, TAKEN, TRY, TYPE_CHECKING, Binding, ClassFacts, Member, Method, ModuleFacts
+from eagle3_lint.facts import (
+    ELSE,
+    EXCEPT,
+    IF,
+    MAIN,
+    SKIPPED,
+    TAKEN,
+    TRY,
+    TYPE_CHECKING,
+    Binding,
+    ClassFacts,
+    Member,
+    Method,
+    ModuleFacts,
+)
 
 # Which of several conditional bindings of one name the runtime picks: an unconditional binding or
 # the branch the platform model decides is taken (facts.platform_test), else the final ``else`` of an
@@ -30,7 +43,7 @@ class ClassKey:
 
     module: str
     qualname: str
-    binds: tuple[tuple[str, "ClassKey"], ...] = ()
+    binds: tuple[tuple[str, ClassKey], ...] = ()
 
     def __str__(self) -> str:
         s = f"{self.module}.{self.qualname}"
@@ -40,7 +53,11 @@ class ClassKey:
 
     @property
     def name(self) -> str:
-        return self.qualname.rsplit(".", 1)[-1] if not self.binds else f"{self.qualname.rsplit('.', 1)[-1]}({self.binds[0][1].name})"
+        return (
+            self.qualname.rsplit(".", 1)[-1]
+            if not self.binds
+            else f"{self.qualname.rsplit('.', 1)[-1]}({self.binds[0][1].name})"
+        )
 
 
 @dataclass(frozen=True)
@@ -156,7 +173,9 @@ class ClassGraph:
         if b.kind == "call":
             fn = self.resolve_dotted(mf.module, b.target, depth + 1, binds) if b.target else Resolved("unresolved")
             if fn.kind == "function" and b.args:
-                arg = self.resolve_dotted(mf.module, b.args[0], depth + 1, binds) if b.args[0] else Resolved("unresolved")
+                arg = (
+                    self.resolve_dotted(mf.module, b.args[0], depth + 1, binds) if b.args[0] else Resolved("unresolved")
+                )
                 prod = self.factory_product(fn.name, arg)
                 if prod is not None:
                     return prod
@@ -333,7 +352,8 @@ class ClassGraph:
 
     # -- delegation ---------------------------------------------------------------------------
     def delegations(self, key: ClassKey) -> list[Delegation]:
-        """Wrapper-to-inner edges: attributes that hold another model, from ``__init__``, ``get_language_model`` and ``__getattr__``."""
+        """Wrapper-to-inner edges: attributes that hold another model, from ``__init__``, ``get_language_model``
+        and ``__getattr__``."""
         hit = self._deleg.get(key)
         if hit is not None:
             return hit
@@ -363,7 +383,9 @@ class ClassGraph:
                     if f == "getattr" and args and args[0].startswith("self.") and args[0].count(".") == 1:
                         attr = args[0][5:]
                         if attr not in seen:
-                            out.append(Delegation(attr, "__getattr__", None, "attribute lookups forward here", path, line))
+                            out.append(
+                                Delegation(attr, "__getattr__", None, "attribute lookups forward here", path, line)
+                            )
             init = cf.methods.get("__init__")
             if init is None:
                 continue
@@ -428,14 +450,22 @@ class ClassGraph:
                                   path, sa.line)
         if fn.kind == "class" and fn.key is not None:
             return Delegation(attr, "init-assign", fn.key, f"self.{attr} = {sa.func}(...)", path, sa.line)
-        if sa.func.endswith("init_vllm_registered_model") or (fn.kind == "function" and fn.name.endswith(":init_vllm_registered_model")):
+        if sa.func.endswith("init_vllm_registered_model") or (
+            fn.kind == "function" and fn.name.endswith(":init_vllm_registered_model")
+        ):
             archs = sa.kwargs.get("architectures", "")
             names = [a.strip().strip("'\"") for a in archs.strip("[]()").split(",") if a.strip()]
             for arch in names:
                 k = self.registered(arch)
                 if k is not None:
-                    return Delegation(attr, "registered-model", k,
-                                      f"self.{attr} = init_vllm_registered_model(architectures=[{arch!r}])", path, sa.line)
+                    return Delegation(
+                        attr,
+                        "registered-model",
+                        k,
+                        f"self.{attr} = init_vllm_registered_model(architectures=[{arch!r}])",
+                        path,
+                        sa.line,
+                    )
             hf = sa.kwargs.get("hf_config", "")
             for arch in (self.checkpoint_archs(top or owner, hf) if hf and not names else ()):
                 k = self.registered(arch)
@@ -443,9 +473,14 @@ class ClassGraph:
                     return Delegation(attr, "registered-model", k,
                                       f"self.{attr} = init_vllm_registered_model(hf_config={hf}): {arch} "
                                       "from the target config", path, sa.line)
-            return Delegation(attr, "registered-model", None,
-                              f"self.{attr} = init_vllm_registered_model(...): architecture chosen by the checkpoint config",
-                              path, sa.line)
+            return Delegation(
+                attr,
+                "registered-model",
+                None,
+                f"self.{attr} = init_vllm_registered_model(...): architecture chosen by the checkpoint config",
+                path,
+                sa.line,
+            )
         return None
 
     # -- where the decoder layers live ----------------------------------------------------------

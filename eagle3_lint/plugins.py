@@ -694,7 +694,7 @@ class _Walker:
             if len(node.keys) > _MAX_ITEMS:
                 return _Unknown(f"a table of more than {_MAX_ITEMS} items")
             d: dict[object, object] = {}
-            for k, val in zip(node.keys, node.values):
+            for k, val in zip(node.keys, node.values, strict=True):
                 if k is None:
                     inner = v(val)
                     if not isinstance(inner, dict):
@@ -791,11 +791,11 @@ class _Walker:
             mod = self.module(name)
             if mod is None:
                 continue
-            self.root(lambda: self.block(mod.tree.body, _Frame(mod, {}, ()), (), 0, module_level=True),
+            self.root(lambda mod=mod: self.block(mod.tree.body, _Frame(mod, {}, ()), (), 0, module_level=True),
                       mod.display)
             for n in ast.walk(mod.tree):
                 if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    self.root(lambda n=n: self.call_function(_FuncRef(mod.display, n), None, {},  # type: ignore[misc]
+                    self.root(lambda n=n, mod=mod: self.call_function(_FuncRef(mod.display, n), None, {},  # type: ignore[misc]
                                                              _Frame(mod, {}, ()), (), 0, "scan"), mod.display)
             if self.total > _MAX_TOTAL:
                 return
@@ -819,8 +819,8 @@ class _Walker:
         frame = _Frame(mod, {}, (*caller.chain, qual), (*caller.sites, f"{qual} ({site})"))
         a = fn.node.args
         params = [*a.posonlyargs, *a.args]
-        defaults = dict(zip([p.arg for p in params[len(params) - len(a.defaults):]], a.defaults))
-        defaults.update({p.arg: d for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None})
+        defaults = dict(zip([p.arg for p in params[len(params) - len(a.defaults):]], a.defaults, strict=True))
+        defaults.update({p.arg: d for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d is not None})
         for i, p in enumerate([*params, *a.kwonlyargs]):
             if args is None:
                 frame.env[p.arg] = _Unknown(f"parameter {p.arg} of {fn.node.name}()")

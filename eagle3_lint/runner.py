@@ -206,7 +206,9 @@ def derive(source: SourceTree, check_function: str, member_names: tuple[str, ...
             site = _site(rel, fn, check_function, member_names)
             if site is not None:
                 sites.append(site)
-                called[(rel, site.line)] = {dotted(n.func).rsplit(".", 1)[-1] for n in _walk(fn) if isinstance(n, ast.Call)}
+                called[(rel, site.line)] = {
+                    dotted(n.func).rsplit(".", 1)[-1] for n in _walk(fn) if isinstance(n, ast.Call)
+                }
             if relay is None and any(isinstance(n, ast.Assign) and any(
                     isinstance(t, ast.Attribute) and t.attr == "make_empty_intermediate_tensors"
                     and not dotted(t.value).startswith("self") for t in n.targets) for n in _walk(fn)):
@@ -309,10 +311,17 @@ def _gates(files: list[tuple[str, bytes]], parsed: dict[str, ast.Module | None])
 
 def _gate(rel: str, node: ast.If, lists: dict[str, tuple[tuple[str, ...], int]]) -> Gate | None:
     test = node.test
-    methods = tuple(sorted({
-        n.value for n in _walk(test)
-        if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in ("eagle3", "eagle", "extract_hidden_states", "dflash", "dspark")
-    }))
+    methods = tuple(
+        sorted(
+            {
+                n.value
+                for n in _walk(test)
+                if isinstance(n, ast.Constant)
+                and isinstance(n.value, str)
+                and n.value in ("eagle3", "eagle", "extract_hidden_states", "dflash", "dspark")
+            }
+        )
+    )
     if "eagle3" not in methods:
         return None
     if not any(isinstance(n, ast.Attribute) and n.attr == "model_type" for n in _walk(test)):

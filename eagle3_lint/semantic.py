@@ -42,7 +42,15 @@ _MAX_DEPTH = MAX_HOPS
 # These are the registry's own dict names, read from the tree; a class that says
 # ``is_pooling_model = True`` is a pooling model whatever dict lists it.
 _DRAFTER_DICT_WORDS = ("SPECULATIVE",)
-_POOLING_DICT_WORDS = ("EMBEDDING", "CROSS_ENCODER", "CLASSIFICATION", "REWARD", "LATE_INTERACTION", "POOLING", "SCORING")
+_POOLING_DICT_WORDS = (
+    "EMBEDDING",
+    "CROSS_ENCODER",
+    "CLASSIFICATION",
+    "REWARD",
+    "LATE_INTERACTION",
+    "POOLING",
+    "SCORING",
+)
 
 
 class Memo:
@@ -286,8 +294,11 @@ def assigns_layers(ctx: Context, key: ClassKey) -> tuple[ClassKey, int] | None:
     return None
 
 
-def owner(ctx: Context, key: ClassKey, hops: tuple[Hop, ...] = (), seen: frozenset[ClassKey] = frozenset()) -> Owner | None:
-    """The class reachable through model delegations that owns ``self.layers`` (language model first, then ``.model``)."""
+def owner(
+    ctx: Context, key: ClassKey, hops: tuple[Hop, ...] = (), seen: frozenset[ClassKey] = frozenset()
+) -> Owner | None:
+    """The class reachable through model delegations that owns ``self.layers`` (language model first, then
+    ``.model``)."""
     if key in seen or len(hops) > _MAX_DEPTH:
         return None
     hit = assigns_layers(ctx, key)
@@ -318,7 +329,9 @@ _FORWARD_HOPS = ("model", "language_model", "layers", "decoder")
 
 
 def reached(ctx: Context, key: ClassKey) -> tuple[ClassKey, ...]:
-    """The class and the inner models whose ``forward`` runs when it runs (``self.model``, ``self.language_model``, ...)."""
+    """The class and the inner models whose ``forward`` runs when it runs (``self.model``, ``self.language_model``,
+    ...)."""
+
     def walk(k: ClassKey, hops: int, seen: frozenset[ClassKey]) -> Iterator[ClassKey]:
         if k in seen or hops > MAX_HOPS:
             return
@@ -465,8 +478,12 @@ def _body_effect(ctx: Context, key: ClassKey, mowner: ClassKey, md: Method, dept
             continue
         res = resolve_self_path(ctx, key, prefix)
         if res is None or res[1]:
-            return Effect("unknown", method_owner=mowner, line=md.line,
-                          detail=f"{mowner.name}.{md.name} writes {sa.target}, through an object the tool cannot follow")
+            return Effect(
+                "unknown",
+                method_owner=mowner,
+                line=md.line,
+                detail=f"{mowner.name}.{md.name} writes {sa.target}, through an object the tool cannot follow",
+            )
         return Effect("writes", res[0], attr, mowner, md.line, f"{mowner.name}.{md.name} writes {sa.target}")
     for f, _args, _line in md.calls:
         if not f.startswith("self.") or "." not in f:
@@ -599,7 +616,9 @@ def default_getter_state(ctx: Context, key: ClassKey, mowner: ClassKey | None = 
 def _opaque(ctx: Context, key: ClassKey) -> bool:
     """A base outside the tree other than torch's ``nn.Module`` could define anything."""
     for r in ctx.graph.external_bases(key):
-        if r.kind != "external" or not (r.name.startswith("torch.") or r.name.startswith("builtins.") or r.name.startswith("typing.")):
+        if r.kind != "external" or not (
+            r.name.startswith("torch.") or r.name.startswith("builtins.") or r.name.startswith("typing.")
+        ):
             return True
     return False
 
@@ -658,8 +677,12 @@ def forward_of(ctx: Context, key: ClassKey) -> Forward | None:
                 attrs.add(r[5:])
                 collects = True
         for left, container, _line in m.memberships:
-            if container.startswith("self.") and container.count(".") == 1 and ("aux" in container or "layer" in container) \
-                    and not left.startswith(("'", '"')):
+            if (
+                container.startswith("self.")
+                and container.count(".") == 1
+                and ("aux" in container or "layer" in container)
+                and not left.startswith(("'", '"'))
+            ):
                 attrs.add(container[5:])
                 collects = True
         for lp in m.loops:
@@ -679,7 +702,9 @@ def forward_of(ctx: Context, key: ClassKey) -> Forward | None:
     returns_aux = any("aux" in text for _k, text, _l in md.returns)
     if not returns_aux:
         for m in methods[1:]:
-            if any("aux" in text for _k, text, _l in m.returns) and any(text.startswith(f"self.{m.name}(") for _k, text, _l in md.returns):
+            if any("aux" in text for _k, text, _l in m.returns) and any(
+                text.startswith(f"self.{m.name}(") for _k, text, _l in md.returns
+            ):
                 returns_aux = True
     return Forward(fowner, md, frozenset(attrs), collects, returns_aux, md.line)
 
@@ -968,8 +993,15 @@ def capture(ctx: Context, key: ClassKey) -> Capture | None:
     # that meets the aux ids is the capture loop.
     loop, idx, elem, cap.absolute = next((lp for lp in loops if _meets_ids(lp[0], lp[1])), loops[0])
     cap.loop_line = loop.lineno
-    layer_pos = next((i for i, st in enumerate(loop.body) if _calls_name(st, elem)
-                      or any(isinstance(c, ast.Call) and isinstance(c.func, ast.Subscript) for c in ast.walk(st))), None)
+    layer_pos = next(
+        (
+            i
+            for i, st in enumerate(loop.body)
+            if _calls_name(st, elem)
+            or any(isinstance(c, ast.Call) and isinstance(c.func, ast.Subscript) for c in ast.walk(st))
+        ),
+        None,
+    )
     sites: list[tuple[str, int, int]] = []
     aux_attr = None
     for i, st in enumerate(loop.body):
@@ -999,8 +1031,13 @@ def capture(ctx: Context, key: ClassKey) -> Capture | None:
         if st.lineno >= loop.lineno:
             break
         for n in ast.walk(st):
-            if isinstance(n, ast.Call) and _is_collector(n, collectors) \
-                    and any("start_layer" in ast.unparse(a) or (isinstance(a, ast.Constant) and a.value == 0) for a in n.args):
+            if (
+                isinstance(n, ast.Call)
+                and _is_collector(n, collectors)
+                and any(
+                    "start_layer" in ast.unparse(a) or (isinstance(a, ast.Constant) and a.value == 0) for a in n.args
+                )
+            ):
                 sites.append(("pre-loop", 0, n.lineno))
     cap.sites = tuple(sites)
     shifts = {off if pos == "before" else off - 1 for pos, off, _ in sites if pos in ("before", "after")}
@@ -1056,7 +1093,9 @@ def _setter_sorts(ctx: Context, key: ClassKey, owner: ClassKey) -> str | None:
         path = ctx.graph.path_of(cls)
         tree = read_module(ctx, path)
         fnode = me.find_function(tree, name, cls.qualname) if tree is not None else None
-        if fnode is not None and any(isinstance(n, ast.Call) and me._dotted(n.func) == "sorted" for n in ast.walk(fnode)):
+        if fnode is not None and any(
+            isinstance(n, ast.Call) and me._dotted(n.func) == "sorted" for n in ast.walk(fnode)
+        ):
             return f"{cls.name}.{name}()"
     return None
 

@@ -39,7 +39,11 @@ class Judge:
 
     def is_protocol_class(self, key: ClassKey) -> bool:
         cf = self.graph.class_facts(key)
-        return key.module == self.contract.module and cf is not None and any(b.dotted.endswith("Protocol") for b in cf.bases)
+        return (
+            key.module == self.contract.module
+            and cf is not None
+            and any(b.dotted.endswith("Protocol") for b in cf.bases)
+        )
 
     def check_class(self, key: ClassKey) -> ClassCheck:
         hit = self._cache.get(key)
@@ -67,7 +71,9 @@ class Judge:
                     own.append(m.name)
         unresolved = [e for e in mro.entries if isinstance(e, Resolved) and e.kind in ("unresolved", "dynamic")]
         if mro.error and "circular" in mro.error:
-            return ClassCheck(None, tuple(present), tuple(missing), f"{mro.error}: Python cannot create this class", tuple(own))
+            return ClassCheck(
+                None, tuple(present), tuple(missing), f"{mro.error}: Python cannot create this class", tuple(own)
+            )
         if c.check in ("structural", "duck"):
             if not c.members:
                 return ClassCheck(None, (), (), "the contract has no members the tool could read", ())
@@ -75,9 +81,13 @@ class Judge:
                 return ClassCheck(True, tuple(present), (), "every contract member is present in the MRO", tuple(own))
             if unresolved:
                 names = ", ".join(e.name for e in unresolved[:3])
-                return ClassCheck(None, tuple(present), tuple(missing),
-                                  f"missing {', '.join(missing)} unless a base the tool cannot follow provides it ({names})",
-                                  tuple(own))
+                return ClassCheck(
+                    None,
+                    tuple(present),
+                    tuple(missing),
+                    f"missing {', '.join(missing)} unless a base the tool cannot follow provides it ({names})",
+                    tuple(own),
+                )
             return ClassCheck(False, tuple(present), tuple(missing), f"missing {', '.join(missing)}", tuple(own))
         if c.check == "flag":
             marker = c.marker or c.check_function
@@ -85,10 +95,18 @@ class Judge:
             if hit is not None and hit[1].value not in ("False", "None", "0"):
                 return ClassCheck(True, tuple(present), tuple(missing), f"{marker} is set", tuple(own))
             return ClassCheck(False, tuple(present), tuple(missing), f"{marker} is not set", tuple(own))
-        return ClassCheck(None, tuple(present), tuple(missing), "the tree's supports_eagle3 check has a shape the tool does not know", tuple(own))
+        return ClassCheck(
+            None,
+            tuple(present),
+            tuple(missing),
+            "the tree's supports_eagle3 check has a shape the tool does not know",
+            tuple(own),
+        )
 
     # -- delegation -----------------------------------------------------------------------------
-    def inner_supporting(self, key: ClassKey, depth: int = 0, seen: frozenset[ClassKey] = frozenset()) -> list[tuple[Delegation, ClassKey]]:
+    def inner_supporting(
+        self, key: ClassKey, depth: int = 0, seen: frozenset[ClassKey] = frozenset()
+    ) -> list[tuple[Delegation, ClassKey]]:
         """Delegation targets (transitively) whose class passes the check."""
         if depth > 3 or key in seen:
             return []
@@ -116,7 +134,11 @@ class Judge:
         ev: list[Step] = []
         site = self.runner.primary
         if site is not None:
-            call = f"{self.contract.check_function}({site.interrogated})" if site.checked else f"{site.interrogated}.{site.setter}(...)"
+            call = (
+                f"{self.contract.check_function}({site.interrogated})"
+                if site.checked
+                else f"{site.interrogated}.{site.setter}(...)"
+            )
             ev.append(Step("runner", f"runner calls {call} in {site.function}()", Location(site.path, site.line)))
         ev.append(Step("registry", f"{entry.arch} -> {entry.module}.{entry.class_name}"
                        + (f" ({entry.note})" if entry.note else ""), Location(registry_path, entry.line)))
@@ -145,9 +167,20 @@ class Judge:
             for d in self.model_delegations(key):
                 ok = self.check_class(d.target).supports if d.target is not None else None
                 tgt = d.target.name if d.target is not None else "?"
-                ev.append(Step("delegation", f"{d.detail} -> {tgt}: "
-                               + ("supports the contract" if ok else "does not support the contract" if ok is False else "unknown"),
-                               Location(d.path, d.line)))
+                ev.append(
+                    Step(
+                        "delegation",
+                        f"{d.detail} -> {tgt}: "
+                        + (
+                            "supports the contract"
+                            if ok
+                            else "does not support the contract"
+                            if ok is False
+                            else "unknown"
+                        ),
+                        Location(d.path, d.line),
+                    )
+                )
             if hits:
                 status = Status.WRAPPER_GAP
                 inner = [str(t) for _d, t in hits]
@@ -161,7 +194,8 @@ class Judge:
         reason = chk.reason
         if status is Status.WRAPPER_GAP:
             names = ", ".join(i.rsplit(".", 1)[-1] for i in inner)
-            reason = f"{reason}; the inner model it delegates to ({names}) supports the contract, but the runner asks the wrapper"
+            reason = (f"{reason}; the inner model it delegates to ({names}) supports the contract, but the runner asks "
+                      "the wrapper")
         elif not chk.supports:
             # ``init_vllm_registered_model(hf_config=config.text_config)`` with no architectures: the inner model is
             # whatever the checkpoint's sub-config names (resolved from --target-config when given).
@@ -173,7 +207,9 @@ class Judge:
                           "serving it with EAGLE-3 needs that architecture to support the contract and this wrapper "
                           "to delegate to it")
         ev.append(Step("verdict", f"{self.contract.check_function}({key.name}) -> {chk.supports}: {reason}"))
-        return Verdict(entry.arch, entry.module, entry.class_name, chk.supports, status, reason, tuple(ev), loc, tuple(inner))
+        return Verdict(
+            entry.arch, entry.module, entry.class_name, chk.supports, status, reason, tuple(ev), loc, tuple(inner)
+        )
 
     def _loc(self, key: ClassKey) -> Location | None:
         cf = self.graph.class_facts(key)

@@ -35,6 +35,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from eagle3_lint import fixgen
+from eagle3_lint import semantic as sem
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import (
     Applicability,
@@ -46,7 +47,6 @@ from eagle3_lint.model import (
     Status,
 )
 from eagle3_lint.rules import RuleMeta, make
-from eagle3_lint import semantic as sem
 
 if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
@@ -66,12 +66,17 @@ def check(ctx: Context) -> Iterator[Finding]:
         if key is not None:
             for d in ctx.judge.model_delegations(key):
                 if d.target is None:
-                    parts.append(f"its inner model self.{d.attr} is chosen by the checkpoint config and cannot be checked statically")
+                    parts.append(
+                        f"its inner model self.{d.attr} is chosen by the checkpoint config and cannot be checked "
+                        "statically"
+                    )
                     continue
                 cf = ctx.graph.class_facts(d.target)
                 loc = Location(ctx.graph.path_of(d.target), cf.line if cf else 1)
                 inner = ctx.judge.check_class(d.target)
-                parts.append(f"the inner model self.{d.attr} -> {d.target.name} ({loc}) does not either: {inner.reason}")
+                parts.append(
+                    f"the inner model self.{d.attr} -> {d.target.name} ({loc}) does not either: {inner.reason}"
+                )
                 related.append(loc)
         site = ctx.runner.primary
         if site is not None:

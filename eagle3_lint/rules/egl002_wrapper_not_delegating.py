@@ -47,17 +47,22 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from eagle3_lint import fixgen
+from eagle3_lint import semantic as sem
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import Applicability, Edit, Finding, Fix, Severity, Status, Step
 from eagle3_lint.rules import RuleMeta, make
-from eagle3_lint import semantic as sem
 from eagle3_lint.rules import _interface as itf
 
 if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
 
-META = RuleMeta("EGL002", "wrapper-not-delegating", Severity.ERROR, True,
-                "The top-level class fails the contract (or does not reach the layers) while its inner model supports it.")
+META = RuleMeta(
+    "EGL002",
+    "wrapper-not-delegating",
+    Severity.ERROR,
+    True,
+    "The top-level class fails the contract (or does not reach the layers) while its inner model supports it.",
+)
 
 
 def check(ctx: Context) -> Iterator[Finding]:
@@ -124,9 +129,12 @@ def _finding(ctx: Context, g: itf.Group) -> Finding:
         exposed = [a for a, k in sem.scoped_archs(ctx) if a not in g.archs and k != key
                    and ctx.graph.in_mro(k, key) and sem.status(ctx, a) is Status.UNSUPPORTED]
         if exposed:
-            msg += (f" (note: {itf.arch_list(exposed)} {'inherits' if len(exposed) == 1 else 'inherit'} {key.name} but build{'s' if len(exposed) == 1 else ''} an inner model without the "
-                    f"contract; once {key.name} implements it they pass the check without working, and "
-                    f"EGL004/EGL006 report them)")
+            msg += (
+                f" (note: {itf.arch_list(exposed)} {'inherits' if len(exposed) == 1 else 'inherit'} {key.name} "
+                f"but build{'s' if len(exposed) == 1 else ''} an inner model without the "
+                f"contract; once {key.name} implements it they pass the check without working, and "
+                f"EGL004/EGL006 report them)"
+            )
     else:
         eff: sem.Effect = g.data["effect"]  # type: ignore[assignment]
         own: sem.Owner | None = g.data["owner"]  # type: ignore[assignment]

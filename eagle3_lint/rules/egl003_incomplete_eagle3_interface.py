@@ -41,10 +41,10 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from eagle3_lint import fixgen
+from eagle3_lint import semantic as sem
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import Applicability, Edit, Finding, Fix, Severity, Status
 from eagle3_lint.rules import RuleMeta, make
-from eagle3_lint import semantic as sem
 from eagle3_lint.rules import _interface as itf
 
 if TYPE_CHECKING:
@@ -141,14 +141,18 @@ def fix(ctx: Context, finding: Finding) -> Fix | None:
     if not edits:
         return None
     if methods:
-        return Fix(f"add the missing {fl.protocol or 'EAGLE-3'} methods to {key.name}", tuple(edits), Applicability.UNSAFE)
+        return Fix(
+            f"add the missing {fl.protocol or 'EAGLE-3'} methods to {key.name}", tuple(edits), Applicability.UNSAFE
+        )
     return Fix(f"add the {fl.protocol} base to {key.name}", tuple(edits), Applicability.SAFE)
 
 
 def _setter_body(ctx: Context, fl: fixgen.Flavor, own: sem.Owner) -> list[str]:
     mk = sem.mixin_key(ctx)
     via_mixin = bool(fl.defaults and mk is not None and ctx.graph.in_mro(own.key, mk))
-    return fixgen.setter_direct(fl, own.path, fixgen.setter_param(ctx), fl.mixin_attr or "aux_hidden_state_layers", via_mixin)
+    return fixgen.setter_direct(
+        fl, own.path, fixgen.setter_param(ctx), fl.mixin_attr or "aux_hidden_state_layers", via_mixin
+    )
 
 
 def _setter_needed(ctx: Context, top: ClassKey, kind: str) -> bool:

@@ -45,6 +45,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from eagle3_lint import fixgen
+from eagle3_lint import semantic as sem
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import (
     Applicability,
@@ -56,14 +57,18 @@ from eagle3_lint.model import (
     Step,
 )
 from eagle3_lint.rules import RuleMeta, make
-from eagle3_lint import semantic as sem
 from eagle3_lint.rules import _interface as itf
 
 if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
 
-META = RuleMeta("EGL004", "aux-states-not-collected", Severity.ERROR, True,
-                "The interface is claimed, but the layer owner's forward never collects or returns the aux hidden states.")
+META = RuleMeta(
+    "EGL004",
+    "aux-states-not-collected",
+    Severity.ERROR,
+    True,
+    "The interface is claimed, but the layer owner's forward never collects or returns the aux hidden states.",
+)
 
 
 def check(ctx: Context) -> Iterator[Finding]:
@@ -211,7 +216,9 @@ def fix(ctx: Context, finding: Finding) -> Fix | None:
     return None
 
 
-def collect_edits(ctx: Context, forward_owner: ClassKey, layer_owner: ClassKey, attr: str, *, ret: bool) -> list[Edit] | None:
+def collect_edits(
+    ctx: Context, forward_owner: ClassKey, layer_owner: ClassKey, attr: str, *, ret: bool
+) -> list[Edit] | None:
     """Collection in ``forward_owner.forward`` for the layers of ``layer_owner``, in the analysed version's idiom."""
     fl = fixgen.flavor(ctx)
     mk = sem.mixin_key(ctx)

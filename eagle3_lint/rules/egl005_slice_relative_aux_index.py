@@ -65,7 +65,6 @@ from typing import TYPE_CHECKING
 from eagle3_lint import semantic as sem
 from eagle3_lint.facts import Loop, Method, Use
 from eagle3_lint.graph import ClassKey
-from eagle3_lint.runner import RunnerKind
 from eagle3_lint.model import (
     Applicability,
     Edit,
@@ -76,12 +75,19 @@ from eagle3_lint.model import (
     Step,
 )
 from eagle3_lint.rules import RuleMeta, make
+from eagle3_lint.runner import RunnerKind
 
 if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
 
-META = RuleMeta("EGL005", "slice-relative-aux-index", Severity.ERROR, True,
-                "A forward loop over a slice of the layers compares the slice-relative enumerate index with absolute aux-layer ids.")
+META = RuleMeta(
+    "EGL005",
+    "slice-relative-aux-index",
+    Severity.ERROR,
+    True,
+    "A forward loop over a slice of the layers compares the slice-relative enumerate index with absolute "
+    "aux-layer ids.",
+)
 
 _PP_PROTOCOL = "SupportsPP"  # the interface vLLM's registry asks before allowing pipeline parallelism
 
@@ -211,7 +217,9 @@ def _severity(ctx: Context, key: ClassKey, runners: list[_Runner]) -> tuple[Seve
     related: list[Step] = []
     if rp.pp_verifier and rp.pp_flag:
         vloc = Location(rp.pp_verifier_path, rp.pp_verifier_line)
-        related.append(Step("runner", f"{rp.pp_verifier} refuses PP for EAGLE-3 unless the decoder sets {rp.pp_flag} = True", vloc))
+        related.append(
+            Step("runner", f"{rp.pp_verifier} refuses PP for EAGLE-3 unless the decoder sets {rp.pp_flag} = True", vloc)
+        )
         flagged: list[str] = []
         own_true, own_why = _flag_value(ctx, key, rp.pp_flag)
         if own_true:
@@ -258,9 +266,11 @@ def _severity(ctx: Context, key: ClassKey, runners: list[_Runner]) -> tuple[Seve
         return Severity.ERROR, msg, related
     one = len(runners) == 1
     if runners:
-        msg = (f"latent: {_names(runners)} run{'s' if one else ''} this forward with EAGLE-3 but do{'es' if one else ''} "
-               f"not implement {_PP_PROTOCOL}, so vLLM refuses pipeline parallelism for {'it' if one else 'them'} "
-               "and start_layer is 0")
+        msg = (
+            f"latent: {_names(runners)} run{'s' if one else ''} this forward with EAGLE-3 but do{'es' if one else ''} "
+            f"not implement {_PP_PROTOCOL}, so vLLM refuses pipeline parallelism for {'it' if one else 'them'} "
+            "and start_layer is 0"
+        )
         return Severity.WARNING, msg, related
     msg = ("latent: no registered architecture that passes supports_eagle3() runs this forward, so the runner never "
            "configures aux layers on it; the index is wrong as soon as one does, under pipeline parallelism")

@@ -40,17 +40,22 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from eagle3_lint import fixgen
+from eagle3_lint import semantic as sem
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import Applicability, Edit, Finding, Fix, Severity, Status
 from eagle3_lint.rules import RuleMeta, make
-from eagle3_lint import semantic as sem
 from eagle3_lint.rules import _interface as itf
 
 if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
 
-META = RuleMeta("EGL006", "default-aux-layers-unreachable", Severity.ERROR, True,
-                "The runner's fallback getter for the default aux layers is missing, a stub, or shadowed by a stale name.")
+META = RuleMeta(
+    "EGL006",
+    "default-aux-layers-unreachable",
+    Severity.ERROR,
+    True,
+    "The runner's fallback getter for the default aux layers is missing, a stub, or shadowed by a stale name.",
+)
 
 _BROKEN = ("missing", "stub", "broken-default", "broken-delegate")
 

@@ -110,27 +110,48 @@ def check(ctx: Context) -> Iterator[Finding]:
             Step("gate", f"raises {g.error}", Location(g.path, g.line)))
         chain = "; ".join(res.steps)
         if res.model_type is None:
-            yield make(META, (
-                f"{arch or 'the target'}: cannot tell which {g.config_attr}.model_type this vLLM gives {src} "
-                f"({chain}), so whether the EAGLE-3 gate {_list_text(g)} lets it through is unknown"),
-                _arch_location(ctx, arch, g), severity=Severity.NOTE, architecture=arch, symbol=g.list_name, related=related)
+            yield make(
+                META,
+                (
+                    f"{arch or 'the target'}: cannot tell which {g.config_attr}.model_type this vLLM gives {src} "
+                    f"({chain}), so whether the EAGLE-3 gate {_list_text(g)} lets it through is unknown"
+                ),
+                _arch_location(ctx, arch, g),
+                severity=Severity.NOTE,
+                architecture=arch,
+                symbol=g.list_name,
+                related=related,
+            )
             continue
         mt = res.model_type
         if any(s in mt for s in g.allow_list):
             continue
-        yield make(META, (
-            f"{arch or 'the target'}: {g.config_attr}.model_type is {mt!r} ({chain}), and "
-            f"{'none of ' if len(g.allow_list) > 1 else ''}{_list_text(g)} is {'a ' if len(g.allow_list) > 1 else 'not a '}substring of it, so method='eagle3' raises {g.error or 'an error'} at "
-            f"{g.path}:{g.line} before any weight loads"),
-            _arch_location(ctx, arch, g), architecture=arch, symbol=mt, related=related)
+        yield make(
+            META,
+            (
+                f"{arch or 'the target'}: {g.config_attr}.model_type is {mt!r} ({chain}), and "
+                f"{'none of ' if len(g.allow_list) > 1 else ''}{_list_text(g)} is "
+                f"{'a ' if len(g.allow_list) > 1 else 'not a '}substring of it, so method='eagle3' raises "
+                f"{g.error or 'an error'} at "
+                f"{g.path}:{g.line} before any weight loads"
+            ),
+            _arch_location(ctx, arch, g),
+            architecture=arch,
+            symbol=mt,
+            related=related,
+        )
 
 
 def _fix_list(text: str, g: Gate, mt: str) -> Edit | None:
     """Append ``mt`` to the allow-list literal assigned at ``g.list_line``, keeping its layout."""
     tree = ast.parse(text)
     for n in ast.walk(tree):
-        if isinstance(n, ast.Assign) and n.lineno == g.list_line and isinstance(n.value, (ast.List, ast.Tuple, ast.Set)) \
-                and n.value.elts:
+        if (
+            isinstance(n, ast.Assign)
+            and n.lineno == g.list_line
+            and isinstance(n.value, (ast.List, ast.Tuple, ast.Set))
+            and n.value.elts
+        ):
             lines = text.splitlines()
             last = n.value.elts[-1]
             end_line = last.end_lineno or last.lineno

@@ -119,9 +119,9 @@ class _Checker:
                 fn = None
             if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 pos = [*fn.args.posonlyargs, *fn.args.args]
-                for a, d in zip(pos[len(pos) - len(fn.args.defaults):], fn.args.defaults):
+                for a, d in zip(pos[len(pos) - len(fn.args.defaults):], fn.args.defaults, strict=True):
                     out[a.arg] = ast.unparse(d)
-                for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults):
+                for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True):
                     if d is not None:
                         out[a.arg] = ast.unparse(d)
         self._init_defaults[key] = out
