@@ -268,8 +268,9 @@ def analyze(source: SourceTree, options: Options, select: Callable[[str], bool] 
         ctx.serving = serving_verdicts(ctx)
         # A file whose facts could not be extracted because of a bug of ours is an internal error (exit 2).
         for mf in ctx.store.loaded():
-            if getattr(mf, "internal_error", None):
-                msg, _, tb = mf.internal_error.partition("\n")
+            err: str | None = getattr(mf, "internal_error", None)
+            if err:
+                msg, _, tb = err.partition("\n")
                 ctx.errors.append(InternalError(f"facts {mf.path}", msg, tb))
         ctx.timings["rules"] = time.perf_counter() - t
     return ctx

@@ -121,7 +121,7 @@ def derive(source: SourceTree, runner_calls: tuple[str, ...] = ()) -> Contract:
             tree = ast.parse(decode_source(source.read_bytes(rel)), filename=rel)
         except (OSError, SyntaxError, UnicodeError, ValueError, RecursionError):
             tree = None
-    if tree is None:
+    if tree is None or rel is None:  # no path, no tree
         return _duck(runner_calls, rel or "", "interfaces.py is missing or unreadable")
     classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
     funcs = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == CHECK_FUNCTION]

@@ -332,7 +332,8 @@ def fc_input(ctx: Context, hf_config: dict[str, Any], archs: list[str] | None = 
         hook(ast.unparse(target), value_node, frame)
         orig(target, v, frame, value_node)
 
-    interp._assign = assign  # type: ignore[method-assign]
+    # An instance attribute shadows the method for this interpreter only.
+    interp._assign = assign  # type: ignore[method-assign,assignment]  # a bound hook replacing a method
     env = me.ModuleEnv.of(tree, path)
     params = [a.arg for a in (*fnode.args.posonlyargs, *fnode.args.args, *fnode.args.kwonlyargs)]
     args: dict[str, Any] = {p: me.Opaque((p,)) for p in params[1:]}
@@ -506,7 +507,7 @@ def eagle3_architectures(ctx: Context, cfg: dict[str, Any]) -> tuple[list[str] |
         for st in node.body:
             if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Subscript) \
                     and isinstance(st.targets[0].slice, ast.Constant) and st.targets[0].slice.value == "architectures":
-                fn = ast.FunctionDef(name="_rename", args=init.args, body=[ast.Return(st.value)], decorator_list=[],
+                fn = ast.FunctionDef(name="_rename", args=init.args, body=[ast.Return(st.value)], decorator_list=[],  # type: ignore[call-arg]  # type_params: 3.12+ ast
                                      returns=None, type_params=[])
                 ast.fix_missing_locations(ast.copy_location(fn, st))
                 model = me.ConfigView({"architectures": names}, "drafter")

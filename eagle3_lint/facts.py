@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import ast
 import codecs
-import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+from eagle3_lint._compat import TRY_NODES
 
 FACTS_VERSION = 10
 
@@ -418,7 +420,7 @@ class _Extractor:
                     self._stmt(st.orelse[0], branch or IF, scope)
                 else:
                     self._block(st.orelse, ELSE if branch in (MAIN, IF, TYPE_CHECKING) else branch, scope)
-        elif isinstance(st, ast.Try) or (sys.version_info >= (3, 11) and isinstance(st, ast.TryStar)):
+        elif isinstance(st, TRY_NODES):
             self._block(st.body, TRY if branch == MAIN else branch, scope)
             for h in st.handlers:
                 self._block(h.body, EXCEPT, scope)
@@ -456,9 +458,10 @@ class _Extractor:
             if (
                 isinstance(k, ast.Constant) and isinstance(k.value, str)
                 and isinstance(v, ast.Tuple) and len(v.elts) == 2
-                and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in v.elts)
+                and isinstance(first := v.elts[0], ast.Constant) and isinstance(first.value, str)
+                and isinstance(second := v.elts[1], ast.Constant) and isinstance(second.value, str)
             ):
-                entries.append((k.value, v.elts[0].value, v.elts[1].value, k.lineno))  # type: ignore[union-attr]
+                entries.append((k.value, first.value, second.value, k.lineno))
         if entries or merges:
             self.mf.dicts[name] = DictFacts(name, line, tuple(entries), tuple(merges))
 
@@ -497,6 +500,7 @@ class _Extractor:
     # -- classes ------------------------------------------------------------------------------
     def _class(self, node: ast.ClassDef, branch: str, nested_in: str | None, qualname: str | None = None) -> None:
         bases: list[BaseRef] = []
+        args: tuple[str, ...]
         for b in node.bases:
             kind, d, args = "other", dotted(b), ()
             if d:
@@ -660,7 +664,7 @@ class _Extractor:
             return "*" + (dotted(a.value) or "?")
         return self.seg(a)[:80] if isinstance(a, (ast.Constant, ast.List, ast.Tuple)) else "?"
 
-    def _loop(self, node: ast.For, local_slices: dict[str, ast.expr] | None = None) -> Loop | None:
+    def _loop(self, node: ast.For, local_slices: Mapping[str, ast.expr] | None = None) -> Loop | None:
         it = node.iter
         if not (isinstance(it, ast.Call) and dotted(it.func) == "enumerate" and it.args):
             return None

@@ -574,9 +574,10 @@ def _analyse_loop(t: Text, fn: ast.AST, loop: ast.For) -> _Loop | None:
                 and isinstance(st.targets[0], ast.Name)
             ):
                 layer_var = st.targets[0].id
-    elif isinstance(tgt, ast.Tuple) and len(tgt.elts) == 2 and all(isinstance(e, ast.Name) for e in tgt.elts):
-        idx = tgt.elts[0].id  # type: ignore[union-attr]
-        layer_var = tgt.elts[1].id  # type: ignore[union-attr]
+    elif isinstance(tgt, ast.Tuple) and len(tgt.elts) == 2 \
+            and isinstance(first := tgt.elts[0], ast.Name) and isinstance(second := tgt.elts[1], ast.Name):
+        idx = first.id
+        layer_var = second.id
         if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "enumerate" and it.args:
             has_start = len(it.args) >= 2 or any(k.arg == "start" for k in it.keywords)
             sliced, start = _slice_start(t, it.args[0])

@@ -300,7 +300,10 @@ def _gates(files: list[tuple[str, bytes]], parsed: dict[str, ast.Module | None])
                 if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) \
                         and isinstance(n.value, (ast.List, ast.Tuple, ast.Set)) and n.value.elts \
                         and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in n.value.elts):
-                    lists[n.targets[0].id] = (tuple(e.value for e in n.value.elts), n.lineno)  # type: ignore[union-attr]
+                    # The filter repeats the all() above, for the type checker.
+                    words = tuple(e.value for e in n.value.elts
+                                  if isinstance(e, ast.Constant) and isinstance(e.value, str))
+                    lists[n.targets[0].id] = (words, n.lineno)
             for n in _walk(fn):
                 if isinstance(n, ast.If):
                     g = _gate(rel, n, lists)

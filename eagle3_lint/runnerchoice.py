@@ -106,7 +106,7 @@ def env_default(source: SourceTree) -> tuple[Any, int]:
             continue
         for k, v in zip(node.keys, node.values, strict=True):
             if isinstance(k, ast.Constant) and k.value == ENV_VAR and isinstance(v, ast.Lambda):
-                fn = ast.FunctionDef(name="_env", args=v.args, body=[ast.Return(v.body)], decorator_list=[],
+                fn = ast.FunctionDef(name="_env", args=v.args, body=[ast.Return(v.body)], decorator_list=[],  # type: ignore[call-arg]  # type_params: 3.12+ ast
                                      returns=None, type_params=[])
                 ast.fix_missing_locations(ast.copy_location(fn, v))
 

@@ -62,7 +62,7 @@ class Memo:
     def get(self, name: str, compute: Callable[[], T]) -> T:
         if name not in self._store:
             self._store[name] = compute()
-        return self._store[name]  # type: ignore[no-any-return]
+        return self._store[name]
 
 
 # -- scope ------------------------------------------------------------------------------------

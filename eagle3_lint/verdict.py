@@ -193,9 +193,9 @@ class Judge:
                 inner.append(str(d.target))
         reason = chk.reason
         if status is Status.WRAPPER_GAP:
-            names = ", ".join(i.rsplit(".", 1)[-1] for i in inner)
-            reason = (f"{reason}; the inner model it delegates to ({names}) supports the contract, but the runner asks "
-                      "the wrapper")
+            inner_names = ", ".join(i.rsplit(".", 1)[-1] for i in inner)
+            reason = (f"{reason}; the inner model it delegates to ({inner_names}) supports the contract, but the "
+                      "runner asks the wrapper")
         elif not chk.supports:
             # ``init_vllm_registered_model(hf_config=config.text_config)`` with no architectures: the inner model is
             # whatever the checkpoint's sub-config names (resolved from --target-config when given).

@@ -152,22 +152,24 @@ def render_text(ctx: Context, console: Console) -> None:
         t.add_column("registered at")
         t.add_column("status")
         t.add_column("notes")
-        for r in p["registrations"]:  # type: ignore[union-attr]
-            v = ctx.verdicts.get(r["architecture"])
-            notes = ["conditional: " + "; ".join(  # type: ignore[index]
-                c["text"] for c in r["conditions"]) if r["conditional"] else "",  # type: ignore[index]
-                "overrides " + str(r["overrides"]) if r["overrides"] else ""]  # type: ignore[index]
+        registrations: list[dict[str, Any]] = p["registrations"]  # type: ignore[assignment]  # plugin_json's shape
+        for reg in registrations:
+            v = ctx.verdicts.get(reg["architecture"])
+            notes = ["conditional: " + "; ".join(
+                c["text"] for c in reg["conditions"]) if reg["conditional"] else "",
+                "overrides " + str(reg["overrides"]) if reg["overrides"] else ""]
             # A registration replaced by a later one (another branch, another plugin) is not the class judged.
-            judged = v is not None and (v.module, v.class_name) == (r["module"], r["class"])
+            judged = v is not None and (v.module, v.class_name) == (reg["module"], reg["class"])
             t.add_row(
-                escape(r["architecture"]),
-                escape(f"{r['module']}:{r['class']}"),
-                escape(f"{r['path']}:{r['line']}"),
+                escape(reg["architecture"]),
+                escape(f"{reg['module']}:{reg['class']}"),
+                escape(f"{reg['path']}:{reg['line']}"),
                 v.status.value if v and judged else "replaced" if v else "-",
                 escape("; ".join(n for n in notes if n)) or "-",
             )
         console.print(t)
-        for n in p["notes"]:  # type: ignore[union-attr]
+        notes_of_plugin: list[str] = p["notes"]  # type: ignore[assignment]  # plugin_json's shape
+        for n in notes_of_plugin:
             console.print(f"[dim]plugin note: {escape(n)}[/]")
     da = _analysis(ctx)
     if da is None:

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING
 from eagle3_lint import fixgen
 from eagle3_lint import semantic as sem
 from eagle3_lint.graph import ClassKey
-from eagle3_lint.model import Applicability, Edit, Finding, Fix, Severity, Status
+from eagle3_lint.model import Applicability, Finding, Fix, Location, Severity, Status
 from eagle3_lint.rules import RuleMeta, make
 from eagle3_lint.rules import _interface as itf
 
@@ -87,6 +87,7 @@ def _compute(ctx: Context) -> itf.Groups:
                     groups.get(sem.method_location(ctx, cls, line), "stale-broken", arch,
                                key=cls, top=key, old=old, new=name, state=st)
                     continue
+                loc: Location | None
                 if st.kind == "stub" and not st.from_protocol and st.origin is not None:
                     loc, where = sem.method_location(ctx, st.origin, st.line), st.origin
                 else:
@@ -170,7 +171,7 @@ def fix(ctx: Context, finding: Finding) -> Fix | None:
     body = _getter_body(ctx, top)
     if body is None:
         return None
-    edits: list[Edit] = fixgen.add_getter(ctx, key, body)
+    edits = fixgen.add_getter(ctx, key, body)
     if not edits:
         return None
     return Fix(f"add {new}() to {key.name}", tuple(edits), Applicability.UNSAFE)

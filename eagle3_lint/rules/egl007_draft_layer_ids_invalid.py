@@ -61,7 +61,7 @@ would use and the ones that would match the drafter's numbering.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from eagle3_lint import drafter as dr
@@ -80,7 +80,7 @@ def analysis(ctx: Context) -> dr.DraftAnalysis | None:
     return ctx.memo.get("draft-analysis", lambda: dr.analyze(ctx))
 
 
-def _ids(ids: tuple[object, ...] | list[object] | None) -> str:
+def _ids(ids: Sequence[object] | None) -> str:
     return "(" + ", ".join(str(i) for i in (ids or ())) + ")"
 
 
@@ -99,7 +99,9 @@ def check(ctx: Context) -> Iterator[Finding]:
 
     # 1. The tree cannot read the config at all.
     if da.conversion_error:
-        rel = (step("converter", f"{da.conversion_where.text}", da.conversion_where),) if da.conversion_where else ()
+        rel: tuple[Step, ...] = (
+            (step("converter", f"{da.conversion_where.text}", da.conversion_where),) if da.conversion_where else ()
+        )
         yield make(META, da.conversion_error, at_cfg(dr.SPECULATORS_KEY), architecture=arch,
                    symbol=dr.SPECULATORS_KEY, related=rel)
         return
@@ -113,6 +115,7 @@ def check(ctx: Context) -> Iterator[Finding]:
         if da.default_where else ()
 
     # Where findings about the effective ids point: the field the runner used, else the default method.
+    ids_rel: tuple[Step, ...]
     if da.effective_from == "config" and used is not None:
         ids_loc = Location(da.draft_path, used.line)
         ids_what = f"{used.name} {_ids(ids)}"
@@ -314,7 +317,7 @@ def _intended(f: dr.IdsField) -> list[int] | None:
     """The field's ids in vLLM's numbering (state entering layer k), if its convention is known."""
     if f.convention is None or not all(isinstance(i, int) for i in f.ids):
         return None
-    return [int(i) + f.convention for i in f.ids]  # type: ignore[call-overload]
+    return [int(i) + f.convention for i in f.ids]
 
 
 def _draft_width(da: dr.DraftAnalysis) -> int | None:
