@@ -165,7 +165,7 @@ def build(source: SourceTree, options: Options, store: FactStore | None = None) 
         reg_text = ""
     derive_errors: list[InternalError] = []
     registry = _safely(derive_errors, "registry", lambda: registry_mod.derive(reg_mf, reg_text),
-                       lambda: registry_mod.Registry(False, reg_mf.path if reg_mf else "", {}, None, (),
+                       lambda: registry_mod.Registry(False, reg_mf.path if reg_mf else "", {}, (),
                                                      registry_mod.DEFAULT_PREFIX, "internal error while reading it"))
     extend = getattr(source, "extend_registry", None)  # --plugin: the plugins' register_model calls
     if extend is not None:
@@ -174,7 +174,7 @@ def build(source: SourceTree, options: Options, store: FactStore | None = None) 
     iface = [p for p in (source.module_path(contract_mod.INTERFACES_MODULE),) if p]
     contract = _safely(derive_errors, "contract", lambda: store.memo("contract", (), iface, contract_mod.derive),
                        lambda: _no_contract(iface))
-    rargs = (contract.check_function, contract.required if contract.found else (), contract.setter, contract.pp_flag)
+    rargs = (contract.check_function, contract.required if contract.found else (), contract.pp_flag)
     runner = _safely(derive_errors, "runner", lambda: store.memo("runner", rargs, runner_mod.input_files(source),
                                                                  lambda src: runner_mod.derive(src, *rargs)),
                      lambda: RunnerPath(notes=("internal error while reading the runner",)))

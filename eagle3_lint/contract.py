@@ -66,11 +66,6 @@ class Contract:
         return tuple(m.name for m in self.members)
 
     @property
-    def eagle3_own(self) -> tuple[str, ...]:
-        """Members declared by SupportsEagle3 itself (not its EAGLE base)."""
-        return tuple(m.name for m in self.members if m.protocol == self.protocol)
-
-    @property
     def methods_have_defaults(self) -> bool:
         return any(m.kind == "method" and m.has_default for m in self.members)
 

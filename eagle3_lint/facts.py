@@ -89,7 +89,6 @@ class Member:
     end_line: int
     stub: bool = False
     value: str | None = None  # repr of a literal constant value, if simple
-    decorators: tuple[str, ...] = ()
     alias: str | None = None  # dotted name assigned (``model_cls = DeepseekV2Model``)
 
 
@@ -111,11 +110,9 @@ class Use:
     target: str  # the attribute compared with, or the function called
     offset: int  # k in idx + k
     line: int
-    # Only for ``Loop.rebased``: the slice start subtracted from the index (``self.start_layer`` in
-    # ``idx - self.start_layer + 1``), and the span of `` - <start>`` (line, col, end_line, end_col,
-    # columns in characters) whose deletion leaves ``idx [+ k]``; all zero when the source cannot be
-    # cut that simply (parentheses or a comment in the way).
-    rebase: str = ""
+    # Only for ``Loop.rebased``: the span of `` - <start>`` (line, col, end_line, end_col, columns in
+    # characters) whose deletion leaves ``idx [+ k]`` (``idx - self.start_layer + 1``); all zero when the
+    # source cannot be cut that simply (parentheses or a comment in the way).
     cut: tuple[int, int, int, int] = (0, 0, 0, 0)
     text: str = ""  # the rebased expression as written (``idx + 1 - self.start_layer``), for messages
 
@@ -151,7 +148,6 @@ class Method:
     col: int
     end_line: int
     body_line: int
-    body_col: int
     params: tuple[str, ...]
     stub: bool
     self_assigns: tuple[SelfAssign, ...] = ()
@@ -160,7 +156,6 @@ class Method:
     memberships: tuple[tuple[str, str, int], ...] = ()  # (left name, dotted container, line)
     loops: tuple[Loop, ...] = ()
     returns: tuple[tuple[str, str, int], ...] = ()  # (kind, text, line)
-    decorators: tuple[str, ...] = ()
 
 
 @dataclass
@@ -171,15 +166,12 @@ class ClassFacts:
     col: int
     end_line: int
     body_line: int
-    body_col: int
     bases: tuple[BaseRef, ...]
     keywords: dict[str, str]
-    decorators: tuple[str, ...]
     members: dict[str, Member]
     methods: dict[str, Method]
     branch: str = MAIN
     nested_in: str | None = None  # the enclosing function for classes made by factories
-    duplicate_of: int | None = None  # line of an earlier class with the same name
 
 
 @dataclass
@@ -201,13 +193,6 @@ class DictFacts:
 
 
 @dataclass
-class ImportFacts:
-    module: str  # absolute
-    names: tuple[tuple[str, str | None], ...]
-    line: int
-
-
-@dataclass
 class ModuleFacts:
     path: str
     module: str
@@ -218,9 +203,7 @@ class ModuleFacts:
     classes: dict[str, ClassFacts] = field(default_factory=dict)
     functions: dict[str, FunctionFacts] = field(default_factory=dict)
     dicts: dict[str, DictFacts] = field(default_factory=dict)
-    imports: tuple[ImportFacts, ...] = ()
     star_imports: tuple[str, ...] = ()
-    n_lines: int = 0
     first_import_line: int = 0  # where a new import can go
     last_import_line: int = 0
     # A bug of ours, not of the file: the analysis reports it as an internal error (exit 2), not EGL000.
@@ -311,8 +294,7 @@ class _Extractor:
         self.module = module
         self.is_package = is_package
         self.lines = text.splitlines()
-        self.mf = ModuleFacts(path=path, module=module, is_package=is_package, n_lines=len(self.lines))
-        self._imports: list[ImportFacts] = []
+        self.mf = ModuleFacts(path=path, module=module, is_package=is_package)
         self._stars: list[str] = []
 
     # -- text helpers -------------------------------------------------------------------------
@@ -356,7 +338,6 @@ class _Extractor:
     # -- module level ---------------------------------------------------------------------------
     def run(self, tree: ast.Module) -> ModuleFacts:
         self._block(tree.body, MAIN, scope="")
-        self.mf.imports = tuple(self._imports)
         self.mf.star_imports = tuple(self._stars)
         return self.mf
 
@@ -382,11 +363,9 @@ class _Extractor:
                 else:
                     top = a.name.split(".")[0]
                     self._bind(top, Binding("import", top, line=st.lineno, branch=branch))
-            self._imports.append(ImportFacts(st.names[0].name, tuple((a.name, a.asname) for a in st.names), st.lineno))
         elif isinstance(st, ast.ImportFrom):
             self._note_import_line(st)
             mod = self.abs_module(st.level, st.module)
-            self._imports.append(ImportFacts(mod, tuple((a.name, a.asname) for a in st.names), st.lineno))
             for a in st.names:
                 if a.name == "*":
                     self._stars.append(mod)
@@ -530,28 +509,21 @@ class _Extractor:
             col=self.char_col(node.lineno, node.col_offset),
             end_line=node.end_lineno or node.lineno,
             body_line=body_line,
-            body_col=first.col_offset,
             bases=tuple(bases),
             keywords={k.arg or "**": self.seg(k.value) for k in node.keywords},
-            decorators=tuple(dotted(d.func if isinstance(d, ast.Call) else d) for d in node.decorator_list),
             members=members,
             methods=methods,
             branch=branch,
             nested_in=nested_in,
         )
-        key = cf.qualname
-        prev = self.mf.classes.get(key)
-        if prev is not None:
-            cf.duplicate_of = prev.line
-        self.mf.classes[key] = cf
+        self.mf.classes[cf.qualname] = cf
 
     def _class_member(self, st: ast.stmt, members: dict[str, Member], methods: dict[str, Method]) -> None:
         if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            decos = tuple(dotted(d.func if isinstance(d, ast.Call) else d) for d in st.decorator_list)
             stub = _is_stub_body(st.body)
-            members[st.name] = Member(st.name, "def", st.lineno, st.end_lineno or st.lineno, stub, None, decos)
+            members[st.name] = Member(st.name, "def", st.lineno, st.end_lineno or st.lineno, stub, None)
             if _is_interesting(st.name):
-                methods[st.name] = self._method(st, stub, decos)
+                methods[st.name] = self._method(st, stub)
         elif isinstance(st, ast.Assign):
             for t in st.targets:
                 for n in (t.elts if isinstance(t, ast.Tuple) else [t]):
@@ -569,7 +541,7 @@ class _Extractor:
             for sub in (*st.body, *st.orelse):
                 self._class_member(sub, members, methods)
 
-    def _method(self, fn: ast.FunctionDef | ast.AsyncFunctionDef, stub: bool, decos: tuple[str, ...]) -> Method:
+    def _method(self, fn: ast.FunctionDef | ast.AsyncFunctionDef, stub: bool) -> Method:
         params = tuple(a.arg for a in (*fn.args.posonlyargs, *fn.args.args))
         self_name = params[0] if params else "self"
         assigns: list[SelfAssign] = []
@@ -648,10 +620,9 @@ class _Extractor:
         body0 = fn.body[0]
         return Method(
             name=fn.name, line=fn.lineno, col=self.char_col(fn.lineno, fn.col_offset),
-            end_line=fn.end_lineno or fn.lineno, body_line=body0.lineno, body_col=body0.col_offset,
+            end_line=fn.end_lineno or fn.lineno, body_line=body0.lineno,
             params=params, stub=stub, self_assigns=tuple(assigns), reads=tuple(sorted(reads)),
             calls=tuple(calls), memberships=tuple(members), loops=tuple(loops), returns=tuple(returns),
-            decorators=decos,
         )
 
     def _arg_text(self, a: ast.AST) -> str:
@@ -740,7 +711,7 @@ class _Extractor:
         off, kept, sub = rb
         if ast.unparse(sub) != lower_text:
             return None
-        return Use(kind, target, off, getattr(a, "lineno", 0), rebase=lower_text, cut=self._cut(kept, sub),
+        return Use(kind, target, off, getattr(a, "lineno", 0), cut=self._cut(kept, sub),
                    text=" ".join(self.seg(a).split())[:120])
 
     def _cut(self, kept: ast.AST, sub: ast.AST) -> tuple[int, int, int, int]:
@@ -809,8 +780,7 @@ def extract(path: str, module: str, is_package: bool, data: bytes) -> ModuleFact
     try:
         tree = ast.parse(text, filename=path)
     except SyntaxError as exc:
-        return ModuleFacts(path, module, is_package, error=f"syntax error: {exc.msg}", error_line=exc.lineno or 1,
-                           n_lines=text.count("\n") + 1)
+        return ModuleFacts(path, module, is_package, error=f"syntax error: {exc.msg}", error_line=exc.lineno or 1)
     except (ValueError, RecursionError, MemoryError) as exc:
         return ModuleFacts(path, module, is_package, error=f"cannot parse: {type(exc).__name__}: {exc}"[:200],
                            error_line=1)
@@ -821,5 +791,5 @@ def extract(path: str, module: str, is_package: bool, data: bytes) -> ModuleFact
     except Exception as exc:  # noqa: BLE001 - one file must not sink the run; the analysis reports it
         import traceback
 
-        return ModuleFacts(path, module, is_package, n_lines=text.count("\n") + 1,
+        return ModuleFacts(path, module, is_package,
                            internal_error=f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")

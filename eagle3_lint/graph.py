@@ -517,14 +517,3 @@ class ClassGraph:
                 if found is not None:
                     return found
         return None
-        for func, _args, _line in md.calls:
-            name = func[5:] if func.startswith("self.") else ""
-            if not name or "." in name or name in seen:
-                continue
-            seen.add(name)
-            hit = self.method(key, name)
-            if hit is not None and isinstance(hit[1], Method):
-                line = self._assign_line(key, hit[1], target, depth - 1, seen)
-                if line is not None:
-                    return line
-        return None

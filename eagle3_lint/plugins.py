@@ -1156,9 +1156,6 @@ class PluginOverlay(SourceTree):
     def vllm_version(self) -> str:
         return self.base.vllm_version()
 
-    def is_plugin_path(self, rel: str) -> bool:
-        return rel in self._files
-
     def extend_registry(self, registry: Registry) -> Registry:
         """The tree's registry plus the plugins' entries; a plugin's entry replaces a built-in one, as at runtime."""
         entries = dict(registry.entries)

@@ -78,7 +78,6 @@ class RunnerPath:
     sites: tuple[RunnerSite, ...] = ()
     config_key: str | None = None
     config_key_path: str = ""
-    config_key_line: int = 0
     pp_verifier: str | None = None  # function that refuses PP unless the decoder sets the flag
     pp_verifier_path: str = ""
     pp_verifier_line: int = 0
@@ -184,7 +183,7 @@ def _raise_in(stmts: list[ast.stmt]) -> tuple[str, int]:
 
 
 def derive(source: SourceTree, check_function: str, member_names: tuple[str, ...],
-           setter_hint: str | None, pp_flag: str | None) -> RunnerPath:
+           pp_flag: str | None) -> RunnerPath:
     """Read the runner path; ``member_names`` are the contract's methods (may be empty)."""
     sites: list[RunnerSite] = []
     config_fns: dict[str, tuple[str, int]] = {}
@@ -231,7 +230,6 @@ def derive(source: SourceTree, check_function: str, member_names: tuple[str, ...
         sites=tuple(sorted(sites, key=lambda s: (not s.path.endswith("gpu_model_runner.py"), s.path, s.line))),
         config_key=cfg_key[0] if cfg_key else None,
         config_key_path=cfg_key[1] if cfg_key else "",
-        config_key_line=cfg_key[2] if cfg_key else 0,
         pp_verifier=pp[0] if pp else None, pp_verifier_path=pp[1] if pp else "", pp_verifier_line=pp[2] if pp else 0,
         pp_flag=pp_flag if pp else None,
         relay_setup=relay[0] if relay else None, relay_setup_path=relay[1] if relay else "",

@@ -748,19 +748,6 @@ def claimer(ctx: Context, key: ClassKey) -> ClassKey:
     return key
 
 
-def claims(ctx: Context, key: ClassKey, arch: str) -> bool:
-    """The class says it implements EAGLE-3: it passes the check, or carries the marker, or (no Protocol) the setter."""
-    v = ctx.verdicts.get(arch)
-    if v is not None and v.supports_eagle3:
-        return True
-    c = ctx.contract
-    if c.marker:
-        hit = ctx.graph.member_origin(key, c.marker)
-        return hit is not None and hit[1].value not in ("False", "None", "0")
-    sname = setter_name(ctx)
-    return bool(sname and ctx.graph.member_origin(key, sname) is not None)
-
-
 def class_location(ctx: Context, key: ClassKey) -> Location | None:
     cf = ctx.graph.class_facts(key)
     if cf is None:

@@ -151,9 +151,6 @@ def outcome_of(steps: Iterable[ServingStep]) -> tuple[Outcome, Gate | None]:
 
 
 # -- the trained layers ----------------------------------------------------------------------------------
-CONVENTIONS = ("vllm", "sglang")
-
-
 # A drafter config without ids was trained on its training framework's default layers. Both EAGLE-3
 # training codes agree on the states entering layers (2, n // 2, n - 3): SafeAILab EAGLE collects HF
 # ``hidden_states[2], [n // 2], [n - 3]`` (eagle/traineagle3/modeling_llama_kv.py:1137-1140, index k = the
