@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from eagle3_lint import contract as contract_mod
 from eagle3_lint import registry as registry_mod
 from eagle3_lint import runner as runner_mod
-from eagle3_lint.contract import Contract
+from eagle3_lint.contract import CheckKind, Contract
 from eagle3_lint.graph import ClassGraph, ClassKey
 from eagle3_lint.model import Finding, Status, Verdict
 from eagle3_lint.registry import Registry
@@ -147,7 +147,7 @@ def _safely(errors: list[InternalError], where: str, fn: Callable[[], _T], fallb
 
 
 def _no_contract(iface: list[str]) -> Contract:
-    return Contract(found=False, check="unknown", path=iface[0] if iface else "",
+    return Contract(found=False, check=CheckKind.UNKNOWN, path=iface[0] if iface else "",
                     notes=("internal error while reading the contract",))
 
 

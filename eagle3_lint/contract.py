@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from enum import Enum
 
 from eagle3_lint.facts import decode_source, dotted
 from eagle3_lint.model import Location
@@ -30,10 +31,19 @@ class ContractMember:
     line: int = 0
 
 
+class CheckKind(str, Enum):
+    """How the tree's ``supports_eagle3`` decides (the values are the report's ``contract.check``)."""
+
+    STRUCTURAL = "structural"  # isinstance(model, SupportsEagle3) on a runtime-checkable Protocol
+    FLAG = "flag"  # getattr(model, "supports_eagle3", False)
+    DUCK = "duck"  # no Protocol: the runner calls the methods
+    UNKNOWN = "unknown"
+
+
 @dataclass(frozen=True)
 class Contract:
     found: bool
-    check: str  # structural | flag | duck (no Protocol: the runner calls the methods) | unknown
+    check: CheckKind
     protocol: str = PROTOCOL_NAME
     module: str = INTERFACES_MODULE
     path: str = ""
@@ -150,7 +160,7 @@ def derive(source: SourceTree, runner_calls: tuple[str, ...] = ()) -> Contract:
 
     collect(proto)
 
-    check = "unknown"
+    check = CheckKind.UNKNOWN
     check_line = 0
     check_text = ""
     # The last definition wins over @overload stubs.
@@ -160,12 +170,12 @@ def derive(source: SourceTree, runner_calls: tuple[str, ...] = ()) -> Contract:
         for n in ast.walk(impl):
             if isinstance(n, ast.Call) and dotted(n.func) == "isinstance" and len(n.args) == 2 \
                     and dotted(n.args[1]) == PROTOCOL_NAME:
-                check = "structural" if runtime_checkable else "unknown"
+                check = CheckKind.STRUCTURAL if runtime_checkable else CheckKind.UNKNOWN
                 check_text = f"isinstance(model, {PROTOCOL_NAME})"
                 break
             if isinstance(n, ast.Call) and dotted(n.func) == "getattr" and len(n.args) >= 2 \
                     and isinstance(n.args[1], ast.Constant):
-                check = "flag"
+                check = CheckKind.FLAG
                 check_text = f"getattr(model, {n.args[1].value!r}, False)"
                 break
 
@@ -217,7 +227,7 @@ def _duck(runner_calls: tuple[str, ...], path: str, why: str) -> Contract:
     setter = next((n for n in runner_calls if n.startswith("set")), None)
     getter = next((n for n in runner_calls if not n.startswith("set")), None)
     return Contract(
-        found=False, check="duck" if runner_calls else "unknown", path=path, members=members,
+        found=False, check=CheckKind.DUCK if runner_calls else CheckKind.UNKNOWN, path=path, members=members,
         setter=setter, default_getter=getter,
         notes=(f"{why}; the runner calls the model's methods directly, so having them is the contract",),
     )

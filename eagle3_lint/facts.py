@@ -13,6 +13,7 @@ import ast
 import codecs
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 
 from eagle3_lint._compat import TRY_NODES
 
@@ -102,11 +103,24 @@ class SelfAssign:
     line: int
 
 
+class UseKind(str, Enum):
+    IN = "in"  # idx in self.X
+    CALL = "call"  # f(..., idx [+ k], ...)
+
+
+class Slicing(str, Enum):
+    """How a loop's iterable slices the layer list (``NONE`` is falsy: not a slice)."""
+
+    NONE = ""
+    ISLICE = "islice"
+    SUBSCRIPT = "subscript"
+
+
 @dataclass
 class Use:
     """Where a loop index (or any name) meets aux-layer plumbing."""
 
-    kind: str  # "in": idx in self.X ; "call": f(..., idx [+ k], ...)
+    kind: UseKind
     target: str  # the attribute compared with, or the function called
     offset: int  # k in idx + k
     line: int
@@ -124,7 +138,7 @@ class Loop:
     end_line: int
     end_col: int
     index_var: str
-    sliced: str  # "islice" | "subscript" | "" (not a slice of the layer list)
+    sliced: Slicing
     iter_text: str
     start_text: str | None  # the enumerate(start=...) expression, if any
     call_line: int  # the enumerate(...) call's span, to place a start= fix
@@ -646,15 +660,15 @@ class _Extractor:
         inner = it.args[0]
         if isinstance(inner, ast.Name) and local_slices and inner.id in local_slices:
             inner = local_slices[inner.id]
-        sliced = ""
+        sliced = Slicing.NONE
         if (
             isinstance(inner, ast.Call)
             and dotted(inner.func) in ("islice", "itertools.islice")
             and len(inner.args) >= 2
         ):
-            sliced = "islice"
+            sliced = Slicing.ISLICE
         elif isinstance(inner, ast.Subscript) and isinstance(inner.slice, ast.Slice) and inner.slice.lower is not None:
-            sliced = "subscript"
+            sliced = Slicing.SUBSCRIPT
         start: str | None = None
         if len(it.args) >= 2:
             start = self.seg(it.args[1])
@@ -662,9 +676,9 @@ class _Extractor:
             if kw.arg == "start":
                 start = self.seg(kw.value)
         lower: ast.AST | None = None  # the slice's start expression, for ``idx - <start>`` uses
-        if sliced == "islice" and len(inner.args) >= 3:  # type: ignore[attr-defined]
+        if sliced is Slicing.ISLICE and len(inner.args) >= 3:  # type: ignore[attr-defined]
             lower = inner.args[1]  # type: ignore[attr-defined]
-        elif sliced == "subscript":
+        elif sliced is Slicing.SUBSCRIPT:
             lower = inner.slice.lower  # type: ignore[attr-defined]
         lower_text = ast.unparse(lower) if lower is not None and not isinstance(lower, ast.Constant) else ""
         uses: list[Use] = []
@@ -678,19 +692,19 @@ class _Extractor:
                     rebinds.append(self.seg(n)[:120])
                 if isinstance(n, ast.Compare) and isinstance(n.left, ast.Name) and n.left.id == idx \
                         and len(n.ops) == 1 and isinstance(n.ops[0], (ast.In, ast.NotIn)):
-                    uses.append(Use("in", dotted(n.comparators[0]), 0, n.lineno))
+                    uses.append(Use(UseKind.IN, dotted(n.comparators[0]), 0, n.lineno))
                 elif isinstance(n, ast.Compare) and lower_text and len(n.ops) == 1 \
                         and isinstance(n.ops[0], (ast.In, ast.NotIn)):
-                    rb = self._rebased_use("in", dotted(n.comparators[0]), n.left, idx, lower_text)
+                    rb = self._rebased_use(UseKind.IN, dotted(n.comparators[0]), n.left, idx, lower_text)
                     if rb is not None:
                         rebased.append(rb)
                 elif isinstance(n, ast.Call):
                     for a in n.args:
                         off = index_offset(a, idx)
                         if off is not None:
-                            uses.append(Use("call", dotted(n.func), off, n.lineno))
+                            uses.append(Use(UseKind.CALL, dotted(n.func), off, n.lineno))
                         elif lower_text:
-                            rb = self._rebased_use("call", dotted(n.func), a, idx, lower_text)
+                            rb = self._rebased_use(UseKind.CALL, dotted(n.func), a, idx, lower_text)
                             if rb is not None:
                                 rebased.append(rb)
         return Loop(
@@ -703,7 +717,7 @@ class _Extractor:
             uses=tuple(uses), rebinds=tuple(rebinds), rebased=tuple(rebased),
         )
 
-    def _rebased_use(self, kind: str, target: str, a: ast.AST, idx: str, lower_text: str) -> Use | None:
+    def _rebased_use(self, kind: UseKind, target: str, a: ast.AST, idx: str, lower_text: str) -> Use | None:
         """A ``Use`` for ``a`` when it is the index minus the slice start (``lower_text``), else None."""
         rb = rebased_index(a, idx)
         if rb is None:

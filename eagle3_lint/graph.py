@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import Enum
 
 from eagle3_lint.facts import (
     ELSE,
@@ -70,10 +71,18 @@ class Resolved:
     note: str = ""
 
 
+class DelegationHow(str, Enum):
+    """How a wrapper holds its inner model."""
+
+    INIT_ASSIGN = "init-assign"  # self.x = Cls(...) in __init__
+    REGISTERED_MODEL = "registered-model"  # self.x = init_vllm_registered_model(...)
+    GETATTR = "__getattr__"  # attribute lookups forward to self.x
+
+
 @dataclass(frozen=True)
 class Delegation:
     attr: str  # the attribute on the wrapper: "language_model", "model"
-    how: str  # "init-assign", "registered-model", "get_language_model", "__getattr__"
+    how: DelegationHow
     target: ClassKey | None
     detail: str
     path: str
@@ -384,7 +393,9 @@ class ClassGraph:
                         attr = args[0][5:]
                         if attr not in seen:
                             out.append(
-                                Delegation(attr, "__getattr__", None, "attribute lookups forward here", path, line)
+                                Delegation(
+                                    attr, DelegationHow.GETATTR, None, "attribute lookups forward here", path, line
+                                )
                             )
             init = cf.methods.get("__init__")
             if init is None:
@@ -401,9 +412,9 @@ class ClassGraph:
         by_attr = {d.attr: d for d in out if d.target is not None}
         result: list[Delegation] = []
         for d in out:
-            if d.how == "__getattr__" and d.attr in by_attr:
+            if d.how is DelegationHow.GETATTR and d.attr in by_attr:
                 t = by_attr[d.attr]
-                d = Delegation(d.attr, "__getattr__", t.target, d.detail, d.path, d.line)
+                d = Delegation(d.attr, DelegationHow.GETATTR, t.target, d.detail, d.path, d.line)
             result.append(d)
         self._lm_attrs[key] = lm_attrs
         return result
@@ -446,10 +457,16 @@ class ClassGraph:
             # ``initialize_model(vllm_config=..., model_class=Llama4ForCausalLM)``: the class is the argument.
             r = self.resolve_dotted(owner.module, cls_arg, binds=owner.binds)
             if r.kind == "class" and r.key is not None:
-                return Delegation(attr, "init-assign", r.key, f"self.{attr} = {sa.func}(model_class={cls_arg})",
-                                  path, sa.line)
+                return Delegation(
+                    attr,
+                    DelegationHow.INIT_ASSIGN,
+                    r.key,
+                    f"self.{attr} = {sa.func}(model_class={cls_arg})",
+                    path,
+                    sa.line,
+                )
         if fn.kind == "class" and fn.key is not None:
-            return Delegation(attr, "init-assign", fn.key, f"self.{attr} = {sa.func}(...)", path, sa.line)
+            return Delegation(attr, DelegationHow.INIT_ASSIGN, fn.key, f"self.{attr} = {sa.func}(...)", path, sa.line)
         if sa.func.endswith("init_vllm_registered_model") or (
             fn.kind == "function" and fn.name.endswith(":init_vllm_registered_model")
         ):
@@ -460,7 +477,7 @@ class ClassGraph:
                 if k is not None:
                     return Delegation(
                         attr,
-                        "registered-model",
+                        DelegationHow.REGISTERED_MODEL,
                         k,
                         f"self.{attr} = init_vllm_registered_model(architectures=[{arch!r}])",
                         path,
@@ -470,12 +487,12 @@ class ClassGraph:
             for arch in (self.checkpoint_archs(top or owner, hf) if hf and not names else ()):
                 k = self.registered(arch)
                 if k is not None:
-                    return Delegation(attr, "registered-model", k,
+                    return Delegation(attr, DelegationHow.REGISTERED_MODEL, k,
                                       f"self.{attr} = init_vllm_registered_model(hf_config={hf}): {arch} "
                                       "from the target config", path, sa.line)
             return Delegation(
                 attr,
-                "registered-model",
+                DelegationHow.REGISTERED_MODEL,
                 None,
                 f"self.{attr} = init_vllm_registered_model(...): architecture chosen by the checkpoint config",
                 path,

@@ -183,7 +183,7 @@ def analyse_one(spec: str, cache_dir: str | None, use_cache: bool) -> Release:
     rel.statuses = {a: v.status.value for a, v in ctx.verdicts.items()}
     rel.classes = {a: f"{v.module}.{v.class_name}" for a, v in ctx.verdicts.items()}
     c = ctx.contract
-    rel.contract = f"{c.check}: " + ", ".join(
+    rel.contract = f"{c.check.value}: " + ", ".join(
         m.name + ("()" if m.kind == "method" else "") + ("*" if m.kind == "method" and m.has_default else "")
         for m in c.members
     )

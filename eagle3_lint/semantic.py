@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from eagle3_lint import minieval as me
-from eagle3_lint.facts import ClassFacts, Method, decode_source, index_offset
-from eagle3_lint.graph import ClassKey, Delegation
+from eagle3_lint.facts import ClassFacts, Method, UseKind, decode_source, index_offset
+from eagle3_lint.graph import ClassKey, Delegation, DelegationHow
 from eagle3_lint.hfconfig import text_config
 from eagle3_lint.model import Location, Status
 
@@ -268,7 +268,7 @@ def lm_attr(ctx: Context, key: ClassKey) -> str | None:
         # the ``language_model`` attribute by convention, else the one registered sub-model.
         if any(d.attr == "language_model" for d in delegations(ctx, key)):
             return "language_model"
-        regs = [d.attr for d in delegations(ctx, key) if d.how == "registered-model"]
+        regs = [d.attr for d in delegations(ctx, key) if d.how is DelegationHow.REGISTERED_MODEL]
         if len(regs) == 1:
             return regs[0]
     return None
@@ -314,7 +314,11 @@ def owner(
     dels = [d for d in delegations(ctx, key) if d.target is not None]
     dels.sort(key=lambda d: (d.attr not in lm and d.attr != "language_model", d.attr != "model", d.attr))
     for d in dels:
-        if d.attr not in lm and d.attr not in ("language_model", "model") and d.how != "registered-model":
+        if (
+            d.attr not in lm
+            and d.attr not in ("language_model", "model")
+            and d.how is not DelegationHow.REGISTERED_MODEL
+        ):
             continue
         assert d.target is not None
         found = owner(ctx, d.target, (*hops, Hop(d.attr, d.target)), seen | {key})
@@ -338,7 +342,9 @@ def reached(ctx: Context, key: ClassKey) -> tuple[ClassKey, ...]:
         yield k
         lm = ctx.graph.language_model_attrs(k)
         for d in delegations(ctx, k):
-            if d.target is not None and (d.attr in lm or d.attr in _FORWARD_HOPS or d.how == "registered-model"):
+            if d.target is not None and (
+                d.attr in lm or d.attr in _FORWARD_HOPS or d.how is DelegationHow.REGISTERED_MODEL
+            ):
                 yield from walk(d.target, hops + 1, seen | {k})
 
     cache: dict[ClassKey, tuple[ClassKey, ...]] = ctx.memo.get("reached", dict)
@@ -372,8 +378,13 @@ def resolve_self_path(ctx: Context, key: ClassKey, expr: str) -> tuple[tuple[Hop
 def model_delegations(ctx: Context, key: ClassKey) -> list[Delegation]:
     """The judge's notion of delegation to another model (registered, language model, ``model``), cached."""
     lm = ctx.graph.language_model_attrs(key)
-    return [d for d in delegations(ctx, key)
-            if d.how in ("registered-model", "__getattr__") or d.attr in lm or d.attr in ("language_model", "model")]
+    return [
+        d
+        for d in delegations(ctx, key)
+        if d.how in (DelegationHow.REGISTERED_MODEL, DelegationHow.GETATTR)
+        or d.attr in lm
+        or d.attr in ("language_model", "model")
+    ]
 
 
 def supporting_inner(ctx: Context, key: ClassKey) -> list[tuple[Hop, ...]]:
@@ -687,7 +698,7 @@ def forward_of(ctx: Context, key: ClassKey) -> Forward | None:
                 collects = True
         for lp in m.loops:
             for u in lp.uses:
-                if u.kind == "in" and u.target.startswith("self."):
+                if u.kind is UseKind.IN and u.target.startswith("self."):
                     attrs.add(u.target[5:])
                     collects = True
         for f, _args, _line in m.calls:

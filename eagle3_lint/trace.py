@@ -166,7 +166,7 @@ def _class_node(ctx: Context, key: ClassKey, label: str, depth: int) -> TraceNod
     if depth < _CLASS_DEPTH:
         for d in ctx.judge.model_delegations(key):
             sub = [_class_node(ctx, d.target, "inner model", depth + 1)] if d.target is not None else []
-            kids.append(_node(NodeKind.DELEGATION, f"delegates self.{d.attr} ({d.how}): {d.detail}",
+            kids.append(_node(NodeKind.DELEGATION, f"delegates self.{d.attr} ({d.how.value}): {d.detail}",
                               _loc(d.path, d.line), children=sub))
     tone = Tone.GOOD if chk.supports else Tone.BAD if chk.supports is False else Tone.DIM
     return _node(NodeKind.CLASS, f"{label}: {key.name} supports_eagle3={chk.supports}",

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from eagle3_lint.contract import Contract
-from eagle3_lint.graph import ClassGraph, ClassKey, Delegation, Resolved
+from eagle3_lint.contract import CheckKind, Contract
+from eagle3_lint.graph import ClassGraph, ClassKey, Delegation, DelegationHow, Resolved
 from eagle3_lint.model import Location, Status, Step, Verdict
 from eagle3_lint.registry import Entry
 from eagle3_lint.runner import RunnerPath
@@ -74,7 +74,7 @@ class Judge:
             return ClassCheck(
                 None, tuple(present), tuple(missing), f"{mro.error}: Python cannot create this class", tuple(own)
             )
-        if c.check in ("structural", "duck"):
+        if c.check in (CheckKind.STRUCTURAL, CheckKind.DUCK):
             if not c.members:
                 return ClassCheck(None, (), (), "the contract has no members the tool could read", ())
             if not missing:
@@ -89,7 +89,7 @@ class Judge:
                     tuple(own),
                 )
             return ClassCheck(False, tuple(present), tuple(missing), f"missing {', '.join(missing)}", tuple(own))
-        if c.check == "flag":
+        if c.check is CheckKind.FLAG:
             marker = c.marker or c.check_function
             hit = self.graph.member_origin(key, marker)
             if hit is not None and hit[1].value not in ("False", "None", "0"):
@@ -125,7 +125,11 @@ class Judge:
         lm = self.graph.language_model_attrs(key)
         out = []
         for d in self.graph.delegations(key):
-            if d.how in ("registered-model", "__getattr__") or d.attr in lm or d.attr in ("language_model", "model"):
+            if (
+                d.how in (DelegationHow.REGISTERED_MODEL, DelegationHow.GETATTR)
+                or d.attr in lm
+                or d.attr in ("language_model", "model")
+            ):
                 out.append(d)
         return out
 
@@ -199,7 +203,9 @@ class Judge:
         elif not chk.supports:
             # ``init_vllm_registered_model(hf_config=config.text_config)`` with no architectures: the inner model is
             # whatever the checkpoint's sub-config names (resolved from --target-config when given).
-            open_inner = [d for d in self.model_delegations(key) if d.target is None and d.how == "registered-model"]
+            open_inner = [
+                d for d in self.model_delegations(key) if d.target is None and d.how is DelegationHow.REGISTERED_MODEL
+            ]
             if open_inner:
                 d = open_inner[0]
                 reason = (f"{reason}; its inner model (self.{d.attr}, {d.path}:{d.line}) is the architecture the "

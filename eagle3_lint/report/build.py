@@ -70,8 +70,7 @@ def _copy(cls: type[Any], obj: Any, **renamed: Any) -> Any:
 def _contract(ctx: Context) -> rs.Contract:
     c = ctx.contract
     return rs.Contract(
-        # Contract.check is a plain str today; the model names its four values.
-        found=c.found, protocol=c.protocol, path=c.path, line=c.line, check=c.check,  # type: ignore[arg-type]
+        found=c.found, protocol=c.protocol, path=c.path, line=c.line, check=c.check.value,
         check_function=c.check_function, runtime_checkable=c.runtime_checkable,
         members=[_copy(rs.Member, m, params=list(m.params)) for m in c.members],
         marker=c.marker, setter=c.setter, default_getter=c.default_getter,

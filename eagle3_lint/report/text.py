@@ -74,7 +74,7 @@ def _context(ctx: Context, console: Console, o: TextOptions) -> None:
             f"{_s(m.name)}{'' if m.kind != 'method' else '()'}{'*' if m.has_default and m.kind == 'method' else ''}"
             for m in c.members
         )
-        say(f"contract: {_s(c.protocol)} at {_s(c.path)}:{c.line} ({c.check} check via "
+        say(f"contract: {_s(c.protocol)} at {_s(c.path)}:{c.line} ({c.check.value} check via "
             f"{_s(c.check_text or c.check_function)}); members: {kinds}"
             + ("  (* has a default body)" if c.methods_have_defaults else "")
             + (f"; mixin {_s(c.mixin)}" if c.mixin else ""))

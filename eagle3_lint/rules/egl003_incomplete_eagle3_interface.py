@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING
 
 from eagle3_lint import fixgen
 from eagle3_lint import semantic as sem
+from eagle3_lint.contract import CheckKind
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import Applicability, Edit, Finding, Fix, Severity, Status
 from eagle3_lint.rules import RuleMeta, make
@@ -103,7 +104,7 @@ def _finding(ctx: Context, g: itf.Group) -> Finding:
     if g.kind == "partial":
         missing: tuple[str, ...] = g.data["missing"]  # type: ignore[assignment]
         present: tuple[str, ...] = g.data["present"]  # type: ignore[assignment]
-        why = "the Protocol is structural, so every member must be present" if c.check == "structural" else \
+        why = "the Protocol is structural, so every member must be present" if c.check is CheckKind.STRUCTURAL else \
             "the runner calls every one of them"
         msg = (f"{key.name} defines {', '.join(present)} but not {', '.join(missing)}: "
                f"{c.check_function}() is False ({why})")

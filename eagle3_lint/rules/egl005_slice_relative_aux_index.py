@@ -63,7 +63,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from eagle3_lint import semantic as sem
-from eagle3_lint.facts import Loop, Method, Use
+from eagle3_lint.facts import Loop, Method, Use, UseKind
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import (
     Applicability,
@@ -121,9 +121,9 @@ def _meets_aux(ctx: Context, u: Use) -> bool:
     """``u`` compares with aux-layer ids: membership in an aux attribute, or an argument to a collector."""
     tail = u.target.rsplit(".", 1)[-1]
     low = u.target.lower()
-    if u.kind == "in":
+    if u.kind is UseKind.IN:
         return bool(u.target) and ("aux" in low or "hidden_state" in low)
-    return u.kind == "call" and (tail == ctx.contract.mixin_collector or "aux" in low or "hidden_state" in low)
+    return u.kind is UseKind.CALL and (tail == ctx.contract.mixin_collector or "aux" in low or "hidden_state" in low)
 
 
 def _aux_uses(ctx: Context, lp: Loop, uses: tuple[Use, ...]) -> list[tuple[Use, str]]:
@@ -133,7 +133,7 @@ def _aux_uses(ctx: Context, lp: Loop, uses: tuple[Use, ...]) -> list[tuple[Use, 
         if not _meets_aux(ctx, u):
             continue
         arg = u.text or lp.index_var + (f" + {u.offset}" if u.offset > 0 else f" - {-u.offset}" if u.offset < 0 else "")
-        out.append((u, f"{arg} in {u.target} (line {u.line})" if u.kind == "in"
+        out.append((u, f"{arg} in {u.target} (line {u.line})" if u.kind is UseKind.IN
                     else f"{u.target}(..., {arg}, ...) (line {u.line})"))
     return out
 
