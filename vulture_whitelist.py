@@ -5,6 +5,9 @@
   ``schema_text`` are used by scripts/report_schema.py and the tests; ``build_report`` by the tests.
 - cli.py: click commands are registered by their decorators.
 - minieval.py: the ``_e_<Node>`` evaluators are dispatched by name.
+- read outside the package only: by tests/ (catalog's required sections, the SGLang engine's registry/runner/
+  setter facts and helpers, plugins.is_plugin_display_path, rules.by_id, the store's hit/miss counters), by
+  scripts/sglang_sweep.py and bench/bench.py.
 
 Regenerate the model's part with ``vulture --make-whitelist | grep report/schema.py``. Not executed: vulture only
 reads the names.
@@ -80,3 +83,18 @@ next_step  # unused variable (eagle3_lint/report/schema.py:419)
 schema_version  # unused variable (eagle3_lint/report/schema.py:426)
 serving  # unused variable (eagle3_lint/report/schema.py:443)
 schema_text  # unused function (eagle3_lint/report/schema.py:599)
+conditions  # report model field (eagle3_lint/report/schema.py:385, 404)
+REQUIRED_SECTIONS  # tests/test_ci_catalog.py
+parse_spec  # tests/sglang/test_fetch.py
+without_entry  # tests/sglang/test_contract_shapes.py
+duplicates  # tests/sglang/test_contract.py, test_sweep.py, test_contract_shapes.py
+bare_except  # tests/sglang/test_contract.py, scripts/sglang_sweep.py
+delegation_guarded  # tests/sglang/test_contract.py
+pp_last_rank_only  # tests/sglang/test_contract.py, scripts/sglang_sweep.py
+capture_indices  # tests/sglang/test_contract.py
+default_indices  # tests/sglang/test_contract.py
+looks_like_sglang  # tests/sglang/test_fetch.py
+is_plugin_display_path  # tests/test_plugins.py
+by_id  # tests/test_real_rules_pp_gate.py
+misses  # tests/test_cache.py, bench/bench.py
+derived_hits  # tests/test_cache.py

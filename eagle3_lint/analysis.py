@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from eagle3_lint import contract as contract_mod
 from eagle3_lint import registry as registry_mod
 from eagle3_lint import runner as runner_mod
-from eagle3_lint.contract import Contract
+from eagle3_lint.contract import CheckKind, Contract
 from eagle3_lint.graph import ClassGraph, ClassKey
 from eagle3_lint.model import Finding, Status, Verdict
 from eagle3_lint.registry import Registry
@@ -147,7 +147,7 @@ def _safely(errors: list[InternalError], where: str, fn: Callable[[], _T], fallb
 
 
 def _no_contract(iface: list[str]) -> Contract:
-    return Contract(found=False, check="unknown", path=iface[0] if iface else "",
+    return Contract(found=False, check=CheckKind.UNKNOWN, path=iface[0] if iface else "",
                     notes=("internal error while reading the contract",))
 
 
@@ -165,7 +165,7 @@ def build(source: SourceTree, options: Options, store: FactStore | None = None) 
         reg_text = ""
     derive_errors: list[InternalError] = []
     registry = _safely(derive_errors, "registry", lambda: registry_mod.derive(reg_mf, reg_text),
-                       lambda: registry_mod.Registry(False, reg_mf.path if reg_mf else "", {}, None, (),
+                       lambda: registry_mod.Registry(False, reg_mf.path if reg_mf else "", {}, (),
                                                      registry_mod.DEFAULT_PREFIX, "internal error while reading it"))
     extend = getattr(source, "extend_registry", None)  # --plugin: the plugins' register_model calls
     if extend is not None:
@@ -174,7 +174,7 @@ def build(source: SourceTree, options: Options, store: FactStore | None = None) 
     iface = [p for p in (source.module_path(contract_mod.INTERFACES_MODULE),) if p]
     contract = _safely(derive_errors, "contract", lambda: store.memo("contract", (), iface, contract_mod.derive),
                        lambda: _no_contract(iface))
-    rargs = (contract.check_function, contract.required if contract.found else (), contract.setter, contract.pp_flag)
+    rargs = (contract.check_function, contract.required if contract.found else (), contract.pp_flag)
     runner = _safely(derive_errors, "runner", lambda: store.memo("runner", rargs, runner_mod.input_files(source),
                                                                  lambda src: runner_mod.derive(src, *rargs)),
                      lambda: RunnerPath(notes=("internal error while reading the runner",)))
@@ -223,7 +223,9 @@ def run_rules(ctx: Context, rules: Iterable[object]) -> None:
         try:
             ctx.findings.extend(rule.run(ctx))
         except Exception as exc:  # noqa: BLE001 - one broken rule must not hide the others
-            ctx.errors.append(InternalError(f"rule {rule.meta.id}", f"{type(exc).__name__}: {exc}", traceback.format_exc()))
+            ctx.errors.append(
+                InternalError(f"rule {rule.meta.id}", f"{type(exc).__name__}: {exc}", traceback.format_exc())
+            )
     ctx.findings.sort(key=Finding.sort_key)
     ctx.store.save()
 
@@ -266,8 +268,9 @@ def analyze(source: SourceTree, options: Options, select: Callable[[str], bool] 
         ctx.serving = serving_verdicts(ctx)
         # A file whose facts could not be extracted because of a bug of ours is an internal error (exit 2).
         for mf in ctx.store.loaded():
-            if getattr(mf, "internal_error", None):
-                msg, _, tb = mf.internal_error.partition("\n")
+            err: str | None = getattr(mf, "internal_error", None)
+            if err:
+                msg, _, tb = err.partition("\n")
                 ctx.errors.append(InternalError(f"facts {mf.path}", msg, tb))
         ctx.timings["rules"] = time.perf_counter() - t
     return ctx

@@ -105,7 +105,9 @@ def run_check(req: CheckRequest, source: SourceTree | None = None, store: FactSt
     ctx = analyze(source, opts, req.select, store)
     reg_broken = any(f.location.path == ctx.registry.path for f in ctx.findings if f.rule == "EGL000")
     if ctx.registry.path and not ctx.registry.entries and not reg_broken:  # a broken registry is an EGL000 finding
-        raise UsageError(f"no architectures could be read from {ctx.registry.path} (no *_MODELS dict the tool understands)")
+        raise UsageError(
+            f"no architectures could be read from {ctx.registry.path} (no *_MODELS dict the tool understands)"
+        )
     unknown = [a for a in archs if a not in ctx.verdicts]
     if unknown:
         hints = []
@@ -187,7 +189,9 @@ def suggest_arch(name: str, ctx: Context) -> list[str]:
               if t and not re.fullmatch(r"(a?\d+(\.\d+)?[bmk]|instruct|chat|base|hf|it|fp8|bf16|awq|gptq|\d{4})", t)]
     for n in range(len(tokens), 0, -1):
         cand = "".join(tokens[:n])
-        hits = [a for a in archs if modules[a] == cand] or ([a for a in archs if _norm(a).startswith(cand)] if n == len(tokens) else [])
+        hits = [a for a in archs if modules[a] == cand] or (
+            [a for a in archs if _norm(a).startswith(cand)] if n == len(tokens) else []
+        )
         if hits:
             return sorted(hits, key=lambda a: (not a.endswith(("ForCausalLM", "ForConditionalGeneration")), len(a)))[:2]
     return []

@@ -160,11 +160,25 @@ def rule_page(r: Rule, samples: Path | None = None) -> str:
         extra: list[str] = []
         if title == "Example":
             for ex in exs[:MAX_EXAMPLES]:
-                extra += [f"### From `{ex.case}`", "",
-                          f"`{ex.file}`, line {ex.line} (lines {ex.first_line}-{ex.first_line + ex.snippet.count(chr(10))}):",
-                          "", "```python", ex.snippet, "```", ""]
+                extra += [
+                    f"### From `{ex.case}`",
+                    "",
+                    f"`{ex.file}`, line {ex.line} (lines {ex.first_line}-{ex.first_line + ex.snippet.count(chr(10))}):",
+                    "",
+                    "```python",
+                    ex.snippet,
+                    "```",
+                    "",
+                ]
                 if ex.diff:
-                    extra += ["The fix (`--fix`, from the case's `expected.diff`):", "", "```diff", _clip(ex.diff), "```", ""]
+                    extra += [
+                        "The fix (`--fix`, from the case's `expected.diff`):",
+                        "",
+                        "```diff",
+                        _clip(ex.diff),
+                        "```",
+                        "",
+                    ]
         if title == "References" and exs:
             extra += ["Test cases exercising this rule:", ""]
             extra += [f"- [`{ex.case}`](../{ex.case}/)" for ex in exs]

@@ -135,7 +135,12 @@ def main() -> None:
 
 
 _common = [
-    click.option("--cache-dir", type=click.Path(file_okay=False), default=None, help="Cache folder (default $XDG_CACHE_HOME/eagle3-lint)."),
+    click.option(
+        "--cache-dir",
+        type=click.Path(file_okay=False),
+        default=None,
+        help="Cache folder (default $XDG_CACHE_HOME/eagle3-lint).",
+    ),
     click.option("--no-cache", is_flag=True, help="Do not read or write the facts cache."),
     click.option("--debug", is_flag=True, help="Show tracebacks of internal errors."),
 ]
@@ -152,7 +157,9 @@ TEXT_FORMATS = ["concise", "full", "grouped"]
 
 @main.command()
 @click.argument("target", required=False)
-@click.option("--arch", "archs", multiple=True, help="Architecture to target (repeatable). Default: report all, flag none.")
+@click.option(
+    "--arch", "archs", multiple=True, help="Architecture to target (repeatable). Default: report all, flag none."
+)
 @click.option("--output-format", "output_format", type=click.Choice(["text", *TEXT_FORMATS, *FORMATS[1:]]),
               default=None,
               help="concise (path:line:col: EGLnnn [*] one sentence; the text default), full (with the evidence), "
@@ -170,12 +177,21 @@ TEXT_FORMATS = ["concise", "full", "grouped"]
               help="Include fixes marked unsafe (new methods, new loops). Config: unsafe-fixes.")
 @click.option("--backup", is_flag=True, help="With --apply: keep FILE.orig copies.")
 @click.option("--target-config", default=None, help="The target model's HF config.json.")
-@click.option("--draft-config", default=None, help="The EAGLE-3 drafter's config.json (EGL007; speculators format too).")
+@click.option(
+    "--draft-config", default=None, help="The EAGLE-3 drafter's config.json (EGL007; speculators format too)."
+)
 @click.option("--speculative-config", default=None, metavar="JSON",
               help="vLLM's own spelling: '{\"method\": \"eagle3\", \"model\": \"<local drafter folder>\", ...}'; "
                    "other keys and hf_overrides override the drafter config.")
-@click.option("--pipeline-parallel", "--pipeline-parallel-size", "-pp", "pipeline_parallel", type=click.IntRange(min=1),
-              default=None, help="Pipeline-parallel size N: the layer split, which rank captures each aux id, the PP gates.")
+@click.option(
+    "--pipeline-parallel",
+    "--pipeline-parallel-size",
+    "-pp",
+    "pipeline_parallel",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Pipeline-parallel size N: the layer split, which rank captures each aux id, the PP gates.",
+)
 @click.option("--tensor-parallel-size", "-tp", "tensor_parallel", type=click.IntRange(min=1), default=None,
               help="Recorded in the serving verdict; tensor parallelism does not change which layers are captured.")
 @click.option("--runner", type=click.Choice(["auto", "v1", "v2"]), default="auto", show_default=True,
@@ -205,7 +221,9 @@ TEXT_FORMATS = ["concise", "full", "grouped"]
 @click.option("--select", multiple=True, help="Rule ids or prefixes to run, comma-separated (replaces config select).")
 @click.option("--extend-select", multiple=True, help="Rule ids or prefixes to run in addition.")
 @click.option("--ignore", multiple=True, help="Rule ids or prefixes not to run (adds to config ignore).")
-@click.option("--baseline", "baseline_file", default=None, help="Report only findings not recorded in this baseline file.")
+@click.option(
+    "--baseline", "baseline_file", default=None, help="Report only findings not recorded in this baseline file."
+)
 @click.option("--write-baseline", default=None, help="Record the current findings in this baseline file.")
 @click.option("--path-prefix", multiple=True, metavar="FROM=TO",
               help="Rewrite reported paths starting with FROM (tree-relative) to start with TO (repeatable).")
@@ -315,7 +333,10 @@ def _fix(req: CheckRequest, settings: config_mod.Settings, output: str | None, d
     if do_apply and into is None and root is not None and target_mod.is_fetched(root, req.cache_dir):
         raise UsageError(f"{req.target or root} is a downloaded release, kept read-only in the cache; "
                          "print the patch with --fix, or write a patched copy with --fix --apply --into DIR")
-    say = (lambda m: click.echo(m, err=True))
+
+    def say(m: str) -> None:
+        click.echo(m, err=True)
+
     if not plan.files:
         if plan.held_back_unsafe:
             n = plan.held_back_unsafe
@@ -427,7 +448,8 @@ def _render(ctx: Context, settings: config_mod.Settings, fmt: str, console: Cons
 def trace(args: tuple[str, ...], arch_opt: str | None, target_config: str | None, cache_dir: str | None,
           no_cache: bool, debug: bool, plugins: tuple[str, ...] = (), draft_config: str | None = None,
           pipeline_parallel: int | None = None, runner: str = "auto", fmt: str = "text") -> None:
-    """Show how the runner reaches an architecture: the serving chain, gates, call site, MRO, delegation, aux-state loop.
+    """Show how the runner reaches an architecture: the serving chain, gates, call site, MRO, delegation,
+    aux-state loop.
 
     Same shape as check: ``trace [TARGET] --arch ARCH``; the older ``trace ARCH [TARGET]`` still works.
     """
@@ -524,7 +546,9 @@ def schema(kind: str) -> None:
         if kind == "json":
             from importlib import resources
 
-            write_output(resources.files("eagle3_lint").joinpath("data/report.schema.json").read_text(encoding="utf-8"), None)
+            write_output(
+                resources.files("eagle3_lint").joinpath("data/report.schema.json").read_text(encoding="utf-8"), None
+            )
         else:
             from eagle3_lint.report.sarif import SARIF_SCHEMA
 
@@ -536,9 +560,13 @@ def schema(kind: str) -> None:
 
 @main.command()
 @click.argument("targets", nargs=-1)
-@click.option("--releases", default=None, metavar="FIRST..LAST",
-              help="Add every vLLM release between FIRST and LAST (inclusive), e.g. 0.11.0..0.33.0: those in the cache, "
-                   "plus PyPI's with --index.")
+@click.option(
+    "--releases",
+    default=None,
+    metavar="FIRST..LAST",
+    help="Add every vLLM release between FIRST and LAST (inclusive), e.g. 0.11.0..0.33.0: those in the cache, "
+    "plus PyPI's with --index.",
+)
 @click.option("--index", "use_index", is_flag=True, help="With --releases: also ask PyPI (pip index versions vllm).")
 @click.option("--arch", "archs", multiple=True, help="Only these architectures (repeatable).")
 @click.option("--changed", is_flag=True, help="Only architectures whose status changes across the targets.")
@@ -548,7 +576,8 @@ def schema(kind: str) -> None:
 @common
 def matrix(targets: tuple[str, ...], releases: str | None, use_index: bool, archs: tuple[str, ...], changed: bool,
            fmt: str, output: str | None, jobs: int | None, cache_dir: str | None, no_cache: bool, debug: bool) -> None:
-    """Status of every architecture across TARGETS (paths, wheels, vllm==X.Y.Z) and --releases: first supported, regressions."""
+    """Status of every architecture across TARGETS (paths, wheels, vllm==X.Y.Z) and --releases: first supported,
+    regressions."""
 
     def run() -> int:
         from eagle3_lint import matrix as matrix_mod
@@ -575,8 +604,11 @@ def matrix(targets: tuple[str, ...], releases: str | None, use_index: bool, arch
                 write_output(text, None)
         else:
             # One column per release: render_table gives the table the width its content needs.
-            console = Console(file=open(output, "w", encoding="utf-8") if output else None)
-            matrix_mod.render_table(m, rows, console)
+            if output:
+                with open(output, "w", encoding="utf-8") as fh:
+                    matrix_mod.render_table(m, rows, Console(file=fh))
+            else:
+                matrix_mod.render_table(m, rows, Console())
         failed = [r for r in m.releases if r.error]
         for r in failed:
             click.echo(f"eagle3-lint: cannot analyze {r.target}: {r.error}", err=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from enum import Enum
 
 from eagle3_lint.facts import decode_source, dotted
 from eagle3_lint.model import Location
@@ -30,10 +31,19 @@ class ContractMember:
     line: int = 0
 
 
+class CheckKind(str, Enum):
+    """How the tree's ``supports_eagle3`` decides (the values are the report's ``contract.check``)."""
+
+    STRUCTURAL = "structural"  # isinstance(model, SupportsEagle3) on a runtime-checkable Protocol
+    FLAG = "flag"  # getattr(model, "supports_eagle3", False)
+    DUCK = "duck"  # no Protocol: the runner calls the methods
+    UNKNOWN = "unknown"
+
+
 @dataclass(frozen=True)
 class Contract:
     found: bool
-    check: str  # structural | flag | duck (no Protocol: the runner calls the methods) | unknown
+    check: CheckKind
     protocol: str = PROTOCOL_NAME
     module: str = INTERFACES_MODULE
     path: str = ""
@@ -66,11 +76,6 @@ class Contract:
         return tuple(m.name for m in self.members)
 
     @property
-    def eagle3_own(self) -> tuple[str, ...]:
-        """Members declared by SupportsEagle3 itself (not its EAGLE base)."""
-        return tuple(m.name for m in self.members if m.protocol == self.protocol)
-
-    @property
     def methods_have_defaults(self) -> bool:
         return any(m.kind == "method" and m.has_default for m in self.members)
 
@@ -100,7 +105,9 @@ def _protocol_members(cls: ast.ClassDef, proto_name: str) -> list[ContractMember
             out.append(ContractMember(st.name, "method", proto_name, not _stub(st.body), params, st.lineno))
         elif isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name):
             ann = ast.dump(st.annotation)
-            is_marker = "ClassVar" in ann and "Literal" in ann and isinstance(st.value, ast.Constant) and st.value.value is True
+            is_marker = (
+                "ClassVar" in ann and "Literal" in ann and isinstance(st.value, ast.Constant) and st.value.value is True
+            )
             out.append(ContractMember(st.target.id, "marker" if is_marker else "attribute", proto_name,
                                       st.value is not None, (), st.lineno))
         elif isinstance(st, ast.Assign):
@@ -119,7 +126,7 @@ def derive(source: SourceTree, runner_calls: tuple[str, ...] = ()) -> Contract:
             tree = ast.parse(decode_source(source.read_bytes(rel)), filename=rel)
         except (OSError, SyntaxError, UnicodeError, ValueError, RecursionError):
             tree = None
-    if tree is None:
+    if tree is None or rel is None:  # no path, no tree
         return _duck(runner_calls, rel or "", "interfaces.py is missing or unreadable")
     classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
     funcs = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == CHECK_FUNCTION]
@@ -153,7 +160,7 @@ def derive(source: SourceTree, runner_calls: tuple[str, ...] = ()) -> Contract:
 
     collect(proto)
 
-    check = "unknown"
+    check = CheckKind.UNKNOWN
     check_line = 0
     check_text = ""
     # The last definition wins over @overload stubs.
@@ -163,12 +170,12 @@ def derive(source: SourceTree, runner_calls: tuple[str, ...] = ()) -> Contract:
         for n in ast.walk(impl):
             if isinstance(n, ast.Call) and dotted(n.func) == "isinstance" and len(n.args) == 2 \
                     and dotted(n.args[1]) == PROTOCOL_NAME:
-                check = "structural" if runtime_checkable else "unknown"
+                check = CheckKind.STRUCTURAL if runtime_checkable else CheckKind.UNKNOWN
                 check_text = f"isinstance(model, {PROTOCOL_NAME})"
                 break
             if isinstance(n, ast.Call) and dotted(n.func) == "getattr" and len(n.args) >= 2 \
                     and isinstance(n.args[1], ast.Constant):
-                check = "flag"
+                check = CheckKind.FLAG
                 check_text = f"getattr(model, {n.args[1].value!r}, False)"
                 break
 
@@ -190,9 +197,9 @@ def derive(source: SourceTree, runner_calls: tuple[str, ...] = ()) -> Contract:
                 if cand in classes and cand != PROTOCOL_NAME:
                     mixin = cand
             if isinstance(n, ast.Call) and dotted(n.func) in ("hasattr", "getattr") and len(n.args) >= 2 \
-                    and isinstance(n.args[1], ast.Constant) and isinstance(n.args[1].value, str):
-                if n.args[1].value not in unwrap and n.args[1].value != "layers":
-                    unwrap.append(n.args[1].value)
+                    and isinstance(n.args[1], ast.Constant) and isinstance(n.args[1].value, str) \
+                    and n.args[1].value not in unwrap and n.args[1].value != "layers":
+                unwrap.append(n.args[1].value)
     mixin_line = 0
     mixin_setter = mixin_collector = pp_flag = None
     if mixin is not None:
@@ -220,7 +227,7 @@ def _duck(runner_calls: tuple[str, ...], path: str, why: str) -> Contract:
     setter = next((n for n in runner_calls if n.startswith("set")), None)
     getter = next((n for n in runner_calls if not n.startswith("set")), None)
     return Contract(
-        found=False, check="duck" if runner_calls else "unknown", path=path, members=members,
+        found=False, check=CheckKind.DUCK if runner_calls else CheckKind.UNKNOWN, path=path, members=members,
         setter=setter, default_getter=getter,
         notes=(f"{why}; the runner calls the model's methods directly, so having them is the contract",),
     )

@@ -179,7 +179,14 @@ def convert_speculators(ctx: Context, raw: dict[str, Any]) -> tuple[dict[str, An
                     if fn is not None:
                         registry[str(d.args[0].value)] = fn
     base_env = me.ModuleEnv.of(base, SPECULATORS_BASE, {"SUPPORTED_SPECULATORS_TYPES": registry})
-    cls = next((c for c in base_env.names.values() if isinstance(c, me.ClassValue) and c.member("from_pretrained") is not me.NOTHING), None)
+    cls = next(
+        (
+            c
+            for c in base_env.names.values()
+            if isinstance(c, me.ClassValue) and c.member("from_pretrained") is not me.NOTHING
+        ),
+        None,
+    )
     if cls is None:
         return None, f"{SPECULATORS_BASE} has no from_pretrained the tool can read", None
     fp = cls.member("from_pretrained")
@@ -220,8 +227,10 @@ def runner_ids(ctx: Context, hf_config: dict[str, Any], site: RunnerSite | None
     """Evaluate runner ``site``'s config path with ``hf_config`` as the drafter's HF config."""
     if site is None or not site.config_function:
         key = ctx.runner.config_key
-        why = (f"this vLLM ({ctx.version}) never reads {key or 'eagle_aux_hidden_state_layer_ids'} from the drafter config: "
-               "the runner always uses the model default")
+        why = (
+            f"this vLLM ({ctx.version}) never reads {key or 'eagle_aux_hidden_state_layer_ids'} from the drafter "
+            "config: the runner always uses the model default"
+        )
         return None, None, why, False
     # The function is defined beside the call site, or imported into it from where the key is read.
     fnode = None
@@ -323,7 +332,8 @@ def fc_input(ctx: Context, hf_config: dict[str, Any], archs: list[str] | None = 
         hook(ast.unparse(target), value_node, frame)
         orig(target, v, frame, value_node)
 
-    interp._assign = assign  # type: ignore[method-assign]
+    # An instance attribute shadows the method for this interpreter only.
+    interp._assign = assign  # type: ignore[method-assign,assignment]  # a bound hook replacing a method
     env = me.ModuleEnv.of(tree, path)
     params = [a.arg for a in (*fnode.args.posonlyargs, *fnode.args.args, *fnode.args.kwonlyargs)]
     args: dict[str, Any] = {p: me.Opaque((p,)) for p in params[1:]}
@@ -403,7 +413,7 @@ def analyze(ctx: Context, arch: str | None = None, kind: RunnerKind | None = Non
     if da.runner_ids is not None:
         for f in da.fields:
             if len(f.ids) == len(da.runner_ids) and all(isinstance(x, int) for x in (*f.ids, *da.runner_ids)):
-                diffs = {r - x for r, x in zip(da.runner_ids, f.ids)}
+                diffs = {r - x for r, x in zip(da.runner_ids, f.ids, strict=True)}
                 if len(diffs) == 1:
                     da.used_field, da.transform = f, diffs.pop()
                     break
@@ -497,12 +507,12 @@ def eagle3_architectures(ctx: Context, cfg: dict[str, Any]) -> tuple[list[str] |
         for st in node.body:
             if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Subscript) \
                     and isinstance(st.targets[0].slice, ast.Constant) and st.targets[0].slice.value == "architectures":
-                fn = ast.FunctionDef(name="_rename", args=init.args, body=[ast.Return(st.value)], decorator_list=[],
+                fn = ast.FunctionDef(name="_rename", args=init.args, body=[ast.Return(st.value)], decorator_list=[],  # type: ignore[call-arg]  # type_params: 3.12+ ast
                                      returns=None, type_params=[])
                 ast.fix_missing_locations(ast.copy_location(fn, st))
                 model = me.ConfigView({"architectures": names}, "drafter")
 
-                def attr(path: tuple[str, ...]) -> Any:
+                def attr(path: tuple[str, ...], model: me.ConfigView = model) -> Any:
                     return model if path[-1] == "model" else me.NOTHING
 
                 where = Where(EAGLE_CONFIG, st.lineno, "EAGLEConfig.__init__")

@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import ast
 import codecs
-import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import Enum
+
+from eagle3_lint._compat import TRY_NODES
 
 FACTS_VERSION = 10
 
@@ -87,7 +90,6 @@ class Member:
     end_line: int
     stub: bool = False
     value: str | None = None  # repr of a literal constant value, if simple
-    decorators: tuple[str, ...] = ()
     alias: str | None = None  # dotted name assigned (``model_cls = DeepseekV2Model``)
 
 
@@ -101,19 +103,30 @@ class SelfAssign:
     line: int
 
 
+class UseKind(str, Enum):
+    IN = "in"  # idx in self.X
+    CALL = "call"  # f(..., idx [+ k], ...)
+
+
+class Slicing(str, Enum):
+    """How a loop's iterable slices the layer list (``NONE`` is falsy: not a slice)."""
+
+    NONE = ""
+    ISLICE = "islice"
+    SUBSCRIPT = "subscript"
+
+
 @dataclass
 class Use:
     """Where a loop index (or any name) meets aux-layer plumbing."""
 
-    kind: str  # "in": idx in self.X ; "call": f(..., idx [+ k], ...)
+    kind: UseKind
     target: str  # the attribute compared with, or the function called
     offset: int  # k in idx + k
     line: int
-    # Only for ``Loop.rebased``: the slice start subtracted from the index (``self.start_layer`` in
-    # ``idx - self.start_layer + 1``), and the span of `` - <start>`` (line, col, end_line, end_col,
-    # columns in characters) whose deletion leaves ``idx [+ k]``; all zero when the source cannot be
-    # cut that simply (parentheses or a comment in the way).
-    rebase: str = ""
+    # Only for ``Loop.rebased``: the span of `` - <start>`` (line, col, end_line, end_col, columns in
+    # characters) whose deletion leaves ``idx [+ k]`` (``idx - self.start_layer + 1``); all zero when the
+    # source cannot be cut that simply (parentheses or a comment in the way).
     cut: tuple[int, int, int, int] = (0, 0, 0, 0)
     text: str = ""  # the rebased expression as written (``idx + 1 - self.start_layer``), for messages
 
@@ -125,7 +138,7 @@ class Loop:
     end_line: int
     end_col: int
     index_var: str
-    sliced: str  # "islice" | "subscript" | "" (not a slice of the layer list)
+    sliced: Slicing
     iter_text: str
     start_text: str | None  # the enumerate(start=...) expression, if any
     call_line: int  # the enumerate(...) call's span, to place a start= fix
@@ -153,7 +166,6 @@ class Method:
     col: int
     end_line: int
     body_line: int
-    body_col: int
     params: tuple[str, ...]
     stub: bool
     self_assigns: tuple[SelfAssign, ...] = ()
@@ -162,7 +174,6 @@ class Method:
     memberships: tuple[tuple[str, str, int], ...] = ()  # (left name, dotted container, line)
     loops: tuple[Loop, ...] = ()
     returns: tuple[tuple[str, str, int], ...] = ()  # (kind, text, line)
-    decorators: tuple[str, ...] = ()
 
 
 @dataclass
@@ -173,15 +184,12 @@ class ClassFacts:
     col: int
     end_line: int
     body_line: int
-    body_col: int
     bases: tuple[BaseRef, ...]
     keywords: dict[str, str]
-    decorators: tuple[str, ...]
     members: dict[str, Member]
     methods: dict[str, Method]
     branch: str = MAIN
     nested_in: str | None = None  # the enclosing function for classes made by factories
-    duplicate_of: int | None = None  # line of an earlier class with the same name
 
 
 @dataclass
@@ -203,13 +211,6 @@ class DictFacts:
 
 
 @dataclass
-class ImportFacts:
-    module: str  # absolute
-    names: tuple[tuple[str, str | None], ...]
-    line: int
-
-
-@dataclass
 class ModuleFacts:
     path: str
     module: str
@@ -220,9 +221,7 @@ class ModuleFacts:
     classes: dict[str, ClassFacts] = field(default_factory=dict)
     functions: dict[str, FunctionFacts] = field(default_factory=dict)
     dicts: dict[str, DictFacts] = field(default_factory=dict)
-    imports: tuple[ImportFacts, ...] = ()
     star_imports: tuple[str, ...] = ()
-    n_lines: int = 0
     first_import_line: int = 0  # where a new import can go
     last_import_line: int = 0
     # A bug of ours, not of the file: the analysis reports it as an internal error (exit 2), not EGL000.
@@ -313,8 +312,7 @@ class _Extractor:
         self.module = module
         self.is_package = is_package
         self.lines = text.splitlines()
-        self.mf = ModuleFacts(path=path, module=module, is_package=is_package, n_lines=len(self.lines))
-        self._imports: list[ImportFacts] = []
+        self.mf = ModuleFacts(path=path, module=module, is_package=is_package)
         self._stars: list[str] = []
 
     # -- text helpers -------------------------------------------------------------------------
@@ -358,7 +356,6 @@ class _Extractor:
     # -- module level ---------------------------------------------------------------------------
     def run(self, tree: ast.Module) -> ModuleFacts:
         self._block(tree.body, MAIN, scope="")
-        self.mf.imports = tuple(self._imports)
         self.mf.star_imports = tuple(self._stars)
         return self.mf
 
@@ -384,11 +381,9 @@ class _Extractor:
                 else:
                     top = a.name.split(".")[0]
                     self._bind(top, Binding("import", top, line=st.lineno, branch=branch))
-            self._imports.append(ImportFacts(st.names[0].name, tuple((a.name, a.asname) for a in st.names), st.lineno))
         elif isinstance(st, ast.ImportFrom):
             self._note_import_line(st)
             mod = self.abs_module(st.level, st.module)
-            self._imports.append(ImportFacts(mod, tuple((a.name, a.asname) for a in st.names), st.lineno))
             for a in st.names:
                 if a.name == "*":
                     self._stars.append(mod)
@@ -422,7 +417,7 @@ class _Extractor:
                     self._stmt(st.orelse[0], branch or IF, scope)
                 else:
                     self._block(st.orelse, ELSE if branch in (MAIN, IF, TYPE_CHECKING) else branch, scope)
-        elif isinstance(st, ast.Try) or (sys.version_info >= (3, 11) and isinstance(st, ast.TryStar)):
+        elif isinstance(st, TRY_NODES):
             self._block(st.body, TRY if branch == MAIN else branch, scope)
             for h in st.handlers:
                 self._block(h.body, EXCEPT, scope)
@@ -451,7 +446,7 @@ class _Extractor:
     def _dict(self, name: str, node: ast.Dict, line: int) -> None:
         entries: list[tuple[str, str, str, int]] = []
         merges: list[str] = []
-        for k, v in zip(node.keys, node.values):
+        for k, v in zip(node.keys, node.values, strict=True):
             if k is None:
                 d = dotted(v)
                 if d:
@@ -460,9 +455,10 @@ class _Extractor:
             if (
                 isinstance(k, ast.Constant) and isinstance(k.value, str)
                 and isinstance(v, ast.Tuple) and len(v.elts) == 2
-                and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in v.elts)
+                and isinstance(first := v.elts[0], ast.Constant) and isinstance(first.value, str)
+                and isinstance(second := v.elts[1], ast.Constant) and isinstance(second.value, str)
             ):
-                entries.append((k.value, v.elts[0].value, v.elts[1].value, k.lineno))  # type: ignore[union-attr]
+                entries.append((k.value, first.value, second.value, k.lineno))
         if entries or merges:
             self.mf.dicts[name] = DictFacts(name, line, tuple(entries), tuple(merges))
 
@@ -501,6 +497,7 @@ class _Extractor:
     # -- classes ------------------------------------------------------------------------------
     def _class(self, node: ast.ClassDef, branch: str, nested_in: str | None, qualname: str | None = None) -> None:
         bases: list[BaseRef] = []
+        args: tuple[str, ...]
         for b in node.bases:
             kind, d, args = "other", dotted(b), ()
             if d:
@@ -530,28 +527,21 @@ class _Extractor:
             col=self.char_col(node.lineno, node.col_offset),
             end_line=node.end_lineno or node.lineno,
             body_line=body_line,
-            body_col=first.col_offset,
             bases=tuple(bases),
             keywords={k.arg or "**": self.seg(k.value) for k in node.keywords},
-            decorators=tuple(dotted(d.func if isinstance(d, ast.Call) else d) for d in node.decorator_list),
             members=members,
             methods=methods,
             branch=branch,
             nested_in=nested_in,
         )
-        key = cf.qualname
-        prev = self.mf.classes.get(key)
-        if prev is not None:
-            cf.duplicate_of = prev.line
-        self.mf.classes[key] = cf
+        self.mf.classes[cf.qualname] = cf
 
     def _class_member(self, st: ast.stmt, members: dict[str, Member], methods: dict[str, Method]) -> None:
         if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            decos = tuple(dotted(d.func if isinstance(d, ast.Call) else d) for d in st.decorator_list)
             stub = _is_stub_body(st.body)
-            members[st.name] = Member(st.name, "def", st.lineno, st.end_lineno or st.lineno, stub, None, decos)
+            members[st.name] = Member(st.name, "def", st.lineno, st.end_lineno or st.lineno, stub, None)
             if _is_interesting(st.name):
-                methods[st.name] = self._method(st, stub, decos)
+                methods[st.name] = self._method(st, stub)
         elif isinstance(st, ast.Assign):
             for t in st.targets:
                 for n in (t.elts if isinstance(t, ast.Tuple) else [t]):
@@ -569,7 +559,7 @@ class _Extractor:
             for sub in (*st.body, *st.orelse):
                 self._class_member(sub, members, methods)
 
-    def _method(self, fn: ast.FunctionDef | ast.AsyncFunctionDef, stub: bool, decos: tuple[str, ...]) -> Method:
+    def _method(self, fn: ast.FunctionDef | ast.AsyncFunctionDef, stub: bool) -> Method:
         params = tuple(a.arg for a in (*fn.args.posonlyargs, *fn.args.args))
         self_name = params[0] if params else "self"
         assigns: list[SelfAssign] = []
@@ -601,7 +591,15 @@ class _Extractor:
                             ))
                         else:
                             dv = dotted(v)
-                            kind = "name" if isinstance(v, ast.Name) else "attr" if dv else "const" if isinstance(v, ast.Constant) else "other"
+                            kind = (
+                                "name"
+                                if isinstance(v, ast.Name)
+                                else "attr"
+                                if dv
+                                else "const"
+                                if isinstance(v, ast.Constant)
+                                else "other"
+                            )
                             assigns.append(SelfAssign(d, kind, dv or self.seg(v)[:200], (), {}, node.lineno))
             elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
                 d = dotted(node)
@@ -618,7 +616,15 @@ class _Extractor:
                 loop_nodes.append(node)
             elif isinstance(node, ast.Return) and node.value is not None:
                 v = node.value
-                kind = "tuple" if isinstance(v, ast.Tuple) else "name" if isinstance(v, ast.Name) else "call" if isinstance(v, ast.Call) else "other"
+                kind = (
+                    "tuple"
+                    if isinstance(v, ast.Tuple)
+                    else "name"
+                    if isinstance(v, ast.Name)
+                    else "call"
+                    if isinstance(v, ast.Call)
+                    else "other"
+                )
                 returns.append((kind, self.seg(v)[:200], node.lineno))
         # ``layers = self.layers[self.start_layer : self.end_layer]`` then ``enumerate(layers)`` (minimax_m3's
         # decode branch): the loop enumerates that slice.
@@ -632,10 +638,9 @@ class _Extractor:
         body0 = fn.body[0]
         return Method(
             name=fn.name, line=fn.lineno, col=self.char_col(fn.lineno, fn.col_offset),
-            end_line=fn.end_lineno or fn.lineno, body_line=body0.lineno, body_col=body0.col_offset,
+            end_line=fn.end_lineno or fn.lineno, body_line=body0.lineno,
             params=params, stub=stub, self_assigns=tuple(assigns), reads=tuple(sorted(reads)),
             calls=tuple(calls), memberships=tuple(members), loops=tuple(loops), returns=tuple(returns),
-            decorators=decos,
         )
 
     def _arg_text(self, a: ast.AST) -> str:
@@ -648,7 +653,7 @@ class _Extractor:
             return "*" + (dotted(a.value) or "?")
         return self.seg(a)[:80] if isinstance(a, (ast.Constant, ast.List, ast.Tuple)) else "?"
 
-    def _loop(self, node: ast.For, local_slices: dict[str, ast.expr] | None = None) -> Loop | None:
+    def _loop(self, node: ast.For, local_slices: Mapping[str, ast.expr] | None = None) -> Loop | None:
         it = node.iter
         if not (isinstance(it, ast.Call) and dotted(it.func) == "enumerate" and it.args):
             return None
@@ -659,11 +664,15 @@ class _Extractor:
         inner = it.args[0]
         if isinstance(inner, ast.Name) and local_slices and inner.id in local_slices:
             inner = local_slices[inner.id]
-        sliced = ""
-        if isinstance(inner, ast.Call) and dotted(inner.func) in ("islice", "itertools.islice") and len(inner.args) >= 2:
-            sliced = "islice"
+        sliced = Slicing.NONE
+        if (
+            isinstance(inner, ast.Call)
+            and dotted(inner.func) in ("islice", "itertools.islice")
+            and len(inner.args) >= 2
+        ):
+            sliced = Slicing.ISLICE
         elif isinstance(inner, ast.Subscript) and isinstance(inner.slice, ast.Slice) and inner.slice.lower is not None:
-            sliced = "subscript"
+            sliced = Slicing.SUBSCRIPT
         start: str | None = None
         start_node: ast.expr | None = None
         if len(it.args) >= 2:
@@ -672,9 +681,9 @@ class _Extractor:
             if kw.arg == "start":
                 start, start_node = self.seg(kw.value), kw.value
         lower: ast.AST | None = None  # the slice's start expression, for ``idx - <start>`` uses
-        if sliced == "islice" and len(inner.args) >= 3:  # type: ignore[attr-defined]
+        if sliced is Slicing.ISLICE and len(inner.args) >= 3:  # type: ignore[attr-defined]
             lower = inner.args[1]  # type: ignore[attr-defined]
-        elif sliced == "subscript":
+        elif sliced is Slicing.SUBSCRIPT:
             lower = inner.slice.lower  # type: ignore[attr-defined]
         lower_text = ast.unparse(lower) if lower is not None and not isinstance(lower, ast.Constant) else ""
         uses: list[Use] = []
@@ -688,19 +697,19 @@ class _Extractor:
                     rebinds.append(self.seg(n)[:120])
                 if isinstance(n, ast.Compare) and isinstance(n.left, ast.Name) and n.left.id == idx \
                         and len(n.ops) == 1 and isinstance(n.ops[0], (ast.In, ast.NotIn)):
-                    uses.append(Use("in", dotted(n.comparators[0]), 0, n.lineno))
+                    uses.append(Use(UseKind.IN, dotted(n.comparators[0]), 0, n.lineno))
                 elif isinstance(n, ast.Compare) and lower_text and len(n.ops) == 1 \
                         and isinstance(n.ops[0], (ast.In, ast.NotIn)):
-                    rb = self._rebased_use("in", dotted(n.comparators[0]), n.left, idx, lower_text)
+                    rb = self._rebased_use(UseKind.IN, dotted(n.comparators[0]), n.left, idx, lower_text)
                     if rb is not None:
                         rebased.append(rb)
                 elif isinstance(n, ast.Call):
                     for a in n.args:
                         off = index_offset(a, idx)
                         if off is not None:
-                            uses.append(Use("call", dotted(n.func), off, n.lineno))
+                            uses.append(Use(UseKind.CALL, dotted(n.func), off, n.lineno))
                         elif lower_text:
-                            rb = self._rebased_use("call", dotted(n.func), a, idx, lower_text)
+                            rb = self._rebased_use(UseKind.CALL, dotted(n.func), a, idx, lower_text)
                             if rb is not None:
                                 rebased.append(rb)
         return Loop(
@@ -716,7 +725,7 @@ class _Extractor:
             start_norm=ast.unparse(start_node) if start_node is not None else None,
         )
 
-    def _rebased_use(self, kind: str, target: str, a: ast.AST, idx: str, lower_text: str) -> Use | None:
+    def _rebased_use(self, kind: UseKind, target: str, a: ast.AST, idx: str, lower_text: str) -> Use | None:
         """A ``Use`` for ``a`` when it is the index minus the slice start (``lower_text``), else None."""
         rb = rebased_index(a, idx)
         if rb is None:
@@ -724,7 +733,7 @@ class _Extractor:
         off, kept, sub = rb
         if ast.unparse(sub) != lower_text:
             return None
-        return Use(kind, target, off, getattr(a, "lineno", 0), rebase=lower_text, cut=self._cut(kept, sub),
+        return Use(kind, target, off, getattr(a, "lineno", 0), cut=self._cut(kept, sub),
                    text=" ".join(self.seg(a).split())[:120])
 
     def _cut(self, kept: ast.AST, sub: ast.AST) -> tuple[int, int, int, int]:
@@ -793,8 +802,7 @@ def extract(path: str, module: str, is_package: bool, data: bytes) -> ModuleFact
     try:
         tree = ast.parse(text, filename=path)
     except SyntaxError as exc:
-        return ModuleFacts(path, module, is_package, error=f"syntax error: {exc.msg}", error_line=exc.lineno or 1,
-                           n_lines=text.count("\n") + 1)
+        return ModuleFacts(path, module, is_package, error=f"syntax error: {exc.msg}", error_line=exc.lineno or 1)
     except (ValueError, RecursionError, MemoryError) as exc:
         return ModuleFacts(path, module, is_package, error=f"cannot parse: {type(exc).__name__}: {exc}"[:200],
                            error_line=1)
@@ -805,5 +813,5 @@ def extract(path: str, module: str, is_package: bool, data: bytes) -> ModuleFact
     except Exception as exc:  # noqa: BLE001 - one file must not sink the run; the analysis reports it
         import traceback
 
-        return ModuleFacts(path, module, is_package, n_lines=text.count("\n") + 1,
+        return ModuleFacts(path, module, is_package,
                            internal_error=f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")

@@ -10,6 +10,7 @@ file and ``os.replace`` with the original mode kept.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import difflib
 import hashlib
 import io
@@ -147,10 +148,8 @@ def _write_temp(folder: str, name: str, data: bytes, like: os.stat_result) -> st
         os.chmod(tmp, stat.S_IMODE(like.st_mode))
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             # ``sudo eagle3-lint --apply`` must not hand the user's files over to root.
-            try:
+            with contextlib.suppress(OSError):
                 os.chown(tmp, like.st_uid, like.st_gid)
-            except OSError:
-                pass
     except BaseException:
         _unlink(tmp)
         raise
@@ -159,10 +158,8 @@ def _write_temp(folder: str, name: str, data: bytes, like: os.stat_result) -> st
 
 def _unlink(path: str | None) -> None:
     if path:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(path)
-        except OSError:
-            pass
 
 
 def apply(root: Path | None, p: Plan, backup: bool = False) -> list[str]:

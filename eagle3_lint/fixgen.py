@@ -475,13 +475,19 @@ class _Loop:
 
 
 def _names(fn: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)} | {a.arg for a in ast.walk(fn) if isinstance(a, ast.arg)}
+    return {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)} | {
+        a.arg for a in ast.walk(fn) if isinstance(a, ast.arg)
+    }
 
 
 def _slice_start(t: Text, it: ast.AST) -> tuple[bool, str | None]:
     """(is a slice of a layer list, the slice's start text)."""
-    if isinstance(it, ast.Call) and isinstance(it.func, (ast.Name, ast.Attribute)) and \
-            (getattr(it.func, "id", None) == "islice" or getattr(it.func, "attr", None) == "islice") and len(it.args) >= 2:
+    if (
+        isinstance(it, ast.Call)
+        and isinstance(it.func, (ast.Name, ast.Attribute))
+        and (getattr(it.func, "id", None) == "islice" or getattr(it.func, "attr", None) == "islice")
+        and len(it.args) >= 2
+    ):
         if len(it.args) == 2:
             return True, None  # islice(seq, stop): starts at 0
         return True, t.seg(it.args[1])
@@ -496,7 +502,11 @@ def _layer_call_vars(t: Text, loop: ast.For, layer_var: str | None) -> tuple[str
         if not (isinstance(st, ast.Assign) and isinstance(st.value, ast.Call)):
             continue
         f = st.value.func
-        callee = f.id if isinstance(f, ast.Name) else (f.value.id if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) else None)
+        callee = (
+            f.id
+            if isinstance(f, ast.Name)
+            else (f.value.id if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) else None)
+        )
         is_layer = (layer_var is not None and callee == layer_var) or "layers" in t.seg(f)
         if not is_layer:
             continue
@@ -535,7 +545,9 @@ def _analyse_loop(t: Text, fn: ast.AST, loop: ast.For) -> _Loop | None:
     tgt, it = loop.target, loop.iter
     header = None
     layer_var: str | None = None
-    if isinstance(tgt, ast.Name) and not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id in ("range", "enumerate")):
+    if isinstance(tgt, ast.Name) and not (
+        isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id in ("range", "enumerate")
+    ):
         sliced, start = _slice_start(t, it)
         if not (sliced or t.seg(it).endswith(".layers")):
             return None
@@ -549,15 +561,25 @@ def _analyse_loop(t: Text, fn: ast.AST, loop: ast.For) -> _Loop | None:
             text = f"{idx_name}, {tgt.id} in enumerate(\n" + "".join(f"{ind}    {a},\n" for a in args) + f"{ind})"
         header = (t.start(tgt), t.end(it), text)
         idx = idx_name
-    elif isinstance(tgt, ast.Name) and isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range":
+    elif (
+        isinstance(tgt, ast.Name)
+        and isinstance(it, ast.Call)
+        and isinstance(it.func, ast.Name)
+        and it.func.id == "range"
+    ):
         idx = tgt.id  # ``for i in range(start, end): layer = self.layers[i]``: already absolute
         for st in loop.body:
-            if isinstance(st, ast.Assign) and isinstance(st.value, ast.Subscript) and ".layers" in t.seg(st.value.value) \
-                    and isinstance(st.targets[0], ast.Name):
+            if (
+                isinstance(st, ast.Assign)
+                and isinstance(st.value, ast.Subscript)
+                and ".layers" in t.seg(st.value.value)
+                and isinstance(st.targets[0], ast.Name)
+            ):
                 layer_var = st.targets[0].id
-    elif isinstance(tgt, ast.Tuple) and len(tgt.elts) == 2 and all(isinstance(e, ast.Name) for e in tgt.elts):
-        idx = tgt.elts[0].id  # type: ignore[union-attr]
-        layer_var = tgt.elts[1].id  # type: ignore[union-attr]
+    elif isinstance(tgt, ast.Tuple) and len(tgt.elts) == 2 \
+            and isinstance(first := tgt.elts[0], ast.Name) and isinstance(second := tgt.elts[1], ast.Name):
+        idx = first.id
+        layer_var = second.id
         if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "enumerate" and it.args:
             has_start = len(it.args) >= 2 or any(k.arg == "start" for k in it.keywords)
             sliced, start = _slice_start(t, it.args[0])
@@ -592,7 +614,9 @@ def _existing_aux_list(loop: ast.For, collector: str | None) -> str | None:
     return None
 
 
-def collection(ctx: Context, key: ClassKey, attr: str, *, collect: bool, ret: bool, mixin_idiom: bool) -> list[Edit] | None:
+def collection(
+    ctx: Context, key: ClassKey, attr: str, *, collect: bool, ret: bool, mixin_idiom: bool
+) -> list[Edit] | None:
     """Edits to ``key``'s own ``forward``: collect hidden states at absolute layer indices and/or return them.
 
     None when the forward's shape is not one the tool can rewrite safely (the finding stays, without a fix).
@@ -653,7 +677,8 @@ def collection(ctx: Context, key: ClassKey, attr: str, *, collect: bool, ret: bo
 
 
 def init_attr(ctx: Context, key: ClassKey, attr: str) -> list[Edit]:
-    """Give ``key`` ``self.<attr> = tuple[int, ...]()`` right after ``__init__`` builds ``self.layers`` (else a class attribute)."""
+    """Give ``key`` ``self.<attr> = tuple[int, ...]()`` right after ``__init__`` builds ``self.layers`` (else a
+    class attribute)."""
     from eagle3_lint import semantic as sem
 
     if sem.attr_initialised(ctx, key, attr):
@@ -711,8 +736,12 @@ def _fix_list(text: str, g: Gate, mt: str) -> Edit | None:
     """Append ``mt`` to the allow-list literal assigned at ``g.list_line``, keeping its layout."""
     tree = ast.parse(text)
     for n in ast.walk(tree):
-        if isinstance(n, ast.Assign) and n.lineno == g.list_line and isinstance(n.value, (ast.List, ast.Tuple, ast.Set)) \
-                and n.value.elts:
+        if (
+            isinstance(n, ast.Assign)
+            and n.lineno == g.list_line
+            and isinstance(n.value, (ast.List, ast.Tuple, ast.Set))
+            and n.value.elts
+        ):
             lines = text.splitlines()
             last = n.value.elts[-1]
             end_line = last.end_lineno or last.lineno

@@ -9,9 +9,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import Enum
 
-
-from eagle3_lint.facts import ELSE, EXCEPT, IF, MAIN, SKIPPED, TAKEN, TRY, TYPE_CHECKING, Binding, ClassFacts, Member, Method, ModuleFacts
+from eagle3_lint.facts import (
+    ELSE,
+    EXCEPT,
+    IF,
+    MAIN,
+    SKIPPED,
+    TAKEN,
+    TRY,
+    TYPE_CHECKING,
+    Binding,
+    ClassFacts,
+    Member,
+    Method,
+    ModuleFacts,
+)
 
 # Which of several conditional bindings of one name the runtime picks: an unconditional binding or
 # the branch the platform model decides is taken (facts.platform_test), else the final ``else`` of an
@@ -30,7 +44,7 @@ class ClassKey:
 
     module: str
     qualname: str
-    binds: tuple[tuple[str, "ClassKey"], ...] = ()
+    binds: tuple[tuple[str, ClassKey], ...] = ()
 
     def __str__(self) -> str:
         s = f"{self.module}.{self.qualname}"
@@ -40,7 +54,11 @@ class ClassKey:
 
     @property
     def name(self) -> str:
-        return self.qualname.rsplit(".", 1)[-1] if not self.binds else f"{self.qualname.rsplit('.', 1)[-1]}({self.binds[0][1].name})"
+        return (
+            self.qualname.rsplit(".", 1)[-1]
+            if not self.binds
+            else f"{self.qualname.rsplit('.', 1)[-1]}({self.binds[0][1].name})"
+        )
 
 
 @dataclass(frozen=True)
@@ -53,10 +71,18 @@ class Resolved:
     note: str = ""
 
 
+class DelegationHow(str, Enum):
+    """How a wrapper holds its inner model."""
+
+    INIT_ASSIGN = "init-assign"  # self.x = Cls(...) in __init__
+    REGISTERED_MODEL = "registered-model"  # self.x = init_vllm_registered_model(...)
+    GETATTR = "__getattr__"  # attribute lookups forward to self.x
+
+
 @dataclass(frozen=True)
 class Delegation:
     attr: str  # the attribute on the wrapper: "language_model", "model"
-    how: str  # "init-assign", "registered-model", "get_language_model", "__getattr__"
+    how: DelegationHow
     target: ClassKey | None
     detail: str
     path: str
@@ -156,7 +182,9 @@ class ClassGraph:
         if b.kind == "call":
             fn = self.resolve_dotted(mf.module, b.target, depth + 1, binds) if b.target else Resolved("unresolved")
             if fn.kind == "function" and b.args:
-                arg = self.resolve_dotted(mf.module, b.args[0], depth + 1, binds) if b.args[0] else Resolved("unresolved")
+                arg = (
+                    self.resolve_dotted(mf.module, b.args[0], depth + 1, binds) if b.args[0] else Resolved("unresolved")
+                )
                 prod = self.factory_product(fn.name, arg)
                 if prod is not None:
                     return prod
@@ -333,7 +361,8 @@ class ClassGraph:
 
     # -- delegation ---------------------------------------------------------------------------
     def delegations(self, key: ClassKey) -> list[Delegation]:
-        """Wrapper-to-inner edges: attributes that hold another model, from ``__init__``, ``get_language_model`` and ``__getattr__``."""
+        """Wrapper-to-inner edges: attributes that hold another model, from ``__init__``, ``get_language_model``
+        and ``__getattr__``."""
         hit = self._deleg.get(key)
         if hit is not None:
             return hit
@@ -363,7 +392,11 @@ class ClassGraph:
                     if f == "getattr" and args and args[0].startswith("self.") and args[0].count(".") == 1:
                         attr = args[0][5:]
                         if attr not in seen:
-                            out.append(Delegation(attr, "__getattr__", None, "attribute lookups forward here", path, line))
+                            out.append(
+                                Delegation(
+                                    attr, DelegationHow.GETATTR, None, "attribute lookups forward here", path, line
+                                )
+                            )
             init = cf.methods.get("__init__")
             if init is None:
                 continue
@@ -379,9 +412,9 @@ class ClassGraph:
         by_attr = {d.attr: d for d in out if d.target is not None}
         result: list[Delegation] = []
         for d in out:
-            if d.how == "__getattr__" and d.attr in by_attr:
+            if d.how is DelegationHow.GETATTR and d.attr in by_attr:
                 t = by_attr[d.attr]
-                d = Delegation(d.attr, "__getattr__", t.target, d.detail, d.path, d.line)
+                d = Delegation(d.attr, DelegationHow.GETATTR, t.target, d.detail, d.path, d.line)
             result.append(d)
         self._lm_attrs[key] = lm_attrs
         return result
@@ -424,28 +457,47 @@ class ClassGraph:
             # ``initialize_model(vllm_config=..., model_class=Llama4ForCausalLM)``: the class is the argument.
             r = self.resolve_dotted(owner.module, cls_arg, binds=owner.binds)
             if r.kind == "class" and r.key is not None:
-                return Delegation(attr, "init-assign", r.key, f"self.{attr} = {sa.func}(model_class={cls_arg})",
-                                  path, sa.line)
+                return Delegation(
+                    attr,
+                    DelegationHow.INIT_ASSIGN,
+                    r.key,
+                    f"self.{attr} = {sa.func}(model_class={cls_arg})",
+                    path,
+                    sa.line,
+                )
         if fn.kind == "class" and fn.key is not None:
-            return Delegation(attr, "init-assign", fn.key, f"self.{attr} = {sa.func}(...)", path, sa.line)
-        if sa.func.endswith("init_vllm_registered_model") or (fn.kind == "function" and fn.name.endswith(":init_vllm_registered_model")):
+            return Delegation(attr, DelegationHow.INIT_ASSIGN, fn.key, f"self.{attr} = {sa.func}(...)", path, sa.line)
+        if sa.func.endswith("init_vllm_registered_model") or (
+            fn.kind == "function" and fn.name.endswith(":init_vllm_registered_model")
+        ):
             archs = sa.kwargs.get("architectures", "")
             names = [a.strip().strip("'\"") for a in archs.strip("[]()").split(",") if a.strip()]
             for arch in names:
                 k = self.registered(arch)
                 if k is not None:
-                    return Delegation(attr, "registered-model", k,
-                                      f"self.{attr} = init_vllm_registered_model(architectures=[{arch!r}])", path, sa.line)
+                    return Delegation(
+                        attr,
+                        DelegationHow.REGISTERED_MODEL,
+                        k,
+                        f"self.{attr} = init_vllm_registered_model(architectures=[{arch!r}])",
+                        path,
+                        sa.line,
+                    )
             hf = sa.kwargs.get("hf_config", "")
             for arch in (self.checkpoint_archs(top or owner, hf) if hf and not names else ()):
                 k = self.registered(arch)
                 if k is not None:
-                    return Delegation(attr, "registered-model", k,
+                    return Delegation(attr, DelegationHow.REGISTERED_MODEL, k,
                                       f"self.{attr} = init_vllm_registered_model(hf_config={hf}): {arch} "
                                       "from the target config", path, sa.line)
-            return Delegation(attr, "registered-model", None,
-                              f"self.{attr} = init_vllm_registered_model(...): architecture chosen by the checkpoint config",
-                              path, sa.line)
+            return Delegation(
+                attr,
+                DelegationHow.REGISTERED_MODEL,
+                None,
+                f"self.{attr} = init_vllm_registered_model(...): architecture chosen by the checkpoint config",
+                path,
+                sa.line,
+            )
         return None
 
     # -- where the decoder layers live ----------------------------------------------------------
@@ -481,15 +533,4 @@ class ClassGraph:
                 found = self._assign_line(key, hit[0], hit[1], target, depth - 1, seen)
                 if found is not None:
                     return found
-        return None
-        for func, _args, _line in md.calls:
-            name = func[5:] if func.startswith("self.") else ""
-            if not name or "." in name or name in seen:
-                continue
-            seen.add(name)
-            hit = self.method(key, name)
-            if hit is not None and isinstance(hit[1], Method):
-                line = self._assign_line(key, hit[1], target, depth - 1, seen)
-                if line is not None:
-                    return line
         return None

@@ -155,12 +155,6 @@ def _install_audit() -> None:
             _audit_installed = True
 
 
-def violations() -> list[str]:
-    """Every violation recorded in this process (tests read this)."""
-    with _lock:
-        return list(_violations)
-
-
 @contextmanager
 def protect(source: SourceTree) -> Iterator[None]:
     """Guard ``source`` for the duration of the block; raises GuardViolation at exit if anything tripped."""

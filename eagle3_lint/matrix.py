@@ -183,8 +183,10 @@ def analyse_one(spec: str, cache_dir: str | None, use_cache: bool) -> Release:
     rel.statuses = {a: v.status.value for a, v in ctx.verdicts.items()}
     rel.classes = {a: f"{v.module}.{v.class_name}" for a, v in ctx.verdicts.items()}
     c = ctx.contract
-    rel.contract = (f"{c.check}: " + ", ".join(m.name + ("()" if m.kind == "method" else "")
-                                                + ("*" if m.kind == "method" and m.has_default else "") for m in c.members))
+    rel.contract = f"{c.check.value}: " + ", ".join(
+        m.name + ("()" if m.kind == "method" else "") + ("*" if m.kind == "method" and m.has_default else "")
+        for m in c.members
+    )
     rel.fallback = ", ".join(ctx.runner.fallback_names)
     rel.gates = [f"{'/'.join(g.methods)} needs {g.config_attr}.model_type containing one of {', '.join(g.allow_list)} "
                  f"({g.path}:{g.line})" for g in ctx.runner.gates]
@@ -219,7 +221,7 @@ def run(targets: list[str], cache_dir: str | None = None, jobs: int | None = Non
 def order(releases: list[Release]) -> list[Release]:
     keys = [version_key(r.version) for r in releases]
     if all(k is not None for k in keys):
-        return [r for _k, r in sorted(zip(keys, releases), key=lambda kr: kr[0])]  # type: ignore[arg-type,return-value]
+        return [r for _k, r in sorted(zip(keys, releases, strict=True), key=lambda kr: kr[0])]  # type: ignore[arg-type,return-value]
     return releases
 
 
@@ -228,11 +230,11 @@ def rows_of(releases: list[Release]) -> list[Row]:
     rows = []
     for arch in archs:
         cells = [None if r.error else r.statuses.get(arch) for r in releases]
-        first = next((r.label for r, c in zip(releases, cells) if c == SUPPORTED), None)
+        first = next((r.label for r, c in zip(releases, cells, strict=True) if c == SUPPORTED), None)
         regressions, removed = [], []
-        added = next((r.label for r, c in zip(releases, cells) if c is not None), None)
+        added = next((r.label for r, c in zip(releases, cells, strict=True) if c is not None), None)
         prev: str | None = None
-        for r, c in zip(releases, cells):
+        for r, c in zip(releases, cells, strict=True):
             if r.error:
                 continue
             if prev == SUPPORTED and c is not None and c != SUPPORTED:
@@ -271,7 +273,8 @@ def to_json(m: Matrix, rows: list[Row]) -> dict[str, Any]:
             "architectures": len(r.statuses), "seconds": round(r.seconds, 3),
         } for r in m.releases],
         "architectures": [{
-            "name": row.arch, "status": dict(zip(m.labels, row.cells)), "first_supported": row.first_supported,
+            "name": row.arch, "status": dict(zip(m.labels, row.cells, strict=True)),
+            "first_supported": row.first_supported,
             "regressions": row.regressions, "added": row.added, "removed": row.removed,
         } for row in rows],
         "seconds": round(m.seconds, 3),
@@ -323,12 +326,20 @@ def to_markdown(m: Matrix, rows: list[Row], command: str) -> str:
     ]
     for row in rows:
         # Registry keys come from the (possibly hostile) tree: no control characters, no cell breaks.
-        out.append(f"| {printable(row.arch).replace('|', '&#124;')} | {_since(row)} | {', '.join(row.regressions) or '-'} | "
-                   + " | ".join(SYMBOL[c] for c in row.cells) + " |")
+        out.append(
+            f"| {printable(row.arch).replace('|', '&#124;')} | {_since(row)} | {', '.join(row.regressions) or '-'} | "
+            + " | ".join(SYMBOL[c] for c in row.cells)
+            + " |"
+        )
     errs = sum(r.internal_errors for r in m.releases)
     failed = [r.label for r in m.releases if r.error]
-    out += ["", f"{len(m.releases)} releases" + (f", {len(failed)} could not be read ({', '.join(failed)})" if failed else "")
-            + f", {errs} internal errors.", ""]
+    out += [
+        "",
+        f"{len(m.releases)} releases"
+        + (f", {len(failed)} could not be read ({', '.join(failed)})" if failed else "")
+        + f", {errs} internal errors.",
+        "",
+    ]
     return "\n".join(out)
 
 
@@ -347,8 +358,14 @@ def render_table(m: Matrix, rows: list[Row], console: Any) -> None:
     t.add_column("regressed", no_wrap=True)
     for label in m.labels:
         t.add_column(label, justify="center", no_wrap=True, min_width=len(label))
-    style = {"supported": "green", "unsupported": "red", "wrapper-gap": "magenta", "partial": "yellow", "unknown": "dim",
-             None: "dim"}
+    style = {
+        "supported": "green",
+        "unsupported": "red",
+        "wrapper-gap": "magenta",
+        "partial": "yellow",
+        "unknown": "dim",
+        None: "dim",
+    }
     for row in rows:
         t.add_row(escape(printable(row.arch)), _since(row), ", ".join(row.regressions) or "-",
                   *[f"[{style[c]}]{SYMBOL[c]}[/]" for c in row.cells])

@@ -71,10 +71,6 @@ UNKNOWN: Any = _Unknown()
 NOTHING: Any = object()  # a hook's "no opinion"
 
 
-class _UnknownBranch(Exception):
-    pass
-
-
 class _Return(Exception):
     def __init__(self, value: Any) -> None:
         self.value = value

@@ -41,7 +41,7 @@ from enum import Enum
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from eagle3_lint._compat import tomllib
+from eagle3_lint._compat import TRY_NODES, tomllib
 from eagle3_lint.errors import UsageError
 from eagle3_lint.facts import decode_source
 from eagle3_lint.registry import Entry, Registry
@@ -504,7 +504,7 @@ class _Walker:
     def bind_statements(self, stmts: list[ast.stmt], frame: _Frame) -> None:
         """Module level: bindings only, in source order (later wins); alternatives keep the first binding."""
         for st in stmts:
-            if isinstance(st, (ast.If, ast.Try)) or type(st).__name__ == "TryStar":
+            if isinstance(st, ast.If) or isinstance(st, TRY_NODES):  # noqa: SIM101  # TRY_NODES: per version
                 # Alternatives (else, except) only bind what the first branch leaves unbound: the
                 # ``try: from x import f`` / ``except ImportError: f = None`` idiom keeps ``f``.
                 first = [*st.body]
@@ -694,7 +694,7 @@ class _Walker:
             if len(node.keys) > _MAX_ITEMS:
                 return _Unknown(f"a table of more than {_MAX_ITEMS} items")
             d: dict[object, object] = {}
-            for k, val in zip(node.keys, node.values):
+            for k, val in zip(node.keys, node.values, strict=True):
                 if k is None:
                     inner = v(val)
                     if not isinstance(inner, dict):
@@ -749,7 +749,7 @@ class _Walker:
                     inner = tuple(inner)
                 if f.id == "sorted" and isinstance(inner, tuple):
                     try:
-                        return tuple(sorted(inner))  # type: ignore[type-var]
+                        return tuple(sorted(inner))
                     except TypeError:
                         return _Unknown(f"{_short(node)}")
                 if isinstance(inner, (tuple, dict)):
@@ -791,12 +791,18 @@ class _Walker:
             mod = self.module(name)
             if mod is None:
                 continue
-            self.root(lambda: self.block(mod.tree.body, _Frame(mod, {}, ()), (), 0, module_level=True),
-                      mod.display)
+
+            def walk_module(mod: _Module = mod) -> None:
+                self.block(mod.tree.body, _Frame(mod, {}, ()), (), 0, module_level=True)
+
+            self.root(walk_module, mod.display)
             for n in ast.walk(mod.tree):
                 if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    self.root(lambda n=n: self.call_function(_FuncRef(mod.display, n), None, {},  # type: ignore[misc]
-                                                             _Frame(mod, {}, ()), (), 0, "scan"), mod.display)
+
+                    def walk_function(n: ast.FunctionDef | ast.AsyncFunctionDef = n, mod: _Module = mod) -> None:
+                        self.call_function(_FuncRef(mod.display, n), None, {}, _Frame(mod, {}, ()), (), 0, "scan")
+
+                    self.root(walk_function, mod.display)
             if self.total > _MAX_TOTAL:
                 return
 
@@ -819,8 +825,8 @@ class _Walker:
         frame = _Frame(mod, {}, (*caller.chain, qual), (*caller.sites, f"{qual} ({site})"))
         a = fn.node.args
         params = [*a.posonlyargs, *a.args]
-        defaults = dict(zip([p.arg for p in params[len(params) - len(a.defaults):]], a.defaults))
-        defaults.update({p.arg: d for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None})
+        defaults = dict(zip([p.arg for p in params[len(params) - len(a.defaults):]], a.defaults, strict=True))
+        defaults.update({p.arg: d for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d is not None})
         for i, p in enumerate([*params, *a.kwonlyargs]):
             if args is None:
                 frame.env[p.arg] = _Unknown(f"parameter {p.arg} of {fn.node.name}()")
@@ -969,8 +975,9 @@ class _Walker:
             self.exprs(node.values[0], frame, guards, depth)
             for i, v in enumerate(node.values[1:], 1):
                 op = "and" if isinstance(node.op, ast.And) else "or"
-                g = Guard(GuardKind.IF, f"{op}: after {_short(ast.BoolOp(node.op, node.values[:i]))}", path, v.lineno)
-                self.exprs(v, frame, (*guards, g), depth)
+                after = Guard(GuardKind.IF, f"{op}: after {_short(ast.BoolOp(node.op, node.values[:i]))}", path,
+                              v.lineno)
+                self.exprs(v, frame, (*guards, after), depth)
             return
         for child in ast.iter_child_nodes(node):
             self.exprs(child, frame, guards, depth)
@@ -986,18 +993,20 @@ class _Walker:
                 self.plugin.notes.append(f"{frame.mod.display}:{c.lineno}: {_short(c.func)}() is deeper than "
                                          f"{_MAX_DEPTH} calls from the entry point: not followed")
                 return
-            args: list[object] | None = []
+            args: list[object] = []
+            known = True  # False: a *args whose value is not a tuple, the positional arguments are unknown
             for a in c.args:
                 if isinstance(a, ast.Starred):
                     inner = self.value(a.value, frame)
                     if not isinstance(inner, tuple):
-                        args = None
+                        known = False
                         break
                     args.extend(inner)
                 else:
                     args.append(self.value(a, frame))
             kwargs = {k.arg: self.value(k.value, frame) for k in c.keywords if k.arg}
-            self.call_function(target, args, kwargs, frame, guards, depth + 1, f"{frame.mod.display}:{c.lineno}")
+            self.call_function(target, args if known else None, kwargs, frame, guards, depth + 1,
+                               f"{frame.mod.display}:{c.lineno}")
         elif isinstance(c.func, ast.Attribute) and c.func.attr == "register_model":
             self.register(c, frame, guards)
 
@@ -1146,9 +1155,6 @@ class PluginOverlay(SourceTree):
 
     def vllm_version(self) -> str:
         return self.base.vllm_version()
-
-    def is_plugin_path(self, rel: str) -> bool:
-        return rel in self._files
 
     def extend_registry(self, registry: Registry) -> Registry:
         """The tree's registry plus the plugins' entries; a plugin's entry replaces a built-in one, as at runtime."""

@@ -37,12 +37,6 @@ class Split:
     partition: str | None = None  # the override used, if any
     note: str = ""
 
-    def rank_of_layer(self, layer: int) -> int | None:
-        for r, (s, e) in enumerate(self.ranges):
-            if s <= layer < e:
-                return r
-        return None
-
 
 def reference_split(num_layers: int, pp_size: int, partition: str | None = None) -> tuple[tuple[int, int], ...]:
     """The partition arithmetic of ``get_pp_indices`` as read from the releases (see module docstring)."""

@@ -34,7 +34,6 @@ class Registry:
     found: bool
     path: str
     entries: dict[str, Entry]
-    root_dict: str | None
     dicts: tuple[str, ...]
     prefix: str
     note: str = ""
@@ -42,9 +41,9 @@ class Registry:
 
 def derive(mf: ModuleFacts | None, text: str) -> Registry:
     if mf is None:
-        return Registry(False, "", {}, None, (), DEFAULT_PREFIX, "registry.py not found")
+        return Registry(False, "", {}, (), DEFAULT_PREFIX, "registry.py not found")
     if mf.error:
-        return Registry(False, mf.path, {}, None, (), DEFAULT_PREFIX, f"registry.py unreadable: {mf.error}")
+        return Registry(False, mf.path, {}, (), DEFAULT_PREFIX, f"registry.py unreadable: {mf.error}")
     m = re.search(r"f[\"'](vllm(?:\.\w+)+)\.\{", text)
     prefix = m.group(1) if m else DEFAULT_PREFIX
     dicts = mf.dicts
@@ -69,5 +68,5 @@ def derive(mf: ModuleFacts | None, text: str) -> Registry:
     else:
         for name in dicts:
             expand(name)
-    return Registry(bool(entries), mf.path, entries, root, tuple(dicts), prefix,
+    return Registry(bool(entries), mf.path, entries, tuple(dicts), prefix,
                     "" if entries else "no architecture dicts found in registry.py")

@@ -78,7 +78,6 @@ class RunnerPath:
     sites: tuple[RunnerSite, ...] = ()
     config_key: str | None = None
     config_key_path: str = ""
-    config_key_line: int = 0
     pp_verifier: str | None = None  # function that refuses PP unless the decoder sets the flag
     pp_verifier_path: str = ""
     pp_verifier_line: int = 0
@@ -184,7 +183,7 @@ def _raise_in(stmts: list[ast.stmt]) -> tuple[str, int]:
 
 
 def derive(source: SourceTree, check_function: str, member_names: tuple[str, ...],
-           setter_hint: str | None, pp_flag: str | None) -> RunnerPath:
+           pp_flag: str | None) -> RunnerPath:
     """Read the runner path; ``member_names`` are the contract's methods (may be empty)."""
     sites: list[RunnerSite] = []
     config_fns: dict[str, tuple[str, int]] = {}
@@ -206,7 +205,9 @@ def derive(source: SourceTree, check_function: str, member_names: tuple[str, ...
             site = _site(rel, fn, check_function, member_names)
             if site is not None:
                 sites.append(site)
-                called[(rel, site.line)] = {dotted(n.func).rsplit(".", 1)[-1] for n in _walk(fn) if isinstance(n, ast.Call)}
+                called[(rel, site.line)] = {
+                    dotted(n.func).rsplit(".", 1)[-1] for n in _walk(fn) if isinstance(n, ast.Call)
+                }
             if relay is None and any(isinstance(n, ast.Assign) and any(
                     isinstance(t, ast.Attribute) and t.attr == "make_empty_intermediate_tensors"
                     and not dotted(t.value).startswith("self") for t in n.targets) for n in _walk(fn)):
@@ -229,7 +230,6 @@ def derive(source: SourceTree, check_function: str, member_names: tuple[str, ...
         sites=tuple(sorted(sites, key=lambda s: (not s.path.endswith("gpu_model_runner.py"), s.path, s.line))),
         config_key=cfg_key[0] if cfg_key else None,
         config_key_path=cfg_key[1] if cfg_key else "",
-        config_key_line=cfg_key[2] if cfg_key else 0,
         pp_verifier=pp[0] if pp else None, pp_verifier_path=pp[1] if pp else "", pp_verifier_line=pp[2] if pp else 0,
         pp_flag=pp_flag if pp else None,
         relay_setup=relay[0] if relay else None, relay_setup_path=relay[1] if relay else "",
@@ -298,7 +298,10 @@ def _gates(files: list[tuple[str, bytes]], parsed: dict[str, ast.Module | None])
                 if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) \
                         and isinstance(n.value, (ast.List, ast.Tuple, ast.Set)) and n.value.elts \
                         and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in n.value.elts):
-                    lists[n.targets[0].id] = (tuple(e.value for e in n.value.elts), n.lineno)  # type: ignore[union-attr]
+                    # The filter repeats the all() above, for the type checker.
+                    words = tuple(e.value for e in n.value.elts
+                                  if isinstance(e, ast.Constant) and isinstance(e.value, str))
+                    lists[n.targets[0].id] = (words, n.lineno)
             for n in _walk(fn):
                 if isinstance(n, ast.If):
                     g = _gate(rel, n, lists)
@@ -309,10 +312,17 @@ def _gates(files: list[tuple[str, bytes]], parsed: dict[str, ast.Module | None])
 
 def _gate(rel: str, node: ast.If, lists: dict[str, tuple[tuple[str, ...], int]]) -> Gate | None:
     test = node.test
-    methods = tuple(sorted({
-        n.value for n in _walk(test)
-        if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in ("eagle3", "eagle", "extract_hidden_states", "dflash", "dspark")
-    }))
+    methods = tuple(
+        sorted(
+            {
+                n.value
+                for n in _walk(test)
+                if isinstance(n, ast.Constant)
+                and isinstance(n.value, str)
+                and n.value in ("eagle3", "eagle", "extract_hidden_states", "dflash", "dspark")
+            }
+        )
+    )
     if "eagle3" not in methods:
         return None
     if not any(isinstance(n, ast.Attribute) and n.attr == "model_type" for n in _walk(test)):

@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Any
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from eagle3_lint import minieval as me
 from eagle3_lint.facts import decode_source
@@ -97,7 +95,8 @@ def _constant_sets(tree: ast.Module) -> dict[str, Any]:
 
 
 def env_default(source: SourceTree) -> tuple[Any, int]:
-    """The value ``envs.VLLM_USE_V2_MODEL_RUNNER`` has with the variable unset (``me.NOTHING``: unknown), and its line."""
+    """The value ``envs.VLLM_USE_V2_MODEL_RUNNER`` has with the variable unset (``me.NOTHING``: unknown), and its
+    line."""
     tree = _parse(source, ENVS)
     if tree is None:
         return me.NOTHING, 0
@@ -105,9 +104,9 @@ def env_default(source: SourceTree) -> tuple[Any, int]:
     for node in ast.walk(tree):
         if not isinstance(node, ast.Dict):
             continue
-        for k, v in zip(node.keys, node.values):
+        for k, v in zip(node.keys, node.values, strict=True):
             if isinstance(k, ast.Constant) and k.value == ENV_VAR and isinstance(v, ast.Lambda):
-                fn = ast.FunctionDef(name="_env", args=v.args, body=[ast.Return(v.body)], decorator_list=[],
+                fn = ast.FunctionDef(name="_env", args=v.args, body=[ast.Return(v.body)], decorator_list=[],  # type: ignore[call-arg]  # type_params: 3.12+ ast
                                      returns=None, type_params=[])
                 ast.fix_missing_locations(ast.copy_location(fn, v))
 
@@ -181,10 +180,14 @@ def choose(source: SourceTree, runner: RunnerPath, arch: str | None, text_config
         res = interp.call(me.FuncValue(prop, env), [me.Opaque(("self",))])
     except (me.Unsupported, me.EvalRaise) as exc:
         why = f"depends on {', '.join(dict.fromkeys(unknown))}" if unknown else str(exc)
-        return RunnerChoice(None, VLLM_CONFIG, prop.lineno, f"VllmConfig.{PROPERTY} cannot be decided statically: {why}")
+        return RunnerChoice(
+            None, VLLM_CONFIG, prop.lineno, f"VllmConfig.{PROPERTY} cannot be decided statically: {why}"
+        )
     if not isinstance(res, bool):
         why = f"depends on {', '.join(dict.fromkeys(unknown))}" if unknown else f"returned {res!r}"
-        return RunnerChoice(None, VLLM_CONFIG, prop.lineno, f"VllmConfig.{PROPERTY} cannot be decided statically: {why}")
+        return RunnerChoice(
+            None, VLLM_CONFIG, prop.lineno, f"VllmConfig.{PROPERTY} cannot be decided statically: {why}"
+        )
     kind = RunnerKind.V2 if res else RunnerKind.V1
     return RunnerChoice(kind, VLLM_CONFIG, prop.lineno,
                         f"VllmConfig.{PROPERTY} is {res} for a plain EAGLE-3 set-up on CUDA with Triton "

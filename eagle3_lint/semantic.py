@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from eagle3_lint import minieval as me
-from eagle3_lint.facts import ClassFacts, Method, decode_source, index_offset
-from eagle3_lint.graph import ClassKey, Delegation
+from eagle3_lint.facts import ClassFacts, Method, UseKind, decode_source, index_offset
+from eagle3_lint.graph import ClassKey, Delegation, DelegationHow
 from eagle3_lint.hfconfig import text_config
 from eagle3_lint.model import Location, Status
 
@@ -42,7 +42,15 @@ _MAX_DEPTH = MAX_HOPS
 # These are the registry's own dict names, read from the tree; a class that says
 # ``is_pooling_model = True`` is a pooling model whatever dict lists it.
 _DRAFTER_DICT_WORDS = ("SPECULATIVE",)
-_POOLING_DICT_WORDS = ("EMBEDDING", "CROSS_ENCODER", "CLASSIFICATION", "REWARD", "LATE_INTERACTION", "POOLING", "SCORING")
+_POOLING_DICT_WORDS = (
+    "EMBEDDING",
+    "CROSS_ENCODER",
+    "CLASSIFICATION",
+    "REWARD",
+    "LATE_INTERACTION",
+    "POOLING",
+    "SCORING",
+)
 
 
 class Memo:
@@ -54,7 +62,7 @@ class Memo:
     def get(self, name: str, compute: Callable[[], T]) -> T:
         if name not in self._store:
             self._store[name] = compute()
-        return self._store[name]  # type: ignore[no-any-return]
+        return self._store[name]
 
 
 # -- scope ------------------------------------------------------------------------------------
@@ -279,7 +287,7 @@ def lm_attr(ctx: Context, key: ClassKey) -> str | None:
         # the ``language_model`` attribute by convention, else the one registered sub-model.
         if any(d.attr == "language_model" for d in delegations(ctx, key)):
             return "language_model"
-        regs = [d.attr for d in delegations(ctx, key) if d.how == "registered-model"]
+        regs = [d.attr for d in delegations(ctx, key) if d.how is DelegationHow.REGISTERED_MODEL]
         if len(regs) == 1:
             return regs[0]
     return None
@@ -305,8 +313,11 @@ def assigns_layers(ctx: Context, key: ClassKey) -> tuple[ClassKey, int] | None:
     return None
 
 
-def owner(ctx: Context, key: ClassKey, hops: tuple[Hop, ...] = (), seen: frozenset[ClassKey] = frozenset()) -> Owner | None:
-    """The class reachable through model delegations that owns ``self.layers`` (language model first, then ``.model``)."""
+def owner(
+    ctx: Context, key: ClassKey, hops: tuple[Hop, ...] = (), seen: frozenset[ClassKey] = frozenset()
+) -> Owner | None:
+    """The class reachable through model delegations that owns ``self.layers`` (language model first, then
+    ``.model``)."""
     if key in seen or len(hops) > _MAX_DEPTH:
         return None
     hit = assigns_layers(ctx, key)
@@ -322,7 +333,11 @@ def owner(ctx: Context, key: ClassKey, hops: tuple[Hop, ...] = (), seen: frozens
     dels = [d for d in delegations(ctx, key) if d.target is not None]
     dels.sort(key=lambda d: (d.attr not in lm and d.attr != "language_model", d.attr != "model", d.attr))
     for d in dels:
-        if d.attr not in lm and d.attr not in ("language_model", "model") and d.how != "registered-model":
+        if (
+            d.attr not in lm
+            and d.attr not in ("language_model", "model")
+            and d.how is not DelegationHow.REGISTERED_MODEL
+        ):
             continue
         assert d.target is not None
         found = owner(ctx, d.target, (*hops, Hop(d.attr, d.target)), seen | {key})
@@ -337,14 +352,18 @@ _FORWARD_HOPS = ("model", "language_model", "layers", "decoder")
 
 
 def reached(ctx: Context, key: ClassKey) -> tuple[ClassKey, ...]:
-    """The class and the inner models whose ``forward`` runs when it runs (``self.model``, ``self.language_model``, ...)."""
+    """The class and the inner models whose ``forward`` runs when it runs (``self.model``, ``self.language_model``,
+    ...)."""
+
     def walk(k: ClassKey, hops: int, seen: frozenset[ClassKey]) -> Iterator[ClassKey]:
         if k in seen or hops > MAX_HOPS:
             return
         yield k
         lm = ctx.graph.language_model_attrs(k)
         for d in delegations(ctx, k):
-            if d.target is not None and (d.attr in lm or d.attr in _FORWARD_HOPS or d.how == "registered-model"):
+            if d.target is not None and (
+                d.attr in lm or d.attr in _FORWARD_HOPS or d.how is DelegationHow.REGISTERED_MODEL
+            ):
                 yield from walk(d.target, hops + 1, seen | {k})
 
     cache: dict[ClassKey, tuple[ClassKey, ...]] = ctx.memo.get("reached", dict)
@@ -378,8 +397,13 @@ def resolve_self_path(ctx: Context, key: ClassKey, expr: str) -> tuple[tuple[Hop
 def model_delegations(ctx: Context, key: ClassKey) -> list[Delegation]:
     """The judge's notion of delegation to another model (registered, language model, ``model``), cached."""
     lm = ctx.graph.language_model_attrs(key)
-    return [d for d in delegations(ctx, key)
-            if d.how in ("registered-model", "__getattr__") or d.attr in lm or d.attr in ("language_model", "model")]
+    return [
+        d
+        for d in delegations(ctx, key)
+        if d.how in (DelegationHow.REGISTERED_MODEL, DelegationHow.GETATTR)
+        or d.attr in lm
+        or d.attr in ("language_model", "model")
+    ]
 
 
 def supporting_inner(ctx: Context, key: ClassKey) -> list[tuple[Hop, ...]]:
@@ -484,8 +508,12 @@ def _body_effect(ctx: Context, key: ClassKey, mowner: ClassKey, md: Method, dept
             continue
         res = resolve_self_path(ctx, key, prefix)
         if res is None or res[1]:
-            return Effect("unknown", method_owner=mowner, line=md.line,
-                          detail=f"{mowner.name}.{md.name} writes {sa.target}, through an object the tool cannot follow")
+            return Effect(
+                "unknown",
+                method_owner=mowner,
+                line=md.line,
+                detail=f"{mowner.name}.{md.name} writes {sa.target}, through an object the tool cannot follow",
+            )
         return Effect("writes", res[0], attr, mowner, md.line, f"{mowner.name}.{md.name} writes {sa.target}")
     for f, _args, _line in md.calls:
         if not f.startswith("self.") or "." not in f:
@@ -618,7 +646,9 @@ def default_getter_state(ctx: Context, key: ClassKey, mowner: ClassKey | None = 
 def _opaque(ctx: Context, key: ClassKey) -> bool:
     """A base outside the tree other than torch's ``nn.Module`` could define anything."""
     for r in ctx.graph.external_bases(key):
-        if r.kind != "external" or not (r.name.startswith("torch.") or r.name.startswith("builtins.") or r.name.startswith("typing.")):
+        if r.kind != "external" or not (
+            r.name.startswith("torch.") or r.name.startswith("builtins.") or r.name.startswith("typing.")
+        ):
             return True
     return False
 
@@ -677,13 +707,17 @@ def forward_of(ctx: Context, key: ClassKey) -> Forward | None:
                 attrs.add(r[5:])
                 collects = True
         for left, container, _line in m.memberships:
-            if container.startswith("self.") and container.count(".") == 1 and ("aux" in container or "layer" in container) \
-                    and not left.startswith(("'", '"')):
+            if (
+                container.startswith("self.")
+                and container.count(".") == 1
+                and ("aux" in container or "layer" in container)
+                and not left.startswith(("'", '"'))
+            ):
                 attrs.add(container[5:])
                 collects = True
         for lp in m.loops:
             for u in lp.uses:
-                if u.kind == "in" and u.target.startswith("self."):
+                if u.kind is UseKind.IN and u.target.startswith("self."):
                     attrs.add(u.target[5:])
                     collects = True
         for f, _args, _line in m.calls:
@@ -698,7 +732,9 @@ def forward_of(ctx: Context, key: ClassKey) -> Forward | None:
     returns_aux = any("aux" in text for _k, text, _l in md.returns)
     if not returns_aux:
         for m in methods[1:]:
-            if any("aux" in text for _k, text, _l in m.returns) and any(text.startswith(f"self.{m.name}(") for _k, text, _l in md.returns):
+            if any("aux" in text for _k, text, _l in m.returns) and any(
+                text.startswith(f"self.{m.name}(") for _k, text, _l in md.returns
+            ):
                 returns_aux = True
     return Forward(fowner, md, frozenset(attrs), collects, returns_aux, md.line)
 
@@ -740,19 +776,6 @@ def claimer(ctx: Context, key: ClassKey) -> ClassKey:
         if marker and cf is not None and marker in cf.members and cf.members[marker].kind != "annotation":
             return e
     return key
-
-
-def claims(ctx: Context, key: ClassKey, arch: str) -> bool:
-    """The class says it implements EAGLE-3: it passes the check, or carries the marker, or (no Protocol) the setter."""
-    v = ctx.verdicts.get(arch)
-    if v is not None and v.supports_eagle3:
-        return True
-    c = ctx.contract
-    if c.marker:
-        hit = ctx.graph.member_origin(key, c.marker)
-        return hit is not None and hit[1].value not in ("False", "None", "0")
-    sname = setter_name(ctx)
-    return bool(sname and ctx.graph.member_origin(key, sname) is not None)
 
 
 def class_location(ctx: Context, key: ClassKey) -> Location | None:
@@ -1021,8 +1044,15 @@ def capture(ctx: Context, key: ClassKey) -> Capture | None:
     # that meets the aux ids is the capture loop.
     loop, idx, elem, cap.absolute = next((lp for lp in loops if _meets_ids(lp[0], lp[1])), loops[0])
     cap.loop_line = loop.lineno
-    layer_pos = next((i for i, st in enumerate(loop.body) if _calls_name(st, elem)
-                      or any(isinstance(c, ast.Call) and isinstance(c.func, ast.Subscript) for c in ast.walk(st))), None)
+    layer_pos = next(
+        (
+            i
+            for i, st in enumerate(loop.body)
+            if _calls_name(st, elem)
+            or any(isinstance(c, ast.Call) and isinstance(c.func, ast.Subscript) for c in ast.walk(st))
+        ),
+        None,
+    )
     sites: list[tuple[str, int, int]] = []
     aux_attr = None
     for i, st in enumerate(loop.body):
@@ -1052,8 +1082,13 @@ def capture(ctx: Context, key: ClassKey) -> Capture | None:
         if st.lineno >= loop.lineno:
             break
         for n in ast.walk(st):
-            if isinstance(n, ast.Call) and _is_collector(n, collectors) \
-                    and any("start_layer" in ast.unparse(a) or (isinstance(a, ast.Constant) and a.value == 0) for a in n.args):
+            if (
+                isinstance(n, ast.Call)
+                and _is_collector(n, collectors)
+                and any(
+                    "start_layer" in ast.unparse(a) or (isinstance(a, ast.Constant) and a.value == 0) for a in n.args
+                )
+            ):
                 sites.append(("pre-loop", 0, n.lineno))
     cap.sites = tuple(sites)
     shifts = {off if pos == "before" else off - 1 for pos, off, _ in sites if pos in ("before", "after")}
@@ -1109,7 +1144,9 @@ def _setter_sorts(ctx: Context, key: ClassKey, owner: ClassKey) -> str | None:
         path = ctx.graph.path_of(cls)
         tree = read_module(ctx, path)
         fnode = me.find_function(tree, name, cls.qualname) if tree is not None else None
-        if fnode is not None and any(isinstance(n, ast.Call) and me._dotted(n.func) == "sorted" for n in ast.walk(fnode)):
+        if fnode is not None and any(
+            isinstance(n, ast.Call) and me._dotted(n.func) == "sorted" for n in ast.walk(fnode)
+        ):
             return f"{cls.name}.{name}()"
     return None
 

@@ -151,9 +151,6 @@ def outcome_of(steps: Iterable[ServingStep]) -> tuple[Outcome, Gate | None]:
 
 
 # -- the trained layers ----------------------------------------------------------------------------------
-CONVENTIONS = ("vllm", "sglang")
-
-
 # A drafter config without ids was trained on its training framework's default layers. Both EAGLE-3
 # training codes agree on the states entering layers (2, n // 2, n - 3): SafeAILab EAGLE collects HF
 # ``hidden_states[2], [n // 2], [n - 3]`` (eagle/traineagle3/modeling_llama_kv.py:1137-1140, index k = the
@@ -181,8 +178,11 @@ def trained_layers(da: dr.DraftAnalysis, stated: str | None) -> tuple[tuple[int,
         return None, None, (f"{f.name} ({f.origin}) does not say how it numbers layers; state it with "
                             "--drafter-convention vllm|sglang")
     conv = "sglang" if f.convention == dr.OUTPUT else "vllm"
-    return (tuple(int(i) + f.convention for i in f.ids), conv,
-            f"{f.name} is {f.origin}'s field: {f.meaning} (assumed from where the ids sit; --drafter-convention overrides)")
+    return (
+        tuple(int(i) + f.convention for i in f.ids),
+        conv,
+        f"{f.name} is {f.origin}'s field: {f.meaning} (assumed from where the ids sit; --drafter-convention overrides)",
+    )
 
 
 # -- the chain ---------------------------------------------------------------------------------------------
@@ -226,9 +226,15 @@ def _verdict(ctx: Context, arch: str, kind: RunnerKind | None) -> ServingVerdict
     steps.append(_pp_verifier(ctx, key, site, pp))
     captured: tuple[int, ...] | None = None
     if da is None:
-        steps.append(ServingStep(Gate.AUX_IDS, StepResult.UNCHECKED,
-                                 "no drafter config (--draft-config or --speculative-config): which ids the runner "
-                                 "hands to the model is not known", _loc(site.path, site.config_line) if site else None))
+        steps.append(
+            ServingStep(
+                Gate.AUX_IDS,
+                StepResult.UNCHECKED,
+                "no drafter config (--draft-config or --speculative-config): which ids the runner "
+                "hands to the model is not known",
+                _loc(site.path, site.config_line) if site else None,
+            )
+        )
         for g in (Gate.CAPTURE, Gate.DRAFTER_FC, Gate.PP_RELAY, Gate.TRAINED_LAYERS):
             steps.append(ServingStep(g, StepResult.UNCHECKED, "needs the drafter config"))
     else:
@@ -247,7 +253,11 @@ def _finish(ctx: Context, arch: str, kind: RunnerKind | None, reason: str, steps
     trained, conv, _why = trained_layers(da, ctx.options.drafter_convention) if da is not None else (None, None, "")
     if da is not None and ctx.options.drafter_convention is None and conv == "vllm" and _looks_carried_over(da):
         trained = None  # not known well enough to judge by (see _trained)
-    ids = tuple(i for i in (da.effective_ids or ()) if isinstance(i, int)) if da is not None and da.effective_ids else None
+    ids = (
+        tuple(i for i in (da.effective_ids or ()) if isinstance(i, int))
+        if da is not None and da.effective_ids
+        else None
+    )
     source = None if da is None or not da.effective_from else (
         "drafter-config" if da.effective_from == "config" else "model-default")
     drafter_arch = da.fc.drafter_class if da is not None and da.fc is not None and da.fc.drafter_class else None
@@ -262,7 +272,9 @@ def _finish(ctx: Context, arch: str, kind: RunnerKind | None, reason: str, steps
 def _config_gate(ctx: Context, arch: str) -> ServingStep:
     gates = [g for g in ctx.runner.gates if "eagle3" in g.methods and g.allow_list]
     if not gates:
-        return ServingStep(Gate.CONFIG_GATE, StepResult.PASS, "this vLLM has no config-time model_type gate for EAGLE-3")
+        return ServingStep(
+            Gate.CONFIG_GATE, StepResult.PASS, "this vLLM has no config-time model_type gate for EAGLE-3"
+        )
     cfg = ctx.options.target_config
     for g in gates:
         where = _loc(g.path, g.line)
@@ -348,7 +360,11 @@ def _interface(ctx: Context, arch: str, site: Any) -> ServingStep:
     if site is None:
         return ServingStep(Gate.RUNNER_INTERFACE, StepResult.UNKNOWN, "no runner call site configures EAGLE-3 here")
     where = _loc(site.path, site.line)
-    call = f"{ctx.contract.check_function}({site.interrogated})" if site.checked else f"{site.interrogated}.{site.setter}()"
+    call = (
+        f"{ctx.contract.check_function}({site.interrogated})"
+        if site.checked
+        else f"{site.interrogated}.{site.setter}()"
+    )
     if v is None or v.supports_eagle3 is None:
         return ServingStep(Gate.RUNNER_INTERFACE, StepResult.UNKNOWN,
                            f"{call}: {v.reason if v is not None else 'the class cannot be resolved'}", where)
@@ -382,9 +398,12 @@ def _pp_verifier(ctx: Context, key: Any, site: Any, pp: int) -> ServingStep:
     holder = hops[-1].key if hops else key
     hit = ctx.graph.member_origin(holder, rp.pp_flag or "")
     if hit is not None and hit[1].value == "True":
-        return ServingStep(Gate.PP_VERIFIER, StepResult.PASS,
-                           f"{how} = {holder.name} sets {rp.pp_flag} = True ({ctx.graph.path_of(hit[0])}:{hit[1].line})",
-                           where)
+        return ServingStep(
+            Gate.PP_VERIFIER,
+            StepResult.PASS,
+            f"{how} = {holder.name} sets {rp.pp_flag} = True ({ctx.graph.path_of(hit[0])}:{hit[1].line})",
+            where,
+        )
     return ServingStep(Gate.PP_VERIFIER, StepResult.FAIL,
                        f"{rp.pp_verifier}() raises for pipeline parallelism {pp}: {how} = {holder.name} does not set "
                        f"{rp.pp_flag} = True", where)
@@ -397,8 +416,12 @@ def _aux_ids(da: dr.DraftAnalysis, site: Any) -> ServingStep:
                            why, _where(da.default_where) or (_loc(site.path, site.line) if site else None))
     if da.effective_from == "config":
         fld = f" ({da.used_field.name})" if da.used_field is not None else ""
-        return ServingStep(Gate.AUX_IDS, StepResult.PASS,
-                           f"the runner reads {_ids(da.effective_ids)} from the drafter config{fld}", _where(da.runner_where))
+        return ServingStep(
+            Gate.AUX_IDS,
+            StepResult.PASS,
+            f"the runner reads {_ids(da.effective_ids)} from the drafter config{fld}",
+            _where(da.runner_where),
+        )
     ignored = f"; it ignores {', '.join(f.name for f in da.fields)}" if da.fields else ""
     return ServingStep(Gate.AUX_IDS, StepResult.PASS,
                        f"the runner uses the model default {_ids(da.effective_ids)}{ignored}", _where(da.default_where))
@@ -410,7 +433,9 @@ def _capture(da: dr.DraftAnalysis, pp: int) -> tuple[ServingStep, tuple[int, ...
     if da.num_layers is None:
         return ServingStep(Gate.CAPTURE, StepResult.UNCHECKED, "needs the target config's num_hidden_layers"), None
     if cap is None:
-        return ServingStep(Gate.CAPTURE, StepResult.UNKNOWN, "no class reachable from the target assigns self.layers"), None
+        return ServingStep(
+            Gate.CAPTURE, StepResult.UNKNOWN, "no class reachable from the target assigns self.layers"
+        ), None
     if not ids:
         return ServingStep(Gate.CAPTURE, StepResult.UNKNOWN, "which ids the runner uses is not known",
                            _loc(cap.path, cap.forward_line)), None
@@ -432,8 +457,12 @@ def _capture(da: dr.DraftAnalysis, pp: int) -> tuple[ServingStep, tuple[int, ...
                            f"{cap.owner.name}.forward never captures ids {_ids(missing)} of {_ids(ids)}: the drafter "
                            f"receives {len(captured)} of {len(ids)} states", where), captured
     rel = "" if cap.absolute else " (slice-relative index)"
-    return ServingStep(Gate.CAPTURE, StepResult.PASS,
-                       f"{cap.owner.name}.forward captures the states entering layers {_ids(captured)}{rel}", where), captured
+    return ServingStep(
+        Gate.CAPTURE,
+        StepResult.PASS,
+        f"{cap.owner.name}.forward captures the states entering layers {_ids(captured)}{rel}",
+        where,
+    ), captured
 
 
 def _fc(da: dr.DraftAnalysis) -> ServingStep:
@@ -477,8 +506,12 @@ def _relay(ctx: Context, da: dr.DraftAnalysis, pp: int, site: Any) -> ServingSte
                            "for them and the last rank raises RuntimeError('Missing ... from PP intermediate tensors')",
                            _loc(site.path, site.line))
     if da.capture.relays_pp:
-        return ServingStep(Gate.PP_RELAY, StepResult.PASS,
-                           f"ids {_ids(early)} are captured before the last rank and relayed ({da.capture.relay_why})", where)
+        return ServingStep(
+            Gate.PP_RELAY,
+            StepResult.PASS,
+            f"ids {_ids(early)} are captured before the last rank and relayed ({da.capture.relay_why})",
+            where,
+        )
     if da.capture.relays_pp is None:
         return ServingStep(Gate.PP_RELAY, StepResult.UNKNOWN,
                            f"ids {_ids(early)} are captured before the last rank; whether they are relayed is unknown",
@@ -494,14 +527,21 @@ def _trained(ctx: Context, da: dr.DraftAnalysis, captured: tuple[int, ...] | Non
     if trained is None:
         return ServingStep(Gate.TRAINED_LAYERS, StepResult.UNCHECKED, why, loc)
     if ctx.options.drafter_convention is None and conv == "vllm" and _looks_carried_over(da):
-        return ServingStep(Gate.TRAINED_LAYERS, StepResult.UNCHECKED,
-                           f"the ids {_ids(da.fields[0].ids)} equal the model default {_ids(da.default_ids or ())} minus "
-                           "one, the mark of SpecForge/SGLang ids (output numbering) carried over as-is; which layers "
-                           "the drafter was trained on depends on that: state it with --drafter-convention vllm|sglang",
-                           loc)
+        return ServingStep(
+            Gate.TRAINED_LAYERS,
+            StepResult.UNCHECKED,
+            f"the ids {_ids(da.fields[0].ids)} equal the model default {_ids(da.default_ids or ())} minus "
+            "one, the mark of SpecForge/SGLang ids (output numbering) carried over as-is; which layers "
+            "the drafter was trained on depends on that: state it with --drafter-convention vllm|sglang",
+            loc,
+        )
     if captured is None:
-        return ServingStep(Gate.TRAINED_LAYERS, StepResult.UNCHECKED,
-                           f"trained on the states entering layers {_ids(trained)} ({why}); what is captured is unknown", loc)
+        return ServingStep(
+            Gate.TRAINED_LAYERS,
+            StepResult.UNCHECKED,
+            f"trained on the states entering layers {_ids(trained)} ({why}); what is captured is unknown",
+            loc,
+        )
     if sorted(set(captured)) != sorted(set(trained)):
         return ServingStep(Gate.TRAINED_LAYERS, StepResult.FAIL,
                            f"captures the states entering layers {_ids(captured)}, but the drafter was trained on "
@@ -520,7 +560,7 @@ def _looks_carried_over(da: dr.DraftAnalysis) -> bool:
     """Top-level ids that are the model default minus one (EGL007 warns about the same sign)."""
     ids, default = da.fields[0].ids if da.fields else (), da.default_ids
     return bool(default) and len(ids) == len(default or ()) and all(
-        isinstance(a, int) and isinstance(b, int) and a == b - 1 for a, b in zip(ids, default or ()))
+        isinstance(a, int) and isinstance(b, int) and a == b - 1 for a, b in zip(ids, default or (), strict=True))
 
 
 def _next_step(ctx: Context, arch: str, outcome: Outcome, stage: Gate | None, steps: list[ServingStep]) -> str | None:
@@ -540,11 +580,13 @@ def _next_step(ctx: Context, arch: str, outcome: Outcome, stage: Gate | None, st
         unsafe = any(f.fix is not None and f.fix.applicability.value == "unsafe" for f in fixable)
         return "patch it: eagle3-lint check TREE --arch " + arch + " --fix" + (" --unsafe-fixes" if unsafe else "")
     hints = {
-        Outcome.UNREGISTERED: "this vLLM does not know the architecture: register it (a plugin) or use a release that has it",
+        Outcome.UNREGISTERED: "this vLLM does not know the architecture: register it (a plugin) or use a release "
+        "that has it",
         Outcome.DRAFTER_UNLOADABLE: "use a drafter whose architectures this vLLM registers",
         Outcome.WRONG_LAYERS: "set eagle_aux_hidden_state_layer_ids at the top level of the drafter config to the "
-                              "trained layers (vLLM numbering), or use the runner that reads them",
+        "trained layers (vLLM numbering), or use the runner that reads them",
         Outcome.PP_LOSES_STATES: "serve without pipeline parallelism, or relay the aux states between ranks",
-        Outcome.PP_REFUSED: "serve without pipeline parallelism, or set supports_aux_hidden_states_over_pp on the decoder",
+        Outcome.PP_REFUSED: "serve without pipeline parallelism, or set supports_aux_hidden_states_over_pp on the "
+        "decoder",
     }
     return hints.get(outcome, f"see the {stage.value if stage else ''} step")

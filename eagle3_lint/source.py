@@ -96,7 +96,6 @@ class DirSource(SourceTree):
         self.root = root
         self.root_label = str(root)
         self._files: list[str] | None = None
-        self.skipped: list[tuple[str, str]] = []
 
     @property
     def writable_root(self) -> Path | None:

@@ -85,8 +85,21 @@ def fetch_release(
             progress(f"downloading {spec} with pip (hundreds of MB, once)")
         # --only-binary: for an sdist pip would run the package's build backend to read its
         # metadata, i.e. execute the code this tool promises never to run.
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check",
-               "--progress-bar", "on" if progress else "off", *pip_args, spec, "-d", td]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--disable-pip-version-check",
+            "--progress-bar",
+            "on" if progress else "off",
+            *pip_args,
+            spec,
+            "-d",
+            td,
+        ]
         try:
             proc = subprocess.run(cmd, stdout=sys.stderr if progress else subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True, timeout=3600)

@@ -99,7 +99,9 @@ def build(ctx: Context, arch: str) -> TraceNode:
             (f" on the {sv.runner.value.upper()} runner ({sv.runner_reason})" if sv.runner else "")
         if sv.next_step:
             steps.append(_node(NodeKind.NOTE, f"next: {sv.next_step}"))
-        top.append(_node(NodeKind.SERVING, head, None, Tone.GOOD if sv.outcome.value == "servable" else Tone.BAD, steps))
+        top.append(
+            _node(NodeKind.SERVING, head, None, Tone.GOOD if sv.outcome.value == "servable" else Tone.BAD, steps)
+        )
     gates = [_node(NodeKind.GATE, f"{'/'.join(g.methods)} needs {g.config_attr}.model_type to contain one of "
                    f"{list(g.allow_list)} (list at line {g.list_line}); else {g.error}", _loc(g.path, g.line))
              for g in r.gates]
@@ -117,7 +119,9 @@ def build(ctx: Context, arch: str) -> TraceNode:
         if s.fallback:
             kids.append(_node(NodeKind.NOTE, f"else model default: {s.fallback}()", _loc(s.path, s.fallback_line)))
         if s.setter:
-            kids.append(_node(NodeKind.NOTE, f"then {s.setter}(aux_layers) on the same object", _loc(s.path, s.setter_line)))
+            kids.append(
+                _node(NodeKind.NOTE, f"then {s.setter}(aux_layers) on the same object", _loc(s.path, s.setter_line))
+            )
         sites.append(_node(NodeKind.SITE, f"in {s.function}(): {what}", _loc(s.path, s.line), children=kids))
     if r.pp_verifier:
         sites.append(_node(NodeKind.NOTE, f"{r.pp_verifier}() refuses pipeline parallelism unless the inner decoder "
@@ -162,7 +166,7 @@ def _class_node(ctx: Context, key: ClassKey, label: str, depth: int) -> TraceNod
     if depth < _CLASS_DEPTH:
         for d in ctx.judge.model_delegations(key):
             sub = [_class_node(ctx, d.target, "inner model", depth + 1)] if d.target is not None else []
-            kids.append(_node(NodeKind.DELEGATION, f"delegates self.{d.attr} ({d.how}): {d.detail}",
+            kids.append(_node(NodeKind.DELEGATION, f"delegates self.{d.attr} ({d.how.value}): {d.detail}",
                               _loc(d.path, d.line), children=sub))
     tone = Tone.GOOD if chk.supports else Tone.BAD if chk.supports is False else Tone.DIM
     return _node(NodeKind.CLASS, f"{label}: {key.name} supports_eagle3={chk.supports}",
@@ -211,9 +215,17 @@ def _layers(ctx: Context, key: ClassKey) -> TraceNode:
                               Tone.WARN if rel else Tone.PLAIN, ref=str(fwd.owner)))
         attrs = ", ".join(f"self.{a}" for a in sorted(fwd.attrs_read))
         idiom = cap.idiom if cap is not None else "none"
-        kids.append(_node(NodeKind.COLLECTION, f"collection idiom: {idiom}" + (f", compares with {attrs}" if attrs else "")
-                          + f"; returns aux: {fwd.returns_aux}", _loc(path, fwd.line),
-                          Tone.GOOD if fwd.collects and fwd.returns_aux else Tone.BAD, ref=str(fwd.owner)))
+        kids.append(
+            _node(
+                NodeKind.COLLECTION,
+                f"collection idiom: {idiom}"
+                + (f", compares with {attrs}" if attrs else "")
+                + f"; returns aux: {fwd.returns_aux}",
+                _loc(path, fwd.line),
+                Tone.GOOD if fwd.collects and fwd.returns_aux else Tone.BAD,
+                ref=str(fwd.owner),
+            )
+        )
     return _node(NodeKind.LAYERS, "aux hidden states", children=kids, ref=str(own.key))
 
 
@@ -248,7 +260,13 @@ def _label(n: TraceNode) -> str:
     return printable(n.label) + (f"\n{printable(str(n.location))}" if n.location else "")
 
 
-_DOT_COLOR = {Tone.GOOD: "darkgreen", Tone.BAD: "red3", Tone.WARN: "darkorange", Tone.DIM: "gray50", Tone.PLAIN: "black"}
+_DOT_COLOR = {
+    Tone.GOOD: "darkgreen",
+    Tone.BAD: "red3",
+    Tone.WARN: "darkorange",
+    Tone.DIM: "gray50",
+    Tone.PLAIN: "black",
+}
 
 
 def to_dot(node: TraceNode) -> str:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from eagle3_lint.contract import Contract
-from eagle3_lint.graph import ClassGraph, ClassKey, Delegation, Resolved
+from eagle3_lint.contract import CheckKind, Contract
+from eagle3_lint.graph import ClassGraph, ClassKey, Delegation, DelegationHow, Resolved
 from eagle3_lint.model import Location, Status, Step, Verdict
 from eagle3_lint.registry import Entry
 from eagle3_lint.runner import RunnerPath
@@ -39,7 +39,11 @@ class Judge:
 
     def is_protocol_class(self, key: ClassKey) -> bool:
         cf = self.graph.class_facts(key)
-        return key.module == self.contract.module and cf is not None and any(b.dotted.endswith("Protocol") for b in cf.bases)
+        return (
+            key.module == self.contract.module
+            and cf is not None
+            and any(b.dotted.endswith("Protocol") for b in cf.bases)
+        )
 
     def check_class(self, key: ClassKey) -> ClassCheck:
         hit = self._cache.get(key)
@@ -67,28 +71,42 @@ class Judge:
                     own.append(m.name)
         unresolved = [e for e in mro.entries if isinstance(e, Resolved) and e.kind in ("unresolved", "dynamic")]
         if mro.error and "circular" in mro.error:
-            return ClassCheck(None, tuple(present), tuple(missing), f"{mro.error}: Python cannot create this class", tuple(own))
-        if c.check in ("structural", "duck"):
+            return ClassCheck(
+                None, tuple(present), tuple(missing), f"{mro.error}: Python cannot create this class", tuple(own)
+            )
+        if c.check in (CheckKind.STRUCTURAL, CheckKind.DUCK):
             if not c.members:
                 return ClassCheck(None, (), (), "the contract has no members the tool could read", ())
             if not missing:
                 return ClassCheck(True, tuple(present), (), "every contract member is present in the MRO", tuple(own))
             if unresolved:
                 names = ", ".join(e.name for e in unresolved[:3])
-                return ClassCheck(None, tuple(present), tuple(missing),
-                                  f"missing {', '.join(missing)} unless a base the tool cannot follow provides it ({names})",
-                                  tuple(own))
+                return ClassCheck(
+                    None,
+                    tuple(present),
+                    tuple(missing),
+                    f"missing {', '.join(missing)} unless a base the tool cannot follow provides it ({names})",
+                    tuple(own),
+                )
             return ClassCheck(False, tuple(present), tuple(missing), f"missing {', '.join(missing)}", tuple(own))
-        if c.check == "flag":
+        if c.check is CheckKind.FLAG:
             marker = c.marker or c.check_function
             hit = self.graph.member_origin(key, marker)
             if hit is not None and hit[1].value not in ("False", "None", "0"):
                 return ClassCheck(True, tuple(present), tuple(missing), f"{marker} is set", tuple(own))
             return ClassCheck(False, tuple(present), tuple(missing), f"{marker} is not set", tuple(own))
-        return ClassCheck(None, tuple(present), tuple(missing), "the tree's supports_eagle3 check has a shape the tool does not know", tuple(own))
+        return ClassCheck(
+            None,
+            tuple(present),
+            tuple(missing),
+            "the tree's supports_eagle3 check has a shape the tool does not know",
+            tuple(own),
+        )
 
     # -- delegation -----------------------------------------------------------------------------
-    def inner_supporting(self, key: ClassKey, depth: int = 0, seen: frozenset[ClassKey] = frozenset()) -> list[tuple[Delegation, ClassKey]]:
+    def inner_supporting(
+        self, key: ClassKey, depth: int = 0, seen: frozenset[ClassKey] = frozenset()
+    ) -> list[tuple[Delegation, ClassKey]]:
         """Delegation targets (transitively) whose class passes the check."""
         if depth > 3 or key in seen:
             return []
@@ -107,7 +125,11 @@ class Judge:
         lm = self.graph.language_model_attrs(key)
         out = []
         for d in self.graph.delegations(key):
-            if d.how in ("registered-model", "__getattr__") or d.attr in lm or d.attr in ("language_model", "model"):
+            if (
+                d.how in (DelegationHow.REGISTERED_MODEL, DelegationHow.GETATTR)
+                or d.attr in lm
+                or d.attr in ("language_model", "model")
+            ):
                 out.append(d)
         return out
 
@@ -116,7 +138,11 @@ class Judge:
         ev: list[Step] = []
         site = self.runner.primary
         if site is not None:
-            call = f"{self.contract.check_function}({site.interrogated})" if site.checked else f"{site.interrogated}.{site.setter}(...)"
+            call = (
+                f"{self.contract.check_function}({site.interrogated})"
+                if site.checked
+                else f"{site.interrogated}.{site.setter}(...)"
+            )
             ev.append(Step("runner", f"runner calls {call} in {site.function}()", Location(site.path, site.line)))
         ev.append(Step("registry", f"{entry.arch} -> {entry.module}.{entry.class_name}"
                        + (f" ({entry.note})" if entry.note else ""), Location(registry_path, entry.line)))
@@ -145,9 +171,20 @@ class Judge:
             for d in self.model_delegations(key):
                 ok = self.check_class(d.target).supports if d.target is not None else None
                 tgt = d.target.name if d.target is not None else "?"
-                ev.append(Step("delegation", f"{d.detail} -> {tgt}: "
-                               + ("supports the contract" if ok else "does not support the contract" if ok is False else "unknown"),
-                               Location(d.path, d.line)))
+                ev.append(
+                    Step(
+                        "delegation",
+                        f"{d.detail} -> {tgt}: "
+                        + (
+                            "supports the contract"
+                            if ok
+                            else "does not support the contract"
+                            if ok is False
+                            else "unknown"
+                        ),
+                        Location(d.path, d.line),
+                    )
+                )
             if hits:
                 status = Status.WRAPPER_GAP
                 inner = [str(t) for _d, t in hits]
@@ -160,12 +197,15 @@ class Judge:
                 inner.append(str(d.target))
         reason = chk.reason
         if status is Status.WRAPPER_GAP:
-            names = ", ".join(i.rsplit(".", 1)[-1] for i in inner)
-            reason = f"{reason}; the inner model it delegates to ({names}) supports the contract, but the runner asks the wrapper"
+            inner_names = ", ".join(i.rsplit(".", 1)[-1] for i in inner)
+            reason = (f"{reason}; the inner model it delegates to ({inner_names}) supports the contract, but the "
+                      "runner asks the wrapper")
         elif not chk.supports:
             # ``init_vllm_registered_model(hf_config=config.text_config)`` with no architectures: the inner model is
             # whatever the checkpoint's sub-config names (resolved from --target-config when given).
-            open_inner = [d for d in self.model_delegations(key) if d.target is None and d.how == "registered-model"]
+            open_inner = [
+                d for d in self.model_delegations(key) if d.target is None and d.how is DelegationHow.REGISTERED_MODEL
+            ]
             if open_inner:
                 d = open_inner[0]
                 reason = (f"{reason}; its inner model (self.{d.attr}, {d.path}:{d.line}) is the architecture the "
@@ -173,7 +213,9 @@ class Judge:
                           "serving it with EAGLE-3 needs that architecture to support the contract and this wrapper "
                           "to delegate to it")
         ev.append(Step("verdict", f"{self.contract.check_function}({key.name}) -> {chk.supports}: {reason}"))
-        return Verdict(entry.arch, entry.module, entry.class_name, chk.supports, status, reason, tuple(ev), loc, tuple(inner))
+        return Verdict(
+            entry.arch, entry.module, entry.class_name, chk.supports, status, reason, tuple(ev), loc, tuple(inner)
+        )
 
     def _loc(self, key: ClassKey) -> Location | None:
         cf = self.graph.class_facts(key)

@@ -228,3 +228,22 @@ def test_readme_examples_are_valid(tmp_path: Path) -> None:
         assert local[key] == manifest[key], key
     published = next(h for h in hooks if h["repos"][0]["repo"].startswith("https://"))["repos"][0]
     assert published["rev"] == f"v{__import__('eagle3_lint').__version__}"
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    """``.ci/run`` runs the README's test command (Set-up, second code block) verbatim: ruff and mypy before
+    the tests (issue 15)."""
+    import re
+
+    from tests.cihelp import REPO
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    setup = readme.split("## Set-up", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```bash\n(.*?)\n```", setup, flags=re.S)
+    command = blocks[1].strip()
+    assert "ruff check eagle3_lint" in command and "mypy eagle3_lint" in command and "pytest" in command
+    assert command.index("ruff") < command.index("pytest") and command.index("mypy") < command.index("pytest")
+    run = (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    marker = run.index("# --- the README's test command, verbatim ---")
+    assert run[marker + 1] == command
+    assert run[marker + 2:] == []  # nothing after it: its exit status is the job's

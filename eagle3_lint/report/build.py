@@ -70,8 +70,7 @@ def _copy(cls: type[Any], obj: Any, **renamed: Any) -> Any:
 def _contract(ctx: Context) -> rs.Contract:
     c = ctx.contract
     return rs.Contract(
-        # Contract.check is a plain str today; the model names its four values.
-        found=c.found, protocol=c.protocol, path=c.path, line=c.line, check=c.check,  # type: ignore[arg-type]
+        found=c.found, protocol=c.protocol, path=c.path, line=c.line, check=c.check.value,
         check_function=c.check_function, runtime_checkable=c.runtime_checkable,
         members=[_copy(rs.Member, m, params=list(m.params)) for m in c.members],
         marker=c.marker, setter=c.setter, default_getter=c.default_getter,
@@ -112,14 +111,15 @@ def serving_model(sv: ServingVerdict) -> rs.ServingVerdict:
         return list(xs) if xs is not None else None
 
     return rs.ServingVerdict(
+        # engine: a str in serving.py, the report model's Literal of the engines it knows.
         architecture=sv.architecture, engine=sv.engine, engine_version=sv.engine_version,  # type: ignore[arg-type]
-        runner=sv.runner.value if sv.runner else None, runner_reason=sv.runner_reason,  # type: ignore[arg-type]
-        outcome=sv.outcome.value, stage=sv.stage.value if sv.stage else None,  # type: ignore[arg-type]
+        runner=sv.runner.value if sv.runner else None, runner_reason=sv.runner_reason,
+        outcome=sv.outcome.value, stage=sv.stage.value if sv.stage else None,
         aux_layer_ids=ints(sv.aux_layer_ids), aux_layer_ids_source=sv.aux_layer_ids_source,  # type: ignore[arg-type]
         captured_layers=ints(sv.captured_layers), drafter_trained_ids=ints(sv.drafter_trained_ids),
         drafter_convention=sv.trained_convention, drafter_architecture=sv.drafter_architecture,  # type: ignore[arg-type]
         pipeline_parallel=sv.pipeline_parallel, tensor_parallel=sv.tensor_parallel,
-        steps=[rs.ServingStep(gate=s.gate.value, result=s.result.value,  # type: ignore[arg-type]
+        steps=[rs.ServingStep(gate=s.gate.value, result=s.result.value,
                               path=s.location.path if s.location else None,
                               line=s.location.line if s.location else None, message=s.message) for s in sv.steps],
         next_step=sv.next_step)

@@ -54,26 +54,60 @@ def draft_json(da: dr.DraftAnalysis) -> dict[str, Any]:
         "architecture": da.arch,
         "speculators_format": da.speculators,
         "conversion_error": da.conversion_error or None,
-        "fields": [{"key": f.name, "ids": list(f.ids), "numbering": {0: "input", 1: "output"}.get(f.convention) if f.convention is not None else None,
-                    "origin": f.origin, "line": f.line} for f in da.fields],
-        "runner": {"reads_config": da.runner_reads, "ids": None if da.runner_ids is None else list(da.runner_ids),
-                   "function": _where(da.runner_where), "note": da.runner_note or None,
-                   "field": da.used_field.name if da.used_field else None, "shift": da.transform},
-        "default": {"ids": None if da.default_ids is None else list(da.default_ids), "method": _where(da.default_where),
-                    "note": da.default_note or None},
+        "fields": [
+            {
+                "key": f.name,
+                "ids": list(f.ids),
+                "numbering": {0: "input", 1: "output"}.get(f.convention) if f.convention is not None else None,
+                "origin": f.origin,
+                "line": f.line,
+            }
+            for f in da.fields
+        ],
+        "runner": {
+            "reads_config": da.runner_reads,
+            "ids": None if da.runner_ids is None else list(da.runner_ids),
+            "function": _where(da.runner_where),
+            "note": da.runner_note or None,
+            "field": da.used_field.name if da.used_field else None,
+            "shift": da.transform,
+        },
+        "default": {
+            "ids": None if da.default_ids is None else list(da.default_ids),
+            "method": _where(da.default_where),
+            "note": da.default_note or None,
+        },
         "effective_ids": None if da.effective_ids is None else list(da.effective_ids),
         "effective_from": da.effective_from or None,
         "target": {"num_hidden_layers": da.num_layers, "hidden_size": da.target_hidden},
-        "capture": None if cap is None else {
-            "decoder": str(cap.owner), "path": cap.path, "forward_line": cap.forward_line, "loop_line": cap.loop_line,
-            "idiom": cap.idiom, "shift": cap.shift, "absolute_index": cap.absolute,
+        "capture": None
+        if cap is None
+        else {
+            "decoder": str(cap.owner),
+            "path": cap.path,
+            "forward_line": cap.forward_line,
+            "loop_line": cap.loop_line,
+            "idiom": cap.idiom,
+            "shift": cap.shift,
+            "absolute_index": cap.absolute,
             "sites": [{"position": p, "offset": o, "line": ln} for p, o, ln in cap.sites],
-            "valid_ids": _span(sorted(cap.valid_ids(da.num_layers))) if da.num_layers is not None and cap.sites else None,
-            "order_dependent": cap.order_dependent, "order": cap.order_why or None,
-            "relays_pp": cap.relays_pp, "relay": cap.relay_why or None, "note": cap.note or None,
+            "valid_ids": _span(sorted(cap.valid_ids(da.num_layers)))
+            if da.num_layers is not None and cap.sites
+            else None,
+            "order_dependent": cap.order_dependent,
+            "order": cap.order_why or None,
+            "relays_pp": cap.relays_pp,
+            "relay": cap.relay_why or None,
+            "note": cap.note or None,
         },
-        "fc": None if da.fc is None else {"input_size": da.fc.in_size, "drafter": da.fc.drafter_class,
-                                          "where": _where(da.fc.where), "note": da.fc.note or None},
+        "fc": None
+        if da.fc is None
+        else {
+            "input_size": da.fc.in_size,
+            "drafter": da.fc.drafter_class,
+            "where": _where(da.fc.where),
+            "note": da.fc.note or None,
+        },
         "pipeline_parallel": None,
         "notes": list(da.notes),
     }
@@ -108,25 +142,34 @@ def _ids(v: Any) -> str:
 def render_text(ctx: Context, console: Console) -> None:
     for p in plugins_mod.plugin_json(ctx.source):
         # Names, paths and notes come from the analyzed files: escape them, never render them as markup.
-        t = Table(title=escape(f"plugin {p['name']} ({p['kind']}, {p['files']} files as {p['prefix']}/)"), header_style="bold",
-                  title_justify="left")
+        t = Table(
+            title=escape(f"plugin {p['name']} ({p['kind']}, {p['files']} files as {p['prefix']}/)"),
+            header_style="bold",
+            title_justify="left",
+        )
         t.add_column("architecture")
         t.add_column("class")
         t.add_column("registered at")
         t.add_column("status")
         t.add_column("notes")
-        for r in p["registrations"]:  # type: ignore[union-attr]
-            v = ctx.verdicts.get(r["architecture"])
-            notes = ["conditional: " + "; ".join(  # type: ignore[index]
-                c["text"] for c in r["conditions"]) if r["conditional"] else "",  # type: ignore[index]
-                "overrides " + str(r["overrides"]) if r["overrides"] else ""]  # type: ignore[index]
+        registrations: list[dict[str, Any]] = p["registrations"]  # type: ignore[assignment]  # plugin_json's shape
+        for reg in registrations:
+            v = ctx.verdicts.get(reg["architecture"])
+            notes = ["conditional: " + "; ".join(
+                c["text"] for c in reg["conditions"]) if reg["conditional"] else "",
+                "overrides " + str(reg["overrides"]) if reg["overrides"] else ""]
             # A registration replaced by a later one (another branch, another plugin) is not the class judged.
-            judged = v is not None and (v.module, v.class_name) == (r["module"], r["class"])
-            t.add_row(escape(r["architecture"]), escape(f"{r['module']}:{r['class']}"), escape(f"{r['path']}:{r['line']}"),
-                      v.status.value if v and judged else "replaced" if v else "-",
-                      escape("; ".join(n for n in notes if n)) or "-")
+            judged = v is not None and (v.module, v.class_name) == (reg["module"], reg["class"])
+            t.add_row(
+                escape(reg["architecture"]),
+                escape(f"{reg['module']}:{reg['class']}"),
+                escape(f"{reg['path']}:{reg['line']}"),
+                v.status.value if v and judged else "replaced" if v else "-",
+                escape("; ".join(n for n in notes if n)) or "-",
+            )
         console.print(t)
-        for n in p["notes"]:  # type: ignore[union-attr]
+        notes_of_plugin: list[str] = p["notes"]  # type: ignore[assignment]  # plugin_json's shape
+        for n in notes_of_plugin:
             console.print(f"[dim]plugin note: {escape(n)}[/]")
     da = _analysis(ctx)
     if da is None:
@@ -149,8 +192,12 @@ def render_text(ctx: Context, console: Console) -> None:
                              + (f"; {da.fc.note}" if da.fc.note else "")))
     if da.pp is not None and da.pp.split.ranges:
         sp = da.pp.split
-        t = Table(title=f"pipeline parallel {sp.pp_size} ({'get_pp_indices ' + sp.path + ':' + str(sp.line) if sp.source == 'tree' else 'reference split'})",
-                  header_style="bold", title_justify="left")
+        t = Table(
+            title=f"pipeline parallel {sp.pp_size} "
+            f"({'get_pp_indices ' + sp.path + ':' + str(sp.line) if sp.source == 'tree' else 'reference split'})",
+            header_style="bold",
+            title_justify="left",
+        )
         t.add_column("rank", justify="right")
         t.add_column("layers")
         t.add_column("captures aux ids")

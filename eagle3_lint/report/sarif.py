@@ -72,7 +72,12 @@ class _Regions:
             end_col = (loc.end_col if loc.end_col is not None else len(self.reader.line(loc.path, end_line))) + 1
         if end_line == loc.line:
             end_col = max(end_col, start_col)
-        return {"startLine": loc.line, "startColumn": start_col, "endLine": max(end_line, loc.line), "endColumn": end_col}
+        return {
+            "startLine": loc.line,
+            "startColumn": start_col,
+            "endLine": max(end_line, loc.line),
+            "endColumn": end_col,
+        }
 
     def edit(self, e: Edit) -> dict[str, Any]:
         # Columns past the end of a line mean its end, as fixes.apply_edits reads them.
@@ -140,14 +145,21 @@ def build_sarif(ctx: Context, out: Outcome) -> dict[str, Any]:
             for e in f.fix.edits:
                 by_file.setdefault(e.path, []).append(e)
             unsafe = f.fix.applicability is Applicability.UNSAFE
-            res["fixes"] = [{
-                "description": {"text": f.fix.title + (" (unsafe: review before applying; --unsafe-fixes)" if unsafe else "")},
-                "artifactChanges": [{
-                    "artifactLocation": _artifact(pm.path(path)),
-                    "replacements": regions.replacements(edits),
-                } for path, edits in by_file.items()],
-                "properties": {"applicability": f.fix.applicability.value},
-            }]
+            res["fixes"] = [
+                {
+                    "description": {
+                        "text": f.fix.title + (" (unsafe: review before applying; --unsafe-fixes)" if unsafe else "")
+                    },
+                    "artifactChanges": [
+                        {
+                            "artifactLocation": _artifact(pm.path(path)),
+                            "replacements": regions.replacements(edits),
+                        }
+                        for path, edits in by_file.items()
+                    ],
+                    "properties": {"applicability": f.fix.applicability.value},
+                }
+            ]
         if sup is not None:
             s: dict[str, Any] = {"kind": sup.suppression.kind, "status": "accepted"}
             if sup.suppression.justification:
@@ -162,7 +174,7 @@ def build_sarif(ctx: Context, out: Outcome) -> dict[str, Any]:
             res["properties"] = props
         return res
 
-    results = [result(f, fp, None) for f, fp in zip(out.findings, out.fingerprints)]
+    results = [result(f, fp, None) for f, fp in zip(out.findings, out.fingerprints, strict=True)]
     results += [result(s.finding, s.fingerprint, s) for s in out.suppressed]
 
     invocation: dict[str, Any] = {

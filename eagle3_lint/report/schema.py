@@ -336,7 +336,9 @@ class Baseline:
     matched: int = fld(minimum=0)
     new: int = fld(minimum=0)
     stale: list[Mapping[str, Json]]
-    failure: str | Absent = opt(description="With CI=true and stale entries: why the run fails although no finding is new.")
+    failure: str | Absent = opt(
+        description="With CI=true and stale entries: why the run fails although no finding is new."
+    )
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)

@@ -70,9 +70,11 @@ def _context(ctx: Context, console: Console, o: TextOptions) -> None:
 
     say(Text.assemble(("eagle3-lint", "bold"), f"  {_p(ctx.source.root_label)}  vLLM {_p(ctx.version)}"))
     if c.found:
-        kinds = ", ".join(f"{_s(m.name)}{'' if m.kind != 'method' else '()'}{'*' if m.has_default and m.kind == 'method' else ''}"
-                          for m in c.members)
-        say(f"contract: {_s(c.protocol)} at {_s(c.path)}:{c.line} ({c.check} check via "
+        kinds = ", ".join(
+            f"{_s(m.name)}{'' if m.kind != 'method' else '()'}{'*' if m.has_default and m.kind == 'method' else ''}"
+            for m in c.members
+        )
+        say(f"contract: {_s(c.protocol)} at {_s(c.path)}:{c.line} ({c.check.value} check via "
             f"{_s(c.check_text or c.check_function)}); members: {kinds}"
             + ("  (* has a default body)" if c.methods_have_defaults else "")
             + (f"; mixin {_s(c.mixin)}" if c.mixin else ""))
@@ -217,7 +219,9 @@ def trace_tree(node: TraceNode) -> Tree:
     def text(n: TraceNode) -> Text:
         loc = f" ({n.location})" if n.location is not None else ""
         style = _TONE_STYLE[n.tone]
-        return Text.assemble((_p(n.label), style + (" bold" if n.kind is NodeKind.ARCHITECTURE else "")), (_p(loc), "dim"))
+        return Text.assemble(
+            (_p(n.label), style + (" bold" if n.kind is NodeKind.ARCHITECTURE else "")), (_p(loc), "dim")
+        )
 
     def add(parent: Tree, n: TraceNode) -> None:
         t = parent.add(text(n))

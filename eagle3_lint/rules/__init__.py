@@ -52,7 +52,9 @@ class Rule:
         return Finding(self.meta.id, self.meta.name, severity or self.meta.severity, message, location, **kw)  # type: ignore[arg-type]
 
 
-def make(meta: RuleMeta, message: str, location: Location, *, severity: Severity | None = None, **kw: object) -> Finding:
+def make(
+    meta: RuleMeta, message: str, location: Location, *, severity: Severity | None = None, **kw: object
+) -> Finding:
     return Finding(meta.id, meta.name, severity or meta.severity, message, location, **kw)  # type: ignore[arg-type]
 
 

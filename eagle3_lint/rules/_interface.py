@@ -84,7 +84,9 @@ def unreachable_note(ctx: Context, archs: Iterable[str], past_interface: bool = 
     if not all(whys):
         return ""
     first = whys[0]
-    return f" (not reached today: {first}" + (f", and likewise for the {len(archs) - 1} other(s))" if len(archs) > 1 else ")")
+    return f" (not reached today: {first}" + (
+        f", and likewise for the {len(archs) - 1} other(s))" if len(archs) > 1 else ")"
+    )
 
 
 def wants_fix(ctx: Context, archs: Iterable[str]) -> bool:

@@ -35,6 +35,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from eagle3_lint import fixgen
+from eagle3_lint import semantic as sem
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import (
     Applicability,
@@ -46,7 +47,6 @@ from eagle3_lint.model import (
     Status,
 )
 from eagle3_lint.rules import RuleMeta, make
-from eagle3_lint import semantic as sem
 
 if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
@@ -66,12 +66,17 @@ def check(ctx: Context) -> Iterator[Finding]:
         if key is not None:
             for d in ctx.judge.model_delegations(key):
                 if d.target is None:
-                    parts.append(f"its inner model self.{d.attr} is chosen by the checkpoint config and cannot be checked statically")
+                    parts.append(
+                        f"its inner model self.{d.attr} is chosen by the checkpoint config and cannot be checked "
+                        "statically"
+                    )
                     continue
-                cf = ctx.graph.class_facts(d.target)
-                loc = Location(ctx.graph.path_of(d.target), cf.line if cf else 1)
+                class_facts = ctx.graph.class_facts(d.target)
+                loc = Location(ctx.graph.path_of(d.target), class_facts.line if class_facts else 1)
                 inner = ctx.judge.check_class(d.target)
-                parts.append(f"the inner model self.{d.attr} -> {d.target.name} ({loc}) does not either: {inner.reason}")
+                parts.append(
+                    f"the inner model self.{d.attr} -> {d.target.name} ({loc}) does not either: {inner.reason}"
+                )
                 related.append(loc)
         site = ctx.runner.primary
         if site is not None:
@@ -98,18 +103,18 @@ def chain_edits(ctx: Context, top: ClassKey) -> list[Edit] | None:
     own = sem.owner(ctx, top)
     if own is None:
         return None
-    fl = fixgen.flavor(ctx)
+    flavor = fixgen.flavor(ctx)
     chain = [top, *(h.key for h in own.hops)]  # chain[-1] is the layer owner
     holder_i = max(len(chain) - 2, 0)  # the class holding the decoder (top itself when it owns the layers)
     param = fixgen.setter_param(ctx)
-    mk = sem.mixin_key(ctx)
-    mixin_idiom = bool(fl.defaults and fl.mixin and fl.collector)
+    mixin_key = sem.mixin_key(ctx)
+    mixin_idiom = bool(flavor.defaults and flavor.mixin and flavor.collector)
     edits: list[Edit] = []
     decoder = own.key
-    attr = (fl.mixin_attr if mixin_idiom else None) or "aux_hidden_state_layers"
+    attr = (flavor.mixin_attr if mixin_idiom else None) or "aux_hidden_state_layers"
 
     # The decoder: mixin base (0.18+ idiom) or the attribute, then collection and the return.
-    if mixin_idiom and mk is not None and not ctx.graph.in_mro(decoder, mk):
+    if mixin_idiom and mixin_key is not None and not ctx.graph.in_mro(decoder, mixin_key):
         edits += fixgen.add_mixin(ctx, decoder)
     fw = sem.forward_of(ctx, decoder)
     if fw is None:
@@ -133,14 +138,14 @@ def chain_edits(ctx: Context, top: ClassKey) -> list[Edit] | None:
             edits += fixgen.add_protocol(ctx, cls)
         rest = own.path[i:]  # attributes from this class down to the decoder
         direct = i == holder_i
-        if fl.setter and _needs(ctx, cls, fl.setter, rest, getter=False):
+        if flavor.setter and _needs(ctx, cls, flavor.setter, rest, getter=False):
             if direct:
-                body = fixgen.setter_direct(fl, rest, param, attr, via_mixin=mixin_idiom)
+                body = fixgen.setter_direct(flavor, rest, param, attr, via_mixin=mixin_idiom)
             else:
-                body = fixgen.setter_delegate(rest[0], fl.setter, param)
+                body = fixgen.setter_delegate(rest[0], flavor.setter, param)
             edits += fixgen.add_setter(ctx, cls, body)
-        if fl.getter and _needs(ctx, cls, fl.getter, rest, getter=True):
-            body = fixgen.getter_direct(rest) if direct else fixgen.getter_delegate(rest[0], fl.getter)
+        if flavor.getter and _needs(ctx, cls, flavor.getter, rest, getter=True):
+            body = fixgen.getter_direct(rest) if direct else fixgen.getter_delegate(rest[0], flavor.getter)
             edits += fixgen.add_getter(ctx, cls, body)
     return edits
 

@@ -47,17 +47,22 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from eagle3_lint import fixgen
+from eagle3_lint import semantic as sem
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import Applicability, Edit, Finding, Fix, Severity, Status, Step
 from eagle3_lint.rules import RuleMeta, make
-from eagle3_lint import semantic as sem
-from eagle3_lint.rules import _interface as itf
+from eagle3_lint.rules import _interface as shared
 
 if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
 
-META = RuleMeta("EGL002", "wrapper-not-delegating", Severity.ERROR, True,
-                "The top-level class fails the contract (or does not reach the layers) while its inner model supports it.")
+META = RuleMeta(
+    "EGL002",
+    "wrapper-not-delegating",
+    Severity.ERROR,
+    True,
+    "The top-level class fails the contract (or does not reach the layers) while its inner model supports it.",
+)
 
 
 def check(ctx: Context) -> Iterator[Finding]:
@@ -65,12 +70,12 @@ def check(ctx: Context) -> Iterator[Finding]:
         yield f
 
 
-def _pairs(ctx: Context) -> list[tuple[Finding, itf.Group]]:
+def _pairs(ctx: Context) -> list[tuple[Finding, shared.Group]]:
     return ctx.memo.get(META.id, lambda: [(_finding(ctx, g), g) for g in _compute(ctx)])
 
 
-def _compute(ctx: Context) -> itf.Groups:
-    groups = itf.Groups()
+def _compute(ctx: Context) -> shared.Groups:
+    groups = shared.Groups()
     for arch, key in sem.scoped_archs(ctx):
         st = sem.status(ctx, arch)
         if st is Status.WRAPPER_GAP:
@@ -105,10 +110,10 @@ def _definer(ctx: Context, key: ClassKey, inner: list[tuple[sem.Hop, ...]]) -> C
     return key
 
 
-def _finding(ctx: Context, g: itf.Group) -> Finding:
+def _finding(ctx: Context, g: shared.Group) -> Finding:
     key: ClassKey = g.data["key"]  # type: ignore[assignment]
     inner: list[tuple[sem.Hop, ...]] = g.data["inner"]  # type: ignore[assignment]
-    targeted = itf.any_targeted(ctx, g.archs)
+    targeted = shared.any_targeted(ctx, g.archs)
     sev = Severity.ERROR if targeted else Severity.WARNING
     check_fn = ctx.contract.check_function
     related: list[Step] = []
@@ -124,9 +129,12 @@ def _finding(ctx: Context, g: itf.Group) -> Finding:
         exposed = [a for a, k in sem.scoped_archs(ctx) if a not in g.archs and k != key
                    and ctx.graph.in_mro(k, key) and sem.status(ctx, a) is Status.UNSUPPORTED]
         if exposed:
-            msg += (f" (note: {itf.arch_list(exposed)} {'inherits' if len(exposed) == 1 else 'inherit'} {key.name} but build{'s' if len(exposed) == 1 else ''} an inner model without the "
-                    f"contract; once {key.name} implements it they pass the check without working, and "
-                    f"EGL004/EGL006 report them)")
+            msg += (
+                f" (note: {shared.arch_list(exposed)} {'inherits' if len(exposed) == 1 else 'inherit'} {key.name} "
+                f"but build{'s' if len(exposed) == 1 else ''} an inner model without the "
+                f"contract; once {key.name} implements it they pass the check without working, and "
+                f"EGL004/EGL006 report them)"
+            )
     else:
         eff: sem.Effect = g.data["effect"]  # type: ignore[assignment]
         own: sem.Owner | None = g.data["owner"]  # type: ignore[assignment]
@@ -139,14 +147,14 @@ def _finding(ctx: Context, g: itf.Group) -> Finding:
             how = eff.detail
         msg = (f"{key.name} passes {check_fn}() but does not delegate to the inner model ({inner_txt}): {how}; "
                f"the decoder at {where} never gets the aux layers")
-    msg += f"; architectures: {itf.arch_list(g.archs)}"
-    return make(META, msg, g.location, severity=sev, architecture=itf.primary_arch(ctx, g.archs),
+    msg += f"; architectures: {shared.arch_list(g.archs)}"
+    return make(META, msg, g.location, severity=sev, architecture=shared.primary_arch(ctx, g.archs),
                 symbol=key.name, related=tuple(related))
 
 
 def fix(ctx: Context, finding: Finding) -> Fix | None:
-    g = itf.group_of(_pairs(ctx), finding)
-    if g is None or not itf.wants_fix(ctx, g.archs):
+    g = shared.group_of(_pairs(ctx), finding)
+    if g is None or not shared.wants_fix(ctx, g.archs):
         return None
     key: ClassKey = g.data["key"]  # type: ignore[assignment]
     inner: list[tuple[sem.Hop, ...]] = g.data["inner"]  # type: ignore[assignment]
@@ -158,13 +166,13 @@ def fix(ctx: Context, finding: Finding) -> Fix | None:
     eff: sem.Effect = g.data["effect"]  # type: ignore[assignment]
     if eff.kind == "writes" or (eff.kind == "stub" and not eff.from_protocol):
         return None  # an override with the wrong body needs a human
-    fl = fixgen.flavor(ctx)
-    if fl.setter is None:
+    flavor = fixgen.flavor(ctx)
+    if flavor.setter is None:
         return None
-    edits = fixgen.add_setter(ctx, key, fixgen.setter_delegate(path, fl.setter, fixgen.setter_param(ctx)))
+    edits = fixgen.add_setter(ctx, key, fixgen.setter_delegate(path, flavor.setter, fixgen.setter_param(ctx)))
     if not edits:
         return None
-    return Fix(f"delegate {fl.setter}() to self.{path}", tuple(edits), Applicability.UNSAFE)
+    return Fix(f"delegate {flavor.setter}() to self.{path}", tuple(edits), Applicability.UNSAFE)
 
 
 def _dotted(path: tuple[sem.Hop, ...]) -> str:
@@ -173,19 +181,19 @@ def _dotted(path: tuple[sem.Hop, ...]) -> str:
 
 def wrapper_fix(ctx: Context, key: ClassKey, attr: str) -> Fix | None:
     """Interface base (+ import) on the wrapper, and delegating methods where the contract's bodies do not reach."""
-    fl = fixgen.flavor(ctx)
+    flavor = fixgen.flavor(ctx)
     edits: list[Edit] = list(fixgen.add_protocol(ctx, key))
     methods: list[Edit] = []
     param = fixgen.setter_param(ctx)
-    if fl.setter and _needs_setter(ctx, key):
-        methods += fixgen.add_setter(ctx, key, fixgen.setter_delegate(attr, fl.setter, param))
-    if fl.getter and _needs_getter(ctx, key, fl.getter):
-        methods += fixgen.add_getter(ctx, key, fixgen.getter_delegate(attr, fl.getter))
+    if flavor.setter and _needs_setter(ctx, key):
+        methods += fixgen.add_setter(ctx, key, fixgen.setter_delegate(attr, flavor.setter, param))
+    if flavor.getter and _needs_getter(ctx, key, flavor.getter):
+        methods += fixgen.add_getter(ctx, key, fixgen.getter_delegate(attr, flavor.getter))
     edits += methods
     if not edits:
         return None
     app = Applicability.UNSAFE if methods else Applicability.SAFE
-    what = f"add {fl.protocol}" if fl.protocol else "add the EAGLE-3 methods"
+    what = f"add {flavor.protocol}" if flavor.protocol else "add the EAGLE-3 methods"
     if methods:
         what += f" and methods delegating to self.{attr}"
     return Fix(what, tuple(edits), app)

@@ -41,11 +41,12 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from eagle3_lint import fixgen
+from eagle3_lint import semantic as sem
+from eagle3_lint.contract import CheckKind
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import Applicability, Edit, Finding, Fix, Severity, Status
 from eagle3_lint.rules import RuleMeta, make
-from eagle3_lint import semantic as sem
-from eagle3_lint.rules import _interface as itf
+from eagle3_lint.rules import _interface as shared
 
 if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
@@ -59,12 +60,12 @@ def check(ctx: Context) -> Iterator[Finding]:
         yield f
 
 
-def _pairs(ctx: Context) -> list[tuple[Finding, itf.Group]]:
+def _pairs(ctx: Context) -> list[tuple[Finding, shared.Group]]:
     return ctx.memo.get(META.id, lambda: [(_finding(ctx, g), g) for g in _compute(ctx)])
 
 
-def _compute(ctx: Context) -> itf.Groups:
-    groups = itf.Groups()
+def _compute(ctx: Context) -> shared.Groups:
+    groups = shared.Groups()
     for arch, key in sem.scoped_archs(ctx):
         st = sem.status(ctx, arch)
         if st is Status.PARTIAL:
@@ -97,13 +98,13 @@ def _definer(ctx: Context, key: ClassKey, own_present: tuple[str, ...]) -> Class
     return None
 
 
-def _finding(ctx: Context, g: itf.Group) -> Finding:
+def _finding(ctx: Context, g: shared.Group) -> Finding:
     key: ClassKey = g.data["key"]  # type: ignore[assignment]
     c = ctx.contract
     if g.kind == "partial":
         missing: tuple[str, ...] = g.data["missing"]  # type: ignore[assignment]
         present: tuple[str, ...] = g.data["present"]  # type: ignore[assignment]
-        why = "the Protocol is structural, so every member must be present" if c.check == "structural" else \
+        why = "the Protocol is structural, so every member must be present" if c.check is CheckKind.STRUCTURAL else \
             "the runner calls every one of them"
         msg = (f"{key.name} defines {', '.join(present)} but not {', '.join(missing)}: "
                f"{c.check_function}() is False ({why})")
@@ -112,43 +113,47 @@ def _finding(ctx: Context, g: itf.Group) -> Finding:
         msg = (f"{key.name} inherits {c.protocol} but not a real {c.setter}(): {eff.detail}, and the Protocol's "
                f"bodies are stubs in this version, so {c.check_function}() passes and the runner's "
                f"{c.setter}(...) sets nothing")
-    msg += f"; architectures: {itf.arch_list(g.archs)}"
-    return make(META, msg, g.location, severity=itf.severity_for(ctx, g.archs, META.severity, past_interface=False),
-                architecture=itf.primary_arch(ctx, g.archs), symbol=key.name)
+    msg += f"; architectures: {shared.arch_list(g.archs)}"
+    return make(META, msg, g.location, severity=shared.severity_for(ctx, g.archs, META.severity, past_interface=False),
+                architecture=shared.primary_arch(ctx, g.archs), symbol=key.name)
 
 
 def fix(ctx: Context, finding: Finding) -> Fix | None:
-    g = itf.group_of(_pairs(ctx), finding)
-    if g is None or not itf.wants_fix(ctx, g.archs):
+    g = shared.group_of(_pairs(ctx), finding)
+    if g is None or not shared.wants_fix(ctx, g.archs):
         return None
     key: ClassKey = g.data["key"]  # type: ignore[assignment]
     top: ClassKey = g.data["top"]  # type: ignore[assignment]
-    fl = fixgen.flavor(ctx)
+    flavor = fixgen.flavor(ctx)
     own = sem.owner(ctx, top)
     base: list[Edit] = list(fixgen.add_protocol(ctx, key)) if g.kind == "partial" else []
     methods: list[Edit] = []
-    need_setter = bool(fl.setter) and _setter_needed(ctx, top, g.kind)
-    need_getter = bool(fl.getter) and g.kind == "partial" and _getter_needed(ctx, top, fl.getter or "")
+    need_setter = bool(flavor.setter) and _setter_needed(ctx, top, g.kind)
+    need_getter = bool(flavor.getter) and g.kind == "partial" and _getter_needed(ctx, top, flavor.getter or "")
     if (need_setter or need_getter) and own is None:
         # No method body can be written without the layer owner; a base alone would make the
         # check pass over stub methods, which is worse than the finding.
         return None
     if need_setter and own is not None:
-        methods += fixgen.add_setter(ctx, key, _setter_body(ctx, fl, own))
+        methods += fixgen.add_setter(ctx, key, _setter_body(ctx, flavor, own))
     if need_getter and own is not None:
         methods += fixgen.add_getter(ctx, key, fixgen.getter_direct(own.path))
     edits = base + methods
     if not edits:
         return None
     if methods:
-        return Fix(f"add the missing {fl.protocol or 'EAGLE-3'} methods to {key.name}", tuple(edits), Applicability.UNSAFE)
-    return Fix(f"add the {fl.protocol} base to {key.name}", tuple(edits), Applicability.SAFE)
+        return Fix(
+            f"add the missing {flavor.protocol or 'EAGLE-3'} methods to {key.name}", tuple(edits), Applicability.UNSAFE
+        )
+    return Fix(f"add the {flavor.protocol} base to {key.name}", tuple(edits), Applicability.SAFE)
 
 
-def _setter_body(ctx: Context, fl: fixgen.Flavor, own: sem.Owner) -> list[str]:
-    mk = sem.mixin_key(ctx)
-    via_mixin = bool(fl.defaults and mk is not None and ctx.graph.in_mro(own.key, mk))
-    return fixgen.setter_direct(fl, own.path, fixgen.setter_param(ctx), fl.mixin_attr or "aux_hidden_state_layers", via_mixin)
+def _setter_body(ctx: Context, flavor: fixgen.Flavor, own: sem.Owner) -> list[str]:
+    mixin_key = sem.mixin_key(ctx)
+    via_mixin = bool(flavor.defaults and mixin_key is not None and ctx.graph.in_mro(own.key, mixin_key))
+    return fixgen.setter_direct(
+        flavor, own.path, fixgen.setter_param(ctx), flavor.mixin_attr or "aux_hidden_state_layers", via_mixin
+    )
 
 
 def _setter_needed(ctx: Context, top: ClassKey, kind: str) -> bool:

@@ -45,6 +45,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from eagle3_lint import fixgen
+from eagle3_lint import semantic as sem
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import (
     Applicability,
@@ -56,14 +57,18 @@ from eagle3_lint.model import (
     Step,
 )
 from eagle3_lint.rules import RuleMeta, make
-from eagle3_lint import semantic as sem
-from eagle3_lint.rules import _interface as itf
+from eagle3_lint.rules import _interface as shared
 
 if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
 
-META = RuleMeta("EGL004", "aux-states-not-collected", Severity.ERROR, True,
-                "The interface is claimed, but the layer owner's forward never collects or returns the aux hidden states.")
+META = RuleMeta(
+    "EGL004",
+    "aux-states-not-collected",
+    Severity.ERROR,
+    True,
+    "The interface is claimed, but the layer owner's forward never collects or returns the aux hidden states.",
+)
 
 
 def check(ctx: Context) -> Iterator[Finding]:
@@ -71,12 +76,12 @@ def check(ctx: Context) -> Iterator[Finding]:
         yield f
 
 
-def _pairs(ctx: Context) -> list[tuple[Finding, itf.Group]]:
+def _pairs(ctx: Context) -> list[tuple[Finding, shared.Group]]:
     return ctx.memo.get(META.id, lambda: [(_finding(ctx, g), g) for g in _compute(ctx)])
 
 
-def _compute(ctx: Context) -> itf.Groups:
-    groups = itf.Groups()
+def _compute(ctx: Context) -> shared.Groups:
+    groups = shared.Groups()
     for arch, key in sem.scoped_archs(ctx):
         # Supported classes, and those that claim the interface without passing yet: a partial
         # class (methods, no marker) or a wrapper around a supporting inner model. Their EGL003 /
@@ -98,10 +103,10 @@ def _compute(ctx: Context) -> itf.Groups:
             eff = sem.Effect("unknown", attr=sub.attr if sub.kind == "writes" else None)
         # The setter's own defects first: they decide which attribute the forward must read.
         if eff.kind in ("not-mixin", "no-holder") and not wrapper_case:
-            mk = sem.mixin_key(ctx)
+            mixin_key = sem.mixin_key(ctx)
             holder = eff.hops[-1].key if eff.hops else key
             loc = sem.class_location(ctx, holder)
-            if loc is not None and eff.kind == "not-mixin" and mk is not None:
+            if loc is not None and eff.kind == "not-mixin" and mixin_key is not None:
                 groups.get(loc, "not-mixin", arch, holder=holder, top=key, effect=eff, owner=own)
             continue
         if eff.kind == "writes" and eff.path != own.path:
@@ -127,14 +132,14 @@ def _compute(ctx: Context) -> itf.Groups:
 
 
 def _expected_attr(ctx: Context, owner: ClassKey) -> str:
-    fl = fixgen.flavor(ctx)
-    mk = sem.mixin_key(ctx)
-    if mk is not None and ctx.graph.in_mro(owner, mk) and fl.mixin_attr:
-        return fl.mixin_attr
+    flavor = fixgen.flavor(ctx)
+    mixin_key = sem.mixin_key(ctx)
+    if mixin_key is not None and ctx.graph.in_mro(owner, mixin_key) and flavor.mixin_attr:
+        return flavor.mixin_attr
     return "aux_hidden_state_layers"
 
 
-def _finding(ctx: Context, g: itf.Group) -> Finding:
+def _finding(ctx: Context, g: shared.Group) -> Finding:
     own: sem.Owner = g.data["owner"]  # type: ignore[assignment]
     top: ClassKey = g.data["top"]  # type: ignore[assignment]
     where = "self." + ".".join(own.path) if own.path else "self"
@@ -172,15 +177,15 @@ def _finding(ctx: Context, g: itf.Group) -> Finding:
         assert eff is not None
         msg = f"{eff.detail} ({top.name} inherits the default {ctx.contract.setter}())"
         symbol = holder.name
-    msg += f"; architectures: {itf.arch_list(g.archs)}" + itf.unreachable_note(ctx, g.archs)
-    return make(META, msg, g.location, severity=itf.severity_for(ctx, g.archs, META.severity),
-                architecture=itf.primary_arch(ctx, g.archs), symbol=symbol,
+    msg += f"; architectures: {shared.arch_list(g.archs)}" + shared.unreachable_note(ctx, g.archs)
+    return make(META, msg, g.location, severity=shared.severity_for(ctx, g.archs, META.severity),
+                architecture=shared.primary_arch(ctx, g.archs), symbol=symbol,
                 related=tuple(related))
 
 
 def fix(ctx: Context, finding: Finding) -> Fix | None:
-    g = itf.group_of(_pairs(ctx), finding)
-    if g is None or not itf.wants_fix(ctx, g.archs):
+    g = shared.group_of(_pairs(ctx), finding)
+    if g is None or not shared.wants_fix(ctx, g.archs):
         return None
     own: sem.Owner = g.data["owner"]  # type: ignore[assignment]
     if g.kind == "no-collect":
@@ -211,11 +216,18 @@ def fix(ctx: Context, finding: Finding) -> Fix | None:
     return None
 
 
-def collect_edits(ctx: Context, forward_owner: ClassKey, layer_owner: ClassKey, attr: str, *, ret: bool) -> list[Edit] | None:
+def collect_edits(
+    ctx: Context, forward_owner: ClassKey, layer_owner: ClassKey, attr: str, *, ret: bool
+) -> list[Edit] | None:
     """Collection in ``forward_owner.forward`` for the layers of ``layer_owner``, in the analysed version's idiom."""
-    fl = fixgen.flavor(ctx)
-    mk = sem.mixin_key(ctx)
-    mixin = bool(mk is not None and fl.collector and ctx.graph.in_mro(layer_owner, mk) and attr == fl.mixin_attr)
+    flavor = fixgen.flavor(ctx)
+    mixin_key = sem.mixin_key(ctx)
+    mixin = bool(
+        mixin_key is not None
+        and flavor.collector
+        and ctx.graph.in_mro(layer_owner, mixin_key)
+        and attr == flavor.mixin_attr
+    )
     edits = fixgen.collection(ctx, forward_owner, attr, collect=True, ret=ret, mixin_idiom=mixin)
     if edits is None:
         return None

@@ -63,9 +63,8 @@ from typing import TYPE_CHECKING
 
 from eagle3_lint import fixgen
 from eagle3_lint import semantic as sem
-from eagle3_lint.facts import Loop, Method, Use
+from eagle3_lint.facts import Loop, Method, Use, UseKind
 from eagle3_lint.graph import ClassKey
-from eagle3_lint.runner import RunnerKind
 from eagle3_lint.model import (
     Applicability,
     Edit,
@@ -76,12 +75,19 @@ from eagle3_lint.model import (
     Step,
 )
 from eagle3_lint.rules import RuleMeta, make
+from eagle3_lint.runner import RunnerKind
 
 if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
 
-META = RuleMeta("EGL005", "slice-relative-aux-index", Severity.ERROR, True,
-                "A forward loop over a slice of the layers compares the slice-relative enumerate index with absolute aux-layer ids.")
+META = RuleMeta(
+    "EGL005",
+    "slice-relative-aux-index",
+    Severity.ERROR,
+    True,
+    "A forward loop over a slice of the layers compares the slice-relative enumerate index with absolute "
+    "aux-layer ids.",
+)
 
 _PP_PROTOCOL = "SupportsPP"  # the interface vLLM's registry asks before allowing pipeline parallelism
 
@@ -99,19 +105,21 @@ def _meets_aux(ctx: Context, u: Use) -> bool:
     """``u`` compares with aux-layer ids: membership in an aux attribute, or an argument to a collector."""
     tail = u.target.rsplit(".", 1)[-1]
     low = u.target.lower()
-    if u.kind == "in":
+    if u.kind is UseKind.IN:
         return bool(u.target) and ("aux" in low or "hidden_state" in low)
-    return u.kind == "call" and (tail == ctx.contract.mixin_collector or "aux" in low or "hidden_state" in low)
+    return u.kind is UseKind.CALL and (tail == ctx.contract.mixin_collector or "aux" in low or "hidden_state" in low)
 
 
-def _aux_uses(ctx: Context, lp: Loop, uses: tuple[Use, ...]) -> list[tuple[Use, str]]:
-    """The uses among ``uses`` (``lp.uses`` or ``lp.rebased``) that meet aux-layer ids, each with a short text."""
+def _aux_uses(ctx: Context, loop: Loop, uses: tuple[Use, ...]) -> list[tuple[Use, str]]:
+    """The uses among ``uses`` (``loop.uses`` or ``loop.rebased``) that meet aux-layer ids, each with a short text."""
     out: list[tuple[Use, str]] = []
     for u in uses:
         if not _meets_aux(ctx, u):
             continue
-        arg = u.text or lp.index_var + (f" + {u.offset}" if u.offset > 0 else f" - {-u.offset}" if u.offset < 0 else "")
-        out.append((u, f"{arg} in {u.target} (line {u.line})" if u.kind == "in"
+        arg = u.text or loop.index_var + (
+            f" + {u.offset}" if u.offset > 0 else f" - {-u.offset}" if u.offset < 0 else ""
+        )
+        out.append((u, f"{arg} in {u.target} (line {u.line})" if u.kind is UseKind.IN
                     else f"{u.target}(..., {arg}, ...) (line {u.line})"))
     return out
 
@@ -119,10 +127,10 @@ def _aux_uses(ctx: Context, lp: Loop, uses: tuple[Use, ...]) -> list[tuple[Use, 
 def _pp_marker(ctx: Context) -> str | None:
     """The class-level marker of the tree's ``SupportsPP`` interface (``supports_pp``), read from interfaces.py."""
     r = ctx.graph.resolve_name(ctx.contract.module, _PP_PROTOCOL)
-    cf = ctx.graph.class_facts(r.key) if r.kind == "class" and r.key is not None else None
-    if cf is None:
+    class_facts = ctx.graph.class_facts(r.key) if r.kind == "class" and r.key is not None else None
+    if class_facts is None:
         return None
-    for m in cf.members.values():
+    for m in class_facts.members.values():
         if m.kind in ("annassign", "assign") and m.value == "True":
             return m.name
     return None
@@ -181,30 +189,42 @@ def _names(runners: list[_Runner]) -> str:
 
 def _severity(ctx: Context, key: ClassKey, runners: list[_Runner]) -> tuple[Severity, str, list[Step]]:
     """Error when this tree runs EAGLE-3 with pipeline parallelism through this forward, else a latent warning."""
-    rp = ctx.runner
+    runner = ctx.runner
     related: list[Step] = []
-    if rp.pp_verifier and rp.pp_flag:
-        vloc = Location(rp.pp_verifier_path, rp.pp_verifier_line)
-        related.append(Step("runner", f"{rp.pp_verifier} refuses PP for EAGLE-3 unless the decoder sets {rp.pp_flag} = True", vloc))
+    if runner.pp_verifier and runner.pp_flag:
+        vloc = Location(runner.pp_verifier_path, runner.pp_verifier_line)
+        related.append(
+            Step(
+                "runner",
+                f"{runner.pp_verifier} refuses PP for EAGLE-3 unless the decoder sets {runner.pp_flag} = True",
+                vloc,
+            )
+        )
         flagged: list[str] = []
-        own_true, own_why = _flag_value(ctx, key, rp.pp_flag)
+        own_true, own_why = _flag_value(ctx, key, runner.pp_flag)
         if own_true:
             flagged.append(own_why)
         for r in runners:
-            t, why = _flag_value(ctx, r.owner, rp.pp_flag)
+            t, why = _flag_value(ctx, r.owner, runner.pp_flag)
             if t and why not in flagged:
                 flagged.append(why)
         if flagged:
-            msg = (f"this vLLM runs EAGLE-3 with pipeline parallelism here: {flagged[0]}, so {rp.pp_verifier} "
+            msg = (f"this vLLM runs EAGLE-3 with pipeline parallelism here: {flagged[0]}, so {runner.pp_verifier} "
                    f"({vloc}) lets PP through and start_layer != 0 on every rank but the first")
             return Severity.ERROR, msg, related
-        v1_site = rp.site_for(RunnerKind.V1) if rp.site_for(RunnerKind.V2) is not None else None
-        other = (f"; the V1 runner ({v1_site.path}) has no such verifier, so with VLLM_USE_V2_MODEL_RUNNER=0 the index "
-                 "is wrong under PP already" if v1_site is not None and v1_site.path != rp.pp_verifier_path else "")
+        v1_site = runner.site_for(RunnerKind.V1) if runner.site_for(RunnerKind.V2) is not None else None
+        other = (
+            f"; the V1 runner ({v1_site.path}) has no such verifier, so with VLLM_USE_V2_MODEL_RUNNER=0 the index "
+            "is wrong under PP already"
+            if v1_site is not None and v1_site.path != runner.pp_verifier_path
+            else ""
+        )
         runner_txt = "the V2 runner's " if other else ""
-        msg = (f"latent: {runner_txt}{rp.pp_verifier} ({vloc}) refuses pipeline parallelism for EAGLE-3 unless the "
-               f"decoder sets {rp.pp_flag} = True, and {own_why}, so on that runner start_layer is 0 whenever this "
-               f"runs; the index is wrong as soon as the flag is set{other}")
+        msg = (
+            f"latent: {runner_txt}{runner.pp_verifier} ({vloc}) refuses pipeline parallelism for EAGLE-3 unless the "
+            f"decoder sets {runner.pp_flag} = True, and {own_why}, so on that runner start_layer is 0 whenever this "
+            f"runs; the index is wrong as soon as the flag is set{other}"
+        )
         return Severity.WARNING, msg, related
     refused = sem.eagle3_pp_refused(ctx)
     if refused is not None:
@@ -212,10 +232,10 @@ def _severity(ctx: Context, key: ClassKey, runners: list[_Runner]) -> tuple[Seve
         return Severity.WARNING, msg, related
     for r in runners[:4]:
         k = ctx.keys.get(r.arch)
-        cf = ctx.graph.class_facts(k) if k is not None else None
-        if cf is not None and k is not None:
+        class_facts = ctx.graph.class_facts(k) if k is not None else None
+        if class_facts is not None and k is not None:
             related.append(Step("architecture", f"{r.arch} passes supports_eagle3() and runs this forward",
-                                Location(ctx.graph.path_of(k), cf.line)))
+                                Location(ctx.graph.path_of(k), class_facts.line)))
     pp_runners = [r for r in runners if r.pp is not False]
     live = [r for r in pp_runners if sem.config_refusal(ctx, r.arch) is None]
     if pp_runners and not live:
@@ -232,9 +252,11 @@ def _severity(ctx: Context, key: ClassKey, runners: list[_Runner]) -> tuple[Seve
         return Severity.ERROR, msg, related
     one = len(runners) == 1
     if runners:
-        msg = (f"latent: {_names(runners)} run{'s' if one else ''} this forward with EAGLE-3 but do{'es' if one else ''} "
-               f"not implement {_PP_PROTOCOL}, so vLLM refuses pipeline parallelism for {'it' if one else 'them'} "
-               "and start_layer is 0")
+        msg = (
+            f"latent: {_names(runners)} run{'s' if one else ''} this forward with EAGLE-3 but do{'es' if one else ''} "
+            f"not implement {_PP_PROTOCOL}, so vLLM refuses pipeline parallelism for {'it' if one else 'them'} "
+            "and start_layer is 0"
+        )
         return Severity.WARNING, msg, related
     msg = ("latent: no registered architecture that passes supports_eagle3() runs this forward, so the runner never "
            "configures aux layers on it; the index is wrong as soon as one does, under pipeline parallelism")
@@ -246,31 +268,35 @@ def check(ctx: Context) -> Iterator[Finding]:
     targeted = _targeted_forwards(ctx) if ctx.targeted else set()
     seen: set[tuple[str, int]] = set()
     for key, rel in ctx.model_classes():
-        cf = ctx.graph.class_facts(key)
-        md = cf.methods.get("forward") if cf is not None else None
-        if not isinstance(md, Method):
+        class_facts = ctx.graph.class_facts(key)
+        method_facts = class_facts.methods.get("forward") if class_facts is not None else None
+        if not isinstance(method_facts, Method):
             continue
-        for lp in md.loops:
-            if (rel, lp.line) in seen or not lp.sliced or lp.rebinds:
+        for loop in method_facts.loops:
+            if (rel, loop.line) in seen or not loop.sliced or loop.rebinds:
                 continue
-            start = lp.slice_lower
+            start = loop.slice_lower
             if start is None:
                 continue
-            if lp.start_text is None:
-                uses = [t for _u, t in _aux_uses(ctx, lp, lp.uses)]
-                head = (f"{key.name}.forward enumerates {lp.iter_text} without start=, so {lp.index_var} counts "
-                        f"from 0 inside the slice, yet it is compared with absolute aux-layer ids: {'; '.join(uses)}.")
-            elif lp.start_norm == start:
+            if loop.start_text is None:
+                uses = [t for _u, t in _aux_uses(ctx, loop, loop.uses)]
+                head = (
+                    f"{key.name}.forward enumerates {loop.iter_text} without start=, so {loop.index_var} counts "
+                    f"from 0 inside the slice, yet it is compared with absolute aux-layer ids: {'; '.join(uses)}."
+                )
+            elif loop.start_norm == start:
                 # The index is absolute already; ``idx - start`` undoes that (moss_audio in 0.33.0).
-                uses = [t for _u, t in _aux_uses(ctx, lp, lp.rebased)]
-                head = (f"{key.name}.forward enumerates {lp.iter_text} with start={start}, so {lp.index_var} is "
-                        f"already the absolute layer id, but subtracting the slice start makes it slice-relative "
-                        f"again, and that is compared with absolute aux-layer ids: {'; '.join(uses)}.")
+                uses = [t for _u, t in _aux_uses(ctx, loop, loop.rebased)]
+                head = (
+                    f"{key.name}.forward enumerates {loop.iter_text} with start={start}, so {loop.index_var} is "
+                    f"already the absolute layer id, but subtracting the slice start makes it slice-relative "
+                    f"again, and that is compared with absolute aux-layer ids: {'; '.join(uses)}."
+                )
             else:
                 continue
             if not uses:
                 continue
-            seen.add((rel, lp.line))
+            seen.add((rel, loop.line))
             if runners is None:
                 runners = _runners(ctx)
             sev, why, related = _severity(ctx, key, runners.get(key, []))
@@ -279,8 +305,14 @@ def check(ctx: Context) -> Iterator[Finding]:
                 sev = Severity.WARNING
                 why += " (no architecture named with --arch runs this forward, so no fix is attached)"
             msg = f"{head} {why[0].upper()}{why[1:]}."
-            yield make(META, msg, Location(rel, lp.line, lp.col, lp.end_line, lp.end_col), severity=sev,
-                       symbol=f"{key.name}.forward", related=tuple(related))
+            yield make(
+                META,
+                msg,
+                Location(rel, loop.line, loop.col, loop.end_line, loop.end_col),
+                severity=sev,
+                symbol=f"{key.name}.forward",
+                related=tuple(related),
+            )
 
 
 def fix(ctx: Context, finding: Finding) -> Fix | None:
@@ -288,19 +320,19 @@ def fix(ctx: Context, finding: Finding) -> Fix | None:
     mf = ctx.store.load_path(rel)
     if mf is None:
         return None
-    for cf in mf.classes.values():
-        md = cf.methods.get("forward")
-        for lp in (md.loops if isinstance(md, Method) else ()):
-            if lp.line != line:
+    for class_facts in mf.classes.values():
+        method_facts = class_facts.methods.get("forward")
+        for loop in (method_facts.loops if isinstance(method_facts, Method) else ()):
+            if loop.line != line:
                 continue
-            if ctx.targeted and ClassKey(mf.module, cf.qualname) not in _targeted_forwards(ctx):
+            if ctx.targeted and ClassKey(mf.module, class_facts.qualname) not in _targeted_forwards(ctx):
                 return None
-            start = lp.slice_lower
+            start = loop.slice_lower
             if start is None:
                 return None
-            if lp.start_text is not None:
-                return _unrebase_fix(ctx, rel, lp, start)
-            pt = fixgen.enumerate_start_point(ctx, rel, lp)
+            if loop.start_text is not None:
+                return _unrebase_fix(ctx, rel, loop, start)
+            pt = fixgen.enumerate_start_point(ctx, rel, loop)
             if pt is None:
                 return None
             ln, col = pt
@@ -310,13 +342,13 @@ def fix(ctx: Context, finding: Finding) -> Fix | None:
     return None
 
 
-def _unrebase_fix(ctx: Context, rel: str, lp: Loop, start: str) -> Fix | None:
+def _unrebase_fix(ctx: Context, rel: str, loop: Loop, start: str) -> Fix | None:
     """Delete `` - <start>`` from every rebased index that meets aux ids (``idx - s + 1`` -> ``idx + 1``).
 
     All or nothing: a use whose subtraction cannot be cut cleanly (parentheses around an operand)
     gets no fix, and a partial one would leave a wrong index behind.
     """
-    uses = [u for u, _t in _aux_uses(ctx, lp, lp.rebased)]
+    uses = [u for u, _t in _aux_uses(ctx, loop, loop.rebased)]
     if not uses or any(u.cut == (0, 0, 0, 0) for u in uses):
         return None
     edits = tuple(Edit(rel, *u.cut, "") for u in uses)

@@ -40,17 +40,22 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from eagle3_lint import fixgen
-from eagle3_lint.graph import ClassKey
-from eagle3_lint.model import Applicability, Edit, Finding, Fix, Severity, Status
-from eagle3_lint.rules import RuleMeta, make
 from eagle3_lint import semantic as sem
-from eagle3_lint.rules import _interface as itf
+from eagle3_lint.graph import ClassKey
+from eagle3_lint.model import Applicability, Finding, Fix, Location, Severity, Status
+from eagle3_lint.rules import RuleMeta, make
+from eagle3_lint.rules import _interface as shared
 
 if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
 
-META = RuleMeta("EGL006", "default-aux-layers-unreachable", Severity.ERROR, True,
-                "The runner's fallback getter for the default aux layers is missing, a stub, or shadowed by a stale name.")
+META = RuleMeta(
+    "EGL006",
+    "default-aux-layers-unreachable",
+    Severity.ERROR,
+    True,
+    "The runner's fallback getter for the default aux layers is missing, a stub, or shadowed by a stale name.",
+)
 
 _BROKEN = ("missing", "stub", "broken-default", "broken-delegate")
 
@@ -60,12 +65,12 @@ def check(ctx: Context) -> Iterator[Finding]:
         yield f
 
 
-def _pairs(ctx: Context) -> list[tuple[Finding, itf.Group]]:
+def _pairs(ctx: Context) -> list[tuple[Finding, shared.Group]]:
     return ctx.memo.get(META.id, lambda: [(_finding(ctx, g), g) for g in _compute(ctx)])
 
 
-def _compute(ctx: Context) -> itf.Groups:
-    groups = itf.Groups()
+def _compute(ctx: Context) -> shared.Groups:
+    groups = shared.Groups()
     names = sem.getter_names(ctx)
     if not names:
         return groups
@@ -82,6 +87,7 @@ def _compute(ctx: Context) -> itf.Groups:
                     groups.get(sem.method_location(ctx, cls, line), "stale-broken", arch,
                                key=cls, top=key, old=old, new=name, state=st)
                     continue
+                loc: Location | None
                 if st.kind == "stub" and not st.from_protocol and st.origin is not None:
                     loc, where = sem.method_location(ctx, st.origin, st.line), st.origin
                 else:
@@ -97,13 +103,13 @@ def _compute(ctx: Context) -> itf.Groups:
     return groups
 
 
-def _finding(ctx: Context, g: itf.Group) -> Finding:
+def _finding(ctx: Context, g: shared.Group) -> Finding:
     key: ClassKey = g.data["key"]  # type: ignore[assignment]
     st: sem.GetterState = g.data["state"]  # type: ignore[assignment]
     new = str(g.data["new"])
     site = next((s for s in ctx.runner.sites if s.fallback == new), ctx.runner.primary)
     at = f" ({site.path}:{site.fallback_line or site.line})" if site is not None else ""
-    sev = itf.severity_for(ctx, g.archs, META.severity)
+    sev = shared.severity_for(ctx, g.archs, META.severity)
     if g.kind == "stale":
         old = g.data["old"]
         instead = "the contract's default body" if st.from_protocol or st.origin is None else f"{st.origin.name}.{new}"
@@ -124,8 +130,8 @@ def _finding(ctx: Context, g: itf.Group) -> Finding:
     else:
         msg = f"the runner's fallback {new}(){at} {_broken_text(st)} for {key.name}"
         symbol = f"{key.name}.{new}"
-    msg += f"; architectures: {itf.arch_list(g.archs)}"
-    return make(META, msg, g.location, severity=sev, architecture=itf.primary_arch(ctx, g.archs), symbol=symbol)
+    msg += f"; architectures: {shared.arch_list(g.archs)}"
+    return make(META, msg, g.location, severity=sev, architecture=shared.primary_arch(ctx, g.archs), symbol=symbol)
 
 
 def _broken_text(st: sem.GetterState) -> str:
@@ -137,8 +143,8 @@ def _broken_text(st: sem.GetterState) -> str:
 
 
 def fix(ctx: Context, finding: Finding) -> Fix | None:
-    g = itf.group_of(_pairs(ctx), finding)
-    if g is None or not itf.wants_fix(ctx, g.archs):
+    g = shared.group_of(_pairs(ctx), finding)
+    if g is None or not shared.wants_fix(ctx, g.archs):
         return None
     key: ClassKey = g.data["key"]  # type: ignore[assignment]
     top: ClassKey = g.data["top"]  # type: ignore[assignment]
@@ -155,17 +161,17 @@ def fix(ctx: Context, finding: Finding) -> Fix | None:
     body = _getter_body(ctx, top)
     if body is None:
         return None
-    edits: list[Edit] = fixgen.add_getter(ctx, key, body)
+    edits = fixgen.add_getter(ctx, key, body)
     if not edits:
         return None
     return Fix(f"add {new}() to {key.name}", tuple(edits), Applicability.UNSAFE)
 
 
 def _getter_body(ctx: Context, top: ClassKey) -> list[str] | None:
-    fl = fixgen.flavor(ctx)
+    flavor = fixgen.flavor(ctx)
     inner = sem.supporting_inner(ctx, top)
-    if inner and fl.getter:
-        return fixgen.getter_delegate(".".join(h.attr for h in inner[0]), fl.getter)
+    if inner and flavor.getter:
+        return fixgen.getter_delegate(".".join(h.attr for h in inner[0]), flavor.getter)
     own = sem.owner(ctx, top)
     if own is None:
         return None

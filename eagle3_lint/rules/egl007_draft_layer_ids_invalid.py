@@ -61,7 +61,7 @@ would use and the ones that would match the drafter's numbering.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from eagle3_lint import drafter as dr
@@ -80,7 +80,7 @@ def analysis(ctx: Context) -> dr.DraftAnalysis | None:
     return ctx.memo.get("draft-analysis", lambda: dr.analyze(ctx))
 
 
-def _ids(ids: tuple[object, ...] | list[object] | None) -> str:
+def _ids(ids: Sequence[object] | None) -> str:
     return "(" + ", ".join(str(i) for i in (ids or ())) + ")"
 
 
@@ -99,7 +99,9 @@ def check(ctx: Context) -> Iterator[Finding]:
 
     # 1. The tree cannot read the config at all.
     if da.conversion_error:
-        rel = (step("converter", f"{da.conversion_where.text}", da.conversion_where),) if da.conversion_where else ()
+        rel: tuple[Step, ...] = (
+            (step("converter", f"{da.conversion_where.text}", da.conversion_where),) if da.conversion_where else ()
+        )
         yield make(META, da.conversion_error, at_cfg(dr.SPECULATORS_KEY), architecture=arch,
                    symbol=dr.SPECULATORS_KEY, related=rel)
         return
@@ -113,6 +115,7 @@ def check(ctx: Context) -> Iterator[Finding]:
         if da.default_where else ()
 
     # Where findings about the effective ids point: the field the runner used, else the default method.
+    ids_rel: tuple[Step, ...]
     if da.effective_from == "config" and used is not None:
         ids_loc = Location(da.draft_path, used.line)
         ids_what = f"{used.name} {_ids(ids)}"
@@ -163,10 +166,7 @@ def check(ctx: Context) -> Iterator[Finding]:
         valid = cap.valid_ids(n) if cap is not None and cap.sites else set(range(n))
         bad = [i for i in int_ids if i not in valid]
         if bad:
-            if cap is not None and cap.sites:
-                how = _capture_text(cap, n)
-            else:
-                how = f"the target has {n} layers (0 … {n - 1})"
+            how = _capture_text(cap, n) if cap is not None and cap.sites else f"the target has {n} layers (0 … {n - 1})"
             parts = [f"{ids_what}: {_ids(bad)} cannot be captured: {how}"]
             if 0 in bad and cap is not None and cap.residual_none_at_start and 0 in range(n):
                 parts.append(f"id 0 is the input of layer 0, where residual is still None, so "
@@ -194,24 +194,36 @@ def check(ctx: Context) -> Iterator[Finding]:
     if fc is not None and fc.in_size is not None:
         width = da.target_hidden or _draft_width(da)
         k = len(collected)
-        if width:
-            if fc.in_size != k * width:
-                expect = fc.in_size / width
-                exp_txt = str(int(expect)) if expect == int(expect) else f"{expect:.2f}"
-                src = "the target's hidden_size" if da.target_hidden else "the drafter's target_hidden_size/hidden_size"
-                rel = ids_rel + (step("fc", f"{fc.drafter_class} fc input = {fc.where.text if fc.where else '?'}", fc.where),)
-                yield make(META, f"the drafter's fc takes {fc.in_size} inputs ({exp_txt} x {width}, {src}), but this vLLM "
-                                 f"collects {k} hidden state(s) for {ids_what}: {k * width} inputs; the first drafter "
-                                 f"forward fails on the shape", ids_loc, architecture=arch, related=rel)
+        if width and fc.in_size != k * width:
+            expect = fc.in_size / width
+            exp_txt = str(int(expect)) if expect == int(expect) else f"{expect:.2f}"
+            src = "the target's hidden_size" if da.target_hidden else "the drafter's target_hidden_size/hidden_size"
+            rel = ids_rel + (
+                step("fc", f"{fc.drafter_class} fc input = {fc.where.text if fc.where else '?'}", fc.where),
+            )
+            yield make(
+                META,
+                f"the drafter's fc takes {fc.in_size} inputs ({exp_txt} x {width}, {src}), but this vLLM "
+                f"collects {k} hidden state(s) for {ids_what}: {k * width} inputs; the first drafter "
+                f"forward fails on the shape",
+                ids_loc,
+                architecture=arch,
+                related=rel,
+            )
 
     # 7. Capture conventions.
     if cap is not None and cap.shift not in (None, 0):
         site = cap.sites[0] if cap.sites else ("", 0, cap.loop_line)
-        yield make(META, f"{cap.owner.name}.forward captures id k from the state entering layer k + {cap.shift} "
-                         f"({site[0]} the layer call with offset {site[1]}); vLLM's runner, its default ids and its "
-                         f"drafters number the state entering layer k (if idx in ids before the layer, or idx + 1 after it)",
-                   Location(cap.path, site[2]), severity=Severity.WARNING, architecture=arch,
-                   symbol=f"{cap.owner.name}.forward")
+        yield make(
+            META,
+            f"{cap.owner.name}.forward captures id k from the state entering layer k + {cap.shift} "
+            f"({site[0]} the layer call with offset {site[1]}); vLLM's runner, its default ids and its "
+            f"drafters number the state entering layer k (if idx in ids before the layer, or idx + 1 after it)",
+            Location(cap.path, site[2]),
+            severity=Severity.WARNING,
+            architecture=arch,
+            symbol=f"{cap.owner.name}.forward",
+        )
     if da.effective_from == "config" and used is not None:
         shift = (da.transform or 0) + ((cap.shift or 0) if cap is not None else 0)
         if used.convention is not None and shift != used.convention:
@@ -223,14 +235,20 @@ def check(ctx: Context) -> Iterator[Finding]:
                        Location(da.draft_path, used.line), severity=_wrong_layers_severity(ctx, arch),
                        architecture=arch, symbol=used.name, related=runner_rel)
         elif used.convention == dr.INPUT and da.default_ids is not None and len(da.default_ids) == len(int_ids) \
-                and all(a == b - 1 for a, b in zip(int_ids, da.default_ids)):
-            yield make(META, f"{used.name} {_ids(used.ids)} is this model's default {_ids(da.default_ids)} minus one: the "
-                             f"numbering SGLang, SpecForge and ModelOpt use for a layer's output. vLLM captures the state "
-                             f"entering layer k, so if the drafter was trained on the outputs of layers {_ids(used.ids)} "
-                             f"it gets states one layer early here; use {_ids(da.default_ids)} (or drop the key). Ignore "
-                             f"this if the ids were chosen in vLLM's numbering",
-                       Location(da.draft_path, used.line), severity=Severity.WARNING, architecture=arch,
-                       symbol=used.name, related=default_rel)
+                and all(a == b - 1 for a, b in zip(int_ids, da.default_ids, strict=True)):
+            yield make(
+                META,
+                f"{used.name} {_ids(used.ids)} is this model's default {_ids(da.default_ids)} minus one: the "
+                f"numbering SGLang, SpecForge and ModelOpt use for a layer's output. vLLM captures the state "
+                f"entering layer k, so if the drafter was trained on the outputs of layers {_ids(used.ids)} "
+                f"it gets states one layer early here; use {_ids(da.default_ids)} (or drop the key). Ignore "
+                f"this if the ids were chosen in vLLM's numbering",
+                Location(da.draft_path, used.line),
+                severity=Severity.WARNING,
+                architecture=arch,
+                symbol=used.name,
+                related=default_rel,
+            )
 
     # 8. Pipeline parallelism.
     if da.pp is not None:
@@ -261,9 +279,14 @@ def _serving_blockers(ctx: Context, da: dr.DraftAnalysis, arch: str) -> Iterator
         if st.result is not serving.StepResult.FAIL:
             continue
         if st.gate is serving.Gate.DRAFTER_CLASS:
-            yield make(META, f"vLLM cannot build this drafter: {st.message}",
-                       Location(da.draft_path, da.json_line("architectures")), architecture=arch, symbol="architectures",
-                       related=(Step("drafter", "EAGLEConfig / the registry", st.location),))
+            yield make(
+                META,
+                f"vLLM cannot build this drafter: {st.message}",
+                Location(da.draft_path, da.json_line("architectures")),
+                architecture=arch,
+                symbol="architectures",
+                related=(Step("drafter", "EAGLEConfig / the registry", st.location),),
+            )
         elif st.gate is serving.Gate.CONFIG_GATE and "pipeline_parallel_size" in st.message:
             yield make(META, f"{arch} with pipeline parallelism {sv.pipeline_parallel}: {st.message}",
                        st.location or Location(da.draft_path, 1), architecture=arch, symbol="pipeline_parallel_size")
@@ -278,17 +301,23 @@ def _serving_blockers(ctx: Context, da: dr.DraftAnalysis, arch: str) -> Iterator
                 src = {"drafter-config": "from the drafter config", "model-default": "the model default"}
                 ids = f"ids {_ids(v.aux_layer_ids)} ({src.get(v.aux_layer_ids_source or '', 'unknown source')})"
                 return f"the {v.runner.value.upper() if v.runner else '?'} runner uses {ids} and ends {v.outcome.value}"
-            yield make(META, f"the two runners of this vLLM read this drafter differently: {says(sv)} (the one modelled: "
-                             f"{sv.runner_reason}); {says(other)}",
-                       Location(da.draft_path, da.fields[0].line if da.fields else 1), severity=Severity.WARNING,
-                       architecture=arch, symbol="runner")
+
+            yield make(
+                META,
+                f"the two runners of this vLLM read this drafter differently: {says(sv)} (the one modelled: "
+                f"{sv.runner_reason}); {says(other)}",
+                Location(da.draft_path, da.fields[0].line if da.fields else 1),
+                severity=Severity.WARNING,
+                architecture=arch,
+                symbol="runner",
+            )
 
 
 def _intended(f: dr.IdsField) -> list[int] | None:
     """The field's ids in vLLM's numbering (state entering layer k), if its convention is known."""
     if f.convention is None or not all(isinstance(i, int) for i in f.ids):
         return None
-    return [int(i) + f.convention for i in f.ids]  # type: ignore[call-overload]
+    return [int(i) + f.convention for i in f.ids]
 
 
 def _draft_width(da: dr.DraftAnalysis) -> int | None:
@@ -310,7 +339,9 @@ def _capture_text(cap: dr.Capture, n: int) -> str:
         else:
             idx = "idx" if off == 0 else f"idx {'+' if off > 0 else '-'} {abs(off)}"
             kinds.append(f"{idx} {pos} layer idx (line {line})")
-    return f"{cap.owner.name}.forward ({cap.path}:{cap.forward_line}) captures {rng} for {n} layers ({'; '.join(kinds)})"
+    return (
+        f"{cap.owner.name}.forward ({cap.path}:{cap.forward_line}) captures {rng} for {n} layers ({'; '.join(kinds)})"
+    )
 
 
 def _pp(ctx: Context, da: dr.DraftAnalysis, collected: list[int], arch: str | None) -> Iterator[Finding]:
@@ -327,7 +358,9 @@ def _pp(ctx: Context, da: dr.DraftAnalysis, collected: list[int], arch: str | No
     for r in sorted(da.pp.captures):
         items = []
         for k, layer in da.pp.captures[r]:
-            items.append(str(k) if layer == k + (cap.shift or 0 if cap else 0) else f"{k} (as the state entering layer {layer})")
+            items.append(
+                str(k) if layer == k + (cap.shift or 0 if cap else 0) else f"{k} (as the state entering layer {layer})"
+            )
         parts.append(f"rank {r} captures {', '.join(items)}")
     missing = [k for k in collected if da.pp.rank_of_id.get(k) is None]
     if missing:
@@ -353,17 +386,28 @@ def _pp(ctx: Context, da: dr.DraftAnalysis, collected: list[int], arch: str | No
     verifier = ctx.runner.pp_verifier
     if verifier and cap.relays_pp is False:
         # The tree's runner checks the decoder whenever pipeline parallelism is on, whatever the ids.
-        yield make(META, f"with --pipeline-parallel {sp.pp_size} this vLLM refuses EAGLE-3 for this model: {cap.relay_why}, "
-                         f"and {verifier}() ({ctx.runner.pp_verifier_path}:{ctx.runner.pp_verifier_line}) requires it "
-                         f"to relay aux states between ranks", loc, architecture=arch,
-                   related=(Step("verifier", verifier, Location(ctx.runner.pp_verifier_path, ctx.runner.pp_verifier_line)),))
+        yield make(
+            META,
+            f"with --pipeline-parallel {sp.pp_size} this vLLM refuses EAGLE-3 for this model: {cap.relay_why}, "
+            f"and {verifier}() ({ctx.runner.pp_verifier_path}:{ctx.runner.pp_verifier_line}) requires it "
+            f"to relay aux states between ranks",
+            loc,
+            architecture=arch,
+            related=(Step("verifier", verifier, Location(ctx.runner.pp_verifier_path, ctx.runner.pp_verifier_line)),),
+        )
         return
     if cap.relays_pp is not False:
         return
     delivered = da.pp.captures.get(last, [])
-    early = sorted({k for r, items in da.pp.captures.items() if r != last for k, _l in items} - {k for k, _l in delivered})
+    early = sorted(
+        {k for r, items in da.pp.captures.items() if r != last for k, _l in items} - {k for k, _l in delivered}
+    )
     if len(delivered) < len(collected):
         lost = f"ids {_ids(early)} are captured on earlier ranks, but " if early else ""
-        yield make(META, f"with --pipeline-parallel {sp.pp_size}, {lost}{cap.relay_why}: the drafter (on the last rank) "
-                         f"receives {len(delivered)} of {len(collected)} hidden states and its fc fails on the shape",
-                   loc, architecture=arch)
+        yield make(
+            META,
+            f"with --pipeline-parallel {sp.pp_size}, {lost}{cap.relay_why}: the drafter (on the last rank) "
+            f"receives {len(delivered)} of {len(collected)} hidden states and its fc fails on the shape",
+            loc,
+            architecture=arch,
+        )

@@ -33,10 +33,10 @@ import builtins
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from eagle3_lint import semantic as sem
 from eagle3_lint.facts import TYPE_CHECKING as TC_BRANCH
 from eagle3_lint.facts import ClassFacts, ModuleFacts
 from eagle3_lint.model import Applicability, Edit, Finding, Fix, Location, Severity
-from eagle3_lint import semantic as sem
 from eagle3_lint.rules import RuleMeta, make
 
 if TYPE_CHECKING:
@@ -48,15 +48,15 @@ META = RuleMeta("EGL008", "undefined-base", Severity.ERROR, True,
 _BUILTINS = frozenset(dir(builtins))
 
 
-def _names(cf: ClassFacts) -> Iterator[tuple[str, str]]:
+def _names(class_facts: ClassFacts) -> Iterator[tuple[str, str]]:
     """(head name, the expression it comes from) for every base and ``metaclass=`` that Python evaluates."""
-    for b in cf.bases:
+    for b in class_facts.bases:
         if b.dotted:
             yield b.dotted.split(".")[0], b.text or b.dotted
         for a in b.args:
             if a and not a.startswith("*") and a != "?":
                 yield a.split(".")[0], b.text or a
-    meta = cf.keywords.get("metaclass", "")
+    meta = class_facts.keywords.get("metaclass", "")
     head = meta.split(".")[0]
     if head.isidentifier():
         yield head, meta
@@ -72,22 +72,22 @@ def _star_may_provide(ctx: Context, mf: ModuleFacts, name: str) -> bool:
     return False
 
 
-def _problem(ctx: Context, mf: ModuleFacts, cf: ClassFacts, name: str) -> str | None:
+def _problem(ctx: Context, mf: ModuleFacts, class_facts: ClassFacts, name: str) -> str | None:
     """Why ``name`` raises NameError where the class statement runs, or None when something binds it."""
-    if cf.nested_in is not None:
+    if class_facts.nested_in is not None:
         # A factory's class statement runs when the factory is called, with the factory's own
         # scope: its parameters and locals bind the bases. Local binding forms other than
         # assignments and ``from`` imports (loops, ``with``, unpacking) are not in the facts, so a
         # factory class is flagged only for a name bound nowhere at all, never for ordering.
-        ff = mf.functions.get(cf.nested_in)
+        ff = mf.functions.get(class_facts.nested_in)
         if ff is None or name in ff.params or name in ff.local_bindings or name in mf.bindings:
             return None
     bl = mf.bindings.get(name)
-    if bl and cf.nested_in is None:
-        if cf.branch == TC_BRANCH or any(b.line < cf.line for b in bl):
+    if bl and class_facts.nested_in is None:
+        if class_facts.branch == TC_BRANCH or any(b.line < class_facts.line for b in bl):
             return None
         first = min(b.line for b in bl)
-        return f"{name!r} is bound only at line {first}, after the class statement at line {cf.line} runs"
+        return f"{name!r} is bound only at line {first}, after the class statement at line {class_facts.line} runs"
     if name in _BUILTINS or _star_may_provide(ctx, mf, name):
         return None
     return f"{name!r} is bound nowhere in {mf.module} (no import, def, class, assignment or star import provides it)"
@@ -100,25 +100,25 @@ def check(ctx: Context) -> Iterator[Finding]:
             continue
         archs: list[str] | None = None  # who cannot load: only worked out for a file with a finding
         reported: set[tuple[str, int]] = set()
-        for cf in mf.classes.values():
-            if cf.branch == TC_BRANCH:
+        for class_facts in mf.classes.values():
+            if class_facts.branch == TC_BRANCH:
                 continue  # never executed at runtime
-            for name, expr in _names(cf):
-                if (name, cf.line) in reported:
+            for name, expr in _names(class_facts):
+                if (name, class_facts.line) in reported:
                     continue
-                why = _problem(ctx, mf, cf, name)
+                why = _problem(ctx, mf, class_facts, name)
                 if why is None:
                     continue
-                reported.add((name, cf.line))
+                reported.add((name, class_facts.line))
                 if archs is None:
                     archs = sorted(a for a, e in ctx.registry.entries.items() if e.module == mf.module)
                 who = (f"; {', '.join(archs[:4])}{' and more' if len(archs) > 4 else ''} cannot load" if archs
                        else "")
-                msg = (f"class {cf.qualname} uses {expr} as a base, but {why}: importing {mf.module} raises "
+                msg = (f"class {class_facts.qualname} uses {expr} as a base, but {why}: importing {mf.module} raises "
                        f"NameError{who}")
-                b = next((b for b in cf.bases if b.dotted.split('.')[0] == name), None)
+                b = next((b for b in class_facts.bases if b.dotted.split('.')[0] == name), None)
                 loc = (Location(rel, b.line, b.col, b.end_line, b.end_col) if b is not None
-                       else Location(rel, cf.line, cf.col))
+                       else Location(rel, class_facts.line, class_facts.col))
                 yield make(META, msg, loc, symbol=name, architecture=archs[0] if len(archs) == 1 else None)
 
 

@@ -99,7 +99,7 @@ def check(ctx: Context) -> Iterator[Finding]:
                     _arch_location(ctx, arch, g), severity=Severity.NOTE, architecture=arch, symbol=g.list_name,
                     related=(Step("gate", f"the allow-list {g.list_name or ''}".rstrip(), _where(g)),))
         return
-    arch = _target_arch(ctx)
+    target_arch = _target_arch(ctx)
     src = ctx.options.target_config_path or "the target config"
     for g in gates:
         res = hfconfig.text_model_type(ctx.graph, ctx.source, cfg, g.config_attr)
@@ -108,19 +108,36 @@ def check(ctx: Context) -> Iterator[Finding]:
             Step("gate", f"raises {g.error}", Location(g.path, g.line)))
         chain = "; ".join(res.steps)
         if res.model_type is None:
-            yield make(META, (
-                f"{arch or 'the target'}: cannot tell which {g.config_attr}.model_type this vLLM gives {src} "
-                f"({chain}), so whether the EAGLE-3 gate {_list_text(g)} lets it through is unknown"),
-                _arch_location(ctx, arch, g), severity=Severity.NOTE, architecture=arch, symbol=g.list_name, related=related)
+            yield make(
+                META,
+                (
+                    f"{target_arch or 'the target'}: cannot tell which {g.config_attr}.model_type this vLLM gives "
+                    f"{src} ({chain}), so whether the EAGLE-3 gate {_list_text(g)} lets it through is unknown"
+                ),
+                _arch_location(ctx, target_arch, g),
+                severity=Severity.NOTE,
+                architecture=target_arch,
+                symbol=g.list_name,
+                related=related,
+            )
             continue
         mt = res.model_type
         if any(s in mt for s in g.allow_list):
             continue
-        yield make(META, (
-            f"{arch or 'the target'}: {g.config_attr}.model_type is {mt!r} ({chain}), and "
-            f"{'none of ' if len(g.allow_list) > 1 else ''}{_list_text(g)} is {'a ' if len(g.allow_list) > 1 else 'not a '}substring of it, so method='eagle3' raises {g.error or 'an error'} at "
-            f"{g.path}:{g.line} before any weight loads"),
-            _arch_location(ctx, arch, g), architecture=arch, symbol=mt, related=related)
+        yield make(
+            META,
+            (
+                f"{target_arch or 'the target'}: {g.config_attr}.model_type is {mt!r} ({chain}), and "
+                f"{'none of ' if len(g.allow_list) > 1 else ''}{_list_text(g)} is "
+                f"{'a ' if len(g.allow_list) > 1 else 'not a '}substring of it, so method='eagle3' raises "
+                f"{g.error or 'an error'} at "
+                f"{g.path}:{g.line} before any weight loads"
+            ),
+            _arch_location(ctx, target_arch, g),
+            architecture=target_arch,
+            symbol=mt,
+            related=related,
+        )
 
 
 def fix(ctx: Context, finding: Finding) -> Fix | None:

@@ -143,7 +143,7 @@ def id_sources(source: SourceTree) -> tuple[IdSource, ...]:
                    and node.slice.value == IDS_KEY and isinstance(node.ctx, ast.Load)) or \
                   (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
                    and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value == IDS_KEY)
-            if not hit:
+            if not hit or not isinstance(node, ast.expr):  # hit: a Subscript or a Call
                 continue
             fallback: str | None = None
             bare = False

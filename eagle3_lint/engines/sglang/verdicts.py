@@ -119,11 +119,11 @@ class _Checker:
                 fn = None
             if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 pos = [*fn.args.posonlyargs, *fn.args.args]
-                for a, d in zip(pos[len(pos) - len(fn.args.defaults):], fn.args.defaults):
+                for a, d in zip(pos[len(pos) - len(fn.args.defaults):], fn.args.defaults, strict=True):
                     out[a.arg] = ast.unparse(d)
-                for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults):
-                    if d is not None:
-                        out[a.arg] = ast.unparse(d)
+                for a, kw_default in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True):
+                    if kw_default is not None:
+                        out[a.arg] = ast.unparse(kw_default)
         self._init_defaults[key] = out
         return out
 
@@ -147,9 +147,9 @@ class _Checker:
                     # graph.delegations keeps one target per attribute; an attribute assigned under
                     # branches (``self.model = DeepseekV3ForCausalLM(...)`` / ``DeepseekForCausalLM(...)``,
                     # chosen by the checkpoint config) may hold any of them.
-                    d = self.graph._delegation_from_assign(e, attr, sa, path)  # noqa: SLF001
-                    if d is not None and d.target is not None:
-                        out.append((d.target, Evidence(d.path, d.line, d.detail)))
+                    held = self.graph._delegation_from_assign(e, attr, sa, path)  # noqa: SLF001
+                    if held is not None and held.target is not None:
+                        out.append((held.target, Evidence(held.path, held.line, held.detail)))
                 if sa.value_kind != "call" or "." in sa.func or sa.func not in init.params:
                     continue
                 for holder in mro:  # the most derived default wins: subclasses pass theirs up via super()
