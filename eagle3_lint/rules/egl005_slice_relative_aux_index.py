@@ -17,13 +17,17 @@ Under pipeline parallelism a rank holds layers ``[start_layer, end_layer)`` with
 ``start_layer != 0`` on every rank but the first, so it captures the wrong layers (or too few,
 and the drafter's input projection fails on the shape).
 
-Severity is read from the tree. Where the runner has a pipeline-parallel verifier (0.30+:
-``verify_supports_aux_hidden_states_over_pp``), EAGLE-3 runs with PP only for decoders that set
-``supports_aux_hidden_states_over_pp = True``: an error for those, a warning (latent bug)
-otherwise. Where the tree has no such verifier nothing refuses PP for EAGLE-3: an error when a
-registered architecture that passes ``supports_eagle3()`` and supports PP runs this ``forward``,
-a warning (latent) when none does. Under ``--arch``, a loop no named architecture runs is at most
-a warning.
+Severity is read from the tree, along the serving chain. Where the runner has a pipeline-parallel
+verifier (0.30+'s V2 runner: ``verify_supports_aux_hidden_states_over_pp``), EAGLE-3 runs with PP
+only for decoders that set ``supports_aux_hidden_states_over_pp = True``: an error for those, a
+warning (latent bug) otherwise, whose message says the V1 runner has no such verifier. Where the
+drafter gets the target's pipeline-parallel size and no EAGLE-3 drafter class supports PP (0.10 to
+0.29: ``SpeculativeConfig`` then refuses EAGLE-3 with PP at config time), the loop is latent: a
+warning. Otherwise nothing refuses PP for EAGLE-3: an error when a registered architecture that
+passes ``supports_eagle3()``, supports PP and is not refused by the config-time model_type gate runs
+this ``forward``, a warning (latent) when none does. Under ``--arch``, a loop no named architecture
+runs is at most a warning. A loop over a slice bound to a local first (``layers =
+self.layers[s:e]``; ``enumerate(layers)``) counts too.
 
 ## Example
 ```python

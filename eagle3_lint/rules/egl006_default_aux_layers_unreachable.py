@@ -11,7 +11,9 @@ interface but fails the check is EGL003's):
 - **warning**: the class defines a differently named getter (a stale name from another vLLM
   version, such as ``get_eagle3_aux_hidden_state_layers`` in a tree whose runner calls
   ``get_eagle3_default_aux_hidden_state_layers``) while a working body exists: a dead override
-  the runner never calls. With no working body the stale name is the error above.
+  the runner never calls. With no working body the stale name is the error above. A **note** when the dead
+  override returns the same ids as the getter the runner calls (evaluated for 32 and 61 layers): nothing
+  is lost, the method is only dead code.
 
 Reported once per defining class. Pooling models and drafters are out of scope.
 

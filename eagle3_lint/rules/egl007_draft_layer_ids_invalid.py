@@ -39,6 +39,16 @@ the layer split computed with the tree's own ``get_pp_indices`` (honouring ``--p
 whose states never reach the drafter (no pipeline relay), or a decoder the tree's PP verifier
 refuses, are errors.
 
+- the serving chain's blockers no check above names, as errors: a drafter vLLM cannot build
+  (``EAGLEConfig`` renames its architectures to one the registry lacks), a config-time refusal of
+  EAGLE-3 with pipeline parallelism (the drafter gets the target's PP size and its class does not
+  support PP), and a runner that never reserves the pipeline relay slots a relaying decoder needs
+  (0.33's V1); and a warning where the release's two runners read the drafter differently.
+
+Ids that differ from the layers the drafter was trained on, when those are known (its ids' numbering
+is known from where they sit, or stated with ``--drafter-convention``), are errors (the serving
+verdict's ``wrong-layers``); otherwise a numbering mismatch is a warning.
+
 ## Why is this bad?
 vLLM reads the drafter config only after loading both models. An id past the last layer, a
 duplicate, or a count that does not fit ``fc`` fails at the first forward with a shape error or,
