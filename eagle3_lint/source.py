@@ -68,7 +68,13 @@ class SourceTree(ABC):
 
     def vllm_version(self) -> str:
         """From ``vllm/_version.py``/``version.py``, else dist-info METADATA, else "unknown"."""
-        for rel in ("vllm/_version.py", "vllm/version.py"):
+        return self.package_version("vllm")
+
+    def package_version(self, package: str, modules: tuple[str, ...] = ("_version.py", "version.py")) -> str:
+        """``<package>/<module>``'s literal version (the first of ``modules`` that has one), else the version in
+        the dist-info METADATA among ``other_files()``, else "unknown"."""
+        for name in modules:
+            rel = f"{package}/{name}"
             if self.exists(rel):
                 try:
                     text = self.read_bytes(rel).decode("utf-8", "replace")

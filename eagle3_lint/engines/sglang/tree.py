@@ -8,7 +8,6 @@ boundary the walked package becomes a parameter of ``DirSource`` and this class 
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 from eagle3_lint.source import DirSource
@@ -54,21 +53,4 @@ class SglangDirSource(DirSource):
 
     def sglang_version(self) -> str:
         """``sglang/version.py``'s literal ``__version__`` (older releases), else dist-info, else "unknown"."""
-        for rel in ("sglang/version.py", "sglang/_version.py"):
-            if self.exists(rel):
-                try:
-                    text = self.read_bytes(rel).decode("utf-8", "replace")
-                except OSError:
-                    continue
-                m = re.search(r"^(?:__version__|version)\s*(?::\s*str\s*)?=\s*['\"]([^'\"]+)['\"]", text, re.M)
-                if m:
-                    return m.group(1)
-        for rel in self.other_files():
-            try:
-                text = self.read_bytes(rel).decode("utf-8", "replace")
-            except OSError:
-                continue
-            m = re.search(r"^Version:\s*(\S+)", text, re.M)
-            if m:
-                return m.group(1)
-        return "unknown"
+        return self.package_version("sglang", ("version.py", "_version.py"))
