@@ -249,6 +249,12 @@ def write_output(text: str, output: str | None) -> None:
         return
     p = Path(output)
     try:
+        if p.exists() and not p.is_file():
+            # /dev/null, a FIFO, a terminal: written through. A temp file renamed over it would replace the
+            # device node with a regular file (``-o /dev/null`` did that to /dev/null).
+            with open(p, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            return
         p.parent.mkdir(parents=True, exist_ok=True)
         tmp = p.with_name(p.name + ".tmp")
         tmp.write_text(text, encoding="utf-8")

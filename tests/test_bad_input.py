@@ -661,3 +661,23 @@ def test_facts_cache_planted_by_someone_else_is_not_unpickled(tmp_path: Path) ->
     pack.chmod(0o600)
     FactStore(DirSource(root), cache)
     assert marker.exists()
+
+
+def test_output_to_a_fifo_writes_through_and_keeps_it_a_fifo(tmp_path: Path) -> None:
+    """``-o /dev/null`` used to rename a temp file over the device node, making /dev/null a regular file
+    (and breaking every program that opens it afterwards). A non-regular destination is written through."""
+    import os
+    import stat
+    import threading
+
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    from eagle3_lint.app import write_output
+
+    write_output('{"ok": true}\n', str(fifo))
+    reader.join(timeout=10)
+    assert got == [b'{"ok": true}\n']
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)

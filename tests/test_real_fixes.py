@@ -140,7 +140,10 @@ def test_v0181_upstream_fix_is_clean_but_keeps_a_stale_getter(real_trees: object
     stale = [f for f in ctx.findings if f.rule == "EGL006"]
     paths = {f.location.path for f in stale}
     assert {f"{MODELS}/kimi_k25.py", f"{MODELS}/deepseek_v2.py"} <= paths
-    assert all(f.severity is Severity.WARNING and "dead override" in f.message for f in stale)
+    # Both return what the runner's getter returns anyway: deepseek_v2.py:1385 computes (2, n // 2, n - 3), the
+    # Protocol's default body too, and kimi_k25.py:493 delegates to it. Dead code, nothing lost: notes.
+    assert all(f.severity is Severity.NOTE and "dead override" in f.message and "returns the same ids" in f.message
+               for f in stale)
 
 
 def test_v033_interface_findings(real_trees: object) -> None:
