@@ -108,6 +108,17 @@ def definers(ctx: Context, name: str) -> list[str]:
     return out
 
 
+def target_model_type(ctx: Context, config_attr: str) -> Any:
+    """What ``<config_attr>.model_type`` (``hf_text_config``) this vLLM gives the ``--target-config``
+    (``hfconfig.TextModelType``), worked out once per analysis for EGL009 and the serving verdict alike."""
+    from eagle3_lint import hfconfig
+
+    cfg = ctx.options.target_config
+    assert cfg is not None
+    return ctx.memo.get(f"target-model-type:{config_attr}",
+                        lambda: hfconfig.text_model_type(ctx.graph, ctx.source, cfg, config_attr))
+
+
 def config_refusal(ctx: Context, arch: str) -> tuple[Any, str] | None:
     """The config-time gate (``runner.Gate``) that refuses EAGLE-3 for ``arch`` without a target config, with
     the model_type it was judged by: the name of the module that defines the architecture, which is its

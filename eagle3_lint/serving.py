@@ -29,7 +29,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from eagle3_lint import drafter as dr
-from eagle3_lint import hfconfig, runnerchoice
+from eagle3_lint import runnerchoice
 from eagle3_lint import semantic as sem
 from eagle3_lint.model import Location
 from eagle3_lint.runner import RunnerKind
@@ -186,11 +186,6 @@ def trained_layers(da: dr.DraftAnalysis, stated: str | None) -> tuple[tuple[int,
 
 
 # -- the chain ---------------------------------------------------------------------------------------------
-def build(ctx: Context) -> dict[str, ServingVerdict]:
-    """One serving verdict per targeted architecture that the registry knows or that the user named."""
-    return {arch: verdict(ctx, arch) for arch in ctx.targeted}
-
-
 def verdict(ctx: Context, arch: str, kind: RunnerKind | None = None) -> ServingVerdict:
     """The chain for ``arch`` on runner ``kind`` (default: the runner ``runnerchoice.chosen`` models)."""
     key = f"serving:{arch}:{kind.value if kind else 'chosen'}"
@@ -283,7 +278,7 @@ def _config_gate(ctx: Context, arch: str) -> ServingStep:
             return ServingStep(Gate.CONFIG_GATE, StepResult.UNCHECKED,
                                f"SpeculativeConfig refuses EAGLE-3 unless {g.config_attr}.model_type contains one of "
                                f"[{allowed}]; pass --target-config to check this target", where)
-        res = hfconfig.text_model_type(ctx.graph, ctx.source, cfg, g.config_attr)
+        res = sem.target_model_type(ctx, g.config_attr)
         if res.model_type is None:
             return ServingStep(Gate.CONFIG_GATE, StepResult.UNKNOWN,
                                f"which {g.config_attr}.model_type this vLLM gives the target config is unknown "
@@ -292,7 +287,7 @@ def _config_gate(ctx: Context, arch: str) -> ServingStep:
             return ServingStep(Gate.CONFIG_GATE, StepResult.FAIL,
                                f"{g.config_attr}.model_type {res.model_type!r} contains none of [{allowed}]: "
                                f"{g.error or 'refused'} before any weight loads", where)
-    mt = hfconfig.text_model_type(ctx.graph, ctx.source, cfg, gates[0].config_attr).model_type if cfg else None
+    mt = sem.target_model_type(ctx, gates[0].config_attr).model_type
     return ServingStep(Gate.CONFIG_GATE, StepResult.PASS, f"model_type {mt!r} is on the EAGLE-3 allow-list",
                        _loc(gates[0].path, gates[0].line))
 

@@ -36,7 +36,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from eagle3_lint import fixgen, hfconfig
+from eagle3_lint import fixgen
+from eagle3_lint import semantic as sem
 from eagle3_lint.model import (
     Applicability,
     Finding,
@@ -102,7 +103,7 @@ def check(ctx: Context) -> Iterator[Finding]:
     target_arch = _target_arch(ctx)
     src = ctx.options.target_config_path or "the target config"
     for g in gates:
-        res = hfconfig.text_model_type(ctx.graph, ctx.source, cfg, g.config_attr)
+        res = sem.target_model_type(ctx, g.config_attr)
         related = tuple(Step("derivation", s) for s in res.steps) + (
             Step("gate", f"the allow-list {g.list_name or ''}".rstrip(), _where(g)),
             Step("gate", f"raises {g.error}", Location(g.path, g.line)))
