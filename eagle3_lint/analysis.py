@@ -11,12 +11,11 @@ import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
-from eagle3_lint import contract as contract_mod
-from eagle3_lint import registry as registry_mod
-from eagle3_lint import runner as runner_mod
-from eagle3_lint.contract import CheckKind, Contract
+from eagle3_lint import engines
+from eagle3_lint.contract import Contract
+from eagle3_lint.engine import Engine
 from eagle3_lint.graph import ClassGraph, ClassKey
 from eagle3_lint.model import Finding, Status, Verdict
 from eagle3_lint.registry import Registry
@@ -29,10 +28,6 @@ from eagle3_lint.verdict import Judge
 if TYPE_CHECKING:
     from eagle3_lint.serving import ServingVerdict
     from eagle3_lint.suppress import Suppression
-
-# Plugin files (``--plugin``, plugins.py) are model files too, under their ``<plugin>/`` display prefix.
-MODEL_DIRS = ("vllm/model_executor/models/", "vllm/models/", "<plugin")
-
 
 @dataclass
 class Options:
@@ -70,6 +65,7 @@ class Context:
     judge: Judge
     options: Options
     version: str
+    engine: Engine
     verdicts: dict[str, Verdict] = field(default_factory=dict)
     keys: dict[str, ClassKey | None] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
@@ -90,7 +86,7 @@ class Context:
         return arch is not None and arch in self.options.targets
 
     def model_files(self) -> list[str]:
-        return [f for f in self.source.py_files() if f.startswith(MODEL_DIRS)]
+        return [f for f in self.source.py_files() if self.engine.is_model_file(f)]
 
     def model_classes(self) -> Iterable[tuple[ClassKey, str]]:
         """Every class defined at module level in the model files, with its file."""
@@ -134,54 +130,16 @@ def sub_config_architectures(cfg: dict[str, Any], expr: str) -> tuple[str, ...]:
     return tuple(a for a in archs if isinstance(a, str)) if isinstance(archs, list) else ()
 
 
-_T = TypeVar("_T")
-
-
-def _safely(errors: list[InternalError], where: str, fn: Callable[[], _T], fallback: Callable[[], _T]) -> _T:
-    """``fn()``, or, if it raises (a bug of ours), an internal error and ``fallback()``: the rest still runs."""
-    try:
-        return fn()
-    except Exception as exc:  # noqa: BLE001 - one derivation must not sink the report
-        errors.append(InternalError(where, f"{type(exc).__name__}: {exc}", traceback.format_exc()))
-        return fallback()
-
-
-def _no_contract(iface: list[str]) -> Contract:
-    return Contract(found=False, check=CheckKind.UNKNOWN, path=iface[0] if iface else "",
-                    notes=("internal error while reading the contract",))
-
-
 def build(source: SourceTree, options: Options, store: FactStore | None = None) -> Context:
     """``store``: one the caller already opened on ``source`` (to hash the tree first), else a new one."""
     t0 = time.perf_counter()
     if store is None:
         store = FactStore(source, options.cache_dir)
-    store.preload([rel for rel in source.py_files() if rel.startswith(MODEL_DIRS)], options.progress)
+    engine = engines.for_package(source.package) or engines.all_engines()[0]
+    store.preload([rel for rel in source.py_files() if engine.is_model_file(rel)], options.progress)
     t1 = time.perf_counter()
-    reg_mf = store.load(registry_mod.REGISTRY_MODULE)
-    try:
-        reg_text = source.read_bytes(reg_mf.path).decode("utf-8", "replace") if reg_mf else ""
-    except OSError:
-        reg_text = ""
-    derive_errors: list[InternalError] = []
-    registry = _safely(derive_errors, "registry", lambda: registry_mod.derive(reg_mf, reg_text),
-                       lambda: registry_mod.Registry(False, reg_mf.path if reg_mf else "", {}, (),
-                                                     registry_mod.DEFAULT_PREFIX, "internal error while reading it"))
-    extend = getattr(source, "extend_registry", None)  # --plugin: the plugins' register_model calls
-    if extend is not None:
-        registry = extend(registry)
-    # Whole-tree derivations are cached under the content hashes of the files they read (store.memo).
-    iface = [p for p in (source.module_path(contract_mod.INTERFACES_MODULE),) if p]
-    contract = _safely(derive_errors, "contract", lambda: store.memo("contract", (), iface, contract_mod.derive),
-                       lambda: _no_contract(iface))
-    rargs = (contract.check_function, contract.required if contract.found else (), contract.pp_flag)
-    runner = _safely(derive_errors, "runner", lambda: store.memo("runner", rargs, runner_mod.input_files(source),
-                                                                 lambda src: runner_mod.derive(src, *rargs)),
-                     lambda: RunnerPath(notes=("internal error while reading the runner",)))
-    if not contract.found:
-        calls = runner.model_calls
-        contract = _safely(derive_errors, "contract", lambda: store.memo(
-            "contract-duck", (calls,), iface, lambda src: contract_mod.derive(src, calls)), lambda: _no_contract(iface))
+    derived = engine.derive(source, store)
+    registry, contract, runner = derived.registry, derived.contract, derived.runner
     t2 = time.perf_counter()
 
     def registered(arch: str) -> ClassKey | None:
@@ -196,10 +154,11 @@ def build(source: SourceTree, options: Options, store: FactStore | None = None) 
             return ()
         return sub_config_architectures(options.target_config, expr)
 
-    graph = ClassGraph(loader=store.load, registered=registered, checkpoint_archs=checkpoint_archs)
+    graph = ClassGraph(loader=store.load, registered=registered, checkpoint_archs=checkpoint_archs,
+                       package=engine.package, registered_model_helpers=engine.registered_model_helpers)
     judge = Judge(graph, contract, runner)
-    ctx = Context(source, store, graph, contract, runner, registry, judge, options, source.vllm_version())
-    ctx.errors.extend(derive_errors)
+    ctx = Context(source, store, graph, contract, runner, registry, judge, options, source.version(), engine)
+    ctx.errors.extend(InternalError(*e) for e in derived.errors)
     for arch, e in registry.entries.items():
         try:
             key, note = resolve_entry(graph, e.module, e.class_name)

@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from eagle3_lint import engines
 from eagle3_lint import target as target_mod
 from eagle3_lint.analysis import Context, Options, analyze
 from eagle3_lint.config import Settings
 from eagle3_lint.errors import UsageError
 from eagle3_lint.model import Finding, Severity
-from eagle3_lint.registry import REGISTRY_MODULE
 from eagle3_lint.reportcache import Replay
 from eagle3_lint.source import SourceTree
 from eagle3_lint.store import FactStore
@@ -39,6 +39,7 @@ class CheckRequest:
     progress: Callable[[str], None] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     plugins: tuple[str, ...] = ()  # --plugin PATH_OR_DIST (plugins.py)
+    engine: str | None = None  # --engine: which engine's tree, when the target holds more than one
     pipeline_parallel: int | None = None
     pp_partition: str | None = None
     runner: str = "auto"  # --runner auto|v1|v2
@@ -67,7 +68,7 @@ def load_json_file(path: str, what: str) -> dict[str, Any]:
 
 
 def open_target(req: CheckRequest) -> SourceTree:
-    return target_mod.resolve(req.target, req.cache_dir, req.progress)
+    return target_mod.resolve(req.target, req.cache_dir, req.progress, req.engine)
 
 
 def cache_dir(req: CheckRequest) -> Path | None:
@@ -78,16 +79,18 @@ def run_check(req: CheckRequest, source: SourceTree | None = None, store: FactSt
     """Analyze ``req``'s target (or ``source``, already opened, with ``store`` already holding its hashes)."""
     if source is None:
         source = open_target(req)
+    engine = engines.for_package(source.package) or engines.all_engines()[0]
     if req.plugins:
-        from eagle3_lint import plugins as plugins_mod
+        from eagle3_lint.engines.vllm import plugins as plugins_mod
 
         source = plugins_mod.overlay(source, list(req.plugins))
     if not source.py_files():
-        raise UsageError(f"not a vLLM tree: no vllm/*.py files under {source.root_label}")
-    if source.module_path(REGISTRY_MODULE) is None and not (req.target_config or req.draft_config or req.plugins):
+        raise UsageError(f"not a {engine.display} tree: no {engine.package}/*.py files under {source.root_label}")
+    registry_module = engine.registry_module
+    if source.module_path(registry_module) is None and not (req.target_config or req.draft_config or req.plugins):
         # Without the registry no architecture can be judged, and without a model config there is no
         # gate to check either: a silent "0 of 0, exit 0" would pass CI.
-        raise UsageError(f"no model registry in {source.root_label}: {REGISTRY_MODULE.replace('.', '/')}.py is missing")
+        raise UsageError(f"no model registry in {source.root_label}: {registry_module.replace('.', '/')}.py is missing")
     tcfg = load_json_file(req.target_config, "--target-config") if req.target_config else None
     dcfg = load_json_file(req.draft_config, "--draft-config") if req.draft_config else None
     draft_path = req.draft_config
@@ -114,7 +117,7 @@ def run_check(req: CheckRequest, source: SourceTree | None = None, store: FactSt
         for a in unknown:
             close = suggest_arch(a, ctx)
             hints.append(f"{a}" + (f" (did you mean {' or '.join(close)}?)" if close else ""))
-        raise UsageError(f"unknown architecture for vLLM {ctx.version}: {', '.join(hints)}")
+        raise UsageError(f"unknown architecture for {engine.display} {ctx.version}: {', '.join(hints)}")
     return ctx
 
 

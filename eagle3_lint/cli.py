@@ -25,6 +25,7 @@ from eagle3_lint import config as config_mod
 from eagle3_lint import fixes as fixes_mod
 from eagle3_lint import outcome as outcome_mod
 from eagle3_lint.app import CheckRequest, exit_code, report_once, run_check, write_output
+from eagle3_lint.engines import EngineName
 from eagle3_lint.errors import UsageError
 from eagle3_lint.guard import printable
 from eagle3_lint.report.textopts import OutputFormat, TextOptions
@@ -131,7 +132,7 @@ def _emit(r: Replay, output: str | None) -> int:
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="eagle3-lint")
 def main() -> None:
-    """Static EAGLE-3 compatibility analyzer for vLLM model classes (never imports the tree)."""
+    """Static EAGLE-3 compatibility analyzer for the model classes of LLM inference engines (never imports the tree)."""
 
 
 _common = [
@@ -143,6 +144,8 @@ _common = [
     ),
     click.option("--no-cache", is_flag=True, help="Do not read or write the facts cache."),
     click.option("--debug", is_flag=True, help="Show tracebacks of internal errors."),
+    click.option("--engine", type=click.Choice([n.value for n in EngineName]), default=None,
+                 help="The engine whose tree to check when TARGET holds more than one (default: detect)."),
 ]
 
 
@@ -237,7 +240,8 @@ def check(target: str | None, archs: tuple[str, ...], fmt: str | None, output: s
           plugins: tuple[str, ...] = (), output_format: str | None = None, into: str | None = None,
           show_context: bool = False, verbose: bool = False, quiet: bool = False, statistics: bool = False,
           show_fixes: bool = False, color: str = "auto", speculative_config: str | None = None,
-          tensor_parallel: int | None = None, runner: str = "auto", drafter_convention: str | None = None) -> None:
+          tensor_parallel: int | None = None, runner: str = "auto", drafter_convention: str | None = None,
+          engine: str | None = None) -> None:
     """Check TARGET: a site-packages or vllm/ folder, a checkout, a .whl, vllm==X.Y.Z, or the installed vllm."""
 
     def run() -> int:
@@ -260,7 +264,7 @@ def check(target: str | None, archs: tuple[str, ...], fmt: str | None, output: s
                            select=settings.selection, progress=_progress(not machine and not do_fix and not quiet),
                            plugins=plugins, pipeline_parallel=pipeline_parallel, pp_partition=pp_partition,
                            runner=runner, drafter_convention=drafter_convention,
-                           speculative_config=speculative_config, tensor_parallel=tensor_parallel)
+                           speculative_config=speculative_config, tensor_parallel=tensor_parallel, engine=engine)
         if do_fix:
             return _fix(req, settings, output, do_apply, into, backup, debug, exit_zero, color)
 
@@ -355,7 +359,7 @@ def _fix(req: CheckRequest, settings: config_mod.Settings, output: str | None, d
         # Re-check what was written, and exit by what remains (0 when nothing at the fail level is left).
         again = CheckRequest(str(dest), req.archs, req.cache_dir, req.no_cache, req.target_config, req.draft_config,
                              req.debug, select=req.select, pipeline_parallel=req.pipeline_parallel,
-                             pp_partition=req.pp_partition)
+                             pp_partition=req.pp_partition, engine=req.engine)
         ctx2 = run_check(again)
         out2 = outcome_mod.finalize(ctx2, settings)
         mine = split(ctx2, out2.findings)[0]
@@ -447,7 +451,8 @@ def _render(ctx: Context, settings: config_mod.Settings, fmt: str, console: Cons
 @common
 def trace(args: tuple[str, ...], arch_opt: str | None, target_config: str | None, cache_dir: str | None,
           no_cache: bool, debug: bool, plugins: tuple[str, ...] = (), draft_config: str | None = None,
-          pipeline_parallel: int | None = None, runner: str = "auto", fmt: str = "text") -> None:
+          pipeline_parallel: int | None = None, runner: str = "auto", fmt: str = "text",
+          engine: str | None = None) -> None:
     """Show how the runner reaches an architecture: the serving chain, gates, call site, MRO, delegation,
     aux-state loop.
 
@@ -474,7 +479,7 @@ def trace(args: tuple[str, ...], arch_opt: str | None, target_config: str | None
             raise UsageError(f"trace takes ARCH [TARGET] or [TARGET] --arch ARCH, got {len(args)} arguments")
         ctx = run_check(CheckRequest(target, (arch,), cache_dir, no_cache, target_config, draft_config, debug,
                                      progress=_progress(fmt == "text"), plugins=plugins,
-                                     pipeline_parallel=pipeline_parallel, runner=runner))
+                                     pipeline_parallel=pipeline_parallel, runner=runner, engine=engine))
         node = trace_mod.build(ctx, arch)
         if fmt == "json":
             write_output(json_mod.dumps(trace_mod.to_json(node), indent=2) + "\n", None)
@@ -575,7 +580,8 @@ def schema(kind: str) -> None:
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: CPU count).")
 @common
 def matrix(targets: tuple[str, ...], releases: str | None, use_index: bool, archs: tuple[str, ...], changed: bool,
-           fmt: str, output: str | None, jobs: int | None, cache_dir: str | None, no_cache: bool, debug: bool) -> None:
+           fmt: str, output: str | None, jobs: int | None, cache_dir: str | None, no_cache: bool, debug: bool,
+           engine: str | None = None) -> None:
     """Status of every architecture across TARGETS (paths, wheels, vllm==X.Y.Z) and --releases: first supported,
     regressions."""
 

@@ -39,10 +39,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from eagle3_lint import minieval as me
-from eagle3_lint import pp as pp_mod
-from eagle3_lint import runnerchoice
+from eagle3_lint.engines.vllm import pp as pp_mod
+from eagle3_lint.engines.vllm import runnerchoice
+from eagle3_lint.engines.vllm.hfconfig import text_config
 from eagle3_lint.graph import ClassKey
-from eagle3_lint.hfconfig import text_config
 from eagle3_lint.runner import RunnerKind, RunnerSite
 from eagle3_lint.semantic import Capture, Where, capture, default_ids, read_module
 

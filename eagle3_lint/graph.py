@@ -75,7 +75,7 @@ class DelegationHow(str, Enum):
     """How a wrapper holds its inner model."""
 
     INIT_ASSIGN = "init-assign"  # self.x = Cls(...) in __init__
-    REGISTERED_MODEL = "registered-model"  # self.x = init_vllm_registered_model(...)
+    REGISTERED_MODEL = "registered-model"  # self.x = <engine's registered-model helper>(...)
     GETATTR = "__getattr__"  # attribute lookups forward to self.x
 
 
@@ -99,9 +99,13 @@ class MroResult:
 class ClassGraph:
     loader: Callable[[str], ModuleFacts | None]
     registered: Callable[[str], ClassKey | None] = lambda _arch: None
-    # ``init_vllm_registered_model(hf_config=config.text_config)`` builds whatever the checkpoint's
+    # A registered-model helper called with ``hf_config=config.text_config`` builds whatever the checkpoint's
     # sub-config names: (class, hf_config expression) -> those architectures, from --target-config.
     checkpoint_archs: Callable[[ClassKey, str], tuple[str, ...]] = lambda _key, _expr: ()
+    # The engine's top-level package: a missing module under it is unresolved (not in this tree), not external.
+    package: str = ""
+    # The engine's functions that build an inner model from the registry by architecture (engine.Engine).
+    registered_model_helpers: tuple[str, ...] = ()
     _mro: dict[ClassKey, MroResult] = field(default_factory=dict)
     _resolving: set[tuple[str, str]] = field(default_factory=set)
     _mro_depth: int = 0
@@ -147,7 +151,7 @@ class ClassGraph:
                     r = self.resolve_name(star, name, depth + 1)
                     if r.kind != "unresolved":
                         return r
-                elif smf is None and not star.startswith("vllm"):
+                elif smf is None and not self._in_package(star):
                     return Resolved("external", name=f"{star}.{name}", note="via star import")
             if name in BUILTIN_NAMES:
                 return Resolved("external", name=f"builtins.{name}")
@@ -191,9 +195,11 @@ class ClassGraph:
             return Resolved("dynamic", name=f"{b.target}(...)", note="value made by a call the tool cannot follow")
         return Resolved("dynamic", name=name, note="bound to an expression the tool cannot follow")
 
+    def _in_package(self, dotted_name: str) -> bool:
+        return bool(self.package) and dotted_name.split(".")[0] == self.package
+
     def _missing_or_external(self, dotted_name: str) -> Resolved:
-        top = dotted_name.split(".")[0]
-        if top == "vllm":
+        if self._in_package(dotted_name):
             return Resolved("unresolved", name=f"{dotted_name} is not in this tree")
         return Resolved("external", name=dotted_name)
 
@@ -467,9 +473,9 @@ class ClassGraph:
                 )
         if fn.kind == "class" and fn.key is not None:
             return Delegation(attr, DelegationHow.INIT_ASSIGN, fn.key, f"self.{attr} = {sa.func}(...)", path, sa.line)
-        if sa.func.endswith("init_vllm_registered_model") or (
-            fn.kind == "function" and fn.name.endswith(":init_vllm_registered_model")
-        ):
+        helper = next((h for h in self.registered_model_helpers if sa.func.endswith(h) or (
+            fn.kind == "function" and fn.name.endswith(f":{h}"))), None)
+        if helper is not None:
             archs = sa.kwargs.get("architectures", "")
             names = [a.strip().strip("'\"") for a in archs.strip("[]()").split(",") if a.strip()]
             for arch in names:
@@ -479,7 +485,7 @@ class ClassGraph:
                         attr,
                         DelegationHow.REGISTERED_MODEL,
                         k,
-                        f"self.{attr} = init_vllm_registered_model(architectures=[{arch!r}])",
+                        f"self.{attr} = {helper}(architectures=[{arch!r}])",
                         path,
                         sa.line,
                     )
@@ -488,13 +494,13 @@ class ClassGraph:
                 k = self.registered(arch)
                 if k is not None:
                     return Delegation(attr, DelegationHow.REGISTERED_MODEL, k,
-                                      f"self.{attr} = init_vllm_registered_model(hf_config={hf}): {arch} "
+                                      f"self.{attr} = {helper}(hf_config={hf}): {arch} "
                                       "from the target config", path, sa.line)
             return Delegation(
                 attr,
                 DelegationHow.REGISTERED_MODEL,
                 None,
-                f"self.{attr} = init_vllm_registered_model(...): architecture chosen by the checkpoint config",
+                f"self.{attr} = {helper}(...): architecture chosen by the checkpoint config",
                 path,
                 sa.line,
             )

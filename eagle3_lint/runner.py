@@ -1,42 +1,22 @@
-"""The runner's aux-layer path and the config-time gates, read from the tree being checked.
+"""The runner's aux-layer path and the config-time gates, as data.
 
-Runner: every call of the contract's check function (``supports_eagle3(...)``) outside the model
-files, with the object it interrogates, the error it raises, the config-path function and key,
-and the model methods called afterwards (the fallback getter and the setter). Releases with no
-check function still call the model's methods directly; those calls are the path then.
-
-Gates: ``if`` statements that refuse EAGLE-3 by the target's HF ``model_type`` before any weight
-loads (``SpeculativeConfig`` from 0.9 to about 0.20). Recognised by shape, not by variable name.
+Each engine reads them from the tree (``engines/<engine>/runner.py``): every place the runner checks
+the top-level model for the EAGLE-3 contract, the object it interrogates, the error it raises, the
+config key the layer ids come from, the model methods it calls afterwards; the pipeline-parallel
+verifier and relay; and the ``if`` statements that refuse EAGLE-3 by ``model_type`` at config time.
 """
 
 from __future__ import annotations
 
-import ast
-import dataclasses
 from dataclasses import dataclass, field
 from enum import Enum
 
-from eagle3_lint.facts import _walk, decode_source, dotted
-from eagle3_lint.source import SourceTree
-
-_MODEL_DIRS = ("vllm/model_executor/models/", "vllm/models/")
-_RUNNER_MARKERS = (b"supports_eagle3(", b"aux_hidden_state_layers(", b"eagle_aux_hidden_state_layer_ids")
-_GATE_MARKERS = (b"eagle3", b"model_type")
-
 
 class RunnerKind(str, Enum):
-    """vLLM's GPU model runners: V1 (``vllm/v1/worker/gpu_model_runner.py``) and V2 (``vllm/v1/worker/gpu/``)."""
+    """The engine's model runners (an engine with one runner uses V1; the engine package says which is which)."""
 
     V1 = "v1"
     V2 = "v2"
-
-
-# V2 lives in its own package beside V1's module (0.20 on); a site elsewhere belongs to V1.
-_V2_DIR = "vllm/v1/worker/gpu/"
-
-
-def runner_of(path: str) -> RunnerKind:
-    return RunnerKind.V2 if path.startswith(_V2_DIR) else RunnerKind.V1
 
 
 @dataclass(frozen=True)
@@ -58,6 +38,7 @@ class RunnerSite:
     # The site's function calls the tree's relay set-up (``relay_setup`` below): the pipeline's
     # intermediate tensors get slots for the aux states. None: the tree has no such set-up.
     reserves_relay: bool | None = None
+    kind: RunnerKind = RunnerKind.V1  # which of the engine's runners this site belongs to
 
 
 @dataclass(frozen=True)
@@ -92,7 +73,7 @@ class RunnerPath:
 
     def site_for(self, kind: RunnerKind) -> RunnerSite | None:
         """The call site of runner ``kind`` (its first one), or None when this tree has no such runner."""
-        return next((s for s in self.sites if runner_of(s.path) is kind), None)
+        return next((s for s in self.sites if s.kind is kind), None)
 
     @property
     def kinds(self) -> tuple[RunnerKind, ...]:
@@ -100,9 +81,7 @@ class RunnerPath:
 
     @property
     def primary(self) -> RunnerSite | None:
-        for s in self.sites:
-            if s.path.endswith("gpu_model_runner.py"):
-                return s
+        """The site a plain set-up reaches first (the engine lists it first)."""
         return self.sites[0] if self.sites else None
 
     @property
@@ -117,236 +96,3 @@ class RunnerPath:
     def model_calls(self) -> tuple[str, ...]:
         return tuple(sorted({n for s in self.sites for n in (s.setter, s.fallback) if n}))
 
-
-def input_files(source: SourceTree) -> list[str]:
-    """Every file the runner path and the gates may be read from (the key of their cache)."""
-    return [rel for rel in source.py_files() if not rel.startswith(_MODEL_DIRS) and "/tests/" not in rel]
-
-
-def _is_runner_candidate(data: bytes) -> bool:
-    return any(m in data for m in _RUNNER_MARKERS)
-
-
-def _is_gate_candidate(data: bytes) -> bool:
-    return all(m in data for m in _GATE_MARKERS) and b"raise" in data
-
-
-def _candidates(source: SourceTree) -> tuple[list[tuple[str, bytes]], list[tuple[str, bytes]]]:
-    """(runner candidates, gate candidates): each input file is read once, only matches are kept."""
-    runner: list[tuple[str, bytes]] = []
-    gates: list[tuple[str, bytes]] = []
-    for rel in input_files(source):
-        try:
-            data = source.read_bytes(rel)
-        except OSError:
-            continue
-        if _is_runner_candidate(data):
-            runner.append((rel, data))
-        if _is_gate_candidate(data):
-            gates.append((rel, data))
-    return runner, gates
-
-
-def _parse(rel: str, data: bytes) -> ast.Module | None:
-    try:
-        return ast.parse(decode_source(data), filename=rel)
-    except (SyntaxError, UnicodeError, ValueError, RecursionError):
-        return None
-
-
-def _functions(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
-    return [n for n in _walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
-
-
-def _message(node: ast.AST) -> str:
-    """The literal parts of an exception message (f-string holes become ``{...}``)."""
-    parts: list[str] = []
-    for n in _walk(node):
-        if isinstance(n, ast.JoinedStr):
-            for v in n.values:
-                parts.append(v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else "{...}")
-            return "".join(parts)
-    for n in _walk(node):
-        if isinstance(n, ast.Constant) and isinstance(n.value, str):
-            parts.append(n.value)
-    return "".join(parts)
-
-
-def _raise_in(stmts: list[ast.stmt]) -> tuple[str, int]:
-    for st in stmts:
-        for n in _walk(st):
-            if isinstance(n, ast.Raise) and n.exc is not None:
-                exc = n.exc
-                name = dotted(exc.func) if isinstance(exc, ast.Call) else dotted(exc)
-                return f"{name}({_message(exc)!r})", n.lineno
-    return "", 0
-
-
-def derive(source: SourceTree, check_function: str, member_names: tuple[str, ...],
-           pp_flag: str | None) -> RunnerPath:
-    """Read the runner path; ``member_names`` are the contract's methods (may be empty)."""
-    sites: list[RunnerSite] = []
-    config_fns: dict[str, tuple[str, int]] = {}
-    cfg_key: tuple[str, str, int] | None = None
-    pp: tuple[str, str, int] | None = None
-    relay: tuple[str, str, int] | None = None
-    called: dict[tuple[str, int], set[str]] = {}
-    runner_files, gate_files = _candidates(source)
-    # gpu_model_runner.py and the speculative config are candidates of both: parse them once.
-    gate_rels = {rel for rel, _ in gate_files}
-    parsed: dict[str, ast.Module | None] = {}
-    for rel, data in runner_files:
-        tree = _parse(rel, data)
-        if rel in gate_rels:
-            parsed[rel] = tree
-        if tree is None:
-            continue
-        for fn in _functions(tree):
-            site = _site(rel, fn, check_function, member_names)
-            if site is not None:
-                sites.append(site)
-                called[(rel, site.line)] = {
-                    dotted(n.func).rsplit(".", 1)[-1] for n in _walk(fn) if isinstance(n, ast.Call)
-                }
-            if relay is None and any(isinstance(n, ast.Assign) and any(
-                    isinstance(t, ast.Attribute) and t.attr == "make_empty_intermediate_tensors"
-                    and not dotted(t.value).startswith("self") for t in n.targets) for n in _walk(fn)):
-                relay = (fn.name, rel, fn.lineno)
-            for n in _walk(fn):
-                if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.startswith("eagle_aux") \
-                        and n.value.endswith("layer_ids") and cfg_key is None:
-                    cfg_key = (n.value, rel, n.lineno)
-                    config_fns[fn.name] = (rel, fn.lineno)
-                if pp_flag and isinstance(n, ast.Constant) and n.value == pp_flag and pp is None:
-                    pp = (fn.name, rel, fn.lineno)
-    gates = _gates(gate_files, parsed)
-    if relay is not None:
-        sites = [dataclasses.replace(st, reserves_relay=relay[0] in called.get((st.path, st.line), set()))
-                 for st in sites]
-    notes: list[str] = []
-    if not sites:
-        notes.append("no runner call site found: the tree never asks the model for aux hidden states")
-    return RunnerPath(
-        sites=tuple(sorted(sites, key=lambda s: (not s.path.endswith("gpu_model_runner.py"), s.path, s.line))),
-        config_key=cfg_key[0] if cfg_key else None,
-        config_key_path=cfg_key[1] if cfg_key else "",
-        pp_verifier=pp[0] if pp else None, pp_verifier_path=pp[1] if pp else "", pp_verifier_line=pp[2] if pp else 0,
-        pp_flag=pp_flag if pp else None,
-        relay_setup=relay[0] if relay else None, relay_setup_path=relay[1] if relay else "",
-        relay_setup_line=relay[2] if relay else 0,
-        gates=tuple(gates), notes=tuple(notes),
-    )
-
-
-def _site(rel: str, fn: ast.FunctionDef | ast.AsyncFunctionDef, check_function: str,
-          member_names: tuple[str, ...]) -> RunnerSite | None:
-    check: tuple[str, int] | None = None
-    err, err_line = "", 0
-    negated = False
-    for n in _walk(fn):
-        if isinstance(n, ast.If):
-            t = n.test
-            negated = isinstance(t, ast.UnaryOp) and isinstance(t.op, ast.Not)
-            if negated:
-                t = t.operand  # type: ignore[attr-defined]
-            if isinstance(t, ast.Call) and dotted(t.func).endswith(check_function) and t.args:
-                check = (ast.unparse(t.args[0]), n.lineno)
-                err, err_line = _raise_in(n.body)
-                break
-    fallback = setter = cfg = None
-    fb_line = st_line = cfg_line = 0
-    receiver = ""
-    for n in _walk(fn):
-        if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)):
-            if isinstance(n, ast.Call) and "from_config" in dotted(n.func) and "aux" in dotted(n.func):
-                cfg, cfg_line = dotted(n.func).rsplit(".", 1)[-1], n.lineno
-            continue
-        name = n.func.attr
-        if "from_config" in name and "aux" in name:
-            cfg, cfg_line = name, n.lineno
-            continue
-        is_member = name in member_names or (not member_names and "aux_hidden_state" in name)
-        if not is_member:
-            continue
-        if n.args:
-            if setter is None or n.lineno < st_line:
-                setter, st_line = name, n.lineno
-                receiver = ast.unparse(n.func.value)
-        elif fallback is None or n.lineno < fb_line:
-            fallback, fb_line = name, n.lineno
-    if check is None and setter is None:
-        return None
-    if check is None and fallback is None:
-        return None
-    return RunnerSite(
-        path=rel, line=check[1] if check else st_line, function=fn.name,
-        interrogated=check[0] if check else receiver, error=err, error_line=err_line,
-        config_function=cfg, config_line=cfg_line, fallback=fallback, fallback_line=fb_line,
-        setter=setter, setter_line=st_line, checked=check is not None, negated=negated,
-    )
-
-
-def _gates(files: list[tuple[str, bytes]], parsed: dict[str, ast.Module | None]) -> list[Gate]:
-    out: list[Gate] = []
-    for rel, data in files:
-        tree = parsed[rel] if rel in parsed else _parse(rel, data)
-        if tree is None:
-            continue
-        for fn in _functions(tree):
-            lists: dict[str, tuple[tuple[str, ...], int]] = {}
-            for n in _walk(fn):
-                if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) \
-                        and isinstance(n.value, (ast.List, ast.Tuple, ast.Set)) and n.value.elts \
-                        and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in n.value.elts):
-                    # The filter repeats the all() above, for the type checker.
-                    words = tuple(e.value for e in n.value.elts
-                                  if isinstance(e, ast.Constant) and isinstance(e.value, str))
-                    lists[n.targets[0].id] = (words, n.lineno)
-            for n in _walk(fn):
-                if isinstance(n, ast.If):
-                    g = _gate(rel, n, lists)
-                    if g is not None:
-                        out.append(g)
-    return out
-
-
-def _gate(rel: str, node: ast.If, lists: dict[str, tuple[tuple[str, ...], int]]) -> Gate | None:
-    test = node.test
-    methods = tuple(
-        sorted(
-            {
-                n.value
-                for n in _walk(test)
-                if isinstance(n, ast.Constant)
-                and isinstance(n.value, str)
-                and n.value in ("eagle3", "eagle", "extract_hidden_states", "dflash", "dspark")
-            }
-        )
-    )
-    if "eagle3" not in methods:
-        return None
-    if not any(isinstance(n, ast.Attribute) and n.attr == "model_type" for n in _walk(test)):
-        return None
-    err, _ = _raise_in(node.body)
-    if not err:
-        return None
-    allow: tuple[str, ...] = ()
-    list_name: str | None = None
-    list_line = 0
-    cfg_attr = ""
-    for n in _walk(test):
-        if isinstance(n, ast.Attribute) and n.attr == "model_type" and isinstance(n.value, ast.Attribute):
-            cfg_attr = n.value.attr
-        # ``not any(x in <...>.model_type for x in LIST)``
-        if isinstance(n, ast.comprehension) and isinstance(n.iter, ast.Name) and n.iter.id in lists:
-            list_name = n.iter.id
-            allow, list_line = lists[list_name]
-        # ``"llama" not in <...>.model_type``
-        if isinstance(n, ast.Compare) and isinstance(n.left, ast.Constant) and isinstance(n.left.value, str) \
-                and len(n.ops) == 1 and isinstance(n.ops[0], ast.NotIn) \
-                and isinstance(n.comparators[0], ast.Attribute) and n.comparators[0].attr == "model_type":
-            allow = (n.left.value,)
-            list_line = n.lineno
-    if not allow:
-        return None
-    return Gate(rel, node.lineno, methods, allow, list_name, list_line, cfg_attr, "substring", err)

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from eagle3_lint import minieval as me
+from eagle3_lint.engines.vllm.hfconfig import text_config
 from eagle3_lint.facts import ClassFacts, Method, UseKind, decode_source, index_offset
 from eagle3_lint.graph import ClassKey, Delegation, DelegationHow
-from eagle3_lint.hfconfig import text_config
 from eagle3_lint.model import Location, Status
 
 if TYPE_CHECKING:
@@ -111,7 +111,7 @@ def definers(ctx: Context, name: str) -> list[str]:
 def target_model_type(ctx: Context, config_attr: str) -> Any:
     """What ``<config_attr>.model_type`` (``hf_text_config``) this vLLM gives the ``--target-config``
     (``hfconfig.TextModelType``), worked out once per analysis for EGL009 and the serving verdict alike."""
-    from eagle3_lint import hfconfig
+    from eagle3_lint.engines.vllm import hfconfig
 
     cfg = ctx.options.target_config
     assert cfg is not None

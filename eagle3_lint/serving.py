@@ -29,8 +29,8 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from eagle3_lint import drafter as dr
-from eagle3_lint import runnerchoice
 from eagle3_lint import semantic as sem
+from eagle3_lint.engines.vllm import runnerchoice
 from eagle3_lint.model import Location
 from eagle3_lint.runner import RunnerKind
 

@@ -1,6 +1,6 @@
-"""Read-only access to a vLLM source tree, from a folder or straight from a wheel's zip.
+"""Read-only access to an engine's source tree, from a folder or straight from a wheel's zip.
 
-Paths are POSIX, relative to the tree root (the folder that holds ``vllm/``). Nothing here imports
+Paths are POSIX, relative to the tree root (the folder that holds the engine's package). Nothing here imports
 or executes the analyzed code.
 """
 
@@ -23,10 +23,11 @@ class SourceTree(ABC):
     """A tree of files below a root; the only way the analyzer reads analyzed code."""
 
     root_label: str
+    package: str  # the engine's top-level package, the only folder walked
 
     @abstractmethod
     def py_files(self) -> list[str]:
-        """Every ``.py`` file under ``vllm/``, sorted."""
+        """Every ``.py`` file under ``<package>/``, sorted."""
 
     @abstractmethod
     def read_bytes(self, rel: str) -> bytes:
@@ -52,7 +53,7 @@ class SourceTree(ABC):
         return idx
 
     def module_path(self, module: str) -> str | None:
-        """``vllm.a.b`` to ``vllm/a/b.py`` or ``vllm/a/b/__init__.py``, if present."""
+        """``pkg.a.b`` to ``pkg/a/b.py`` or ``pkg/a/b/__init__.py``, if present."""
         base = module.replace(".", "/")
         for cand in (base + ".py", base + "/__init__.py"):
             if self.exists(cand):
@@ -66,9 +67,9 @@ class SourceTree(ABC):
             mod = mod[: -len("/__init__")]
         return mod.replace("/", ".")
 
-    def vllm_version(self) -> str:
-        """From ``vllm/_version.py``/``version.py``, else dist-info METADATA, else "unknown"."""
-        return self.package_version("vllm")
+    def version(self) -> str:
+        """From ``<package>/_version.py``/``version.py``, else dist-info METADATA, else "unknown"."""
+        return self.package_version(self.package)
 
     def package_version(self, package: str, modules: tuple[str, ...] = ("_version.py", "version.py")) -> str:
         """``<package>/<module>``'s literal version (the first of ``modules`` that has one), else the version in
@@ -97,10 +98,26 @@ class SourceTree(ABC):
         return "unknown"
 
 
+def _package_under(names: list[str]) -> str:
+    """The engine package a tree holds (the first engine, in ``EngineName`` order, whose package is there)."""
+    from eagle3_lint.engines import all_engines
+
+    for engine in all_engines():
+        if engine.package in names:
+            return engine.package
+    return all_engines()[0].package  # nothing there: the default engine's, so errors name what is missing
+
+
 class DirSource(SourceTree):
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, package: str | None = None) -> None:
         self.root = root
         self.root_label = str(root)
+        if package is None:
+            try:
+                package = _package_under(sorted(p.name for p in root.iterdir() if p.is_dir()))
+            except OSError:
+                package = _package_under([])
+        self.package = package
         self._files: list[str] | None = None
 
     @property
@@ -110,7 +127,7 @@ class DirSource(SourceTree):
     def _walk(self) -> list[str]:
         out: list[str] = []
         seen_dirs: set[tuple[int, int]] = set()
-        top = self.root / "vllm"
+        top = self.root / self.package
         # followlinks=False plus an inode set: a symlink loop cannot make the walk spin.
         for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
             try:
@@ -139,7 +156,8 @@ class DirSource(SourceTree):
         try:
             return sorted(
                 f"{p.name}/METADATA" for p in self.root.iterdir()
-                if p.name.startswith("vllm-") and p.name.endswith(".dist-info") and (p / "METADATA").is_file()
+                if p.name.startswith(f"{self.package}-") and p.name.endswith(".dist-info")
+                and (p / "METADATA").is_file()
             )
         except OSError:
             return []
@@ -158,7 +176,7 @@ class DirSource(SourceTree):
 class ZipSource(SourceTree):
     """A wheel read in place: members are decompressed one at a time, on demand."""
 
-    def __init__(self, wheel: Path) -> None:
+    def __init__(self, wheel: Path, package: str | None = None) -> None:
         self.wheel = wheel
         self.root_label = str(wheel)
         try:
@@ -166,7 +184,8 @@ class ZipSource(SourceTree):
             names = self._zip.namelist()
         except (zipfile.BadZipFile, OSError, EOFError) as exc:
             raise TargetError(f"cannot read wheel {wheel}: {exc}") from None
-        self._py = sorted(n for n in names if n.startswith("vllm/") and n.endswith(".py"))
+        self.package = package or _package_under(sorted({n.split("/", 1)[0] for n in names if "/" in n}))
+        self._py = sorted(n for n in names if n.startswith(f"{self.package}/") and n.endswith(".py"))
         self._other = sorted(n for n in names if n.endswith(".dist-info/METADATA"))
 
     def py_files(self) -> list[str]:
@@ -186,6 +205,3 @@ class ZipSource(SourceTree):
         except Exception as exc:  # noqa: BLE001 - a damaged member fails in many ways (zlib.error, CRC, ...)
             raise OSError(f"cannot read {rel} from wheel: {type(exc).__name__}: {exc}") from None
 
-
-def looks_like_vllm(root: Path) -> bool:
-    return (root / "vllm" / "model_executor").is_dir() or (root / "vllm" / "__init__.py").is_file()

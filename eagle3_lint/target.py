@@ -1,8 +1,9 @@
-"""Turn what the user passed (a folder, a wheel, ``vllm==X.Y.Z`` or nothing) into a read-only tree.
+"""Turn what the user passed (a folder, a wheel, ``<engine>==X.Y.Z`` or nothing) into a read-only tree.
 
-``vllm==X.Y.Z`` is fetched once with ``pip download --no-deps`` and only its ``.py`` files and
-dist-info are kept, under ``$XDG_CACHE_HOME/eagle3-lint/vllm-X.Y.Z/``; a ``.complete`` marker,
-written last, tells a finished extraction from an interrupted one.
+``<engine>==X.Y.Z`` is fetched once with ``pip download --no-deps`` and only its ``.py`` files and
+dist-info are kept, under ``$XDG_CACHE_HOME/eagle3-lint/<engine>-X.Y.Z/``; a ``.complete`` marker,
+written last, tells a finished extraction from an interrupted one. Which engine a folder holds is
+each engine's own call (``Engine.tree_root``); when one folder holds two, ``--engine`` picks.
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
+from eagle3_lint import engines
+from eagle3_lint.engine import Engine
 from eagle3_lint.errors import TargetError, UsageError
-from eagle3_lint.source import DirSource, SourceTree, ZipSource, looks_like_vllm
+from eagle3_lint.source import DirSource, SourceTree, ZipSource
 
-SPEC_RE = re.compile(r"^vllm==(?P<ver>[0-9][0-9A-Za-z.+\-]*)$")
+SPEC_RE = re.compile(r"^(?P<engine>[a-z]+)==(?P<ver>[0-9][0-9A-Za-z.+\-]*)$")
 COMPLETE_MARKER = ".complete"
 # What pip prints when it cannot reach an index (it still ends with "No matching distribution").
 _NETWORK_ERRORS = ("NewConnectionError", "Failed to establish a new connection", "Could not fetch URL",
@@ -36,18 +39,18 @@ def cache_root(cache_dir: str | os.PathLike[str] | None = None) -> Path:
     return Path(base) / "eagle3-lint"
 
 
-def release_dir(version: str, cache_dir: str | os.PathLike[str] | None = None, package: str = "vllm") -> Path:
+def release_dir(version: str, cache_dir: str | os.PathLike[str] | None, package: str) -> Path:
     return cache_root(cache_dir) / f"{package}-{version}"
 
 
 def is_fetched(root: Path, cache_dir: str | os.PathLike[str] | None = None) -> bool:
-    """Whether ``root`` is a release ``vllm==X`` downloaded into the cache (read-only: later runs trust it)."""
+    """Whether ``root`` is a release ``<engine>==X`` downloaded into the cache (read-only: later runs trust it)."""
     try:
         real = root.resolve()
         cache = cache_root(cache_dir).resolve()
     except OSError:
         return False
-    return real.parent == cache and real.name.startswith("vllm-")
+    return real.parent == cache and any(real.name.startswith(f"{e.package}-") for e in engines.all_engines())
 
 
 def _extract_py(wheel: Path, dest: Path) -> int:
@@ -67,10 +70,11 @@ def fetch_release(
     version: str,
     cache_dir: str | os.PathLike[str] | None = None,
     progress: Callable[[str], None] | None = None,
-    package: str = "vllm",
+    *,
+    package: str,
     pip_args: tuple[str, ...] = (),
 ) -> Path:
-    """The cached source tree of ``<package>==version`` (vLLM by default), downloading it on first use.
+    """The cached source tree of ``<package>==version``, downloading it on first use.
 
     ``pip_args`` go to ``pip download`` before the requirement: platform tags for wheels that are
     built for one interpreter only (SGLang's cp311 manylinux wheels).
@@ -127,39 +131,60 @@ def fetch_release(
     return dest
 
 
-def _git_checkout_root(start: Path) -> Path | None:
+def _pick(found: list[tuple[Engine, Path]], engine: str | None, where: str) -> tuple[Engine, Path] | None:
+    """The one engine tree among ``found`` (``engine`` names it when there are several)."""
+    if engine is not None:
+        found = [f for f in found if f[0].name == engine]
+    if len(found) > 1:
+        names = " and ".join(e.display for e, _ in found)
+        raise UsageError(f"{where} holds both {names}: say which with --engine "
+                         f"{'|'.join(e.name for e, _ in found)}")
+    return found[0] if found else None
+
+
+def _git_checkout_root(start: Path, engine: str | None) -> tuple[Engine, Path] | None:
     for p in (start, *start.parents):
         if (p / ".git").exists():
-            return p if looks_like_vllm(p) else None
+            return _pick(engines.detect(p), engine, str(p))
     return None
+
+
+def _names(engine: str | None) -> list[Engine]:
+    return [e for e in engines.all_engines() if engine is None or e.name == engine]
 
 
 def resolve(
     target: str | None,
     cache_dir: str | os.PathLike[str] | None = None,
     progress: Callable[[str], None] | None = None,
+    engine: str | None = None,
 ) -> SourceTree:
     """Resolve a target argument; raises UsageError/TargetError with a one-line message."""
+    wanted = _names(engine)
+    specs = " or ".join(f"{e.name}==X.Y.Z" for e in wanted)
     if target is None:
         here = Path.cwd()
-        if looks_like_vllm(here):
-            return DirSource(here)
-        checkout = _git_checkout_root(here)
-        if checkout is not None:
-            return DirSource(checkout)
+        hit = _pick(engines.detect(here), engine, str(here)) or _git_checkout_root(here, engine)
+        if hit is not None:
+            return DirSource(hit[1], hit[0].package)
         # find_spec on a top-level name locates it without running its __init__.
-        spec = importlib.util.find_spec("vllm")
-        if spec is None or not spec.submodule_search_locations:
-            raise UsageError(
-                "no vLLM found: pass a path (site-packages, vllm/ folder, checkout or .whl) or vllm==X.Y.Z"
-            )
-        return DirSource(Path(list(spec.submodule_search_locations)[0]).parent)
+        for e in wanted:
+            spec = importlib.util.find_spec(e.package)
+            if spec is not None and spec.submodule_search_locations:
+                return DirSource(Path(list(spec.submodule_search_locations)[0]).parent, e.package)
+        raise UsageError(
+            f"no {' or '.join(e.display for e in wanted)} found: pass a path (site-packages, package folder, "
+            f"checkout or .whl) or {specs}"
+        )
 
     m = SPEC_RE.match(target.strip())
-    if m:
-        return DirSource(fetch_release(m.group("ver"), cache_dir, progress))
-    if target.startswith("vllm") and ("=" in target or "<" in target or ">" in target):
-        raise UsageError(f"unsupported version spec {target!r}: use an exact pin, vllm==X.Y.Z")
+    spec_engine = next((e for e in engines.all_engines() if m and e.name == m.group("engine")), None)
+    if m and spec_engine is not None:
+        if engine is not None and spec_engine.name != engine:
+            raise UsageError(f"{target} is a {spec_engine.display} release but --engine is {engine}")
+        return DirSource(spec_engine.fetch_release(m.group("ver"), cache_dir, progress), spec_engine.package)
+    if any(target.startswith(e.name) for e in engines.all_engines()) and any(c in target for c in "=<>"):
+        raise UsageError(f"unsupported version spec {target!r}: use an exact pin, {specs}")
 
     path = Path(target).expanduser()
     if not path.exists():
@@ -168,15 +193,18 @@ def resolve(
         raise TargetError(f"target does not exist: {target}")
     if path.is_file():
         if path.suffix == ".whl":
-            return ZipSource(path)
+            wheel = ZipSource(path)
+            if engine is not None and wheel.package != engines.get(engine).package:
+                raise UsageError(f"{target} is not a {engines.get(engine).display} wheel")
+            return wheel
         raise UsageError(f"target is a file but not a wheel (.whl): {target}")
     if not os.access(path, os.R_OK | os.X_OK):
         raise TargetError(f"target folder is not readable: {target}")
     path = path.resolve()
-    if looks_like_vllm(path):
-        return DirSource(path)
-    if path.name == "vllm" and ((path / "model_executor").is_dir() or (path / "__init__.py").is_file()):
-        return DirSource(path.parent)
+    hit = _pick(engines.detect(path), engine, target)
+    if hit is not None:
+        return DirSource(hit[1], hit[0].package)
     raise UsageError(
-        f"not a vLLM tree: {target} (expected a folder holding vllm/, a vllm/ folder, a .whl or vllm==X.Y.Z)"
+        f"not a {' or '.join(e.display for e in wanted)} tree: {target} (expected a folder holding "
+        f"{' or '.join(e.package + '/' for e in wanted)}, such a package folder, a .whl or {specs})"
     )

@@ -195,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     except (OracleError, OSError, json.JSONDecodeError, subprocess.TimeoutExpired) as exc:
         print(f"differential: error: oracle for {args.version}: {exc}", file=sys.stderr)
         return 2
-    tree = args.patched_tree or target.fetch_release(args.version)
+    tree = args.patched_tree or target.fetch_release(args.version, package="vllm")
     c = compare(args.version, tree, oracle, args.arch)
     print(render(c))
     if args.json:

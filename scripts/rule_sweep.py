@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     details: list[dict[str, object]] = []
     errors = 0
     for v in versions:
-        root = target.release_dir(v, cache)
+        root = target.release_dir(v, cache, "vllm")
         t0 = time.perf_counter()
         opts = Options(cache_dir=cache, targets=tuple(x for x in args.arch.split(",") if x),
                        target_config=json.loads(args.target_config.read_text()) if args.target_config else None,

@@ -41,7 +41,7 @@ def sweep_one(version: str) -> dict[str, Any]:
     row: dict[str, Any] = {"release": version}
     t0 = time.perf_counter()
     try:
-        root = target.fetch_release(version)
+        root = target.fetch_release(version, package="vllm")
         ctx = analyze(DirSource(root), Options(cache_dir=target.cache_root()))
     except Exception as exc:  # noqa: BLE001 - a crash is a result of the sweep, recorded in the table
         row.update(crash=f"{type(exc).__name__}: {exc}", trace=traceback.format_exc(), seconds=time.perf_counter() - t0)

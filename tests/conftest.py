@@ -32,10 +32,10 @@ class RealTrees:
         self.cache = real_cache_dir()
 
     def get(self, version: str) -> Path:
-        cached = (target.release_dir(version, self.cache) / target.COMPLETE_MARKER).exists()
+        cached = (target.release_dir(version, self.cache, "vllm") / target.COMPLETE_MARKER).exists()
         if os.environ.get("EAGLE3_LINT_OFFLINE") and not cached:
             pytest.skip(f"vllm=={version} not cached and EAGLE3_LINT_OFFLINE is set")
-        return target.fetch_release(version, self.cache)
+        return target.fetch_release(version, self.cache, package="vllm")
 
 
 @pytest.fixture(scope="session")

@@ -88,14 +88,14 @@ def test_file_where_a_folder_is_expected(tmp_path: Path) -> None:
     assert_one_line_error(run_cli(["check", str(f)], tmp_path), contains="not a wheel")
     # A vllm/ that is a file, not a package folder.
     write(tmp_path, "t/vllm", "not a folder")
-    assert_one_line_error(run_cli(["check", str(tmp_path / "t")], tmp_path), contains="not a vLLM tree")
+    assert_one_line_error(run_cli(["check", str(tmp_path / "t")], tmp_path), contains="not a vLLM")
 
 
 def test_folder_that_is_not_vllm(tmp_path: Path) -> None:
     write(tmp_path, "proj/pkg/a.py", "x = 1\n")
-    assert_one_line_error(run_cli(["check", str(tmp_path / "proj")], tmp_path), contains="not a vLLM tree")
+    assert_one_line_error(run_cli(["check", str(tmp_path / "proj")], tmp_path), contains="not a vLLM")
     (tmp_path / "empty").mkdir()
-    assert_one_line_error(run_cli(["check", str(tmp_path / "empty")], tmp_path), contains="not a vLLM tree")
+    assert_one_line_error(run_cli(["check", str(tmp_path / "empty")], tmp_path), contains="not a vLLM")
     # vllm/ exists but holds no Python at all.
     (tmp_path / "hollow" / "vllm" / "model_executor").mkdir(parents=True)
     assert_one_line_error(run_cli(["check", str(tmp_path / "hollow")], tmp_path), contains="no vllm/*.py")
@@ -184,7 +184,7 @@ def test_symlink_loops(tmp_path: Path) -> None:
     # vllm/ is a loop.
     (tmp_path / "v").mkdir()
     os.symlink("vllm", tmp_path / "v" / "vllm")
-    assert_one_line_error(run_cli(["check", str(tmp_path / "v")], tmp_path), contains="not a vLLM tree")
+    assert_one_line_error(run_cli(["check", str(tmp_path / "v")], tmp_path), contains="not a vLLM")
 
 
 def test_unreadable_entries_dangling_symlink_and_fifo(tmp_path: Path) -> None:
@@ -381,7 +381,7 @@ def test_truncated_or_corrupted_wheel(tmp_path: Path) -> None:
     empty = tmp_path / "other.whl"
     with zipfile.ZipFile(empty, "w") as z:
         z.writestr("other/__init__.py", "")
-    assert_one_line_error(run_cli(["check", str(empty)], tmp_path), contains="not a vLLM tree")
+    assert_one_line_error(run_cli(["check", str(empty)], tmp_path), contains="not a vLLM")
     # --apply on a wheel is refused, the wheel untouched.
     before = good.read_bytes()
     p = run_cli(["check", str(good), "--fix", "--apply", "--unsafe-fixes", "--arch", "PlainForCausalLM"], tmp_path)

@@ -12,9 +12,9 @@ import pytest
 from click.testing import CliRunner, Result
 
 from eagle3_lint import cli, facts
-from eagle3_lint import contract as contract_mod
 from eagle3_lint import rules as rules_mod
-from eagle3_lint import runner as runner_mod
+from eagle3_lint.engines.vllm import contract as contract_mod
+from eagle3_lint.engines.vllm import runner as runner_mod
 from eagle3_lint.model import Severity
 from eagle3_lint.rules import Rule, RuleMeta
 from eagle3_lint.verdict import Judge

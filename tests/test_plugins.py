@@ -26,7 +26,8 @@ from typing import Any
 
 import pytest
 
-from eagle3_lint import plugins, target
+from eagle3_lint import target
+from eagle3_lint.engines.vllm import plugins
 from eagle3_lint.analysis import Context, Options, analyze
 from eagle3_lint.source import DirSource
 from tests.cihelp import validate_report

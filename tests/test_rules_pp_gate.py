@@ -7,7 +7,8 @@ import json
 import subprocess
 from pathlib import Path
 
-from eagle3_lint import fixes, hfconfig
+from eagle3_lint import fixes
+from eagle3_lint.engines.vllm import hfconfig
 from eagle3_lint._compat import tomllib
 from eagle3_lint.analysis import Context
 from eagle3_lint.model import Severity

@@ -15,7 +15,7 @@ from rich.markup import escape as _escape
 from rich.table import Table
 
 from eagle3_lint import drafter as dr
-from eagle3_lint import plugins as plugins_mod
+from eagle3_lint.engines.vllm import plugins as plugins_mod
 
 if TYPE_CHECKING:
     from eagle3_lint.analysis import Context

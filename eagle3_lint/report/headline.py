@@ -101,10 +101,8 @@ def concerns(ctx: Context, f: Finding, arch: str) -> bool:
     """Whether ``arch``'s serving path runs through finding ``f`` (see the module docstring)."""
     if f.architecture is not None:
         return f.architecture == arch
-    from eagle3_lint.analysis import MODEL_DIRS
-
     path = f.location.path
-    if not path.startswith(MODEL_DIRS):
+    if not ctx.engine.is_model_file(path):
         return True  # registry, interfaces, runner, config: every target runs through them
     files, pairs = _on_path(ctx, arch)
     if path not in files:

@@ -158,6 +158,9 @@ class RunnerSite:
     negated: bool
     reserves_relay: bool | None = fld(required=False, description=(
         "The site's function calls the tree's pipeline relay set-up for aux states (null: the tree has none)."))
+    kind: str = fld(required=False, description=(
+        "Which of the engine's model runners the site belongs to (vLLM: v1 = gpu_model_runner.py, v2 = the "
+        "v1/worker/gpu/ package)."))
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)

@@ -1108,6 +1108,7 @@ class PluginOverlay(SourceTree):
         self.base = base
         self.plugins = plugins
         self.root_label = base.root_label
+        self.package = base.package
         root = getattr(base, "root", None)
         if root is not None:
             self.root = root  # the guard protects the vLLM part by this attribute
@@ -1153,8 +1154,8 @@ class PluginOverlay(SourceTree):
             return self._path_modules[rel]
         return SourceTree.path_module(rel)
 
-    def vllm_version(self) -> str:
-        return self.base.vllm_version()
+    def version(self) -> str:
+        return self.base.version()
 
     def extend_registry(self, registry: Registry) -> Registry:
         """The tree's registry plus the plugins' entries; a plugin's entry replaces a built-in one, as at runtime."""

@@ -1,0 +1,86 @@
+"""The engine boundary: what the engine-neutral core asks of a serving engine.
+
+An ``Engine`` knows one engine's tree: how to recognise it, where its model files live, how to read
+its registry, EAGLE-3 contract and runner path (as the neutral data of ``registry.py``,
+``contract.py`` and ``runner.py``), and how to fetch a release. Everything that names an engine's
+modules or paths lives in ``engines/<engine>/``; the facts, class graph, semantic model, rules,
+fixes and reports take what they need from here.
+"""
+
+from __future__ import annotations
+
+import traceback
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    import os
+
+    from eagle3_lint.contract import Contract
+    from eagle3_lint.registry import Registry
+    from eagle3_lint.runner import RunnerPath
+    from eagle3_lint.source import SourceTree
+    from eagle3_lint.store import FactStore
+
+
+_T = TypeVar("_T")
+ErrorRecord = tuple[str, str, str]  # (where, message, traceback)
+
+
+def safely(errors: list[ErrorRecord], where: str, fn: Callable[[], _T], fallback: Callable[[], _T]) -> _T:
+    """``fn()``, or, if it raises (a bug of ours), a recorded error and ``fallback()``: the rest still runs."""
+    try:
+        return fn()
+    except Exception as exc:  # noqa: BLE001 - one derivation must not sink the report
+        errors.append((where, f"{type(exc).__name__}: {exc}", traceback.format_exc()))
+        return fallback()
+
+
+@dataclass(frozen=True)
+class Derived:
+    """What an engine reads from a tree before any class is judged."""
+
+    registry: Registry
+    contract: Contract
+    runner: RunnerPath
+    # (where, message, traceback) of derivations that failed with a bug of ours; the rest still ran.
+    errors: tuple[ErrorRecord, ...] = ()
+
+
+class Engine(ABC):
+    """One serving engine, as the core sees it."""
+
+    name: str  # the spec prefix and ``--engine`` value
+    display: str  # the engine's own spelling, for messages
+    package: str  # the top-level package that holds its code
+    model_dirs: tuple[str, ...]  # folders (relative to the tree root) whose files are model code
+    registry_module: str  # where the architecture registry is read from
+    # Helpers that build an inner model from the registry by architecture name (``self.x = helper(...)``).
+    registered_model_helpers: tuple[str, ...] = ()
+
+    @abstractmethod
+    def tree_root(self, path: Path) -> Path | None:
+        """The root of this engine's tree for a folder the user gave (the folder holding the package), or None."""
+
+    def version(self, source: SourceTree) -> str:
+        return source.package_version(self.package)
+
+    def spec_version(self, target: str) -> str | None:
+        """``X`` for ``<name>==X``, else None."""
+        prefix = f"{self.name}=="
+        return target[len(prefix):] if target.startswith(prefix) and len(target) > len(prefix) else None
+
+    @abstractmethod
+    def fetch_release(self, version: str, cache_dir: str | os.PathLike[str] | None,
+                      progress: Callable[[str], None] | None = None) -> Path:
+        """The cached tree of release ``version``, downloaded on first use."""
+
+    @abstractmethod
+    def derive(self, source: SourceTree, store: FactStore) -> Derived:
+        """Registry, contract and runner path of ``source``."""
+
+    def is_model_file(self, rel: str) -> bool:
+        return rel.startswith(self.model_dirs)

@@ -1,0 +1,97 @@
+"""vLLM as an EAGLE-3 target engine: every vLLM-specific module name, path and convention.
+
+``ENGINE`` is what the core sees (``engine.Engine``). The modules beside this one read vLLM's tree:
+the registry dicts (``registry.py``), the ``SupportsEagle3`` contract (``contract.py``), the runner
+call sites and config-time gates (``runner.py``), which runner a plain set-up uses
+(``runnerchoice.py``), the pipeline-parallel layer split (``pp.py``), the HF config classes
+(``hfconfig.py``) and out-of-tree model plugins (``plugins.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from eagle3_lint.engine import Derived, Engine, ErrorRecord, safely
+
+if TYPE_CHECKING:
+    import os
+
+    from eagle3_lint.contract import Contract
+    from eagle3_lint.registry import Registry
+    from eagle3_lint.runner import RunnerPath
+    from eagle3_lint.source import SourceTree
+    from eagle3_lint.store import FactStore
+
+PACKAGE = "vllm"
+# Plugin files (``--plugin``, plugins.py) are model files too, under their ``<plugin>/`` display prefix.
+MODEL_DIRS = ("vllm/model_executor/models/", "vllm/models/", "<plugin")
+
+
+class VllmEngine(Engine):
+    name = "vllm"
+    display = "vLLM"
+    package = PACKAGE
+    model_dirs = MODEL_DIRS
+    registry_module = "vllm.model_executor.models.registry"
+    # ``self.language_model = init_vllm_registered_model(vllm_config, hf_config=..., architectures=[...])``
+    registered_model_helpers = ("init_vllm_registered_model",)
+
+    def tree_root(self, path: Path) -> Path | None:
+        if (path / PACKAGE / "model_executor").is_dir() or (path / PACKAGE / "__init__.py").is_file():
+            return path
+        if path.name == PACKAGE and ((path / "model_executor").is_dir() or (path / "__init__.py").is_file()):
+            return path.parent
+        return None
+
+    def fetch_release(self, version: str, cache_dir: str | os.PathLike[str] | None,
+                      progress: Callable[[str], None] | None = None) -> Path:
+        from eagle3_lint import target
+
+        return target.fetch_release(version, cache_dir, progress, package=PACKAGE)
+
+    def derive(self, source: SourceTree, store: FactStore) -> Derived:
+        from eagle3_lint.contract import CheckKind, Contract
+        from eagle3_lint.engines.vllm import contract as contract_mod
+        from eagle3_lint.engines.vllm import registry as registry_mod
+        from eagle3_lint.engines.vllm import runner as runner_mod
+        from eagle3_lint.registry import Registry
+        from eagle3_lint.runner import RunnerPath
+
+        errors: list[ErrorRecord] = []
+        reg_mf = store.load(registry_mod.REGISTRY_MODULE)
+        try:
+            reg_text = source.read_bytes(reg_mf.path).decode("utf-8", "replace") if reg_mf else ""
+        except OSError:
+            reg_text = ""
+        registry: Registry = safely(
+            errors, "registry", lambda: registry_mod.derive(reg_mf, reg_text),
+            lambda: Registry(False, reg_mf.path if reg_mf else "", {}, (), registry_mod.DEFAULT_PREFIX,
+                             "internal error while reading it"))
+        extend = getattr(source, "extend_registry", None)  # --plugin: the plugins' register_model calls
+        if extend is not None:
+            registry = extend(registry)
+
+        def no_contract() -> Contract:
+            return Contract(found=False, check=CheckKind.UNKNOWN, path=iface[0] if iface else "",
+                            notes=("internal error while reading the contract",))
+
+        # Whole-tree derivations are cached under the content hashes of the files they read (store.memo).
+        iface = [p for p in (source.module_path(contract_mod.INTERFACES_MODULE),) if p]
+        contract: Contract = safely(
+            errors, "contract", lambda: store.memo("contract", (), iface, contract_mod.derive), no_contract)
+        rargs = (contract.check_function, contract.required if contract.found else (), contract.pp_flag)
+        runner: RunnerPath = safely(
+            errors, "runner", lambda: store.memo("runner", rargs, runner_mod.input_files(source),
+                                         lambda src: runner_mod.derive(src, *rargs)),
+            lambda: RunnerPath(notes=("internal error while reading the runner",)))
+        if not contract.found:
+            calls = runner.model_calls
+            contract = safely(
+                errors, "contract", lambda: store.memo("contract-duck", (calls,), iface,
+                                               lambda src: contract_mod.derive(src, calls)), no_contract)
+        return Derived(registry, contract, runner, tuple(errors))
+
+
+ENGINE = VllmEngine()
