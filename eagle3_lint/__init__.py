@@ -1,9 +1,10 @@
-"""eagle3-lint: a static EAGLE-3 compatibility analyzer for vLLM model classes.
+"""eagle3-lint: a static EAGLE-3 compatibility analyzer for the model classes of LLM inference engines.
 
-It reads a vLLM source tree (a folder, a wheel, or a release fetched by version), derives the
-``SupportsEagle3`` contract, the model registry and the GPU runner's aux-layer path from that tree,
-and says for every registered architecture whether vLLM's runtime ``supports_eagle3`` check would
-accept it, without importing or executing any of the analyzed code.
+It reads an engine's source tree (a folder, a wheel, or a release fetched by version), derives the
+engine's EAGLE-3 contract, the model registry and the runner's aux-layer path from that tree
+(``engines/<engine>/``), and says for every registered architecture whether the engine's own EAGLE-3
+check would accept it and whether the hidden states the drafter needs are collected, without
+importing or executing any of the analyzed code.
 """
 
 __version__ = "0.1.0"

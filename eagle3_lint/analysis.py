@@ -190,14 +190,14 @@ def run_rules(ctx: Context, rules: Iterable[object]) -> None:
 
 
 def serving_verdicts(ctx: Context) -> dict[str, ServingVerdict]:
-    from eagle3_lint import serving
-
     out: dict[str, ServingVerdict] = {}
     for arch in ctx.targeted:
         try:
             # Rules (EGL007) may have asked for the chain already; its next step names fixes, so it is
             # worked out again now that every rule has run.
-            out[arch] = serving.with_next_step(ctx, serving.verdict(ctx, arch))
+            sv = ctx.engine.serving_verdict(ctx, arch)
+            if sv is not None:
+                out[arch] = ctx.engine.with_next_step(ctx, sv)
         except Exception as exc:  # noqa: BLE001 - one architecture's chain must not sink the report
             ctx.errors.append(InternalError(f"serving {arch}", f"{type(exc).__name__}: {exc}", traceback.format_exc()))
     return out

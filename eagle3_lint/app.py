@@ -81,9 +81,7 @@ def run_check(req: CheckRequest, source: SourceTree | None = None, store: FactSt
         source = open_target(req)
     engine = engines.for_package(source.package) or engines.all_engines()[0]
     if req.plugins:
-        from eagle3_lint.engines.vllm import plugins as plugins_mod
-
-        source = plugins_mod.overlay(source, list(req.plugins))
+        source = engine.with_plugins(source, list(req.plugins))
     if not source.py_files():
         raise UsageError(f"not a {engine.display} tree: no {engine.package}/*.py files under {source.root_label}")
     registry_module = engine.registry_module

@@ -586,11 +586,13 @@ def matrix(targets: tuple[str, ...], releases: str | None, use_index: bool, arch
     regressions."""
 
     def run() -> int:
+        from eagle3_lint import engines
         from eagle3_lint import matrix as matrix_mod
 
-        specs = matrix_mod.targets_from(list(targets), releases, cache_dir, use_index)
+        chosen = engines.get(engine) if engine else engines.all_engines()[0]
+        specs = matrix_mod.targets_from(list(targets), releases, cache_dir, use_index, chosen)
         if releases and not use_index:
-            picked = [t.split("==", 1)[1] for t in specs if t.startswith("vllm==")]
+            picked = [t.split("==", 1)[1] for t in specs if t.startswith(f"{chosen.name}==")]
             gaps = matrix_mod.missing_series(releases, picked)
             click.echo(f"eagle3-lint: --releases {releases}: {len(picked)} cached release(s) ({', '.join(picked)})"
                        + (f"; none of {', '.join(gaps)} is in the cache" if gaps else "")

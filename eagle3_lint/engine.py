@@ -14,14 +14,17 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     import os
 
+    from eagle3_lint.analysis import Context
     from eagle3_lint.contract import Contract
+    from eagle3_lint.drafter import DraftAnalysis
     from eagle3_lint.registry import Registry
-    from eagle3_lint.runner import RunnerPath
+    from eagle3_lint.runner import Gate, RunnerKind, RunnerPath
+    from eagle3_lint.serving import ServingVerdict
     from eagle3_lint.source import SourceTree
     from eagle3_lint.store import FactStore
 
@@ -60,6 +63,15 @@ class Engine(ABC):
     registry_module: str  # where the architecture registry is read from
     # Helpers that build an inner model from the registry by architecture name (``self.x = helper(...)``).
     registered_model_helpers: tuple[str, ...] = ()
+    # The interface a model class needs before the engine lets it run under pipeline parallelism ("": none).
+    pp_protocol: str = ""
+    # How a user picks the first runner when a release defaults to another (an environment setting; "": none).
+    runner_switch: str = ""
+    # The environment setting that overrides the pipeline-parallel layer split ("": none).
+    pp_partition_env: str = ""
+    # How documents name the check a status reports (matrix legends), and what else refuses a supported class.
+    check_words: str = "the engine's own EAGLE-3 check"
+    gate_note: str = ""
 
     @abstractmethod
     def tree_root(self, path: Path) -> Path | None:
@@ -84,3 +96,37 @@ class Engine(ABC):
 
     def is_model_file(self, rel: str) -> bool:
         return rel.startswith(self.model_dirs)
+
+    def with_plugins(self, source: SourceTree, specs: list[str]) -> SourceTree:
+        """``source`` with out-of-tree model plugins overlaid (``--plugin``)."""
+        from eagle3_lint.errors import UsageError
+
+        raise UsageError(f"--plugin: {self.display} has no out-of-tree model plugins this tool can read")
+
+    # -- config-time refusals (None: the engine has no such gate) ---------------------------------------------
+    def config_refusal(self, ctx: Context, arch: str) -> tuple[Gate, str] | None:
+        """The config-time gate that refuses EAGLE-3 for ``arch`` with no target config, and the model_type it
+        judged by (only to grade findings on untargeted architectures)."""
+        return None
+
+    def target_model_type(self, ctx: Context, config_attr: str) -> Any:
+        """What ``<config_attr>.model_type`` the engine gives the ``--target-config`` (memoised per analysis)."""
+        return None
+
+    def pp_refused(self, ctx: Context) -> str | None:
+        """Why this tree refuses every EAGLE-3 set-up with pipeline parallelism at config time, or None."""
+        return None
+
+    # -- what the engine makes of a drafter and of serving (None: this engine does not model it yet) --------
+    def draft_analysis(self, ctx: Context, arch: str | None = None,
+                       kind: RunnerKind | None = None) -> DraftAnalysis | None:
+        """What ``--draft-config`` means to this tree for ``arch`` on runner ``kind`` (memoised per analysis)."""
+        return None
+
+    def serving_verdict(self, ctx: Context, arch: str, kind: RunnerKind | None = None) -> ServingVerdict | None:
+        """The serving chain of ``arch`` (memoised per analysis), or None where the engine has none."""
+        return None
+
+    def with_next_step(self, ctx: Context, sv: ServingVerdict) -> ServingVerdict:
+        """``sv`` with its next step worked out from the findings as they are now."""
+        return sv

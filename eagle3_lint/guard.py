@@ -2,8 +2,9 @@
 
 ``protect(source)`` is active around every analysis (``analysis.analyze``). While it is active:
 
-- an import hook (a ``sys.meta_path`` finder, first in line) refuses any module named ``vllm`` or
-  ``vllm.*`` and any module whose file lies under the analyzed tree, by raising ``GuardViolation``.
+- an import hook (a ``sys.meta_path`` finder, first in line) refuses any module named after an
+  engine's package (``<package>`` or ``<package>.*``, for every engine the tool knows) and any module
+  whose file lies under the analyzed tree, by raising ``GuardViolation``.
   It is not an ``ImportError``, so an ``except ImportError`` somewhere cannot swallow it, and the
   violation is also recorded and raised again when the scope closes. The hook only runs when a
   module is imported for the first time, which the analysis hardly ever does: it costs nothing
@@ -13,7 +14,7 @@
   take, which no import hook sees) and any open-for-write, rename or delete inside the tree. Audit
   hooks cannot be removed once added, so this one is opt-in and does nothing outside a scope.
 
-The analyzed tree is ``<root>/vllm`` for a folder (the root may be a site-packages folder, whose
+The analyzed tree is ``<root>/<package>`` for a folder (the root may be a site-packages folder, whose
 other packages are the tool's own dependencies) and the wheel itself for a ``.whl``.
 """
 
@@ -47,14 +48,14 @@ class GuardViolation(RuntimeError):
 def protected_prefix(source: SourceTree) -> str | None:
     """The path under which every file belongs to the analyzed tree, or None if it has no path."""
     if isinstance(source, DirSource):
-        base = os.path.join(os.path.realpath(source.root), "vllm")
+        base = os.path.join(os.path.realpath(source.root), source.package)
     elif isinstance(source, ZipSource):
         base = os.path.realpath(source.wheel)
     else:
         root = getattr(source, "root", None)
         if root is None:
             return None
-        base = os.path.join(os.path.realpath(root), "vllm")
+        base = os.path.join(os.path.realpath(root), source.package)
     return base.rstrip(os.sep) + os.sep
 
 
@@ -67,7 +68,7 @@ def _under(path: object) -> str | None:
         real = os.path.realpath(p) if not p.startswith("<") else p
     except (OSError, ValueError, TypeError):
         return None
-    # A wheel member path looks like ``/x/vllm.whl/vllm/a.py``: the wheel's own path is a prefix.
+    # A wheel member path looks like ``/x/engine.whl/engine/a.py``: the wheel's own path is a prefix.
     cand = real.rstrip(os.sep) + os.sep
     for prefix in list(_roots):
         if cand.startswith(prefix):
@@ -82,6 +83,19 @@ def _violate(what: str) -> GuardViolation:
     return GuardViolation(msg)
 
 
+def _engine_packages() -> frozenset[str]:
+    """Every engine's top-level package (computed once, before any scope can be active)."""
+    global _PACKAGES
+    if _PACKAGES is None:
+        from eagle3_lint.engines import all_engines
+
+        _PACKAGES = frozenset(e.package for e in all_engines())
+    return _PACKAGES
+
+
+_PACKAGES: frozenset[str] | None = None
+
+
 class _Finder(importlib.abc.MetaPathFinder):
     """First on ``sys.meta_path`` while a scope is active; finds the spec the others would, then vets it."""
 
@@ -89,7 +103,7 @@ class _Finder(importlib.abc.MetaPathFinder):
                   ) -> importlib.machinery.ModuleSpec | None:
         if not _roots:
             return None
-        if fullname == "vllm" or fullname.startswith("vllm."):
+        if fullname.split(".", 1)[0] in _engine_packages():
             raise _violate(f"imported: {fullname}")
         if getattr(_local, "busy", False):
             return None
@@ -158,6 +172,7 @@ def _install_audit() -> None:
 @contextmanager
 def protect(source: SourceTree) -> Iterator[None]:
     """Guard ``source`` for the duration of the block; raises GuardViolation at exit if anything tripped."""
+    _engine_packages()  # the engines' modules are imported now, never from inside the import hook
     prefix = protected_prefix(source)
     if prefix is None:
         yield

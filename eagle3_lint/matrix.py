@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from eagle3_lint import target as target_mod
+from eagle3_lint.engine import Engine
+from eagle3_lint.engines import all_engines
 from eagle3_lint.errors import UsageError
 from eagle3_lint.guard import printable
 from eagle3_lint.model import Status
@@ -45,8 +47,9 @@ def version_key(v: str) -> tuple[int, ...] | None:
 
 @dataclass
 class Release:
-    label: str  # the vLLM version, or the target when the tree has none
+    label: str  # the engine's version, or the target when the tree has none
     target: str
+    engine: str = ""  # the engine's name (engines.EngineName)
     version: str = "unknown"
     statuses: dict[str, str] = field(default_factory=dict)  # arch -> status
     classes: dict[str, str] = field(default_factory=dict)  # arch -> module.Class
@@ -87,18 +90,28 @@ class Matrix:
     def labels(self) -> list[str]:
         return [r.label for r in self.releases]
 
+    @property
+    def engine(self) -> Engine:
+        """The engine of the releases (the first one's; a matrix mixing engines is read by the first)."""
+        from eagle3_lint.engines import get
+
+        name = next((r.engine for r in self.releases if r.engine), "")
+        return get(name) if name else all_engines()[0]
+
     def row(self, arch: str) -> Row | None:
         return next((r for r in self.rows if r.arch == arch), None)
 
 
 # -- targets ----------------------------------------------------------------------------------------
-def cached_releases(cache_dir: str | None = None) -> list[str]:
+def cached_releases(cache_dir: str | None = None, engine: Engine | None = None) -> list[str]:
+    engine = engine or all_engines()[0]
     root = target_mod.cache_root(cache_dir)
     out = []
+    prefix = f"{engine.package}-"
     try:
         for p in root.iterdir():
-            if p.name.startswith("vllm-") and (p / target_mod.COMPLETE_MARKER).is_file():
-                v = p.name[len("vllm-"):]
+            if p.name.startswith(prefix) and (p / target_mod.COMPLETE_MARKER).is_file():
+                v = p.name[len(prefix):]
                 if version_key(v) is not None:
                     out.append(v)
     except OSError:
@@ -106,37 +119,40 @@ def cached_releases(cache_dir: str | None = None) -> list[str]:
     return sorted(out, key=lambda v: version_key(v) or ())
 
 
-def index_releases() -> list[str]:
-    """``pip index versions vllm`` (the ordinary client), final releases only."""
+def index_releases(engine: Engine | None = None) -> list[str]:
+    """``pip index versions <package>`` (the ordinary client), final releases only."""
+    engine = engine or all_engines()[0]
     try:
-        p = subprocess.run([sys.executable, "-m", "pip", "index", "versions", "vllm", "--disable-pip-version-check"],
-                           capture_output=True, text=True, timeout=120)
+        p = subprocess.run([sys.executable, "-m", "pip", "index", "versions", engine.package,
+                            "--disable-pip-version-check"], capture_output=True, text=True, timeout=120)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise UsageError(f"cannot list vLLM releases with pip: {exc}") from None
+        raise UsageError(f"cannot list {engine.display} releases with pip: {exc}") from None
     m = re.search(r"Available versions:\s*(.+)", p.stdout)
     if p.returncode != 0 or not m:
         last = (p.stderr or p.stdout).strip().splitlines()
-        raise UsageError(f"cannot list vLLM releases with pip: {last[-1] if last else 'no output'}")
+        raise UsageError(f"cannot list {engine.display} releases with pip: {last[-1] if last else 'no output'}")
     return sorted((v.strip() for v in m.group(1).split(",") if version_key(v.strip()) is not None),
                   key=lambda v: version_key(v) or ())
 
 
-def expand_range(spec: str, cache_dir: str | None = None, index: bool = False) -> list[str]:
+def expand_range(spec: str, cache_dir: str | None = None, index: bool = False,
+                 engine: Engine | None = None) -> list[str]:
     """``A..B`` -> the releases A <= v <= B known to the cache (and to PyPI with ``index``)."""
     lo, sep, hi = spec.partition("..")
     if not sep or version_key(lo.strip()) is None or version_key(hi.strip()) is None:
         raise UsageError(f"--releases takes FIRST..LAST with release numbers, e.g. 0.11.0..0.33.0 (got {spec!r})")
     klo, khi = version_key(lo.strip()), version_key(hi.strip())
-    known = set(cached_releases(cache_dir))
+    engine = engine or all_engines()[0]
+    known = set(cached_releases(cache_dir, engine))
     if index:
-        known |= set(index_releases())
+        known |= set(index_releases(engine))
     picked = sorted((v for v in known if klo <= version_key(v) <= khi), key=lambda v: version_key(v) or ())  # type: ignore[operator]
     for end in (lo.strip(), hi.strip()):
         if end not in picked and not index:
             raise UsageError(f"release {end} is not in the cache ({target_mod.cache_root(cache_dir)}); "
-                             f"fetch it with `eagle3-lint check vllm=={end}` or add --index to ask PyPI")
+                             f"fetch it with `eagle3-lint check {engine.name}=={end}` or add --index to ask PyPI")
     if not picked:
-        raise UsageError(f"no vLLM release between {lo} and {hi}")
+        raise UsageError(f"no {engine.display} release between {lo} and {hi}")
     return picked
 
 
@@ -153,12 +169,14 @@ def missing_series(spec: str, picked: list[str]) -> list[str]:
     return [f"{klo[0]}.{m}.x" for m in range(klo[1], khi[1] + 1) if (klo[0], m) not in have]
 
 
-def targets_from(args: list[str], releases: str | None, cache_dir: str | None, index: bool) -> list[str]:
+def targets_from(args: list[str], releases: str | None, cache_dir: str | None, index: bool,
+                 engine: Engine | None = None) -> list[str]:
+    engine = engine or all_engines()[0]
     out = list(args)
     if releases:
-        out += [f"vllm=={v}" for v in expand_range(releases, cache_dir, index)]
+        out += [f"{engine.name}=={v}" for v in expand_range(releases, cache_dir, index, engine)]
     if not out:
-        raise UsageError("matrix needs targets (paths, wheels, vllm==X.Y.Z) or --releases FIRST..LAST")
+        raise UsageError(f"matrix needs targets (paths, wheels, {engine.name}==X.Y.Z) or --releases FIRST..LAST")
     seen: set[str] = set()
     return [t for t in out if not (t in seen or seen.add(t))]  # type: ignore[func-returns-value]
 
@@ -179,6 +197,7 @@ def analyse_one(spec: str, cache_dir: str | None, use_cache: bool) -> Release:
         rel.seconds = time.perf_counter() - t0
         return rel
     rel.version = ctx.version
+    rel.engine = ctx.engine.name
     rel.label = ctx.version if ctx.version != "unknown" else spec
     rel.statuses = {a: v.status.value for a, v in ctx.verdicts.items()}
     rel.classes = {a: f"{v.module}.{v.class_name}" for a, v in ctx.verdicts.items()}
@@ -287,18 +306,16 @@ def _since(row: Row) -> str:
 
 def to_markdown(m: Matrix, rows: list[Row], command: str) -> str:
     out = [
-        "# EAGLE-3 support matrix of vLLM releases",
+        f"# EAGLE-3 support matrix of {m.engine.display} releases",
         "",
         f"Regenerate: `{command}`",
         "",
         "Generated by `eagle3-lint matrix`, which reads each release's source (from its wheel) and never",
-        "imports it. A status is what that release's own `supports_eagle3()` says of the class its registry",
+        f"imports it. A status is what {m.engine.check_words} says of the class its registry",
         "names for the architecture, as `eagle3-lint check` derives it: "
         + ", ".join(f"{SYMBOL[s]} {s}" for s in (s.value for s in Status)) + f", {SYMBOL[None]} not registered.",
         "`wrapper-gap`: the wrapper class fails while the model it delegates to passes (the runner asks the",
-        "wrapper). Releases up to about 0.20 also refuse EAGLE-3 at config time unless the target's HF",
-        "`model_type` is on an allow-list (the gate column); the registry does not know model types, so a",
-        "`supported` class can still be refused there: check one model with `eagle3-lint check --target-config`.",
+        "wrapper)." + (f" {m.engine.gate_note}" if m.engine.gate_note else ""),
         "",
         "## Releases",
         "",
@@ -372,10 +389,9 @@ def render_table(m: Matrix, rows: list[Row], console: Any) -> None:
     console.print(t)
     legend = ", ".join(f"{SYMBOL[s.value]} {s.value}" for s in Status) + f", {SYMBOL[None]} not registered"
     # What the markdown legend says too: which class is judged, and what the gate column means.
-    legend += (". A status is what each release's own supports_eagle3() says of the class its registry names; "
-               "wrapper-gap: the wrapper fails while the model it delegates to passes. Releases up to about 0.20 "
-               "also refuse EAGLE-3 at config time unless the HF model_type is on an allow-list: check one model "
-               "with eagle3-lint check --target-config")
+    legend += (f". A status is what {m.engine.check_words.replace('`', '')} says of the class its registry names; "
+               "wrapper-gap: the wrapper fails while the model it delegates to passes"
+               + (f". {m.engine.gate_note.replace('`', '')}".rstrip(".") if m.engine.gate_note else ""))
     failed = [f"{r.label}: {r.error}" for r in m.releases if r.error]
     console.print(f"[dim]{legend}. {len(rows)} architectures x {len(m.releases)} releases in {m.seconds:.1f}s.[/]")
     for f in failed:

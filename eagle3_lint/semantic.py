@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from eagle3_lint import minieval as me
-from eagle3_lint.engines.vllm.hfconfig import text_config
+from eagle3_lint.checkpoint import text_config
 from eagle3_lint.facts import ClassFacts, Method, UseKind, decode_source, index_offset
 from eagle3_lint.graph import ClassKey, Delegation, DelegationHow
 from eagle3_lint.model import Location, Status
@@ -41,7 +41,7 @@ _MAX_DEPTH = MAX_HOPS
 # EAGLE heads themselves, MTP modules) and pooling models (embedding, scoring, classification).
 # These are the registry's own dict names, read from the tree; a class that says
 # ``is_pooling_model = True`` is a pooling model whatever dict lists it.
-_DRAFTER_DICT_WORDS = ("SPECULATIVE",)
+DRAFTER_DICT_WORDS = ("SPECULATIVE",)
 _POOLING_DICT_WORDS = (
     "EMBEDDING",
     "CROSS_ENCODER",
@@ -75,7 +75,7 @@ def in_scope(ctx: Context, arch: str) -> bool:
     if entry is None or key is None:
         return False
     d = entry.source_dict.upper()
-    if any(w in d for w in _DRAFTER_DICT_WORDS) or any(w in d for w in _POOLING_DICT_WORDS):
+    if any(w in d for w in DRAFTER_DICT_WORDS) or any(w in d for w in _POOLING_DICT_WORDS):
         return False
     hit = ctx.graph.member_origin(key, "is_pooling_model")
     return not (hit is not None and hit[1].value == "True")
@@ -108,92 +108,25 @@ def definers(ctx: Context, name: str) -> list[str]:
     return out
 
 
-def target_model_type(ctx: Context, config_attr: str) -> Any:
-    """What ``<config_attr>.model_type`` (``hf_text_config``) this vLLM gives the ``--target-config``
-    (``hfconfig.TextModelType``), worked out once per analysis for EGL009 and the serving verdict alike."""
-    from eagle3_lint.engines.vllm import hfconfig
-
-    cfg = ctx.options.target_config
-    assert cfg is not None
-    return ctx.memo.get(f"target-model-type:{config_attr}",
-                        lambda: hfconfig.text_model_type(ctx.graph, ctx.source, cfg, config_attr))
-
-
-def config_refusal(ctx: Context, arch: str) -> tuple[Any, str] | None:
-    """The config-time gate (``runner.Gate``) that refuses EAGLE-3 for ``arch`` without a target config, with
-    the model_type it was judged by: the name of the module that defines the architecture, which is its
-    ``model_type`` by the convention vLLM and Transformers share (``exaone4.py`` for ``exaone4``). With
-    ``--target-config`` the serving verdict reads the real one; this answer only grades untargeted findings."""
-    entry = ctx.registry.entries.get(arch)
-    if entry is None:
-        return None
-    mt = entry.module.rsplit(".", 1)[-1]
-    for g in ctx.runner.gates:
-        if "eagle3" in g.methods and g.allow_list and not any(a in mt for a in g.allow_list):
-            return g, mt
-    return None
+def check_call(ctx: Context) -> str:
+    """How messages name the engine's EAGLE-3 check of the top-level model (``supports_eagle3()``)."""
+    if ctx.contract.check_function:
+        return f"{ctx.contract.check_function}()"
+    return f"{ctx.engine.display}'s EAGLE-3 check"
 
 
 def unreachable(ctx: Context, arch: str, past_interface: bool = True) -> str | None:
-    """Why vLLM never gets this far with ``arch`` under EAGLE-3 (so a defect there cannot bite yet), or None:
+    """Why the engine never gets this far with ``arch`` under EAGLE-3 (so a defect there cannot bite yet), or None:
     the config-time gate refuses it, or (for a step after the runner's interface check, ``past_interface``)
     the class fails that check first."""
-    refused = config_refusal(ctx, arch)
+    refused = ctx.engine.config_refusal(ctx, arch)
     if refused is not None:
         g, mt = refused
-        return f"this vLLM refuses EAGLE-3 for model_type {mt!r} at config time ({g.path}:{g.line})"
+        return f"this {ctx.engine.display} refuses EAGLE-3 for model_type {mt!r} at config time ({g.path}:{g.line})"
     st = status(ctx, arch)
     if past_interface and st in (Status.PARTIAL, Status.WRAPPER_GAP, Status.UNSUPPORTED):
         return f"{arch} fails the runner's {ctx.contract.check_function or 'interface'} check first"
     return None
-
-
-# Where ``SpeculativeConfig`` has lived: its own module from 0.11, the config package before, one file in 0.9.
-SPECULATIVE_CONFIG_HOMES = ("vllm/config/speculative.py", "vllm/config/__init__.py", "vllm/config.py")
-
-
-def drafter_pp_source(ctx: Context) -> tuple[str | None, str, int]:
-    """The ``pipeline_parallel_size=`` expression ``SpeculativeConfig`` gives the drafter's ``ParallelConfig``,
-    with its file and line (0.16: the target's, so the drafter class must support PP; later releases: 1)."""
-    def compute() -> tuple[str | None, str, int]:
-        for rel in SPECULATIVE_CONFIG_HOMES:
-            tree = read_module(ctx, rel)
-            cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "SpeculativeConfig"),
-                       None) if tree is not None else None
-            for node in ast.walk(cls) if cls is not None else ():
-                if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("ParallelConfig"):
-                    for kw in node.keywords:
-                        if kw.arg == "pipeline_parallel_size":
-                            return ast.unparse(kw.value), rel, kw.value.lineno
-        return None, "", 0
-
-    return ctx.memo.get("drafter-pp-source", compute)
-
-
-def supports_pp(ctx: Context, key: ClassKey) -> tuple[bool, bool]:
-    """What vLLM's ``supports_pp`` asks of a class: (``forward`` takes ``intermediate_tensors``, the class has
-    ``make_empty_intermediate_tensors``)."""
-    fwd = method_of(ctx, key, "forward")
-    return (fwd is not None and "intermediate_tensors" in fwd[1].params,
-            ctx.graph.member_origin(key, "make_empty_intermediate_tensors") is not None)
-
-
-def eagle3_pp_refused(ctx: Context) -> str | None:
-    """Why this tree refuses every EAGLE-3 set-up with pipeline parallelism at config time, or None: the drafter
-    gets the target's pipeline-parallel size and no registered EAGLE-3 drafter class supports PP."""
-    def compute() -> str | None:
-        expr, path, line = drafter_pp_source(ctx)
-        if expr is None or expr.strip() == "1":
-            return None
-        drafters = [(a, k) for a, k in ctx.keys.items() if k is not None and "eagle3" in a.lower()
-                    and any(w in ctx.registry.entries[a].source_dict.upper() for w in _DRAFTER_DICT_WORDS)]
-        if not drafters or any(all(supports_pp(ctx, k)) for _a, k in drafters):
-            return None
-        return (f"the drafter gets the target's pipeline_parallel_size ({path}:{line}) and none of the "
-                f"{len(drafters)} registered EAGLE-3 drafter classes supports PP, so vLLM refuses EAGLE-3 with "
-                "pipeline parallelism at config time")
-
-    return ctx.memo.get("eagle3-pp-refused", compute)
 
 
 def status(ctx: Context, arch: str) -> Status | None:

@@ -42,6 +42,10 @@ class SourceTree(ABC):
         """Where ``--apply`` may write, or None for a wheel."""
         return None
 
+    def plugins_json(self) -> list[dict[str, object]]:
+        """The out-of-tree plugins overlaid on this tree, for the report (none for a plain tree)."""
+        return []
+
     def exists(self, rel: str) -> bool:
         return rel in self._index()
 

@@ -99,7 +99,7 @@ class Judge:
             None,
             tuple(present),
             tuple(missing),
-            "the tree's supports_eagle3 check has a shape the tool does not know",
+            "the tree's EAGLE-3 check has a shape the tool does not know",
             tuple(own),
         )
 

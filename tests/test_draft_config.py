@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from eagle3_lint import drafter, minieval
+from eagle3_lint import minieval
+from eagle3_lint.engines.vllm import drafter
 from eagle3_lint.engines.vllm import pp
 from eagle3_lint._compat import tomllib
 from eagle3_lint.analysis import Context, Options, analyze

@@ -15,7 +15,6 @@ from rich.markup import escape as _escape
 from rich.table import Table
 
 from eagle3_lint import drafter as dr
-from eagle3_lint.engines.vllm import plugins as plugins_mod
 
 if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
@@ -129,7 +128,7 @@ def report_json(ctx: Context) -> dict[str, Any]:
     da = _analysis(ctx)
     if da is not None:
         out["draft"] = draft_json(da)
-    plugins = plugins_mod.plugin_json(ctx.source)
+    plugins = ctx.source.plugins_json()
     if plugins:
         out["plugins"] = plugins
     return out
@@ -140,7 +139,7 @@ def _ids(v: Any) -> str:
 
 
 def render_text(ctx: Context, console: Console) -> None:
-    for p in plugins_mod.plugin_json(ctx.source):
+    for p in ctx.source.plugins_json():
         # Names, paths and notes come from the analyzed files: escape them, never render them as markup.
         t = Table(
             title=escape(f"plugin {p['name']} ({p['kind']}, {p['files']} files as {p['prefix']}/)"),

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from eagle3_lint import semantic as sem
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import Applicability, Finding, Severity, Status
 
@@ -28,7 +29,7 @@ GATE_RULE = "EGL009"
 _MAX_HOPS = 6
 # Serving outcomes (the serving-verdict contract) in words for the verdict line.
 _OUTCOME_WORDS = {
-    "unregistered": "not registered, so vLLM cannot load it",
+    "unregistered": "not registered, so the engine cannot load it",
     "refused-at-config": "refused at config time",
     "drafter-unloadable": "the drafter cannot be built",
     "refused-at-load": "refused at load",
@@ -144,11 +145,11 @@ def _class_phrases(ctx: Context, arch: str, findings: Sequence[Finding]) -> list
     site = ctx.runner.primary
     where = f" ({site.path}:{site.line})" if site is not None else ""
     if v.status is Status.SUPPORTED:
-        out.append(f"passes supports_eagle3(){where}")
+        out.append(f"passes {sem.check_call(ctx)}{where}")
     elif v.status is Status.UNKNOWN:
         out.append(f"unknown: {v.reason}")
     elif site is not None and site.checked and not site.negated:
-        out.append(f"fails supports_eagle3(): aux layers silently not set{where}")
+        out.append(f"fails {sem.check_call(ctx)}: aux layers silently not set{where}")
     else:
         out.append(f"refused at load{where}")
     return out
@@ -188,7 +189,7 @@ def _count(n: int, word: str) -> str:
 
 
 def verdict_line(ctx: Context, arch: str, findings: Sequence[Finding] | None = None) -> str:
-    """``ARCH on vLLM X: what stops it (path:line) -- N blockers``, from the serving verdict when present."""
+    """``ARCH on <engine> X: what stops it (path:line) -- N blockers``, from the serving verdict when present."""
     fs = list(ctx.findings if findings is None else findings)
     mine = [f for f in fs if concerns(ctx, f, arch)]
     blockers = sum(1 for f in mine if f.severity is Severity.ERROR)
@@ -203,7 +204,7 @@ def verdict_line(ctx: Context, arch: str, findings: Sequence[Finding] | None = N
     else:
         what = "not in this tree's registry"
     tail = f" -- {_count(blockers, 'blocker')}" if blockers else " -- no blocker found"
-    return f"{arch} on vLLM {ctx.version}: {what}{tail}"
+    return f"{arch} on {ctx.engine.display} {ctx.version}: {what}{tail}"
 
 
 def fixable(findings: Iterable[Finding], unsafe: bool) -> tuple[int, int]:

@@ -53,7 +53,7 @@ def _rule_descriptor(r: Rule) -> dict[str, Any]:
         "help": {"text": r.doc or m.summary, "markdown": r.doc or m.summary},
         "helpUri": help_uri(m.id),
         "defaultConfiguration": {"level": m.severity.value},
-        "properties": {"fixable": m.fixable, "tags": ["eagle3", "vllm", "speculative-decoding"]},
+        "properties": {"fixable": m.fixable, "tags": ["eagle3", "speculative-decoding"]},
     }
 
 
@@ -199,7 +199,8 @@ def build_sarif(ctx: Context, out: Outcome) -> dict[str, Any]:
     }
     if isinstance(ctx.source, DirSource) and not pm.prefixes:
         root = ctx.source.root.resolve().as_uri().rstrip("/") + "/"
-        run["originalUriBaseIds"] = {SRCROOT: {"uri": root, "description": {"text": "The analyzed vLLM tree"}}}
+        run["originalUriBaseIds"] = {
+            SRCROOT: {"uri": root, "description": {"text": f"The analyzed {ctx.engine.display} tree"}}}
     return {"$schema": SARIF_SCHEMA, "version": SARIF_VERSION, "runs": [run]}
 
 

@@ -120,7 +120,7 @@ class Member:
 
 @dataclass(frozen=True, kw_only=True, eq=False)
 class Contract:
-    DESCRIPTION: ClassVar[str] = "The SupportsEagle3 contract derived from the tree's interfaces.py."
+    DESCRIPTION: ClassVar[str] = "The engine's EAGLE-3 contract, derived from the tree."
     found: bool
     protocol: str
     path: str
@@ -159,8 +159,8 @@ class RunnerSite:
     reserves_relay: bool | None = fld(required=False, description=(
         "The site's function calls the tree's pipeline relay set-up for aux states (null: the tree has none)."))
     kind: str = fld(required=False, description=(
-        "Which of the engine's model runners the site belongs to (vLLM: v1 = gpu_model_runner.py, v2 = the "
-        "v1/worker/gpu/ package)."))
+        "Which of the engine's model runners the site belongs to (v1: the first runner; v2: a second one, "
+        "where the release has two)."))
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -432,7 +432,7 @@ class Plugin:
 @dataclass(frozen=True, kw_only=True, eq=False)
 class ServingStep:
     DEF: ClassVar[str] = "serving_step"
-    DESCRIPTION: ClassVar[str] = "One gate vLLM applies when it serves the target with the drafter, in serving order."
+    DESCRIPTION: ClassVar[str] = "One gate the engine applies when it serves the target with the drafter, in order."
     gate: ServingGate
     result: StepResult
     path: str | None
@@ -443,7 +443,7 @@ class ServingStep:
 @dataclass(frozen=True, kw_only=True, eq=False)
 class ServingVerdict:
     DEF: ClassVar[str] = "serving_verdict"
-    DESCRIPTION: ClassVar[str] = ("Whether `vllm serve` with an EAGLE-3 drafter gets this architecture to run: the "
+    DESCRIPTION: ClassVar[str] = ("Whether serving with an EAGLE-3 drafter gets this architecture to run: the "
                                   "first step that fails, in serving order, decides the outcome.")
     architecture: str
     engine: Engine

@@ -68,7 +68,8 @@ def _context(ctx: Context, console: Console, o: TextOptions) -> None:
     def say(x: object) -> None:
         console.print(x, soft_wrap=not o.wrap)  # hard-wrapped on a terminal only
 
-    say(Text.assemble(("eagle3-lint", "bold"), f"  {_p(ctx.source.root_label)}  vLLM {_p(ctx.version)}"))
+    say(Text.assemble(("eagle3-lint", "bold"),
+                      f"  {_p(ctx.source.root_label)}  {ctx.engine.display} {_p(ctx.version)}"))
     if c.found:
         kinds = ", ".join(
             f"{_s(m.name)}{'' if m.kind != 'method' else '()'}{'*' if m.has_default and m.kind == 'method' else ''}"
@@ -96,7 +97,7 @@ def _status_counts(ctx: Context, console: Console, soft: bool = False) -> None:
     counts = {s: 0 for s in Status}
     for v in ctx.verdicts.values():
         counts[v.status] += 1
-    console.print(f"vLLM {_s(ctx.version)} ({_s(ctx.source.root_label)}): "
+    console.print(f"{ctx.engine.display} {_s(ctx.version)} ({_s(ctx.source.root_label)}): "
                   + ", ".join(f"[{_STATUS_STYLE[s]}]{counts[s]} {s.value}[/]" for s in Status)
                   + f" of {len(ctx.verdicts)} architectures", soft_wrap=soft)
 

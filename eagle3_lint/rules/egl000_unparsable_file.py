@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
 
 META = RuleMeta("EGL000", "unparsable-file", Severity.ERROR, False,
-                "A model file cannot be decoded or parsed, so vLLM cannot import it.")
+                "A model file cannot be decoded or parsed, so the engine cannot import it.")
 
 
 def check(ctx: Context) -> Iterator[Finding]:

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
 
 META = RuleMeta("EGL001", "missing-eagle3-interface", Severity.ERROR, True,
-                "A targeted architecture, and every model it delegates to, fails the SupportsEagle3 check.")
+                "A targeted architecture, and every model it delegates to, fails the engine's EAGLE-3 check.")
 
 
 def check(ctx: Context) -> Iterator[Finding]:

@@ -93,7 +93,6 @@ META = RuleMeta(
     "aux-layer ids.",
 )
 
-_PP_PROTOCOL = "SupportsPP"  # the interface vLLM's registry asks before allowing pipeline parallelism
 
 
 @dataclass(frozen=True)
@@ -130,7 +129,7 @@ def _aux_uses(ctx: Context, loop: Loop, uses: tuple[Use, ...]) -> list[tuple[Use
 
 def _pp_marker(ctx: Context) -> str | None:
     """The class-level marker of the tree's ``SupportsPP`` interface (``supports_pp``), read from interfaces.py."""
-    r = ctx.graph.resolve_name(ctx.contract.module, _PP_PROTOCOL)
+    r = ctx.graph.resolve_name(ctx.contract.module, ctx.engine.pp_protocol)
     class_facts = ctx.graph.class_facts(r.key) if r.kind == "class" and r.key is not None else None
     if class_facts is None:
         return None
@@ -213,12 +212,13 @@ def _severity(ctx: Context, key: ClassKey, runners: list[_Runner]) -> tuple[Seve
             if t and why not in flagged:
                 flagged.append(why)
         if flagged:
-            msg = (f"this vLLM runs EAGLE-3 with pipeline parallelism here: {flagged[0]}, so {runner.pp_verifier} "
+            msg = (f"this {ctx.engine.display} runs EAGLE-3 with pipeline parallelism here: {flagged[0]}, "
+                   f"so {runner.pp_verifier} "
                    f"({vloc}) lets PP through and start_layer != 0 on every rank but the first")
             return Severity.ERROR, msg, related
         v1_site = runner.site_for(RunnerKind.V1) if runner.site_for(RunnerKind.V2) is not None else None
         other = (
-            f"; the V1 runner ({v1_site.path}) has no such verifier, so with VLLM_USE_V2_MODEL_RUNNER=0 the index "
+            f"; the V1 runner ({v1_site.path}) has no such verifier, so with {ctx.engine.runner_switch} the index "
             "is wrong under PP already"
             if v1_site is not None and v1_site.path != runner.pp_verifier_path
             else ""
@@ -230,7 +230,7 @@ def _severity(ctx: Context, key: ClassKey, runners: list[_Runner]) -> tuple[Seve
             f"runs; the index is wrong as soon as the flag is set{other}"
         )
         return Severity.WARNING, msg, related
-    refused = sem.eagle3_pp_refused(ctx)
+    refused = ctx.engine.pp_refused(ctx)
     if refused is not None:
         msg = f"latent: {refused}, so start_layer is 0 whenever this runs with EAGLE-3"
         return Severity.WARNING, msg, related
@@ -238,31 +238,34 @@ def _severity(ctx: Context, key: ClassKey, runners: list[_Runner]) -> tuple[Seve
         k = ctx.keys.get(r.arch)
         class_facts = ctx.graph.class_facts(k) if k is not None else None
         if class_facts is not None and k is not None:
-            related.append(Step("architecture", f"{r.arch} passes supports_eagle3() and runs this forward",
+            related.append(Step("architecture", f"{r.arch} passes {sem.check_call(ctx)} and runs this forward",
                                 Location(ctx.graph.path_of(k), class_facts.line)))
     pp_runners = [r for r in runners if r.pp is not False]
-    live = [r for r in pp_runners if sem.config_refusal(ctx, r.arch) is None]
+    live = [r for r in pp_runners if ctx.engine.config_refusal(ctx, r.arch) is None]
     if pp_runners and not live:
-        g, _mt = sem.config_refusal(ctx, pp_runners[0].arch) or (None, "")
-        msg = (f"latent: {_names(pp_runners)} run{'s' if len(pp_runners) == 1 else ''} this forward, but this vLLM "
+        g, _mt = ctx.engine.config_refusal(ctx, pp_runners[0].arch) or (None, "")
+        msg = (f"latent: {_names(pp_runners)} run{'s' if len(pp_runners) == 1 else ''} this forward, "
+               f"but this {ctx.engine.display} "
                f"refuses EAGLE-3 for their model_type at config time ({g.path}:{g.line})" if g else "latent")
         return Severity.WARNING, msg, related
     pp_runners = live
     one = len(pp_runners) == 1
     if pp_runners:
         msg = ("nothing in this tree refuses pipeline parallelism for EAGLE-3 (the runner has no PP verifier), and "
-               f"{_names(pp_runners)} pass{'es' if one else ''} supports_eagle3() and run{'s' if one else ''} this "
+               f"{_names(pp_runners)} pass{'es' if one else ''} {sem.check_call(ctx)} and run{'s' if one else ''} this "
                "forward: with PP the drafter's rank has start_layer != 0 and captures the wrong layers")
         return Severity.ERROR, msg, related
     one = len(runners) == 1
     if runners:
         msg = (
             f"latent: {_names(runners)} run{'s' if one else ''} this forward with EAGLE-3 but do{'es' if one else ''} "
-            f"not implement {_PP_PROTOCOL}, so vLLM refuses pipeline parallelism for {'it' if one else 'them'} "
+            f"not implement {ctx.engine.pp_protocol}, so {ctx.engine.display} refuses pipeline parallelism "
+            f"for {'it' if one else 'them'} "
             "and start_layer is 0"
         )
         return Severity.WARNING, msg, related
-    msg = ("latent: no registered architecture that passes supports_eagle3() runs this forward, so the runner never "
+    msg = (f"latent: no registered architecture that passes {sem.check_call(ctx)} runs this forward, "
+           "so the runner never "
            "configures aux layers on it; the index is wrong as soon as one does, under pipeline parallelism")
     return Severity.WARNING, msg, related
 

@@ -82,12 +82,12 @@ if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
 
 META = RuleMeta("EGL007", "draft-layer-ids-invalid", Severity.ERROR, False,
-                "The drafter config's aux-layer ids do not fit the target model as this vLLM collects them.")
+                "The drafter config's aux-layer ids do not fit the target model as this engine collects them.")
 
 
 def analysis(ctx: Context) -> dr.DraftAnalysis | None:
     """The drafter analysis, computed once per context (the JSON and text reports reuse it)."""
-    return ctx.memo.get("draft-analysis", lambda: dr.analyze(ctx))
+    return ctx.engine.draft_analysis(ctx)
 
 
 def _ids(ids: Sequence[object] | None) -> str:
@@ -112,8 +112,8 @@ def check(ctx: Context) -> Iterator[Finding]:
         rel: tuple[Step, ...] = (
             (step("converter", f"{da.conversion_where.text}", da.conversion_where),) if da.conversion_where else ()
         )
-        yield make(META, da.conversion_error, at_cfg(dr.SPECULATORS_KEY), architecture=arch,
-                   symbol=dr.SPECULATORS_KEY, related=rel)
+        yield make(META, da.conversion_error, at_cfg(da.conversion_key), architecture=arch,
+                   symbol=da.conversion_key, related=rel)
         return
 
     used = da.used_field
@@ -132,7 +132,7 @@ def check(ctx: Context) -> Iterator[Finding]:
         ids_rel = runner_rel
     elif da.effective_from == "default" and da.default_where is not None:
         ids_loc = Location(da.default_where.path, da.default_where.line)
-        ids_what = f"the model default {_ids(ids)} (no ids in the drafter config this vLLM reads)"
+        ids_what = f"the model default {_ids(ids)} (no ids in the drafter config this {ctx.engine.display} reads)"
         ids_rel = default_rel
     else:
         ids_loc = cfg_loc
@@ -213,7 +213,8 @@ def check(ctx: Context) -> Iterator[Finding]:
             )
             yield make(
                 META,
-                f"the drafter's fc takes {fc.in_size} inputs ({exp_txt} x {width}, {src}), but this vLLM "
+                f"the drafter's fc takes {fc.in_size} inputs ({exp_txt} x {width}, {src}), "
+                f"but this {ctx.engine.display} "
                 f"collects {k} hidden state(s) for {ids_what}: {k * width} inputs; the first drafter "
                 f"forward fails on the shape",
                 ids_loc,
@@ -276,7 +277,8 @@ def _wrong_layers_severity(ctx: Context, arch: str | None) -> Severity:
         return Severity.WARNING
     from eagle3_lint import serving
 
-    step = serving.verdict(ctx, arch).step(serving.Gate.TRAINED_LAYERS)
+    sv = ctx.engine.serving_verdict(ctx, arch)
+    step = sv.step(serving.Gate.TRAINED_LAYERS) if sv is not None else None
     return Severity.ERROR if step is not None and step.result is serving.StepResult.FAIL else Severity.WARNING
 
 
@@ -284,14 +286,16 @@ def _serving_blockers(ctx: Context, da: dr.DraftAnalysis, arch: str) -> Iterator
     from eagle3_lint import serving
     from eagle3_lint.runner import RunnerKind
 
-    sv = serving.verdict(ctx, arch)
+    sv = ctx.engine.serving_verdict(ctx, arch)
+    if sv is None:
+        return
     for st in sv.steps:
         if st.result is not serving.StepResult.FAIL:
             continue
         if st.gate is serving.Gate.DRAFTER_CLASS:
             yield make(
                 META,
-                f"vLLM cannot build this drafter: {st.message}",
+                f"{ctx.engine.display} cannot build this drafter: {st.message}",
                 Location(da.draft_path, da.json_line("architectures")),
                 architecture=arch,
                 symbol="architectures",
@@ -305,8 +309,8 @@ def _serving_blockers(ctx: Context, da: dr.DraftAnalysis, arch: str) -> Iterator
                        st.location or Location(da.draft_path, 1), architecture=arch, symbol="relay")
     # Where the release has two runners, say when they disagree about this drafter.
     if sv.runner is not None and len(ctx.runner.kinds) == 2:
-        other = serving.verdict(ctx, arch, RunnerKind.V2 if sv.runner is RunnerKind.V1 else RunnerKind.V1)
-        if (other.aux_layer_ids, other.outcome) != (sv.aux_layer_ids, sv.outcome):
+        other = ctx.engine.serving_verdict(ctx, arch, RunnerKind.V2 if sv.runner is RunnerKind.V1 else RunnerKind.V1)
+        if other is not None and (other.aux_layer_ids, other.outcome) != (sv.aux_layer_ids, sv.outcome):
             def says(v: serving.ServingVerdict) -> str:
                 src = {"drafter-config": "from the drafter config", "model-default": "the model default"}
                 ids = f"ids {_ids(v.aux_layer_ids)} ({src.get(v.aux_layer_ids_source or '', 'unknown source')})"
@@ -314,8 +318,8 @@ def _serving_blockers(ctx: Context, da: dr.DraftAnalysis, arch: str) -> Iterator
 
             yield make(
                 META,
-                f"the two runners of this vLLM read this drafter differently: {says(sv)} (the one modelled: "
-                f"{sv.runner_reason}); {says(other)}",
+                f"the two runners of this {ctx.engine.display} read this drafter differently: {says(sv)} "
+                f"(the one modelled: {sv.runner_reason}); {says(other)}",
                 Location(da.draft_path, da.fields[0].line if da.fields else 1),
                 severity=Severity.WARNING,
                 architecture=arch,
@@ -379,7 +383,7 @@ def _pp(ctx: Context, da: dr.DraftAnalysis, collected: list[int], arch: str | No
     src = (f"get_pp_indices at {sp.path}:{sp.line}" if sp.source == "tree" else "the reference arithmetic")
     extra = []
     if sp.partition is not None:
-        extra.append(f"VLLM_PP_LAYER_PARTITION={sp.partition}")
+        extra.append(f"{ctx.engine.pp_partition_env}={sp.partition}")
     if sp.note:
         extra.append(sp.note)
     if cap is not None and not cap.absolute:
@@ -398,7 +402,8 @@ def _pp(ctx: Context, da: dr.DraftAnalysis, collected: list[int], arch: str | No
         # The tree's runner checks the decoder whenever pipeline parallelism is on, whatever the ids.
         yield make(
             META,
-            f"with --pipeline-parallel {sp.pp_size} this vLLM refuses EAGLE-3 for this model: {cap.relay_why}, "
+            f"with --pipeline-parallel {sp.pp_size} this {ctx.engine.display} refuses EAGLE-3 for this model: "
+            f"{cap.relay_why}, "
             f"and {verifier}() ({ctx.runner.pp_verifier_path}:{ctx.runner.pp_verifier_line}) requires it "
             f"to relay aux states between ranks",
             loc,

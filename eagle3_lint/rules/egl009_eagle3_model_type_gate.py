@@ -37,7 +37,6 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from eagle3_lint import fixgen
-from eagle3_lint import semantic as sem
 from eagle3_lint.model import (
     Applicability,
     Finding,
@@ -94,7 +93,8 @@ def check(ctx: Context) -> Iterator[Finding]:
         for arch in ctx.targeted:
             for g in gates:
                 yield make(META, (
-                    f"{arch}: this vLLM refuses EAGLE-3 at config time unless the target's {g.config_attr}.model_type "
+                    f"{arch}: this {ctx.engine.display} refuses EAGLE-3 at config time unless the target's "
+                    f"{g.config_attr}.model_type "
                     f"contains one of {_list_text(g)}; the check raises {g.error or 'an error'} at {g.path}:{g.line}. "
                     "Pass --target-config config.json to check this target exactly."),
                     _arch_location(ctx, arch, g), severity=Severity.NOTE, architecture=arch, symbol=g.list_name,
@@ -103,7 +103,7 @@ def check(ctx: Context) -> Iterator[Finding]:
     target_arch = _target_arch(ctx)
     src = ctx.options.target_config_path or "the target config"
     for g in gates:
-        res = sem.target_model_type(ctx, g.config_attr)
+        res = ctx.engine.target_model_type(ctx, g.config_attr)
         related = tuple(Step("derivation", s) for s in res.steps) + (
             Step("gate", f"the allow-list {g.list_name or ''}".rstrip(), _where(g)),
             Step("gate", f"raises {g.error}", Location(g.path, g.line)))
@@ -112,7 +112,8 @@ def check(ctx: Context) -> Iterator[Finding]:
             yield make(
                 META,
                 (
-                    f"{target_arch or 'the target'}: cannot tell which {g.config_attr}.model_type this vLLM gives "
+                    f"{target_arch or 'the target'}: cannot tell which {g.config_attr}.model_type "
+                    f"this {ctx.engine.display} gives "
                     f"{src} ({chain}), so whether the EAGLE-3 gate {_list_text(g)} lets it through is unknown"
                 ),
                 _arch_location(ctx, target_arch, g),

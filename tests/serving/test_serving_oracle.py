@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
-from eagle3_lint import drafter as dr
+from eagle3_lint.engines.vllm import drafter as dr
 from eagle3_lint import serving
+from eagle3_lint.engines.vllm import serving as vserving
 from eagle3_lint.engines.vllm import runnerchoice
 from eagle3_lint import semantic as sem
 from eagle3_lint.analysis import Context, Options, analyze
@@ -87,7 +88,7 @@ def test_target_facts_agree_with_vllm(version: str, real_trees: Any) -> None:
         # The config-time model_type gate.
         gate = facts["model_type_gate"]
         if gate["ok"]:
-            step = serving.verdict(ctx, arch).step(serving.Gate.CONFIG_GATE)
+            step = vserving.verdict(ctx, arch).step(serving.Gate.CONFIG_GATE)
             assert step is not None
             assert (step.result is serving.StepResult.PASS) == gate["value"]["accepted"], (name, step.message)
             compared += 1

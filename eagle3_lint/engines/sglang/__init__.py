@@ -28,6 +28,7 @@ class SglangEngine(Engine):
     package = PACKAGE
     model_dirs = ("sglang/srt/models/",)
     registry_module = "sglang.srt.models.registry"
+    check_words = "whether `set_eagle3_layers_to_capture` is on the class the runner calls it on (through its MRO)"
 
     def tree_root(self, path: Path) -> Path | None:
         """A folder holding ``sglang/srt/`` (site-packages, unpacked wheel), ``sglang/`` itself, or a checkout."""

@@ -11,16 +11,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from eagle3_lint.engine import Derived, Engine, ErrorRecord, safely
 
 if TYPE_CHECKING:
     import os
 
+    from eagle3_lint.analysis import Context
     from eagle3_lint.contract import Contract
+    from eagle3_lint.drafter import DraftAnalysis
     from eagle3_lint.registry import Registry
-    from eagle3_lint.runner import RunnerPath
+    from eagle3_lint.runner import Gate, RunnerKind, RunnerPath
+    from eagle3_lint.serving import ServingVerdict
     from eagle3_lint.source import SourceTree
     from eagle3_lint.store import FactStore
 
@@ -37,6 +40,13 @@ class VllmEngine(Engine):
     registry_module = "vllm.model_executor.models.registry"
     # ``self.language_model = init_vllm_registered_model(vllm_config, hf_config=..., architectures=[...])``
     registered_model_helpers = ("init_vllm_registered_model",)
+    pp_protocol = "SupportsPP"  # what the registry's is_pp_supported_model asks before allowing PP
+    runner_switch = "VLLM_USE_V2_MODEL_RUNNER=0"  # runnerchoice.ENV_VAR, off
+    pp_partition_env = "VLLM_PP_LAYER_PARTITION"  # pp.PARTITION_ENV
+    check_words = "that release's own `supports_eagle3()`"
+    gate_note = ("Releases up to about 0.20 also refuse EAGLE-3 at config time unless the target's HF `model_type` is "
+                 "on an allow-list (the gate column); the registry does not know model types, so a `supported` class "
+                 "can still be refused there: check one model with `eagle3-lint check --target-config`.")
 
     def tree_root(self, path: Path) -> Path | None:
         if (path / PACKAGE / "model_executor").is_dir() or (path / PACKAGE / "__init__.py").is_file():
@@ -92,6 +102,44 @@ class VllmEngine(Engine):
                 errors, "contract", lambda: store.memo("contract-duck", (calls,), iface,
                                                lambda src: contract_mod.derive(src, calls)), no_contract)
         return Derived(registry, contract, runner, tuple(errors))
+
+    def with_plugins(self, source: SourceTree, specs: list[str]) -> SourceTree:
+        from eagle3_lint.engines.vllm import plugins
+
+        return plugins.overlay(source, specs)
+
+    def config_refusal(self, ctx: Context, arch: str) -> tuple[Gate, str] | None:
+        from eagle3_lint.engines.vllm import gates
+
+        return gates.config_refusal(ctx, arch)
+
+    def target_model_type(self, ctx: Context, config_attr: str) -> Any:
+        from eagle3_lint.engines.vllm import gates
+
+        return gates.target_model_type(ctx, config_attr)
+
+    def pp_refused(self, ctx: Context) -> str | None:
+        from eagle3_lint.engines.vllm import gates
+
+        return gates.eagle3_pp_refused(ctx)
+
+    def draft_analysis(self, ctx: Context, arch: str | None = None,
+                       kind: RunnerKind | None = None) -> DraftAnalysis | None:
+        from eagle3_lint.engines.vllm import drafter
+
+        if arch is None and kind is None:
+            return ctx.memo.get("draft-analysis", lambda: drafter.analyze(ctx))
+        return drafter.analyze(ctx, arch, kind)
+
+    def serving_verdict(self, ctx: Context, arch: str, kind: RunnerKind | None = None) -> ServingVerdict | None:
+        from eagle3_lint.engines.vllm import serving
+
+        return serving.verdict(ctx, arch, kind)
+
+    def with_next_step(self, ctx: Context, sv: ServingVerdict) -> ServingVerdict:
+        from eagle3_lint.engines.vllm import serving
+
+        return serving.with_next_step(ctx, sv)
 
 
 ENGINE = VllmEngine()

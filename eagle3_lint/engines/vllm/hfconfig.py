@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Any
 
 from eagle3_lint.facts import decode_source, dotted
 from eagle3_lint.graph import ClassGraph, ClassKey
@@ -30,24 +29,6 @@ CONFIGS_PACKAGE = "vllm.transformers_utils.configs"
 REGISTRY_NAME = "_CONFIG_REGISTRY"
 # Attributes Transformers' ``get_text_config()`` looks for (decoder side first, then encoder).
 TEXT_CONFIG_NAMES = ("text_config", "decoder", "generator", "text_encoder")
-
-# Sub-configs that hold the language model's config, in the order HF's ``get_text_config()``
-# tries them (``decoder``, ``generator``, ``text_config``), then names multimodal configs use.
-TEXT_CONFIG_KEYS = ("decoder", "generator", "text_config", "llm_config", "language_config")
-
-
-def text_config(cfg: dict[str, Any] | None) -> dict[str, Any] | None:
-    if not cfg:
-        return cfg
-    for k in TEXT_CONFIG_KEYS:
-        sub = cfg.get(k)
-        if isinstance(sub, dict) and sub:
-            return sub
-    thinker = cfg.get("thinker_config")
-    if isinstance(thinker, dict) and isinstance(thinker.get("text_config"), dict):
-        return thinker["text_config"]
-    return cfg
-
 
 @dataclass(frozen=True)
 class TextModelType:

@@ -1157,6 +1157,9 @@ class PluginOverlay(SourceTree):
     def version(self) -> str:
         return self.base.version()
 
+    def plugins_json(self) -> list[dict[str, object]]:
+        return plugin_json(self)
+
     def extend_registry(self, registry: Registry) -> Registry:
         """The tree's registry plus the plugins' entries; a plugin's entry replaces a built-in one, as at runtime."""
         entries = dict(registry.entries)

@@ -14,28 +14,14 @@ when the tree's function cannot be evaluated; the result says which one was used
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from eagle3_lint import minieval as me
+from eagle3_lint.drafter import Split
 from eagle3_lint.facts import decode_source
 from eagle3_lint.source import SourceTree
 
 PP_MODULE_PATHS = ("vllm/distributed/utils.py",)
 PP_FUNCTION = "get_pp_indices"
 PARTITION_ENV = "VLLM_PP_LAYER_PARTITION"
-
-
-@dataclass(frozen=True)
-class Split:
-    num_layers: int
-    pp_size: int
-    ranges: tuple[tuple[int, int], ...]  # [start, end) per rank
-    source: str  # "tree" (evaluated from the tree) | "reference" (fallback arithmetic)
-    path: str = ""  # where the tree's get_pp_indices lives
-    line: int = 0
-    reads_partition_env: bool = False  # the tree honours VLLM_PP_LAYER_PARTITION
-    partition: str | None = None  # the override used, if any
-    note: str = ""
 
 
 def reference_split(num_layers: int, pp_size: int, partition: str | None = None) -> tuple[tuple[int, int], ...]:

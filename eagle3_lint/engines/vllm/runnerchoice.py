@@ -196,7 +196,7 @@ def choose(source: SourceTree, runner: RunnerPath, arch: str | None, text_config
 
 def chosen(ctx: Context, arch: str | None) -> RunnerChoice:
     """The runner the analysis models for ``arch``: ``--runner v1|v2`` when given and present, else the default."""
-    from eagle3_lint.engines.vllm.hfconfig import text_config
+    from eagle3_lint.checkpoint import text_config
 
     pp = ctx.options.pipeline_parallel or 1
     key = f"runner-choice:{arch}:{pp}:{ctx.options.runner}"

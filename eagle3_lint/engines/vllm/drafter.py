@@ -1,0 +1,455 @@
+"""What a drafter's ``config.json`` means to the vLLM tree being checked (EGL007's facts).
+
+Every answer comes from the analyzed tree, evaluated with ``minieval`` (never imported):
+
+- **conversion**: a speculators-format config (``speculators_model_type``) goes through the tree's
+  own ``SpeculatorsConfig`` (``vllm/transformers_utils/configs/speculators/``) exactly as vLLM
+  builds the drafter's HF config from it; a tree without that package cannot read the format.
+- **the ids the runner uses**: the runner's config function (``_get_eagle3_aux_layers_from_config``
+  in 0.12+, ``eagle3_utils.get_eagle3_aux_layers_from_config`` later) is evaluated with the
+  converted config as ``draft_model_config.hf_config``. Releases before 0.12 have no such
+  function and always use the model default.
+- **the model default**: the runner's fallback method (``get_eagle3_aux_hidden_state_layers`` or
+  ``get_eagle3_default_aux_hidden_state_layers``, whichever this runner calls) as the targeted
+  class resolves it (an override, a delegation to an inner model, or the Protocol's default
+  body), evaluated with ``len(....layers)`` = the target's ``num_hidden_layers``.
+- **the capture points**: the forward of the decoder that owns ``self.layers``. Each collection
+  site is classified by where it sits relative to the layer call: ``if idx in ids: append(h)``
+  *before* ``layer(...)`` and ``helper(aux, idx + 1, h)`` *after* it both capture the state
+  entering layer ``k`` for id ``k`` (shift 0, vLLM's convention); other combinations shift it.
+- **the drafter's fc width**: the drafter class's ``__init__`` (from the registry, by the
+  converted config's ``architectures``) is read in partial mode up to ``self.fc = ...(...)``.
+- **pipeline parallelism**: the split from ``pp.split`` (the tree's ``get_pp_indices``) and
+  the rank whose forward captures each id.
+
+Conventions of the drafter side (data with reasons, used only to say which layer a drafter was
+trained on): vLLM and the speculators format number an aux id by the layer it *enters*
+(``id k`` = input of layer ``k``); SpecForge/SGLang drafters keep their ids in
+``eagle_config.eagle_aux_hidden_state_layer_ids`` and number a layer's *output* (SGLang's
+``set_eagle3_layers_to_capture`` adds 1; SpecForge's HF backend hooks the output of layer ``k``
+and its default is ``[1, n//2 - 1, n - 4]``, vLLM's ``(2, n//2, n - 3)`` less one); DFlash's
+``target_layer_ids`` number outputs too (the tree's own config function adds 1).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from typing import TYPE_CHECKING, Any
+
+from eagle3_lint import minieval as me
+from eagle3_lint.checkpoint import text_config
+from eagle3_lint.drafter import INPUT, OUTPUT, DraftAnalysis, FcInfo, IdsField, PPLayout, json_line
+from eagle3_lint.engines.vllm import pp as pp_mod
+from eagle3_lint.engines.vllm import runnerchoice
+from eagle3_lint.graph import ClassKey
+from eagle3_lint.runner import RunnerKind, RunnerSite
+from eagle3_lint.semantic import Capture, Where, capture, default_ids, read_module
+
+if TYPE_CHECKING:
+    from eagle3_lint.analysis import Context
+
+SPECULATORS_BASE = "vllm/transformers_utils/configs/speculators/base.py"
+SPECULATORS_ALGOS = "vllm/transformers_utils/configs/speculators/algos.py"
+SPECULATORS_KEY = "speculators_model_type"
+
+
+# Where drafter configs keep aux ids, who writes them there, and how they number layers.
+ID_FIELDS: tuple[tuple[tuple[str, ...], int | None, str, str], ...] = (
+    (("eagle_aux_hidden_state_layer_ids",), INPUT, "vLLM and the speculators format",
+     "id k is the hidden state entering layer k"),
+    (("eagle_config", "eagle_aux_hidden_state_layer_ids"), OUTPUT, "SpecForge/SGLang",
+     "id k is the output of layer k; SGLang captures at k + 1"),
+    (("eagle_config", "layer_ids"), None, "eagle_config", "numbering not documented"),
+    (("dflash_config", "target_layer_ids"), OUTPUT, "DFlash", "id k is the output of layer k"),
+    (("dflash_config", "layer_ids"), None, "dflash_config", "numbering not documented"),
+    (("target_layer_ids",), OUTPUT, "DFlash/DSpark", "id k is the output of layer k"),
+    (("dspark_target_layer_ids",), None, "DSpark", "numbering depends on the target family"),
+)
+
+
+# -- configs ------------------------------------------------------------------------------------------
+
+def _dig(cfg: dict[str, Any], path: tuple[str, ...]) -> Any:
+    cur: Any = cfg
+    for p in path:
+        if not isinstance(cur, dict) or p not in cur:
+            return None
+        cur = cur[p]
+    return cur
+
+
+def id_fields(cfg: dict[str, Any], json_path: str) -> list[IdsField]:
+    out: list[IdsField] = []
+    for path, conv, origin, meaning in ID_FIELDS:
+        v = _dig(cfg, path)
+        if isinstance(v, (list, tuple)) and v:
+            out.append(IdsField(path, tuple(v), conv, origin, meaning, json_line(json_path, path[-1])))
+    return out
+
+
+# -- speculators conversion -------------------------------------------------------------------------
+def convert_speculators(ctx: Context, raw: dict[str, Any]) -> tuple[dict[str, Any] | None, str, Where | None]:
+    """The HF config vLLM builds from a speculators-format config, by the tree's own converter."""
+    base = read_module(ctx, SPECULATORS_BASE)
+    algos = read_module(ctx, SPECULATORS_ALGOS)
+    if base is None or algos is None:
+        return None, (f"this vLLM ({ctx.version}) has no speculators converter ({SPECULATORS_BASE}), so it cannot "
+                      f"load a speculators-format drafter ({SPECULATORS_KEY}={raw.get(SPECULATORS_KEY)!r})"), None
+    algos_env = me.ModuleEnv.of(algos, SPECULATORS_ALGOS)
+    registry: dict[str, Any] = {}
+    for st in algos.body:
+        if isinstance(st, ast.FunctionDef):
+            for d in st.decorator_list:
+                if isinstance(d, ast.Call) and d.args and isinstance(d.args[0], ast.Constant):
+                    fn = algos_env.function(st.name)
+                    if fn is not None:
+                        registry[str(d.args[0].value)] = fn
+    base_env = me.ModuleEnv.of(base, SPECULATORS_BASE, {"SUPPORTED_SPECULATORS_TYPES": registry})
+    cls = next(
+        (
+            c
+            for c in base_env.names.values()
+            if isinstance(c, me.ClassValue) and c.member("from_pretrained") is not me.NOTHING
+        ),
+        None,
+    )
+    if cls is None:
+        return None, f"{SPECULATORS_BASE} has no from_pretrained the tool can read", None
+    fp = cls.member("from_pretrained")
+    assert isinstance(fp, me.FuncValue)
+    where = Where(SPECULATORS_BASE, fp.node.lineno, f"{cls.name}.from_pretrained")
+    data = json.loads(json.dumps(raw))  # a private copy: the converter mutates what it is given
+
+    def call(path: tuple[str, ...], args: list[Any], kwargs: dict[str, Any]) -> Any:
+        if path[-1] == "get_config_dict":
+            return (data, {})
+        if path[:1] == ("class",):  # cls(**vllm_config): the config's attributes are those keys
+            return dict(kwargs)
+        return me.NOTHING
+
+    def attr(path: tuple[str, ...]) -> Any:
+        if len(path) == 2 and path[0] == cls.name:
+            m = cls.member(path[1])
+            return m
+        return me.NOTHING
+
+    interp = me.Interpreter(me.World(attr=attr, call=call), strict=True)
+    try:
+        out = interp.call(fp, ["<drafter>"])
+    except me.EvalRaise as exc:
+        return None, f"the tree's speculators converter rejects this config: {exc.kind}: {exc.message}", where
+    except me.Unsupported as exc:
+        return None, f"the tree's speculators converter could not be evaluated ({exc})", where
+    if isinstance(out, me.ConfigView):
+        out = out.data
+    if not isinstance(out, dict):
+        return None, f"the tree's speculators converter returned {out!r}", where
+    return out, "", where
+
+
+# -- the runner's config function ----------------------------------------------------------------
+def runner_ids(ctx: Context, hf_config: dict[str, Any], site: RunnerSite | None
+               ) -> tuple[tuple[Any, ...] | None, Where | None, str, bool]:
+    """Evaluate runner ``site``'s config path with ``hf_config`` as the drafter's HF config."""
+    if site is None or not site.config_function:
+        key = ctx.runner.config_key
+        why = (
+            f"this vLLM ({ctx.version}) never reads {key or 'eagle_aux_hidden_state_layer_ids'} from the drafter "
+            "config: the runner always uses the model default"
+        )
+        return None, None, why, False
+    # The function is defined beside the call site, or imported into it from where the key is read.
+    fnode = None
+    tree = None
+    site_path = site.path
+    for cand in dict.fromkeys((site.path, ctx.runner.config_key_path)):
+        if not cand:
+            continue
+        t = read_module(ctx, cand)
+        for n in ast.walk(t) if t is not None else ():
+            if isinstance(n, ast.FunctionDef) and n.name == site.config_function:
+                fnode, tree, site_path = n, t, cand
+        if fnode is not None:
+            break
+    if fnode is None or tree is None:
+        return None, Where(site.path, site.config_line), f"{site.config_function} not found in the tree", True
+    env = me.ModuleEnv.of(tree, site_path)
+    fn = me.FuncValue(fnode, env)
+    view = me.ConfigView(hf_config, "draft_hf_config")
+
+    def attr(path: tuple[str, ...]) -> Any:
+        if path[-1] == "hf_config":
+            return view
+        return me.NOTHING
+
+    interp = me.Interpreter(me.World(attr=attr), strict=True)
+    where = Where(site_path, fnode.lineno, site.config_function)
+    params = [a.arg for a in fnode.args.args]
+    try:
+        res = interp.call(fn, [me.Opaque((p,)) for p in params])
+    except me.EvalRaise as exc:
+        return None, where, f"{site.config_function} raises for this config: {exc.kind}: {exc.message}", True
+    except me.Unsupported as exc:
+        return None, where, f"{site.config_function} could not be evaluated ({exc})", True
+    if res is None:
+        return None, where, "", True
+    if isinstance(res, (list, tuple)):
+        return tuple(res), where, "", True
+    return None, where, f"{site.config_function} returned {res!r}", True
+
+
+# -- the drafter's fc -----------------------------------------------------------------------------------
+def fc_input(ctx: Context, hf_config: dict[str, Any], archs: list[str] | None = None) -> FcInfo:
+    """``archs``: the architectures vLLM builds the drafter from (after EAGLEConfig's renaming), else the config's."""
+    if archs is None:
+        archs = hf_config.get("architectures") or []
+    # A config.json is downloaded, not written by us: anything but a list of names means "none".
+    archs = [a for a in archs if isinstance(a, str)] if isinstance(archs, list) else []
+    arch = next((a for a in archs if a in ctx.registry.entries), None)
+    if arch is None:
+        return FcInfo(None, None, "", f"drafter architectures {archs} are not registered in this vLLM")
+    key = ctx.keys.get(arch)
+    if key is None:
+        return FcInfo(None, None, arch, f"{arch} does not resolve to a class in this tree")
+    # The class (or a model it builds) whose __init__ assigns self.fc.
+    todo = [key]
+    seen: set[ClassKey] = set()
+    found = None
+    while todo and found is None:
+        k = todo.pop(0)
+        if k in seen:
+            continue
+        seen.add(k)
+        found = ctx.graph.assigns_attr(k, "fc")
+        if found is None:
+            todo.extend(d.target for d in ctx.graph.delegations(k) if d.target is not None)
+    if found is None:
+        return FcInfo(None, None, arch, f"{key.name} builds no self.fc")
+    owner, line = found
+    path = ctx.graph.path_of(owner)
+    tree = read_module(ctx, path)
+    cf = ctx.graph.class_facts(owner)
+    init = cf.methods.get("__init__") if cf else None
+    fnode = me.function_at(tree, init.line) if tree is not None and init is not None else None
+    if fnode is None or tree is None:
+        return FcInfo(None, Where(path, line), arch, "cannot read the drafter's __init__")
+    view = me.ConfigView(hf_config, "draft_hf_config")
+    result: list[Any] = []
+
+    def attr(p: tuple[str, ...]) -> Any:
+        return view if p[-1] == "hf_config" else me.NOTHING
+
+    interp = me.Interpreter(me.World(attr=attr), strict=False)
+
+    def hook(target: str, value: ast.AST, frame: Any) -> None:
+        if target == "self.fc" and isinstance(value, ast.Call) and not result:
+            arg = value.args[0] if value.args else next(
+                (k.value for k in value.keywords if k.arg in ("input_size", "in_features")), None)
+            if arg is not None:
+                try:
+                    result.append((interp._eval(arg, frame), ast.unparse(arg), value.lineno))
+                except (me.Unsupported, me.EvalRaise):
+                    result.append((me.UNKNOWN, ast.unparse(arg), value.lineno))
+
+    # The hook needs the frame, not just its locals: wrap _assign.
+    orig = interp._assign
+
+    def assign(target: ast.AST, v: Any, frame: Any, value_node: ast.AST) -> None:
+        hook(ast.unparse(target), value_node, frame)
+        orig(target, v, frame, value_node)
+
+    # An instance attribute shadows the method for this interpreter only.
+    interp._assign = assign  # type: ignore[method-assign,assignment]  # a bound hook replacing a method
+    env = me.ModuleEnv.of(tree, path)
+    params = [a.arg for a in (*fnode.args.posonlyargs, *fnode.args.args, *fnode.args.kwonlyargs)]
+    args: dict[str, Any] = {p: me.Opaque((p,)) for p in params[1:]}
+    rec = me.Record("self")
+    try:
+        a = fnode.args
+        pos = [rec] + [args[p.arg] for p in a.args[1:]]
+        kw = {k.arg: args[k.arg] for k in a.kwonlyargs}
+        interp._call_func(me.FuncValue(fnode, env), pos, kw)
+    except (me.EvalRaise, me.Unsupported) as exc:
+        if not result:
+            return FcInfo(None, Where(path, line), arch, f"{owner.name}.__init__ stops before self.fc ({exc})")
+    if not result:
+        return FcInfo(None, Where(path, line), arch, f"{owner.name}.__init__ does not reach self.fc for this config")
+    value, text, fc_line = result[0]
+    w = Where(path, fc_line, text)
+    if isinstance(value, int):
+        return FcInfo(value, w, arch, "")
+    return FcInfo(None, w, arch, f"the fc input size {text} is not known for this config")
+
+
+# The largest layer count taken from a config as given; real models have tens to a few hundred.
+MAX_LAYERS = 100_000
+
+
+# -- the whole picture ----------------------------------------------------------------------------
+def runner_site(ctx: Context, kind: RunnerKind | None) -> RunnerSite | None:
+    """The call site of runner ``kind``; with no runner known, the tree's first (V1's where it has one)."""
+    site = ctx.runner.site_for(kind) if kind is not None else None
+    return site if site is not None else ctx.runner.primary
+
+
+def analyze(ctx: Context, arch: str | None = None, kind: RunnerKind | None = None) -> DraftAnalysis | None:
+    """The drafter against ``arch`` (default: the first targeted architecture) on runner ``kind``
+    (default: the runner ``runnerchoice.chosen`` models)."""
+    raw = ctx.options.draft_config
+    if raw is None:
+        return None
+    path = ctx.options.draft_config_path or "<draft config>"
+    if arch is None:
+        arch = ctx.targeted[0] if ctx.targeted else None
+    if kind is None:
+        kind = runnerchoice.chosen(ctx, arch).kind
+    site = runner_site(ctx, kind)
+    da = DraftAnalysis(path, arch, runner=kind, conversion_key=SPECULATORS_KEY)
+    tcfg = ctx.options.target_config
+    ttext = text_config(tcfg)
+    if ttext:
+        n = ttext.get("num_hidden_layers")
+        plausible = isinstance(n, int) and not isinstance(n, bool) and 0 < n <= MAX_LAYERS
+        da.num_layers = n if plausible else None
+        if isinstance(n, int) and not isinstance(n, bool) and n > MAX_LAYERS:
+            # Ids, PP ranges and captures are worked out layer by layer: a hostile 2**70 would hang
+            # the check (found by fuzz/run.py, input 0.33.0:11:426).
+            da.notes.append(f"the target config's num_hidden_layers={n} is not a plausible layer count "
+                            f"(more than {MAX_LAYERS:,}); layer ids are not checked against it")
+        h = ttext.get("hidden_size")
+        da.target_hidden = h if isinstance(h, int) else None
+    if SPECULATORS_KEY in raw:
+        da.speculators = True
+        conv, err, where = convert_speculators(ctx, raw)
+        da.converted, da.conversion_error, da.conversion_where = conv, err, where
+        if conv is None:
+            return da
+    else:
+        da.converted = raw
+    cfg = da.converted
+    assert cfg is not None
+    # Raw ids: from the file the user gave, so lines point into it; provenance decides the numbering.
+    da.fields = id_fields(raw, path)
+    if da.speculators:
+        # The converter may move ids (``aux_hidden_state_layer_ids`` of DFlash); report them as read.
+        conv_fields = id_fields(cfg, path)
+        names = {f.path for f in da.fields}
+        da.fields += [f for f in conv_fields if f.path not in names]
+    da.runner_ids, da.runner_where, da.runner_note, da.runner_reads = runner_ids(ctx, cfg, site)
+    if da.runner_ids is not None:
+        for f in da.fields:
+            if len(f.ids) == len(da.runner_ids) and all(isinstance(x, int) for x in (*f.ids, *da.runner_ids)):
+                diffs = {r - x for r, x in zip(da.runner_ids, f.ids, strict=True)}
+                if len(diffs) == 1:
+                    da.used_field, da.transform = f, diffs.pop()
+                    break
+    key = ctx.keys.get(arch) if arch else None
+    if key is not None and da.num_layers is not None:
+        da.default_ids, da.default_where, da.default_note = default_ids(ctx, key, da.num_layers, tcfg,
+                                                                                name=site.fallback if site else None)
+    elif key is not None:
+        da.default_note = "pass --target-config (its num_hidden_layers) to evaluate the model default"
+    if da.runner_ids is not None:
+        da.effective_ids, da.effective_from = da.runner_ids, "config"
+    elif da.default_ids is not None:
+        da.effective_ids, da.effective_from = da.default_ids, "default"
+    if key is not None:
+        da.capture = capture(ctx, key)
+    renamed = None if da.speculators else eagle3_architectures(ctx, cfg)[0]
+    da.fc = fc_input(ctx, cfg, renamed)
+    pp_size = getattr(ctx.options, "pipeline_parallel", None)
+    if pp_size and pp_size > 1 and da.num_layers is not None:
+        sp = pp_mod.split(ctx.source, da.num_layers, pp_size, getattr(ctx.options, "pp_partition", None))
+        ids = [k for k in (da.effective_ids or ()) if isinstance(k, int)]
+        caps = rank_captures(da.capture, sp, ids)
+        rank_of: dict[int, int | None] = {k: None for k in ids}
+        for r in sorted(caps):
+            for k, _layer in caps[r]:
+                if rank_of.get(k) is None:
+                    rank_of[k] = r
+        da.pp = PPLayout(sp, rank_of, caps)
+    elif pp_size and pp_size > 1:
+        da.notes.append("--pipeline-parallel needs --target-config (num_hidden_layers) to split the layers")
+    return da
+
+
+def rank_captures(cap: Capture | None, sp: pp_mod.Split, ids: list[int]) -> dict[int, list[tuple[int, int]]]:
+    """Per rank, the ids its forward captures and the layer each captured state enters.
+
+    A rank runs ``idx`` over its own layers ``[start, end)``, or over ``0 … end-start-1`` when the
+    loop enumerates a slice without ``start=`` (the actual layer is then ``start + idx``). The
+    collector call before the loop runs on the first rank only (it is guarded by ``is_first_rank``
+    in the releases that have it).
+    """
+    out: dict[int, list[tuple[int, int]]] = {}
+    if cap is None or not sp.ranges:
+        return out
+    wanted = set(ids)
+    for r, (s, e) in enumerate(sp.ranges):
+        got: dict[int, int] = {}
+        for pos, off, _line in cap.sites:
+            if pos == "pre-loop":
+                if r == 0 and 0 in wanted:
+                    got.setdefault(0, 0)
+                continue
+            base = 0 if not cap.absolute else s
+            for i in range(e - s):
+                idx = base + i
+                layer = s + i + (1 if pos == "after" else 0)  # the state entering this layer
+                k = idx + off
+                if k in wanted:
+                    got.setdefault(k, layer)
+        if got:
+            out[r] = sorted(got.items())
+    return out
+
+
+# -- the drafter's class ----------------------------------------------------------------------------
+EAGLE_CONFIG = "vllm/transformers_utils/configs/eagle.py"
+
+
+def _is_method_test(test: ast.expr, method: str) -> bool:
+    """``method == "eagle3"`` (either side), the test EAGLEConfig branches on."""
+    return isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq) and any(
+        isinstance(x, ast.Constant) and x.value == method for x in (test.left, *test.comparators))
+
+
+def eagle3_architectures(ctx: Context, cfg: dict[str, Any]) -> tuple[list[str] | None, Where | None, str]:
+    """The architectures vLLM's ``EAGLEConfig`` gives a drafter config for ``method == "eagle3"``
+    (``LlamaForCausalLM`` -> ``Eagle3LlamaForCausalLM``): the tree's own renaming expression, evaluated.
+
+    None with a reason when the tree has no ``EAGLEConfig`` or its renaming cannot be read; the
+    config's own names then stand (what vLLM does when the class does not rename).
+    """
+    archs = cfg.get("architectures")
+    names = [a for a in archs if isinstance(a, str)] if isinstance(archs, list) else []
+    tree = read_module(ctx, EAGLE_CONFIG)
+    init = me.find_function(tree, "__init__", "EAGLEConfig") if tree is not None else None
+    if tree is None or init is None:
+        return None, None, f"{EAGLE_CONFIG} has no EAGLEConfig: the drafter's architectures are used as written"
+    for node in ast.walk(init):
+        if not (isinstance(node, ast.If) and _is_method_test(node.test, "eagle3")):
+            continue
+        for st in node.body:
+            if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Subscript) \
+                    and isinstance(st.targets[0].slice, ast.Constant) and st.targets[0].slice.value == "architectures":
+                fn = ast.FunctionDef(name="_rename", args=init.args, body=[ast.Return(st.value)], decorator_list=[],  # type: ignore[call-arg]  # type_params: 3.12+ ast
+                                     returns=None, type_params=[])
+                ast.fix_missing_locations(ast.copy_location(fn, st))
+                model = me.ConfigView({"architectures": names}, "drafter")
+
+                def attr(path: tuple[str, ...], model: me.ConfigView = model) -> Any:
+                    return model if path[-1] == "model" else me.NOTHING
+
+                where = Where(EAGLE_CONFIG, st.lineno, "EAGLEConfig.__init__")
+                params = [a.arg for a in init.args.args]
+                try:
+                    res = me.Interpreter(me.World(attr=attr), strict=True).call(
+                        me.FuncValue(fn, me.ModuleEnv.of(tree, EAGLE_CONFIG)), [me.Opaque((p,)) for p in params])
+                except (me.Unsupported, me.EvalRaise) as exc:
+                    return None, where, f"the renaming at {EAGLE_CONFIG}:{st.lineno} could not be evaluated ({exc})"
+                if isinstance(res, list) and all(isinstance(x, str) for x in res):
+                    return res, where, ""
+                return None, where, f"the renaming at {EAGLE_CONFIG}:{st.lineno} returned {res!r}"
+    return names, None, "EAGLEConfig does not rename architectures for method eagle3 in this tree"

@@ -1,0 +1,488 @@
+"""The serving verdict: will this release serve this target with this EAGLE-3 drafter, and capture the
+layers the drafter was trained on?
+
+For every targeted architecture, the gates vLLM applies in serving order become a chain of steps,
+each with the file:line in the analysed tree it comes from and a result (pass, fail, unchecked,
+unknown, skipped):
+
+``registry`` -> ``config-gate`` (the ``SpeculativeConfig`` model_type allow-list) -> ``drafter-class``
+(``EAGLEConfig`` renaming or the speculators converter, then the registry) -> ``runner-interface``
+(``supports_eagle3`` on the top-level object, the setter the runner calls) -> ``pp-verifier`` ->
+``aux-ids`` (the drafter config as the chosen runner reads it, else the model default) -> ``capture``
+(the absolute layers the decoder's ``forward`` collects, per pipeline rank) -> ``drafter-fc`` ->
+``pp-relay`` -> ``trained-layers``.
+
+The outcome is the first step that fails (or that the tree leaves unknown), in that order; when every
+step that could be checked passes and some could not (no target config, so no model_type; no drafter
+config, so no trained ids), the outcome is ``unchecked`` with those steps named, never ``servable``.
+Every fact comes from the semantic model (``semantic.py``), the runner and gate derivation
+(``runner.py``, ``runnerchoice.py``) and the drafter analysis (``drafter.py``); this module only orders
+and grades them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from eagle3_lint import drafter as dr
+from eagle3_lint import semantic as sem
+from eagle3_lint.engines.vllm import drafter as vdr
+from eagle3_lint.engines.vllm import gates as vgates
+from eagle3_lint.engines.vllm import runnerchoice
+from eagle3_lint.model import Location
+from eagle3_lint.runner import RunnerKind
+from eagle3_lint.serving import Gate, Outcome, ServingStep, ServingVerdict, StepResult, outcome_of
+
+if TYPE_CHECKING:
+    from eagle3_lint.analysis import Context
+
+
+def _loc(path: str | None, line: int | None) -> Location | None:
+    return Location(path, line or 1) if path else None
+
+
+def _where(w: sem.Where | None) -> Location | None:
+    return _loc(w.path, w.line) if w is not None else None
+
+
+def _ids(ids: Iterable[Any]) -> str:
+    return "[" + ", ".join(str(i) for i in ids) + "]"
+
+
+# -- the trained layers ----------------------------------------------------------------------------------
+# A drafter config without ids was trained on its training framework's default layers. Both EAGLE-3
+# training codes agree on the states entering layers (2, n // 2, n - 3): SafeAILab EAGLE collects HF
+# ``hidden_states[2], [n // 2], [n - 3]`` (eagle/traineagle3/modeling_llama_kv.py:1137-1140, index k = the
+# state entering layer k), SpecForge's default is ``[1, n // 2 - 1, n - 4]`` in "output of layer k"
+# numbering (specforge/core/eagle3.py:100-106 at v0.1.0). Data with a reason, not derivable from the tree.
+def training_default(n: int) -> tuple[int, ...]:
+    return (2, n // 2, n - 3)
+
+
+def trained_layers(da: dr.DraftAnalysis, stated: str | None) -> tuple[tuple[int, ...] | None, str | None, str]:
+    """The layers (vLLM numbering) the drafter was trained on, the convention used, and how that was decided."""
+    fields = [f for f in da.fields if all(isinstance(i, int) and not isinstance(i, bool) for i in f.ids)]
+    if not fields and da.num_layers:
+        return (training_default(da.num_layers), None,
+                "the drafter config names no aux layers: assumed trained on the EAGLE-3 training default, the "
+                "states entering layers (2, n // 2, n - 3) in both SafeAILab EAGLE and SpecForge")
+    if not fields:
+        return None, None, ("the drafter config names no aux layers, and without the target's layer count the "
+                            "training default is not known")
+    f = fields[0]
+    if stated is not None:
+        shift = 1 if stated == "sglang" else 0
+        return tuple(int(i) + shift for i in f.ids), stated, f"--drafter-convention {stated} for {f.name}"
+    if f.convention is None:
+        return None, None, (f"{f.name} ({f.origin}) does not say how it numbers layers; state it with "
+                            "--drafter-convention vllm|sglang")
+    conv = "sglang" if f.convention == dr.OUTPUT else "vllm"
+    return (
+        tuple(int(i) + f.convention for i in f.ids),
+        conv,
+        f"{f.name} is {f.origin}'s field: {f.meaning} (assumed from where the ids sit; --drafter-convention overrides)",
+    )
+
+
+# -- the chain ---------------------------------------------------------------------------------------------
+def verdict(ctx: Context, arch: str, kind: RunnerKind | None = None) -> ServingVerdict:
+    """The chain for ``arch`` on runner ``kind`` (default: the runner ``runnerchoice.chosen`` models)."""
+    key = f"serving:{arch}:{kind.value if kind else 'chosen'}"
+    return ctx.memo.get(key, lambda: _verdict(ctx, arch, kind))
+
+
+def _verdict(ctx: Context, arch: str, kind: RunnerKind | None) -> ServingVerdict:
+    choice = runnerchoice.chosen(ctx, arch)
+    if kind is None:
+        kind = choice.kind
+        reason = choice.reason
+    else:
+        reason = f"the {kind.value.upper()} runner, asked for"
+    opts = ctx.options
+    pp = opts.pipeline_parallel or 1
+    steps: list[ServingStep] = []
+    entry = ctx.registry.entries.get(arch)
+    da = vdr.analyze(ctx, arch, kind) if opts.draft_config is not None else None
+    # 1. registry
+    if entry is None:
+        steps.append(ServingStep(Gate.REGISTRY, StepResult.FAIL, f"{arch} is not in this vLLM's model registry",
+                                 _loc(ctx.registry.path, 1)))
+        return _finish(ctx, arch, kind, reason, steps, da, None)
+    steps.append(ServingStep(Gate.REGISTRY, StepResult.PASS, f"{arch} -> {entry.module}.{entry.class_name}",
+                             _loc(getattr(entry, "path", "") or ctx.registry.path, entry.line)))
+    steps.append(_config_gate(ctx, arch))
+    steps.append(_drafter_class(ctx, da))
+    if pp > 1:
+        steps.append(_drafter_pp(ctx, da, pp))
+    key = ctx.keys.get(arch)
+    site = vdr.runner_site(ctx, kind)
+    steps.append(_interface(ctx, arch, site))
+    steps.append(_pp_verifier(ctx, key, site, pp))
+    captured: tuple[int, ...] | None = None
+    if da is None:
+        steps.append(
+            ServingStep(
+                Gate.AUX_IDS,
+                StepResult.UNCHECKED,
+                "no drafter config (--draft-config or --speculative-config): which ids the runner "
+                "hands to the model is not known",
+                _loc(site.path, site.config_line) if site else None,
+            )
+        )
+        for g in (Gate.CAPTURE, Gate.DRAFTER_FC, Gate.PP_RELAY, Gate.TRAINED_LAYERS):
+            steps.append(ServingStep(g, StepResult.UNCHECKED, "needs the drafter config"))
+    else:
+        steps.append(_aux_ids(da, site))
+        cap_step, captured = _capture(da, pp)
+        steps.append(cap_step)
+        steps.append(_fc(da))
+        steps.append(_relay(ctx, da, pp, site))
+        steps.append(_trained(ctx, da, captured))
+    return _finish(ctx, arch, kind, reason, steps, da, captured)
+
+
+def _finish(ctx: Context, arch: str, kind: RunnerKind | None, reason: str, steps: list[ServingStep],
+            da: dr.DraftAnalysis | None, captured: tuple[int, ...] | None) -> ServingVerdict:
+    outcome, stage = outcome_of(steps)
+    trained, conv, _why = trained_layers(da, ctx.options.drafter_convention) if da is not None else (None, None, "")
+    if da is not None and ctx.options.drafter_convention is None and conv == "vllm" and _looks_carried_over(da):
+        trained = None  # not known well enough to judge by (see _trained)
+    ids = (
+        tuple(i for i in (da.effective_ids or ()) if isinstance(i, int))
+        if da is not None and da.effective_ids
+        else None
+    )
+    source = None if da is None or not da.effective_from else (
+        "drafter-config" if da.effective_from == "config" else "model-default")
+    drafter_arch = da.fc.drafter_class if da is not None and da.fc is not None and da.fc.drafter_class else None
+    return ServingVerdict(
+        architecture=arch, engine="vllm", engine_version=ctx.version, runner=kind, runner_reason=reason,
+        outcome=outcome, stage=stage, aux_layer_ids=ids, aux_layer_ids_source=source, drafter_trained_ids=trained,
+        drafter_architecture=drafter_arch, steps=tuple(steps), next_step=_next_step(ctx, arch, outcome, stage, steps),
+        captured_layers=captured, pipeline_parallel=ctx.options.pipeline_parallel or 1,
+        tensor_parallel=ctx.options.tensor_parallel, trained_convention=conv)
+
+
+def _config_gate(ctx: Context, arch: str) -> ServingStep:
+    gates = [g for g in ctx.runner.gates if "eagle3" in g.methods and g.allow_list]
+    if not gates:
+        return ServingStep(
+            Gate.CONFIG_GATE, StepResult.PASS, "this vLLM has no config-time model_type gate for EAGLE-3"
+        )
+    cfg = ctx.options.target_config
+    for g in gates:
+        where = _loc(g.path, g.line)
+        allowed = ", ".join(g.allow_list)
+        if cfg is None:
+            return ServingStep(Gate.CONFIG_GATE, StepResult.UNCHECKED,
+                               f"SpeculativeConfig refuses EAGLE-3 unless {g.config_attr}.model_type contains one of "
+                               f"[{allowed}]; pass --target-config to check this target", where)
+        res = vgates.target_model_type(ctx, g.config_attr)
+        if res.model_type is None:
+            return ServingStep(Gate.CONFIG_GATE, StepResult.UNKNOWN,
+                               f"which {g.config_attr}.model_type this vLLM gives the target config is unknown "
+                               f"({'; '.join(res.steps)})", where)
+        if not any(s in res.model_type for s in g.allow_list):
+            return ServingStep(Gate.CONFIG_GATE, StepResult.FAIL,
+                               f"{g.config_attr}.model_type {res.model_type!r} contains none of [{allowed}]: "
+                               f"{g.error or 'refused'} before any weight loads", where)
+    mt = vgates.target_model_type(ctx, gates[0].config_attr).model_type
+    return ServingStep(Gate.CONFIG_GATE, StepResult.PASS, f"model_type {mt!r} is on the EAGLE-3 allow-list",
+                       _loc(gates[0].path, gates[0].line))
+
+
+def _drafter_class(ctx: Context, da: dr.DraftAnalysis | None) -> ServingStep:
+    if da is None:
+        return ServingStep(Gate.DRAFTER_CLASS, StepResult.UNCHECKED,
+                           "no drafter config: whether vLLM can build the drafter is not checked")
+    if da.speculators and da.converted is None:
+        return ServingStep(Gate.DRAFTER_CLASS, StepResult.FAIL,
+                           f"the speculators-format config cannot be converted by this tree: {da.conversion_error}",
+                           _where(da.conversion_where))
+    cfg = da.converted or {}
+    if da.speculators:
+        names = [a for a in cfg.get("architectures") or [] if isinstance(a, str)]
+        where, how = _where(da.conversion_where), "the tree's speculators converter gives"
+    else:
+        renamed, w, note = vdr.eagle3_architectures(ctx, cfg)
+        names = renamed if renamed is not None else [a for a in cfg.get("architectures") or [] if isinstance(a, str)]
+        where, how = _where(w), ("EAGLEConfig renames the drafter's architectures to" if w else note + ":")
+    registered = [a for a in names if a in ctx.registry.entries]
+    if not names:
+        return ServingStep(Gate.DRAFTER_CLASS, StepResult.FAIL, "the drafter config names no architecture", where)
+    if not registered:
+        return ServingStep(Gate.DRAFTER_CLASS, StepResult.FAIL,
+                           f"{how} {_ids(names)}, and none is in this vLLM's registry: the drafter cannot be built",
+                           where)
+    e = ctx.registry.entries[registered[0]]
+    return ServingStep(Gate.DRAFTER_CLASS, StepResult.PASS,
+                       f"{how} {_ids(names)}; {registered[0]} -> {e.module}.{e.class_name}", where)
+
+
+def _drafter_pp(ctx: Context, da: dr.DraftAnalysis | None, pp: int) -> ServingStep:
+    """Where the drafter gets the target's pipeline-parallel size, ``verify_with_parallel_config`` refuses a
+    drafter class that does not support PP (``supports_pp``: the interface's members and an
+    ``intermediate_tensors`` parameter of ``forward``), at config time."""
+    expr, path, line = vgates.drafter_pp_source(ctx)
+    where = _loc(path, line)
+    if expr is None:
+        return ServingStep(Gate.CONFIG_GATE, StepResult.PASS, "the drafter's parallel config is not derived from the "
+                           "target's here", None)
+    if expr.strip() == "1":
+        return ServingStep(Gate.CONFIG_GATE, StepResult.PASS,
+                           "the drafter always gets pipeline_parallel_size=1, so PP is not checked on it", where)
+    if da is None or da.fc is None or not da.fc.drafter_class:
+        return ServingStep(Gate.CONFIG_GATE, StepResult.UNCHECKED,
+                           f"the drafter gets pipeline_parallel_size={expr}; whether its class supports PP needs the "
+                           "drafter config", where)
+    key = ctx.keys.get(da.fc.drafter_class)
+    if key is None:
+        return ServingStep(Gate.CONFIG_GATE, StepResult.UNKNOWN, f"{da.fc.drafter_class} cannot be resolved", where)
+    has_param, has_member = vgates.supports_pp(ctx, key)
+    if has_param and has_member:
+        return ServingStep(Gate.CONFIG_GATE, StepResult.PASS,
+                           f"the drafter gets pipeline_parallel_size={expr} and {key.name} supports PP", where)
+    why = "its forward takes no intermediate_tensors" if not has_param else "it lacks make_empty_intermediate_tensors"
+    return ServingStep(Gate.CONFIG_GATE, StepResult.FAIL,
+                       f"the drafter gets the target's pipeline_parallel_size={pp} ({expr}), and {key.name} does not "
+                       f"support PP ({why}): verify_with_parallel_config raises 'Pipeline parallelism is not supported "
+                       "for this model' before any weight loads", where)
+
+
+def _interface(ctx: Context, arch: str, site: Any) -> ServingStep:
+    v = ctx.verdicts.get(arch)
+    if site is None:
+        return ServingStep(Gate.RUNNER_INTERFACE, StepResult.UNKNOWN, "no runner call site configures EAGLE-3 here")
+    where = _loc(site.path, site.line)
+    call = (
+        f"{ctx.contract.check_function}({site.interrogated})"
+        if site.checked
+        else f"{site.interrogated}.{site.setter}()"
+    )
+    if v is None or v.supports_eagle3 is None:
+        return ServingStep(Gate.RUNNER_INTERFACE, StepResult.UNKNOWN,
+                           f"{call}: {v.reason if v is not None else 'the class cannot be resolved'}", where)
+    if not v.supports_eagle3:
+        err = site.error or "the runner skips the aux layers"
+        return ServingStep(Gate.RUNNER_INTERFACE, StepResult.FAIL,
+                           f"{call} is False for {v.class_name} ({v.reason}): {err}, after the weights load", where)
+    key = ctx.keys.get(arch)
+    if key is not None:
+        eff = sem.setter_effect(ctx, key)
+        if eff.kind in ("not-mixin", "no-holder"):
+            return ServingStep(Gate.RUNNER_INTERFACE, StepResult.FAIL,
+                               f"{call} passes, but {site.setter or 'the setter'}() raises: {eff.detail}",
+                               _loc(site.path, site.setter_line or site.line))
+    return ServingStep(Gate.RUNNER_INTERFACE, StepResult.PASS, f"{call} is True for {v.class_name}", where)
+
+
+def _pp_verifier(ctx: Context, key: Any, site: Any, pp: int) -> ServingStep:
+    rp = ctx.runner
+    if pp <= 1:
+        return ServingStep(Gate.PP_VERIFIER, StepResult.SKIPPED, "no pipeline parallelism")
+    if not rp.pp_verifier or site is None or rp.pp_verifier_path != site.path:
+        return ServingStep(Gate.PP_VERIFIER, StepResult.PASS,
+                           "this runner has no pipeline-parallel verifier for EAGLE-3")
+    where = _loc(rp.pp_verifier_path, rp.pp_verifier_line)
+    if key is None:
+        return ServingStep(Gate.PP_VERIFIER, StepResult.UNKNOWN, "the class cannot be resolved", where)
+    kind, hops, how = sem.default_holder(ctx, key)
+    if kind != "ok":
+        return ServingStep(Gate.PP_VERIFIER, StepResult.UNKNOWN, f"the inner decoder cannot be followed ({how})", where)
+    holder = hops[-1].key if hops else key
+    hit = ctx.graph.member_origin(holder, rp.pp_flag or "")
+    if hit is not None and hit[1].value == "True":
+        return ServingStep(
+            Gate.PP_VERIFIER,
+            StepResult.PASS,
+            f"{how} = {holder.name} sets {rp.pp_flag} = True ({ctx.graph.path_of(hit[0])}:{hit[1].line})",
+            where,
+        )
+    return ServingStep(Gate.PP_VERIFIER, StepResult.FAIL,
+                       f"{rp.pp_verifier}() raises for pipeline parallelism {pp}: {how} = {holder.name} does not set "
+                       f"{rp.pp_flag} = True", where)
+
+
+def _aux_ids(da: dr.DraftAnalysis, site: Any) -> ServingStep:
+    if da.effective_ids is None:
+        why = da.runner_note or da.default_note or "neither the drafter config nor the model default gives ids"
+        return ServingStep(Gate.AUX_IDS, StepResult.UNKNOWN if da.num_layers is not None else StepResult.UNCHECKED,
+                           why, _where(da.default_where) or (_loc(site.path, site.line) if site else None))
+    if da.effective_from == "config":
+        fld = f" ({da.used_field.name})" if da.used_field is not None else ""
+        return ServingStep(
+            Gate.AUX_IDS,
+            StepResult.PASS,
+            f"the runner reads {_ids(da.effective_ids)} from the drafter config{fld}",
+            _where(da.runner_where),
+        )
+    ignored = f"; it ignores {', '.join(f.name for f in da.fields)}" if da.fields else ""
+    return ServingStep(Gate.AUX_IDS, StepResult.PASS,
+                       f"the runner uses the model default {_ids(da.effective_ids)}{ignored}", _where(da.default_where))
+
+
+def _capture(da: dr.DraftAnalysis, pp: int) -> tuple[ServingStep, tuple[int, ...] | None]:
+    cap = da.capture
+    ids = [i for i in (da.effective_ids or ()) if isinstance(i, int)]
+    if da.num_layers is None:
+        return ServingStep(Gate.CAPTURE, StepResult.UNCHECKED, "needs the target config's num_hidden_layers"), None
+    if cap is None:
+        return ServingStep(
+            Gate.CAPTURE, StepResult.UNKNOWN, "no class reachable from the target assigns self.layers"
+        ), None
+    if not ids:
+        return ServingStep(Gate.CAPTURE, StepResult.UNKNOWN, "which ids the runner uses is not known",
+                           _loc(cap.path, cap.forward_line)), None
+    where = _loc(cap.path, cap.loop_line or cap.forward_line)
+    if not cap.sites:
+        return ServingStep(Gate.CAPTURE, StepResult.FAIL,
+                           f"{cap.owner.name}.forward collects no aux hidden states"
+                           + (f" ({cap.note})" if cap.note else ""), where), ()
+    if pp > 1 and da.pp is not None:
+        got = {k: layer for r in sorted(da.pp.captures) for k, layer in da.pp.captures[r]}
+    else:
+        valid = cap.valid_ids(da.num_layers)
+        shift = cap.shift or 0
+        got = {k: k + shift for k in ids if k in valid} if cap.shift is not None or len(cap.sites) else {}
+    captured = tuple(got[k] for k in ids if k in got)
+    missing = [k for k in ids if k not in got]
+    if missing:
+        return ServingStep(Gate.CAPTURE, StepResult.FAIL,
+                           f"{cap.owner.name}.forward never captures ids {_ids(missing)} of {_ids(ids)}: the drafter "
+                           f"receives {len(captured)} of {len(ids)} states", where), captured
+    rel = "" if cap.absolute else " (slice-relative index)"
+    return ServingStep(
+        Gate.CAPTURE,
+        StepResult.PASS,
+        f"{cap.owner.name}.forward captures the states entering layers {_ids(captured)}{rel}",
+        where,
+    ), captured
+
+
+def _fc(da: dr.DraftAnalysis) -> ServingStep:
+    fc = da.fc
+    ids = [i for i in (da.effective_ids or ()) if isinstance(i, int)]
+    if fc is None or fc.in_size is None:
+        return ServingStep(Gate.DRAFTER_FC, StepResult.UNKNOWN if fc is not None and fc.note else StepResult.UNCHECKED,
+                           (fc.note if fc is not None else "") or "the drafter's fc width is not known",
+                           _where(fc.where) if fc is not None else None)
+    if da.target_hidden is None:
+        return ServingStep(Gate.DRAFTER_FC, StepResult.UNCHECKED,
+                           f"fc takes {fc.in_size}; needs the target's hidden_size to compare", _where(fc.where))
+    if not ids:
+        return ServingStep(Gate.DRAFTER_FC, StepResult.UNKNOWN,
+                           f"fc takes {fc.in_size}; how many states arrive is not known", _where(fc.where))
+    want = len(set(ids)) * da.target_hidden
+    if fc.in_size != want:
+        return ServingStep(Gate.DRAFTER_FC, StepResult.FAIL,
+                           f"{fc.drafter_class}'s fc takes {fc.in_size} inputs but {len(set(ids))} states x hidden "
+                           f"{da.target_hidden} = {want} arrive", _where(fc.where))
+    return ServingStep(Gate.DRAFTER_FC, StepResult.PASS,
+                       f"fc takes {fc.in_size} = {len(set(ids))} x {da.target_hidden}", _where(fc.where))
+
+
+def _relay(ctx: Context, da: dr.DraftAnalysis, pp: int, site: Any) -> ServingStep:
+    if pp <= 1:
+        return ServingStep(Gate.PP_RELAY, StepResult.SKIPPED, "no pipeline parallelism")
+    if da.pp is None or da.capture is None:
+        return ServingStep(Gate.PP_RELAY, StepResult.UNCHECKED, "needs the target config to split the layers")
+    last = len(da.pp.split.ranges) - 1
+    early = sorted(k for k, r in da.pp.rank_of_id.items() if r is not None and r != last)
+    where = _loc(da.capture.path, da.capture.forward_line)
+    if not early:
+        return ServingStep(Gate.PP_RELAY, StepResult.PASS, "every id is captured on the last rank", where)
+    rp = ctx.runner
+    if da.capture.relays_pp and site is not None and site.reserves_relay is False:
+        return ServingStep(Gate.PP_RELAY, StepResult.FAIL,
+                           f"ids {_ids(early)} are captured before the last rank and the decoder relays them "
+                           f"({da.capture.relay_why}), but this runner never calls {rp.relay_setup}() "
+                           f"({rp.relay_setup_path}:{rp.relay_setup_line}), so the intermediate tensors have no slots "
+                           "for them and the last rank raises RuntimeError('Missing ... from PP intermediate tensors')",
+                           _loc(site.path, site.line))
+    if da.capture.relays_pp:
+        return ServingStep(
+            Gate.PP_RELAY,
+            StepResult.PASS,
+            f"ids {_ids(early)} are captured before the last rank and relayed ({da.capture.relay_why})",
+            where,
+        )
+    if da.capture.relays_pp is None:
+        return ServingStep(Gate.PP_RELAY, StepResult.UNKNOWN,
+                           f"ids {_ids(early)} are captured before the last rank; whether they are relayed is unknown",
+                           where)
+    return ServingStep(Gate.PP_RELAY, StepResult.FAIL,
+                       f"ids {_ids(early)} are captured before the last rank and never reach the drafter "
+                       f"({da.capture.relay_why})", where)
+
+
+def _trained(ctx: Context, da: dr.DraftAnalysis, captured: tuple[int, ...] | None) -> ServingStep:
+    trained, conv, why = trained_layers(da, ctx.options.drafter_convention)
+    loc = Location(da.draft_path, da.json_line(da.fields[0].path[-1])) if da.fields else None
+    if trained is None:
+        return ServingStep(Gate.TRAINED_LAYERS, StepResult.UNCHECKED, why, loc)
+    if ctx.options.drafter_convention is None and conv == "vllm" and _looks_carried_over(da):
+        return ServingStep(
+            Gate.TRAINED_LAYERS,
+            StepResult.UNCHECKED,
+            f"the ids {_ids(da.fields[0].ids)} equal the model default {_ids(da.default_ids or ())} minus "
+            "one, the mark of SpecForge/SGLang ids (output numbering) carried over as-is; which layers "
+            "the drafter was trained on depends on that: state it with --drafter-convention vllm|sglang",
+            loc,
+        )
+    if captured is None:
+        return ServingStep(
+            Gate.TRAINED_LAYERS,
+            StepResult.UNCHECKED,
+            f"trained on the states entering layers {_ids(trained)} ({why}); what is captured is unknown",
+            loc,
+        )
+    if sorted(set(captured)) != sorted(set(trained)):
+        return ServingStep(Gate.TRAINED_LAYERS, StepResult.FAIL,
+                           f"captures the states entering layers {_ids(captured)}, but the drafter was trained on "
+                           f"{_ids(trained)} ({why}): it runs and accepts fewer tokens", loc)
+    return ServingStep(Gate.TRAINED_LAYERS, StepResult.PASS,
+                       f"captures the layers the drafter was trained on, {_ids(trained)} ({why})", loc)
+
+
+def with_next_step(ctx: Context, sv: ServingVerdict) -> ServingVerdict:
+    """``sv`` with its next step worked out from the findings as they are now."""
+    nxt = _next_step(ctx, sv.architecture, sv.outcome, sv.stage, list(sv.steps))
+    return sv if nxt == sv.next_step else dataclasses.replace(sv, next_step=nxt)
+
+
+def _looks_carried_over(da: dr.DraftAnalysis) -> bool:
+    """Top-level ids that are the model default minus one (EGL007 warns about the same sign)."""
+    ids, default = da.fields[0].ids if da.fields else (), da.default_ids
+    return bool(default) and len(ids) == len(default or ()) and all(
+        isinstance(a, int) and isinstance(b, int) and a == b - 1 for a, b in zip(ids, default or (), strict=True))
+
+
+def _next_step(ctx: Context, arch: str, outcome: Outcome, stage: Gate | None, steps: list[ServingStep]) -> str | None:
+    unchecked = [s.gate.value for s in steps if s.result is StepResult.UNCHECKED]
+    if outcome is Outcome.SERVABLE:
+        return None
+    if outcome is Outcome.UNCHECKED:
+        needs = []
+        if ctx.options.target_config is None:
+            needs.append("--target-config <model>/config.json")
+        if ctx.options.draft_config is None:
+            needs.append("--draft-config <drafter>/config.json")
+        return (f"pass {' and '.join(needs)} to check {', '.join(unchecked)}" if needs
+                else f"not checked: {', '.join(unchecked)}")
+    fixable = [f for f in ctx.findings if f.architecture == arch and f.fix is not None]
+    if fixable and stage in (Gate.CONFIG_GATE, Gate.RUNNER_INTERFACE, Gate.CAPTURE, Gate.AUX_IDS):
+        unsafe = any(f.fix is not None and f.fix.applicability.value == "unsafe" for f in fixable)
+        return "patch it: eagle3-lint check TREE --arch " + arch + " --fix" + (" --unsafe-fixes" if unsafe else "")
+    hints = {
+        Outcome.UNREGISTERED: "this vLLM does not know the architecture: register it (a plugin) or use a release "
+        "that has it",
+        Outcome.DRAFTER_UNLOADABLE: "use a drafter whose architectures this vLLM registers",
+        Outcome.WRONG_LAYERS: "set eagle_aux_hidden_state_layer_ids at the top level of the drafter config to the "
+        "trained layers (vLLM numbering), or use the runner that reads them",
+        Outcome.PP_LOSES_STATES: "serve without pipeline parallelism, or relay the aux states between ranks",
+        Outcome.PP_REFUSED: "serve without pipeline parallelism, or set supports_aux_hidden_states_over_pp on the "
+        "decoder",
+    }
+    return hints.get(outcome, f"see the {stage.value if stage else ''} step")
