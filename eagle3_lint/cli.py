@@ -597,7 +597,16 @@ def matrix(targets: tuple[str, ...], releases: str | None, use_index: bool, arch
             click.echo(f"eagle3-lint: --releases {releases}: {len(picked)} cached release(s) ({', '.join(picked)})"
                        + (f"; none of {', '.join(gaps)} is in the cache" if gaps else "")
                        + "; add --index to list PyPI's releases and fetch the missing ones", err=True)
-        m = matrix_mod.run(specs, cache_dir, jobs, use_cache=not no_cache)
+        missing = matrix_mod.missing_releases(specs, cache_dir)
+        unfetched: dict[str, str] = {}
+        if missing:
+            click.echo(f"eagle3-lint: {len(missing)} release(s) not in the cache: "
+                       f"{', '.join(f'{e.name}=={v}' for e, v in missing)}; fetching them (once)", err=True)
+            def say(line: str) -> None:
+                click.echo(f"eagle3-lint: {line}", err=True)
+
+            unfetched = matrix_mod.prefetch(missing, cache_dir, say, _progress(True))
+        m = matrix_mod.run(specs, cache_dir, jobs, use_cache=not no_cache, unfetched=unfetched)
         rows = matrix_mod.select_rows(m, archs, changed)
         if fmt == "json":
             write_output(json.dumps(matrix_mod.to_json(m, rows), indent=2, ensure_ascii=False) + "\n", output)

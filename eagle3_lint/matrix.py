@@ -32,7 +32,7 @@ from typing import Any
 from eagle3_lint import target as target_mod
 from eagle3_lint.engine import Engine
 from eagle3_lint.engines import all_engines
-from eagle3_lint.errors import UsageError
+from eagle3_lint.errors import TargetError, UsageError
 from eagle3_lint.guard import printable
 from eagle3_lint.model import Status
 
@@ -219,10 +219,45 @@ def _worker(args: tuple[str, str | None, bool]) -> Release:
     return analyse_one(*args)
 
 
+def missing_releases(targets: list[str], cache_dir: str | None = None) -> list[tuple[Engine, str]]:
+    """The ``<engine>==X`` targets whose release is not in the cache yet, in order."""
+    out = []
+    for t in targets:
+        m = target_mod.SPEC_RE.match(t.strip())
+        engine = next((e for e in all_engines() if m and e.name == m.group("engine")), None)
+        if m and engine is not None:
+            done = target_mod.release_dir(m.group("ver"), cache_dir, engine.package) / target_mod.COMPLETE_MARKER
+            if not done.is_file():
+                out.append((engine, m.group("ver")))
+    return out
+
+
+def prefetch(missing: list[tuple[Engine, str]], cache_dir: str | None = None,
+             say: Any = None, progress: Any = None) -> dict[str, str]:
+    """Fetch the missing releases one by one in this process, before the workers run (they would all download
+    at once, with no progress shown). ``say(line)`` names each; ``progress`` is pip's bar. Returns the
+    releases that could not be fetched (``<engine>==X`` -> reason); their columns become error columns."""
+    failed: dict[str, str] = {}
+    for i, (engine, version) in enumerate(missing, 1):
+        spec = f"{engine.name}=={version}"
+        if say:
+            say(f"fetching {spec} ({i} of {len(missing)}, not in the cache)")
+        try:
+            engine.fetch_release(version, cache_dir, progress)
+        except (TargetError, UsageError) as exc:
+            failed[spec] = str(exc)
+    return failed
+
+
 def run(targets: list[str], cache_dir: str | None = None, jobs: int | None = None, use_cache: bool = True,
-        progress: Any = None) -> Matrix:
+        progress: Any = None, unfetched: dict[str, str] | None = None) -> Matrix:
+    """``unfetched``: targets ``prefetch`` could not fetch (target -> reason); they become error columns
+    without a second download attempt."""
     t0 = time.perf_counter()
-    jobs = max(1, min(jobs or os.cpu_count() or 1, len(targets)))
+    unfetched = unfetched or {}
+    skipped = [Release(label=t, target=t, error=f"TargetError: {unfetched[t]}") for t in targets if t in unfetched]
+    targets = [t for t in targets if t not in unfetched]
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(targets) or 1))
     work = [(t, cache_dir, use_cache) for t in targets]
     if jobs == 1:
         results = []
@@ -233,7 +268,7 @@ def run(targets: list[str], cache_dir: str | None = None, jobs: int | None = Non
     else:
         with ProcessPoolExecutor(max_workers=jobs) as ex:
             results = list(ex.map(_worker, work))
-    releases = order(results)
+    releases = order(results) + skipped
     return Matrix(releases, rows_of(releases), time.perf_counter() - t0)
 
 

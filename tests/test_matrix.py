@@ -170,3 +170,37 @@ def test_real_kimi_and_deepseek_first_supported(real_trees: Any) -> None:
     assert not _source_has(old, ds, "SupportsEagle3") and _source_has(new, ds, "SupportsEagle3")
     assert not _source_has(old, "vllm/model_executor/models/kimi_k25.py", "SupportsEagle3")
     assert _source_has(new, "vllm/model_executor/models/kimi_k25.py", "SupportsEagle3")
+
+
+def test_missing_releases_are_named_and_fetched_once_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Releases not in the cache are fetched one by one before the workers start (issue 13: name missing
+    releases, fetch them with a progress bar); one that cannot be fetched becomes an error column without
+    a second attempt in a worker."""
+    done = tmp_path / "vllm-0.10.0"
+    done.mkdir()
+    (done / target.COMPLETE_MARKER).write_text("0.10.0")
+    (tmp_path / "vllm-0.11.0").mkdir()  # an interrupted download is still missing
+    specs = ["vllm==0.10.0", "vllm==0.11.0", "sglang==0.5.1", str(tmp_path)]
+    missing = matrix.missing_releases(specs, str(tmp_path))
+    assert [(e.name, v) for e, v in missing] == [("vllm", "0.11.0"), ("sglang", "0.5.1")]
+
+    calls: list[tuple[str, str]] = []
+
+    def fake_fetch(version: str, cache_dir: Any = None, progress: Any = None, *, package: str,
+                   pip_args: tuple[str, ...] = ()) -> Path:
+        calls.append((package, version))
+        if package == "sglang":
+            raise target.TargetError("cannot fetch sglang==0.5.1: offline")
+        return tmp_path / f"{package}-{version}"
+
+    monkeypatch.setattr(target, "fetch_release", fake_fetch)
+    said: list[str] = []
+    failed = matrix.prefetch(missing, str(tmp_path), said.append)
+    assert calls == [("vllm", "0.11.0"), ("sglang", "0.5.1")]
+    assert said == ["fetching vllm==0.11.0 (1 of 2, not in the cache)",
+                    "fetching sglang==0.5.1 (2 of 2, not in the cache)"]
+    assert failed == {"sglang==0.5.1": "cannot fetch sglang==0.5.1: offline"}
+    m = matrix.run(["sglang==0.5.1"], str(tmp_path), 1, unfetched=failed)
+    assert [(r.target, r.error) for r in m.releases] == [
+        ("sglang==0.5.1", "TargetError: cannot fetch sglang==0.5.1: offline")]
+    assert calls == [("vllm", "0.11.0"), ("sglang", "0.5.1")]  # no second attempt
