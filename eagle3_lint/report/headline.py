@@ -203,7 +203,14 @@ def verdict_line(ctx: Context, arch: str, findings: Sequence[Finding] | None = N
         what = " and ".join(phrases)
     else:
         what = "not in this tree's registry"
-    tail = f" -- {_count(blockers, 'blocker')}" if blockers else " -- no blocker found"
+    failing = sum(1 for st in (getattr(sv, "steps", ()) or ()) if _value(getattr(st, "result", "")) == "fail")
+    if blockers:
+        tail = f" -- {_count(blockers, 'blocker')}"
+    elif failing:
+        # The chain fails but no error finding is shown: the rules that report it were left out or silenced.
+        tail = f" -- {_count(failing, 'blocker')} not reported (rules ignored, suppressed or in the baseline)"
+    else:
+        tail = " -- no blocker found"
     return f"{arch} on {ctx.engine.display} {ctx.version}: {what}{tail}"
 
 
