@@ -92,6 +92,14 @@ class DraftAnalysis:
     def json_line(self, key: str) -> int:
         return json_line(self.draft_path, key)
 
+    def default_minus_one(self, ids: tuple[Any, ...] | list[Any]) -> bool:
+        """Whether ``ids`` are the model default minus one, element by element: ids in "output of layer k"
+        numbering carried into a tree that numbers the state entering layer k (EGL007 warns; the serving verdict
+        leaves the trained layers unchecked until the convention is stated)."""
+        default = self.default_ids or ()
+        return bool(default) and len(ids) == len(default) and all(
+            isinstance(a, int) and isinstance(b, int) and a == b - 1 for a, b in zip(ids, default, strict=True))
+
 
 def json_line(path: str, key: str) -> int:
     try:

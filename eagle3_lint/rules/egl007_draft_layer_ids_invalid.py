@@ -245,8 +245,7 @@ def check(ctx: Context) -> Iterator[Finding]:
                              f"eagle_aux_hidden_state_layer_ids",
                        Location(da.draft_path, used.line), severity=_wrong_layers_severity(ctx, arch),
                        architecture=arch, symbol=used.name, related=runner_rel)
-        elif used.convention == dr.INPUT and da.default_ids is not None and len(da.default_ids) == len(int_ids) \
-                and all(a == b - 1 for a, b in zip(int_ids, da.default_ids, strict=True)):
+        elif used.convention == dr.INPUT and da.default_minus_one(int_ids):
             yield make(
                 META,
                 f"{used.name} {_ids(used.ids)} is this model's default {_ids(da.default_ids)} minus one: the "

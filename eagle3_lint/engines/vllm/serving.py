@@ -147,7 +147,8 @@ def _finish(ctx: Context, arch: str, kind: RunnerKind | None, reason: str, steps
             da: dr.DraftAnalysis | None, captured: tuple[int, ...] | None) -> ServingVerdict:
     outcome, stage = outcome_of(steps)
     trained, conv, _why = trained_layers(da, ctx.options.drafter_convention) if da is not None else (None, None, "")
-    if da is not None and ctx.options.drafter_convention is None and conv == "vllm" and _looks_carried_over(da):
+    if da is not None and ctx.options.drafter_convention is None and conv == "vllm" \
+            and da.default_minus_one(da.fields[0].ids if da.fields else ()):
         trained = None  # not known well enough to judge by (see _trained)
     ids = (
         tuple(i for i in (da.effective_ids or ()) if isinstance(i, int))
@@ -422,7 +423,8 @@ def _trained(ctx: Context, da: dr.DraftAnalysis, captured: tuple[int, ...] | Non
     loc = Location(da.draft_path, da.json_line(da.fields[0].path[-1])) if da.fields else None
     if trained is None:
         return ServingStep(Gate.TRAINED_LAYERS, StepResult.UNCHECKED, why, loc)
-    if ctx.options.drafter_convention is None and conv == "vllm" and _looks_carried_over(da):
+    carried = da.default_minus_one(da.fields[0].ids if da.fields else ())
+    if ctx.options.drafter_convention is None and conv == "vllm" and carried:
         return ServingStep(
             Gate.TRAINED_LAYERS,
             StepResult.UNCHECKED,
@@ -450,13 +452,6 @@ def with_next_step(ctx: Context, sv: ServingVerdict) -> ServingVerdict:
     """``sv`` with its next step worked out from the findings as they are now."""
     nxt = _next_step(ctx, sv.architecture, sv.outcome, sv.stage, list(sv.steps))
     return sv if nxt == sv.next_step else dataclasses.replace(sv, next_step=nxt)
-
-
-def _looks_carried_over(da: dr.DraftAnalysis) -> bool:
-    """Top-level ids that are the model default minus one (EGL007 warns about the same sign)."""
-    ids, default = da.fields[0].ids if da.fields else (), da.default_ids
-    return bool(default) and len(ids) == len(default or ()) and all(
-        isinstance(a, int) and isinstance(b, int) and a == b - 1 for a, b in zip(ids, default or (), strict=True))
 
 
 def _next_step(ctx: Context, arch: str, outcome: Outcome, stage: Gate | None, steps: list[ServingStep]) -> str | None:
