@@ -61,7 +61,7 @@ def check(ctx: Context) -> Iterator[Finding]:
         if v is None or v.status not in (Status.UNSUPPORTED, Status.PARTIAL) or v.location is None:
             continue
         key = ctx.keys.get(arch)
-        parts = [f"{arch}: {v.class_name} ({v.location}) does not pass {ctx.contract.check_function}(): {v.reason}"]
+        parts = [f"{arch}: {v.class_name} ({v.location}) does not pass {ctx.contract.check_name}: {v.reason}"]
         related = []
         if key is not None:
             for d in ctx.judge.model_delegations(key):

@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING
 
 from eagle3_lint import fixgen
 from eagle3_lint import semantic as sem
+from eagle3_lint.engine import Capability
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import Applicability, Edit, Finding, Fix, Severity, Status, Step
 from eagle3_lint.rules import RuleMeta, make
@@ -84,7 +85,7 @@ def _compute(ctx: Context) -> shared.Groups:
             loc = sem.class_location(ctx, where)
             if loc is not None:
                 groups.get(loc, "gap", arch, key=where, inner=inner)
-        elif st is Status.SUPPORTED:
+        elif st is Status.SUPPORTED and ctx.engine.has(Capability.AUX_PLUMBING):
             inner = sem.supporting_inner(ctx, key)
             if not inner:
                 continue
@@ -115,7 +116,7 @@ def _finding(ctx: Context, g: shared.Group) -> Finding:
     inner: list[tuple[sem.Hop, ...]] = g.data["inner"]  # type: ignore[assignment]
     targeted = shared.any_targeted(ctx, g.archs)
     sev = Severity.ERROR if targeted else Severity.WARNING
-    check_fn = ctx.contract.check_function
+    check_fn = ctx.contract.check_name
     related: list[Step] = []
     for p in inner:
         loc = sem.class_location(ctx, p[-1].key)
@@ -123,7 +124,7 @@ def _finding(ctx: Context, g: shared.Group) -> Finding:
     inner_txt = ", ".join(f"{_dotted(p)} -> {p[-1].key.name}" for p in inner) or "an inner model"
     if g.kind == "gap":
         chk = ctx.judge.check_class(key)
-        fails = f"fails {check_fn}()" if ctx.contract.found else "lacks the methods the runner calls"
+        fails = f"fails {check_fn}" if ctx.contract.found else "lacks the methods the runner calls"
         msg = (f"{key.name} {fails} ({chk.reason}), but the inner model it delegates to "
                f"({inner_txt}) supports the contract; the runner asks the wrapper")
         exposed = [a for a, k in sem.scoped_archs(ctx) if a not in g.archs and k != key
@@ -145,7 +146,7 @@ def _finding(ctx: Context, g: shared.Group) -> Finding:
             how = f"its setter writes self.{'.'.join((*eff.path, eff.attr or '?'))}, not {where}"
         else:
             how = eff.detail
-        msg = (f"{key.name} passes {check_fn}() but does not delegate to the inner model ({inner_txt}): {how}; "
+        msg = (f"{key.name} passes {check_fn} but does not delegate to the inner model ({inner_txt}): {how}; "
                f"the decoder at {where} never gets the aux layers")
     msg += f"; architectures: {shared.arch_list(g.archs)}"
     return make(META, msg, g.location, severity=sev, architecture=shared.primary_arch(ctx, g.archs),

@@ -56,6 +56,7 @@ from eagle3_lint.model import (
     Status,
     Step,
 )
+from eagle3_lint.engine import Capability
 from eagle3_lint.rules import RuleMeta, make
 from eagle3_lint.rules import _interface as shared
 
@@ -68,6 +69,7 @@ META = RuleMeta(
     Severity.ERROR,
     True,
     "The interface is claimed, but the layer owner's forward never collects or returns the aux hidden states.",
+    needs=frozenset({Capability.AUX_PLUMBING}),
 )
 
 

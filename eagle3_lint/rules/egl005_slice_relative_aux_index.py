@@ -78,6 +78,7 @@ from eagle3_lint.model import (
     Severity,
     Step,
 )
+from eagle3_lint.engine import Capability
 from eagle3_lint.rules import RuleMeta, make
 from eagle3_lint.runner import RunnerKind
 
@@ -91,6 +92,7 @@ META = RuleMeta(
     True,
     "A forward loop over a slice of the layers compares the slice-relative enumerate index with absolute "
     "aux-layer ids.",
+    needs=frozenset({Capability.AUX_PLUMBING}),
 )
 
 _PP_PROTOCOL = "SupportsPP"  # the interface vLLM's registry asks before allowing pipeline parallelism

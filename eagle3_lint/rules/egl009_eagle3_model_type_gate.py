@@ -46,6 +46,7 @@ from eagle3_lint.model import (
     Severity,
     Step,
 )
+from eagle3_lint.engine import Capability
 from eagle3_lint.rules import RuleMeta, make
 from eagle3_lint.runner import Gate
 
@@ -53,7 +54,8 @@ if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
 
 META = RuleMeta("EGL009", "eagle3-model-type-gate", Severity.ERROR, True,
-                "The tree refuses EAGLE-3 at config time for this target's HF model_type.")
+                "The tree refuses EAGLE-3 at config time for this target's HF model_type.",
+                needs=frozenset({Capability.CONFIG_GATES}))
 
 
 def _gates(ctx: Context) -> list[Gate]:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from eagle3_lint.contract import ContractMember
-from eagle3_lint.engine import Derived, Engine, ErrorRecord, safely
+from eagle3_lint.engine import Capability, Derived, Engine, ErrorRecord, safely
 
 if TYPE_CHECKING:
     import os
@@ -28,6 +28,10 @@ class SglangEngine(Engine):
     package = PACKAGE
     model_dirs = ("sglang/srt/models/",)
     registry_module = "sglang.srt.models.registry"
+    # Registry, the MRO check and delegation are the core's and agree with SGLang itself; the aux plumbing
+    # (layers_to_capture lists vs per-layer flags), drafter ids (+1 and its heuristics), config gates and the
+    # serving chain are not modelled for SGLang yet, so the rules on them do not run (docs/sglang-check.md).
+    capabilities: frozenset[Capability] = frozenset()
 
     def tree_root(self, path: Path) -> Path | None:
         """A folder holding ``sglang/srt/`` (site-packages, unpacked wheel), ``sglang/`` itself, or a checkout."""

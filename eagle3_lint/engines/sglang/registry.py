@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import enum
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -142,6 +143,17 @@ def _module_entries(source: SourceTree, graph: ClassGraph, mf: ModuleFacts, modu
     return out
 
 
+# SGLang's registry has no categories; drafter modules are named for the algorithm that loads them as the
+# draft model (``llama_eagle3.py``, ``deepseek_nextn.py``, ``qwen3_5_mtp.py``, ``qwen2_dflash.py``), never as
+# a target. The neutral registry marks those entries as speculative (the word the core scopes drafters by).
+_DRAFTER_MODULE = re.compile(r"(?:^|_)(?:eagle3?|mtp|nextn|medusa|dflash|mimo_mtp)(?:_|$)")
+
+
+def _category(path: str) -> str:
+    stem = path.rsplit("/", 1)[-1][:-3]
+    return f"{ENTRY} (SPECULATIVE)" if _DRAFTER_MODULE.search(stem) else ENTRY
+
+
 def derive(source: SourceTree, graph: ClassGraph, load: Callable[[str], ModuleFacts | None]) -> neutral.Registry:
     """The neutral registry (``registry.Registry``): one entry per architecture, keyed by the class ``__name__``
     SGLang uses, pointing at the class itself (an alias or a re-export resolved); an element the graph cannot
@@ -154,7 +166,8 @@ def derive(source: SourceTree, graph: ClassGraph, load: Callable[[str], ModuleFa
         module = MODELS_PACKAGE + "." + e.path.rsplit("/", 1)[-1][:-3]
         if e.kind is EntryKind.CLASS and e.key is not None:
             note = "" if e.written == e.arch else f"listed as {e.written}"
-            entries[e.arch] = neutral.Entry(e.arch, e.key.module, e.key.qualname, ENTRY, e.line, e.path, note)
+            entries[e.arch] = neutral.Entry(e.arch, e.key.module, e.key.qualname, _category(e.path), e.line, e.path,
+                                            note)
         else:
             entries[e.arch] = neutral.Entry(e.arch, module, e.written, ENTRY, e.line, e.path,
                                             f"EntryClass element not followed: {e.note}")

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from eagle3_lint.engine import Derived, Engine, ErrorRecord, safely
+from eagle3_lint.engine import Capability, Derived, Engine, ErrorRecord, safely
 
 if TYPE_CHECKING:
     import os
@@ -37,6 +37,7 @@ class VllmEngine(Engine):
     registry_module = "vllm.model_executor.models.registry"
     # ``self.language_model = init_vllm_registered_model(vllm_config, hf_config=..., architectures=[...])``
     registered_model_helpers = ("init_vllm_registered_model",)
+    capabilities = frozenset(Capability)  # every rule and the serving chain were built on vLLM
 
     def tree_root(self, path: Path) -> Path | None:
         if (path / PACKAGE / "model_executor").is_dir() or (path / PACKAGE / "__init__.py").is_file():
