@@ -75,6 +75,8 @@ class Engine(ABC):
     # Helpers that build an inner model from the registry by architecture name (``self.x = helper(...)``).
     registered_model_helpers: tuple[str, ...] = ()
     capabilities: frozenset[Capability] = frozenset()
+    # The report's engine-specific version field this engine's reports carried before ``engine_version``.
+    report_version_field: str | None = None
 
     def has(self, *caps: Capability) -> bool:
         return all(c in self.capabilities for c in caps)

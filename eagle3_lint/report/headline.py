@@ -144,11 +144,11 @@ def _class_phrases(ctx: Context, arch: str, findings: Sequence[Finding]) -> list
     site = ctx.runner.primary
     where = f" ({site.path}:{site.line})" if site is not None else ""
     if v.status is Status.SUPPORTED:
-        out.append(f"passes supports_eagle3(){where}")
+        out.append(f"passes {ctx.contract.check_name}{where}")
     elif v.status is Status.UNKNOWN:
         out.append(f"unknown: {v.reason}")
     elif site is not None and site.checked and not site.negated:
-        out.append(f"fails supports_eagle3(): aux layers silently not set{where}")
+        out.append(f"fails {ctx.contract.check_name}: aux layers silently not set{where}")
     else:
         out.append(f"refused at load{where}")
     return out
@@ -203,7 +203,7 @@ def verdict_line(ctx: Context, arch: str, findings: Sequence[Finding] | None = N
     else:
         what = "not in this tree's registry"
     tail = f" -- {_count(blockers, 'blocker')}" if blockers else " -- no blocker found"
-    return f"{arch} on vLLM {ctx.version}: {what}{tail}"
+    return f"{arch} on {ctx.engine.display} {ctx.version}: {what}{tail}"
 
 
 def fixable(findings: Iterable[Finding], unsafe: bool) -> tuple[int, int]:

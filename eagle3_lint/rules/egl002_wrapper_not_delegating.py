@@ -77,7 +77,9 @@ def _pairs(ctx: Context) -> list[tuple[Finding, shared.Group]]:
 
 def _compute(ctx: Context) -> shared.Groups:
     groups = shared.Groups()
-    for arch, key in sem.scoped_archs(ctx):
+    # Targeted architectures first: a group shared by several (one wrapper class, subclasses with other inner
+    # models) names the inner model of the one the user asked about.
+    for arch, key in sorted(sem.scoped_archs(ctx), key=lambda ak: not ctx.is_targeted(ak[0])):
         st = sem.status(ctx, arch)
         if st is Status.WRAPPER_GAP:
             inner = sem.supporting_inner(ctx, key)
@@ -133,8 +135,8 @@ def _finding(ctx: Context, g: shared.Group) -> Finding:
             msg += (
                 f" (note: {shared.arch_list(exposed)} {'inherits' if len(exposed) == 1 else 'inherit'} {key.name} "
                 f"but build{'s' if len(exposed) == 1 else ''} an inner model without the "
-                f"contract; once {key.name} implements it they pass the check without working, and "
-                f"EGL004/EGL006 report them)"
+                f"contract; once {key.name} implements it they pass the check without working"
+                + (", and EGL004/EGL006 report them)" if ctx.engine.has(Capability.AUX_PLUMBING) else ")")
             )
     else:
         eff: sem.Effect = g.data["effect"]  # type: ignore[assignment]
@@ -155,7 +157,9 @@ def _finding(ctx: Context, g: shared.Group) -> Finding:
 
 def fix(ctx: Context, finding: Finding) -> Fix | None:
     g = shared.group_of(_pairs(ctx), finding)
-    if g is None or not shared.wants_fix(ctx, g.archs):
+    if g is None or not shared.wants_fix(ctx, g.archs) or not ctx.engine.has(Capability.AUX_PLUMBING):
+        # The delegating setter is written in the idiom fixgen models (its signature, the inherited-wrapper
+        # exposure); an engine whose setter takes other arguments (SGLang's optional layer_ids) gets no fix yet.
         return None
     key: ClassKey = g.data["key"]  # type: ignore[assignment]
     inner: list[tuple[sem.Hop, ...]] = g.data["inner"]  # type: ignore[assignment]

@@ -37,6 +37,7 @@ class VllmEngine(Engine):
     registry_module = "vllm.model_executor.models.registry"
     # ``self.language_model = init_vllm_registered_model(vllm_config, hf_config=..., architectures=[...])``
     registered_model_helpers = ("init_vllm_registered_model",)
+    report_version_field = "vllm_version"
     capabilities = frozenset(Capability)  # every rule and the serving chain were built on vLLM
 
     def tree_root(self, path: Path) -> Path | None:
