@@ -475,7 +475,8 @@ class _Extractor:
             st = stack.pop()
             if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
                 local[st.targets[0].id] = self._value_binding(st.value, st.lineno, MAIN)
-            elif isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], (ast.Tuple, ast.List)):
+            elif isinstance(st, ast.Assign) and len(st.targets) == 1 \
+                    and isinstance(st.targets[0], (ast.Tuple, ast.List)):
                 # ``base_cls, kwargs = {...}[style]``: bound here, to values the tool does not follow.
                 for el in st.targets[0].elts:
                     if isinstance(el, ast.Name):

@@ -43,9 +43,9 @@ from typing import TYPE_CHECKING
 from eagle3_lint import fixgen
 from eagle3_lint import semantic as sem
 from eagle3_lint.contract import CheckKind
+from eagle3_lint.engine import Capability
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import Applicability, Edit, Finding, Fix, Severity, Status
-from eagle3_lint.engine import Capability
 from eagle3_lint.rules import RuleMeta, make
 from eagle3_lint.rules import _interface as shared
 

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING
 
 from eagle3_lint import fixgen
 from eagle3_lint import semantic as sem
+from eagle3_lint.engine import Capability
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import (
     Applicability,
@@ -56,7 +57,6 @@ from eagle3_lint.model import (
     Status,
     Step,
 )
-from eagle3_lint.engine import Capability
 from eagle3_lint.rules import RuleMeta, make
 from eagle3_lint.rules import _interface as shared
 

@@ -67,6 +67,7 @@ from typing import TYPE_CHECKING
 
 from eagle3_lint import fixgen
 from eagle3_lint import semantic as sem
+from eagle3_lint.engine import Capability
 from eagle3_lint.facts import Loop, Method, Use, UseKind
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import (
@@ -78,7 +79,6 @@ from eagle3_lint.model import (
     Severity,
     Step,
 )
-from eagle3_lint.engine import Capability
 from eagle3_lint.rules import RuleMeta, make
 from eagle3_lint.runner import RunnerKind
 

@@ -75,8 +75,8 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from eagle3_lint import drafter as dr
-from eagle3_lint.model import Finding, Location, Severity, Step
 from eagle3_lint.engine import Capability
+from eagle3_lint.model import Finding, Location, Severity, Step
 from eagle3_lint.rules import RuleMeta, make
 
 if TYPE_CHECKING:

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 
 from eagle3_lint import fixgen
 from eagle3_lint import semantic as sem
+from eagle3_lint.engine import Capability
 from eagle3_lint.model import (
     Applicability,
     Finding,
@@ -46,7 +47,6 @@ from eagle3_lint.model import (
     Severity,
     Step,
 )
-from eagle3_lint.engine import Capability
 from eagle3_lint.rules import RuleMeta, make
 from eagle3_lint.runner import Gate
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from eagle3_lint.engines.sglang.registry import MODELS_DIR
 from eagle3_lint.facts import decode_source, dotted
-from eagle3_lint.runner import RunnerSite, RunnerPath
+from eagle3_lint.runner import RunnerPath, RunnerSite
 from eagle3_lint.source import SourceTree
 
 SETTER = "set_eagle3_layers_to_capture"
