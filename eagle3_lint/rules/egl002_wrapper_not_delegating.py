@@ -157,14 +157,14 @@ def _finding(ctx: Context, g: shared.Group) -> Finding:
 
 def fix(ctx: Context, finding: Finding) -> Fix | None:
     g = shared.group_of(_pairs(ctx), finding)
-    if g is None or not shared.wants_fix(ctx, g.archs) or not ctx.engine.has(Capability.AUX_PLUMBING):
-        # The delegating setter is written in the idiom fixgen models (its signature, the inherited-wrapper
-        # exposure); an engine whose setter takes other arguments (SGLang's optional layer_ids) gets no fix yet.
+    if g is None or not shared.wants_fix(ctx, g.archs):
         return None
     key: ClassKey = g.data["key"]  # type: ignore[assignment]
     inner: list[tuple[sem.Hop, ...]] = g.data["inner"]  # type: ignore[assignment]
     if not inner:
         return None
+    if not ctx.engine.has(Capability.AUX_PLUMBING):
+        return idiom_fix(ctx, key, inner[0]) if g.kind == "gap" else None
     path = _dotted(inner[0])[5:]
     if g.kind == "gap":
         return wrapper_fix(ctx, key, path)
@@ -178,6 +178,23 @@ def fix(ctx: Context, finding: Finding) -> Fix | None:
     if not edits:
         return None
     return Fix(f"delegate {flavor.setter}() to self.{path}", tuple(edits), Applicability.UNSAFE)
+
+
+def idiom_fix(ctx: Context, key: ClassKey, path: tuple[sem.Hop, ...]) -> Fix | None:
+    """For an engine whose aux plumbing the tool does not model: the tree's own delegating setter copied onto the
+    wrapper, only where delegating is all it takes: the inner model is a whole registered model that passes the
+    check (its own forward returns the aux states), one attribute away, and no architecture inheriting the wrapper
+    holds an inner model without the method (it would pass the check and capture nothing)."""
+    if len(path) != 1 or path[0].key not in set(ctx.keys.values()):
+        return None
+    if any(ctx.graph.in_mro(k, key) and sem.status(ctx, a) is Status.UNSUPPORTED for a, k in sem.scoped_archs(ctx)):
+        return None
+    made = fixgen.add_delegating_setter(ctx, key, path[0].attr)
+    if made is None or not made[0]:
+        return None
+    edits, idiom = made
+    return Fix(f"delegate {ctx.contract.setter}() to self.{path[0].attr} as {idiom.key.name} does "
+               f"({idiom.path}:{idiom.line})", tuple(edits), Applicability.UNSAFE)
 
 
 def _dotted(path: tuple[sem.Hop, ...]) -> str:
