@@ -120,3 +120,51 @@ def test_cli_json_names_the_engine(sglang_trees, tmp_path: Path) -> None:
     assert f["rule"] == "EGL002" and f["engine"] == "sglang" and SETTER in f["title"]
     kimi = next(a for a in rep["architectures"] if a["name"] == "KimiVLForConditionalGeneration")
     assert kimi["supports_eagle3"] is False and kimi["status"] == "wrapper-gap"
+
+
+@pytest.mark.real
+def test_egl002_fix_applies_compiles_and_rechecks_clean_0_5_23(sglang_trees, tmp_path: Path) -> None:
+    """The EGL002 fixes of 0.5.23 (the release's own delegating setter copied onto each wrapper) apply with
+    ``git apply`` on a copy of the tree, compile, make the fixed wrappers pass, and break nothing that passed."""
+    import py_compile
+    import shutil
+
+    from eagle3_lint import fixes
+
+    root = sglang_trees.get("0.5.23")
+    before = _analyze(root)
+    gaps = [f for f in before.findings if f.rule == "EGL002"]
+    fixed = [f for f in gaps if f.fix is not None]
+    assert len(fixed) >= 15 and all(SETTER in f.fix.title for f in fixed)
+    kimi = next(f for f in fixed if f.symbol == "KimiVLForConditionalGeneration")
+    (edit,) = kimi.fix.edits  # kimi_vl.py imports Optional and List already: the method alone
+    assert "def set_eagle3_layers_to_capture(self, layer_ids: Optional[List[int]] = None):" in edit.new_text
+    assert 'if hasattr(self.language_model, "set_eagle3_layers_to_capture"):' in edit.new_text
+    patch = fixes.unified_diff(fixes.plan(before.source, fixed, unsafe=True))
+    copy = tmp_path / "tree"
+    shutil.copytree(root, copy)
+    for p in copy.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    (tmp_path / "fix.patch").write_text(patch)
+    run = subprocess.run(["git", "apply", str(tmp_path / "fix.patch")], cwd=copy, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    changed = sorted({e.path for f in fixed for e in f.fix.edits})
+    for rel in changed:
+        py_compile.compile(str(copy / rel), doraise=True)
+    after = _analyze(copy)
+    assert not after.errors
+    ok_before = {a for a, v in before.verdicts.items() if v.status is Status.SUPPORTED}
+    ok_after = {a for a, v in after.verdicts.items() if v.status is Status.SUPPORTED}
+    assert ok_before <= ok_after
+    assert {"KimiVLForConditionalGeneration", "DeepseekVL2ForCausalLM"} <= ok_after - ok_before
+    left = {f.symbol for f in after.findings if f.rule == "EGL002"}
+    assert left == {f.symbol for f in gaps if f.fix is None}  # only the wrappers that got no fix remain
+
+
+@pytest.mark.real
+def test_no_fix_when_the_inner_model_is_a_bare_decoder_0_5_10(sglang_trees) -> None:
+    """Qwen3-VL-MoE holds Qwen3MoeLLMModel, a decoder without logits: delegating the setter is not enough (the
+    wrapper's forward must return the aux states), so no fix is offered."""
+    ctx = _analyze(sglang_trees.get("0.5.10"), ("Qwen3VLMoeForConditionalGeneration",))
+    (f,) = [f for f in ctx.findings if f.rule == "EGL002" and f.architecture == "Qwen3VLMoeForConditionalGeneration"]
+    assert f.fix is None
