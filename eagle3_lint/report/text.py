@@ -68,7 +68,8 @@ def _context(ctx: Context, console: Console, o: TextOptions) -> None:
     def say(x: object) -> None:
         console.print(x, soft_wrap=not o.wrap)  # hard-wrapped on a terminal only
 
-    say(Text.assemble(("eagle3-lint", "bold"), f"  {_p(ctx.source.root_label)}  vLLM {_p(ctx.version)}"))
+    say(Text.assemble(("eagle3-lint", "bold"),
+                      f"  {_p(ctx.source.root_label)}  {ctx.engine.display} {_p(ctx.version)}"))
     if c.found:
         kinds = ", ".join(
             f"{_s(m.name)}{'' if m.kind != 'method' else '()'}{'*' if m.has_default and m.kind == 'method' else ''}"
@@ -79,10 +80,11 @@ def _context(ctx: Context, console: Console, o: TextOptions) -> None:
             + ("  (* has a default body)" if c.methods_have_defaults else "")
             + (f"; mixin {_s(c.mixin)}" if c.mixin else ""))
     else:
-        say(f"contract: no {_s(c.protocol)} Protocol; {_s('; '.join(c.notes))}")
+        say(f"contract: no {_s(c.protocol)} Protocol; {_s('; '.join(c.notes))}" if c.protocol
+            else f"contract: {c.check.value} check on {_s(', '.join(c.required))}; {_s('; '.join(c.notes))}")
     site = r.primary
     if site is not None:
-        say(f"runner: {_s(site.path)}:{site.line} checks {_s(c.check_function)}({_s(site.interrogated)}); "
+        say(f"runner: {_s(site.path)}:{site.line} checks {_s(c.check_of(site.interrogated))}; "
             f"config key {_s(r.config_key or '-')}; fallback {_s(site.fallback or '-')}(); "
             f"setter {_s(site.setter or '-')}()")
     else:
@@ -96,7 +98,7 @@ def _status_counts(ctx: Context, console: Console, soft: bool = False) -> None:
     counts = {s: 0 for s in Status}
     for v in ctx.verdicts.values():
         counts[v.status] += 1
-    console.print(f"vLLM {_s(ctx.version)} ({_s(ctx.source.root_label)}): "
+    console.print(f"{ctx.engine.display} {_s(ctx.version)} ({_s(ctx.source.root_label)}): "
                   + ", ".join(f"[{_STATUS_STYLE[s]}]{counts[s]} {s.value}[/]" for s in Status)
                   + f" of {len(ctx.verdicts)} architectures", soft_wrap=soft)
 
