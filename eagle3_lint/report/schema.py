@@ -236,7 +236,8 @@ class Architecture:
     name: str
     module: str
     class_: str = fld(name="class")
-    supports_eagle3: bool | None
+    supports_eagle3: bool | None = fld(description="Whether the class passes the engine's own EAGLE-3 check (the "
+                                       "one `contract` describes); null when the tool cannot tell.")
     status: Status
     reason: str
     path: str | None
