@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from eagle3_lint import engines
 from eagle3_lint.contract import Contract
-from eagle3_lint.engine import Engine
+from eagle3_lint.engine import Capability, Engine
 from eagle3_lint.graph import ClassGraph, ClassKey
 from eagle3_lint.model import Finding, Status, Verdict
 from eagle3_lint.registry import Registry
@@ -221,10 +221,13 @@ def analyze(source: SourceTree, options: Options, select: Callable[[str], bool] 
     # Nothing under the tree may be imported, executed or written while it is analyzed (guard.py).
     with guard.protect(source):
         ctx = build(source, options, store)
+        # A rule resting on what this engine does not model yet would report false findings: it does not run.
+        rules = [r for r in rules if ctx.engine.has(*r.meta.needs)]
         t = time.perf_counter()
         run_rules(ctx, rules)
         apply_suppressions(ctx, {r.meta.id for r in rules})
-        ctx.serving = serving_verdicts(ctx)
+        if ctx.engine.has(Capability.SERVING_CHAIN):
+            ctx.serving = serving_verdicts(ctx)
         # A file whose facts could not be extracted because of a bug of ours is an internal error (exit 2).
         for mf in ctx.store.loaded():
             err: str | None = getattr(mf, "internal_error", None)

@@ -71,5 +71,20 @@ class Contract:
     def methods_have_defaults(self) -> bool:
         return any(m.kind == "method" and m.has_default for m in self.members)
 
+    def check_of(self, subject: str) -> str:
+        """The engine's check applied to ``subject``, as messages write it: the check function when the tree has
+        one, else what calling the members amounts to (``hasattr(subject, 'set_eagle3_layers_to_capture')``)."""
+        if self.check_function:
+            return f"{self.check_function}({subject})"
+        return " and ".join(f"hasattr({subject}, {m!r})" for m in self.required) or f"the EAGLE-3 check of {subject}"
+
+    @property
+    def check_name(self) -> str:
+        """The check, named in messages: ``supports_eagle3()``, or the runner's call of the methods it amounts to."""
+        if self.check_function:
+            return f"{self.check_function}()"
+        return f"the runner's {', '.join(f'{m}()' for m in self.required)} check" if self.required else \
+            "the engine's EAGLE-3 check"
+
     def location(self) -> Location | None:
         return Location(self.path, self.line) if self.path else None

@@ -13,6 +13,7 @@ import traceback
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -40,6 +41,19 @@ def safely(errors: list[ErrorRecord], where: str, fn: Callable[[], _T], fallback
     except Exception as exc:  # noqa: BLE001 - one derivation must not sink the report
         errors.append((where, f"{type(exc).__name__}: {exc}", traceback.format_exc()))
         return fallback()
+
+
+class Capability(str, Enum):
+    """What an engine's derivation gives the core beyond registry, contract and runner sites. A rule (or the
+    part of one) that rests on a capability runs only for engines that declare it (``RuleMeta.needs``), so a
+    rule whose model of the engine is not right yet produces nothing rather than false findings."""
+
+    # The top-level setter's effect and the decoder's collection are the idiom semantic.py models
+    # (``aux_hidden_state_layers`` / the mixin): EGL002's "passes but does not reach", EGL003-EGL006.
+    AUX_PLUMBING = "aux-plumbing"
+    CONFIG_GATES = "config-gates"  # the runner path reads config-time model_type gates (EGL009)
+    DRAFTER_IDS = "drafter-ids"  # drafter configs, the id convention and the PP split are read (EGL007)
+    SERVING_CHAIN = "serving-chain"  # serving.py's chain of gates models this engine
 
 
 @dataclass(frozen=True)
@@ -72,6 +86,12 @@ class Engine(ABC):
     # How documents name the check a status reports (matrix legends), and what else refuses a supported class.
     check_words: str = "the engine's own EAGLE-3 check"
     gate_note: str = ""
+    capabilities: frozenset[Capability] = frozenset()
+    # The report's engine-specific version field this engine's reports carried before ``engine_version``.
+    report_version_field: str | None = None
+
+    def has(self, *caps: Capability) -> bool:
+        return all(c in self.capabilities for c in caps)
 
     @abstractmethod
     def tree_root(self, path: Path) -> Path | None:

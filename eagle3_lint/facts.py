@@ -17,7 +17,7 @@ from enum import Enum
 
 from eagle3_lint._compat import TRY_NODES
 
-FACTS_VERSION = 10
+FACTS_VERSION = 11
 
 # Branch tags for bindings made under control flow; resolution prefers the runtime default.
 MAIN, ELSE, TRY, IF, TYPE_CHECKING, EXCEPT = "", "else", "try", "if", "type-checking", "except"
@@ -174,6 +174,9 @@ class Method:
     memberships: tuple[tuple[str, str, int], ...] = ()  # (left name, dotted container, line)
     loops: tuple[Loop, ...] = ()
     returns: tuple[tuple[str, str, int], ...] = ()  # (kind, text, line)
+    # Parameters whose default is a dotted name (``language_model_cls=Qwen3MoeLLMModel``): a wrapper that
+    # builds ``self.model = language_model_cls(...)`` holds that class unless a subclass passes another.
+    defaults: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -472,6 +475,12 @@ class _Extractor:
             st = stack.pop()
             if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
                 local[st.targets[0].id] = self._value_binding(st.value, st.lineno, MAIN)
+            elif isinstance(st, ast.Assign) and len(st.targets) == 1 \
+                    and isinstance(st.targets[0], (ast.Tuple, ast.List)):
+                # ``base_cls, kwargs = {...}[style]``: bound here, to values the tool does not follow.
+                for el in st.targets[0].elts:
+                    if isinstance(el, ast.Name):
+                        local[el.id] = Binding("other", "", line=st.lineno)
             elif isinstance(st, ast.ImportFrom):
                 # Lazy imports inside factories bind the bases of the classes they make.
                 mod = self.abs_module(st.level, st.module)
@@ -636,11 +645,16 @@ class _Extractor:
             if lp is not None:
                 loops.append(lp)
         body0 = fn.body[0]
+        pos = [*fn.args.posonlyargs, *fn.args.args]
+        named = [*zip(pos[len(pos) - len(fn.args.defaults):], fn.args.defaults, strict=True),
+                 *((a, d) for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True) if d is not None)]
+        defaults = tuple((a.arg, dv) for a, d in named if (dv := dotted(d)))
         return Method(
             name=fn.name, line=fn.lineno, col=self.char_col(fn.lineno, fn.col_offset),
             end_line=fn.end_lineno or fn.lineno, body_line=body0.lineno,
             params=params, stub=stub, self_assigns=tuple(assigns), reads=tuple(sorted(reads)),
             calls=tuple(calls), memberships=tuple(members), loops=tuple(loops), returns=tuple(returns),
+            defaults=defaults,
         )
 
     def _arg_text(self, a: ast.AST) -> str:

@@ -20,10 +20,13 @@ nothing here imports or executes the tree.
 from __future__ import annotations
 
 import ast
+import re
+import textwrap
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from eagle3_lint.facts import dotted
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import Edit
 
@@ -801,3 +804,111 @@ def allow_list_edits(ctx: Context, g: Gate, mt: str) -> tuple[Edit, ...]:
         return _fix_literal(text, g, mt)
     except (OSError, SyntaxError, UnicodeError, ValueError):
         return ()
+
+
+# -- a delegating setter in the tree's own idiom ---------------------------------------------------
+@dataclass(frozen=True)
+class SetterIdiom:
+    """A setter in the tree that only hands the ids to an inner model (``self.<attr>.<setter>(<param>)``, maybe
+    behind ``if hasattr(self.<attr>, "<setter>"):``): its header and body as written, to copy onto a wrapper."""
+
+    key: ClassKey
+    path: str
+    line: int
+    attr: str
+    header: str  # ``def set_x(self, layer_ids: Optional[List[int]] = None):``, one line
+    body: tuple[str, ...]  # dedented body lines, ``self.<attr>`` as in the original
+    names: tuple[str, ...]  # names the header's annotations and defaults use (to import where missing)
+
+
+def _delegation_shape(fn: ast.FunctionDef, setter: str) -> str | None:
+    """The attribute a setter delegates to when that is all it does, else None."""
+    body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if len(body) == 1 and isinstance(body[0], ast.If) and not body[0].orelse and len(body[0].body) == 1:
+        test = body[0].test
+        if not (isinstance(test, ast.Call) and dotted(test.func) == "hasattr" and len(test.args) == 2
+                and isinstance(test.args[1], ast.Constant) and test.args[1].value == setter):
+            return None
+        guarded = dotted(test.args[0])
+        body = body[0].body
+    else:
+        guarded = None
+    if len(body) != 1 or not isinstance(body[0], ast.Expr) or not isinstance(body[0].value, ast.Call):
+        return None
+    call = body[0].value
+    recv = dotted(call.func)
+    params = [a.arg for a in fn.args.args[1:]]
+    if not recv.startswith("self.") or recv.count(".") != 2 or not recv.endswith(f".{setter}"):
+        return None
+    if [dotted(a) for a in call.args] != params[: len(call.args)] or call.keywords:
+        return None
+    attr = recv.split(".")[1]
+    return attr if guarded in (None, f"self.{attr}") else None
+
+
+def setter_idioms(ctx: Context) -> list[SetterIdiom]:
+    """Every purely delegating setter (``contract.setter``) of the tree's model classes, in path order."""
+    def compute() -> list[SetterIdiom]:
+        setter = ctx.contract.setter
+        out: list[SetterIdiom] = []
+        if not setter:
+            return out
+        for key, rel in ctx.model_classes():
+            cf = ctx.graph.class_facts(key)
+            m = cf.members.get(setter) if cf else None
+            if m is None or m.kind != "def" or m.end_line - m.line > 15:
+                continue
+            t = text_of(ctx, rel)
+            if t is None:
+                continue
+            src = textwrap.dedent("\n".join(t.lines[m.line - 1: m.end_line]))
+            try:
+                fn = ast.parse(src).body[0]
+            except (SyntaxError, ValueError, IndexError, RecursionError):
+                continue
+            if not isinstance(fn, ast.FunctionDef) or fn.args.vararg or fn.args.kwarg or fn.args.kwonlyargs \
+                    or fn.args.posonlyargs:
+                continue
+            attr = _delegation_shape(fn, setter)
+            if attr is None:
+                continue
+            args = []
+            pos = fn.args.args
+            defaults: list[ast.expr | None] = [None] * (len(pos) - len(fn.args.defaults))
+            defaults += fn.args.defaults
+            names: set[str] = set()
+            for a, d in zip(pos, defaults, strict=True):
+                ann = ast.get_source_segment(src, a.annotation) if a.annotation else None
+                dv = ast.get_source_segment(src, d) if d is not None else None
+                names |= {n.id for x in (a.annotation, d) if x is not None for n in ast.walk(x)
+                          if isinstance(n, ast.Name)}
+                eq = " = " if ann else "="  # PEP 8: spaces around the default of an annotated parameter only
+                args.append(a.arg + (f": {ann}" if ann else "") + (f"{eq}{dv}" if dv else ""))
+            ret = ast.get_source_segment(src, fn.returns) if fn.returns else None
+            if fn.returns is not None:
+                names |= {n.id for n in ast.walk(fn.returns) if isinstance(n, ast.Name)}
+            header = f"def {setter}({', '.join(args)})" + (f" -> {ret}" if ret else "") + ":"
+            body = textwrap.dedent("\n".join(src.splitlines()[fn.body[0].lineno - 1:])).splitlines()
+            out.append(SetterIdiom(key, rel, m.line, attr, header, tuple(body), tuple(sorted(names))))
+        return out
+    return ctx.memo.get("fixgen-setter-idioms", compute)
+
+
+def add_delegating_setter(ctx: Context, key: ClassKey, attr: str) -> tuple[list[Edit], SetterIdiom] | None:
+    """The tree's own delegating setter copied onto ``key``, delegating to ``self.<attr>`` (an idiom that already
+    delegates to that attribute first), with the names its header needs imported where ``key``'s module lacks them."""
+    idioms = setter_idioms(ctx)
+    pick = next((i for i in idioms if i.attr == attr), None) or (idioms[0] if idioms else None)
+    if pick is None:
+        return None
+    body = [re.sub(rf"\bself\.{re.escape(pick.attr)}\b", f"self.{attr}", b) for b in pick.body]
+    rel = ctx.graph.path_of(key)
+    edits: list[Edit] = []
+    src_mf = ctx.store.load_path(pick.path)
+    for name in pick.names:
+        bl = src_mf.bindings.get(name) if src_mf is not None else None
+        b = bl[0] if bl else None
+        if b is not None and b.kind == "import" and b.attr is not None:
+            edits += import_name(ctx, rel, b.target, b.attr)
+    edits += add_method(ctx, key, pick.header, body)
+    return edits, pick

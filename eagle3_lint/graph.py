@@ -406,16 +406,29 @@ class ClassGraph:
             init = cf.methods.get("__init__")
             if init is None:
                 continue
+            mine: set[str] = set()  # attributes this class's __init__ assigns a model to
             for sa in init.self_assigns:
                 attr = sa.target[5:] if sa.target.startswith("self.") else ""
-                if not attr or "." in attr or attr in seen:
+                if not attr or "." in attr or (attr in seen and attr not in mine):
                     continue
                 d = self._delegation_from_assign(e, attr, sa, path, key)
-                if d is not None:
-                    seen.add(attr)
-                    out.append(d)
+                if d is None:
+                    continue
+                if attr in mine:
+                    # Assigned again in the same ``__init__`` (under branches the checkpoint config picks:
+                    # ``self.model = DeepseekV3ForCausalLM(...)`` / ``DeepseekForCausalLM(...)``): the
+                    # attribute may hold any of them; the first stays first.
+                    if d.target is not None and all(o.target != d.target for o in out if o.attr == attr):
+                        out.append(d)
+                    continue
+                seen.add(attr)
+                mine.add(attr)
+                out.append(d)
         # Attach targets to __getattr__ edges and mark the get_language_model attribute.
-        by_attr = {d.attr: d for d in out if d.target is not None}
+        by_attr: dict[str, Delegation] = {}
+        for d in out:
+            if d.target is not None:
+                by_attr.setdefault(d.attr, d)
         result: list[Delegation] = []
         for d in out:
             if d.how is DelegationHow.GETATTR and d.attr in by_attr:
@@ -458,6 +471,13 @@ class ClassGraph:
                             break
         else:
             fn = self.resolve_dotted(owner.module, sa.func, binds=owner.binds)
+            if fn.kind != "class" and "." not in sa.func:
+                held = self._parameter_default(owner, top or owner, sa.func)
+                if held is not None:
+                    key, holder, expr = held
+                    return Delegation(attr, DelegationHow.INIT_ASSIGN, key,
+                                      f"self.{attr} = {sa.func}(...) with {sa.func}={expr} (default in {holder.name})",
+                                      path, sa.line)
         cls_arg = sa.kwargs.get("model_class")
         if fn.kind != "class" and cls_arg:
             # ``initialize_model(vllm_config=..., model_class=Llama4ForCausalLM)``: the class is the argument.
@@ -504,6 +524,26 @@ class ClassGraph:
                 path,
                 sa.line,
             )
+        return None
+
+    def _parameter_default(self, owner: ClassKey, top: ClassKey, param: str) -> tuple[ClassKey, ClassKey, str] | None:
+        """The class an ``__init__`` parameter of ``owner`` holds by default (``self.model = param(...)``): the
+        default of the most derived ``__init__`` in ``top``'s MRO that declares one, since subclasses pass theirs
+        up through ``super().__init__(..., param)``. (class, the class whose default it is, the default as written)."""
+        cf = self.class_facts(owner)
+        init = cf.methods.get("__init__") if cf else None
+        if init is None or param not in init.params:
+            return None
+        for holder in self.mro(top).entries:
+            if not isinstance(holder, ClassKey):
+                continue
+            hcf = self.class_facts(holder)
+            hinit = hcf.methods.get("__init__") if hcf else None
+            expr = dict(hinit.defaults).get(param) if hinit else None
+            if expr is None:
+                continue
+            r = self.resolve_dotted(holder.module, expr, binds=holder.binds)
+            return (r.key, holder, expr) if r.kind == "class" and r.key is not None else None
         return None
 
     # -- where the decoder layers live ----------------------------------------------------------

@@ -86,6 +86,9 @@ class Finding:
     symbol: str | None = None
     related: tuple[Step, ...] = ()
     fix: Fix | None = None
+    # Set by ``Rule.run`` from the analysed tree; not part of a finding's identity.
+    engine: str | None = field(default=None, compare=False)  # the engine whose tree it is about
+    check: str = field(default="", compare=False)  # the engine's EAGLE-3 check as messages name it
 
     def sort_key(self) -> tuple[Any, ...]:
         return (self.location.path, self.location.line, self.location.col, self.rule, self.architecture or "")

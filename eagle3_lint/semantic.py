@@ -108,13 +108,6 @@ def definers(ctx: Context, name: str) -> list[str]:
     return out
 
 
-def check_call(ctx: Context) -> str:
-    """How messages name the engine's EAGLE-3 check of the top-level model (``supports_eagle3()``)."""
-    if ctx.contract.check_function:
-        return f"{ctx.contract.check_function}()"
-    return f"{ctx.engine.display}'s EAGLE-3 check"
-
-
 def unreachable(ctx: Context, arch: str, past_interface: bool = True) -> str | None:
     """Why the engine never gets this far with ``arch`` under EAGLE-3 (so a defect there cannot bite yet), or None:
     the config-time gate refuses it, or (for a step after the runner's interface check, ``past_interface``)

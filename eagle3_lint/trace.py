@@ -118,10 +118,12 @@ def build(ctx: Context, arch: str) -> TraceNode:
                               _loc(s.path, s.config_line)))
         if s.fallback:
             kids.append(_node(NodeKind.NOTE, f"else model default: {s.fallback}()", _loc(s.path, s.fallback_line)))
-        if s.setter:
+        if s.setter and (s.checked or s.setter_line != s.line):  # an unchecked site's call is the setter call
             kids.append(
                 _node(NodeKind.NOTE, f"then {s.setter}(aux_layers) on the same object", _loc(s.path, s.setter_line))
             )
+        if not s.checked and s.error:
+            kids.append(_node(NodeKind.NOTE, f"a model without it: {s.error}", _loc(s.path, s.error_line)))
         sites.append(_node(NodeKind.SITE, f"in {s.function}(): {what}", _loc(s.path, s.line), children=kids))
     if r.pp_verifier:
         sites.append(_node(NodeKind.NOTE, f"{r.pp_verifier}() refuses pipeline parallelism unless the inner decoder "

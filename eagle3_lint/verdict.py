@@ -212,7 +212,7 @@ class Judge:
                           "checkpoint's text_config names: it depends on the checkpoint (pass --target-config), and "
                           "serving it with EAGLE-3 needs that architecture to support the contract and this wrapper "
                           "to delegate to it")
-        ev.append(Step("verdict", f"{self.contract.check_function}({key.name}) -> {chk.supports}: {reason}"))
+        ev.append(Step("verdict", f"{self.contract.check_of(key.name)} -> {chk.supports}: {reason}"))
         return Verdict(
             entry.arch, entry.module, entry.class_name, chk.supports, status, reason, tuple(ev), loc, tuple(inner)
         )

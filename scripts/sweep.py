@@ -124,6 +124,11 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_write:
         md = document(list(args.releases), rows, total)
         args.output.parent.mkdir(parents=True, exist_ok=True)
+        # The SGLang section (scripts/sglang_sweep.py) sits between its markers at the end: kept as it is.
+        old = args.output.read_text() if args.output.exists() else ""
+        start = "<!-- sglang-sweep:start -->"
+        if start in old:
+            md = md.rstrip("\n") + "\n\n" + start + old.split(start, 1)[1]
         args.output.write_text(md)
         print(f"wrote {args.output}")
     bad = [r for r in rows if "crash" in r or r.get("errors")]

@@ -39,6 +39,8 @@ def _finding_fields(f: Finding) -> dict[str, Any]:
         "end_line": loc.end_line if loc.end_line is not None else loc.line,
         "end_column": (loc.end_col + 1) if loc.end_col is not None else loc.col + 1,
         "architecture": f.architecture, "symbol": f.symbol, "related": [_step(s) for s in f.related], "fix": fix,
+        # Literal["vllm", "sglang"] in the model; Finding.engine is the engine's name.
+        "engine": f.engine if f.engine else rs.ABSENT,
     }
 
 
@@ -153,7 +155,10 @@ def report_model(ctx: Context, findings: Sequence[Finding] | None = None, *,
     return rs.Report(
         schema_version=SCHEMA_VERSION,
         tool=rs.Tool(name="eagle3-lint", version=__version__),
-        target=rs.Target(root=ctx.source.root_label, vllm_version=ctx.version),
+        # vllm_version stays what it was for vLLM trees; engine and engine_version name every engine's.
+        target=rs.Target(root=ctx.source.root_label,
+                         vllm_version=ctx.version if ctx.engine.report_version_field == "vllm_version" else rs.ABSENT,
+                         engine=ctx.engine.name, engine_version=ctx.version),  # type: ignore[arg-type]
         contract=_contract(ctx),
         runner=_runner(ctx),
         registry=rs.Registry(path=ctx.registry.path, architectures=len(ctx.registry.entries), note=ctx.registry.note),

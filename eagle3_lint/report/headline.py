@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from eagle3_lint import semantic as sem
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import Applicability, Finding, Severity, Status
 
@@ -145,11 +144,11 @@ def _class_phrases(ctx: Context, arch: str, findings: Sequence[Finding]) -> list
     site = ctx.runner.primary
     where = f" ({site.path}:{site.line})" if site is not None else ""
     if v.status is Status.SUPPORTED:
-        out.append(f"passes {sem.check_call(ctx)}{where}")
+        out.append(f"passes {ctx.contract.check_name}{where}")
     elif v.status is Status.UNKNOWN:
         out.append(f"unknown: {v.reason}")
     elif site is not None and site.checked and not site.negated:
-        out.append(f"fails {sem.check_call(ctx)}: aux layers silently not set{where}")
+        out.append(f"fails {ctx.contract.check_name}: aux layers silently not set{where}")
     else:
         out.append(f"refused at load{where}")
     return out

@@ -169,7 +169,7 @@ def build_sarif(ctx: Context, out: Outcome) -> dict[str, Any]:
             res["suppressions"] = [s]
         if baseline_used:
             res["baselineState"] = "unchanged" if sup is not None and sup.suppression.kind == "external" else "new"
-        props = {k: v for k, v in (("architecture", f.architecture), ("symbol", f.symbol)) if v}
+        props = {k: v for k, v in (("architecture", f.architecture), ("symbol", f.symbol), ("engine", f.engine)) if v}
         if props:
             res["properties"] = props
         return res
@@ -195,7 +195,9 @@ def build_sarif(ctx: Context, out: Outcome) -> dict[str, Any]:
         "invocations": [invocation],
         "columnKind": "unicodeCodePoints",
         "results": results,
-        "properties": {"vllmVersion": ctx.version, "targeted": list(ctx.targeted)},
+        # vllmVersion as before for vLLM trees; engine and engineVersion for every engine (properties only added).
+        "properties": {**({"vllmVersion": ctx.version} if ctx.engine.report_version_field == "vllm_version" else {}),
+                       "targeted": list(ctx.targeted), "engine": ctx.engine.name, "engineVersion": ctx.version},
     }
     if isinstance(ctx.source, DirSource) and not pm.prefixes:
         root = ctx.source.root.resolve().as_uri().rstrip("/") + "/"

@@ -101,7 +101,7 @@ class Tool:
 @dataclass(frozen=True, kw_only=True, eq=False)
 class Target:
     root: str
-    vllm_version: str
+    vllm_version: str | Absent = opt(description="vLLM's version (vLLM trees only; engine_version for every engine).")
     engine: Engine | Absent = opt(description="The engine the tree belongs to.")
     engine_version: str | None | Absent = opt(description="The engine's version, when the tree says it.")
 
@@ -236,7 +236,8 @@ class Architecture:
     name: str
     module: str
     class_: str = fld(name="class")
-    supports_eagle3: bool | None
+    supports_eagle3: bool | None = fld(description="Whether the class passes the engine's own EAGLE-3 check (the "
+                                       "one `contract` describes); null when the tool cannot tell.")
     status: Status
     reason: str
     path: str | None
@@ -288,6 +289,7 @@ class Finding:
     fix: Fix | None
     fingerprint: str | Absent = opt(pattern="^[0-9a-f]{32}:[1-9][0-9]*$", description=_FINGERPRINT_DOC)
     title: str | Absent = opt(description="The finding in short: the first sentence of its message.")
+    engine: Engine | Absent = opt(description="The engine whose tree the finding is about.")
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)

@@ -80,10 +80,11 @@ def _context(ctx: Context, console: Console, o: TextOptions) -> None:
             + ("  (* has a default body)" if c.methods_have_defaults else "")
             + (f"; mixin {_s(c.mixin)}" if c.mixin else ""))
     else:
-        say(f"contract: no {_s(c.protocol)} Protocol; {_s('; '.join(c.notes))}")
+        say(f"contract: no {_s(c.protocol)} Protocol; {_s('; '.join(c.notes))}" if c.protocol
+            else f"contract: {c.check.value} check on {_s(', '.join(c.required))}; {_s('; '.join(c.notes))}")
     site = r.primary
     if site is not None:
-        say(f"runner: {_s(site.path)}:{site.line} checks {_s(c.check_function)}({_s(site.interrogated)}); "
+        say(f"runner: {_s(site.path)}:{site.line} checks {_s(c.check_of(site.interrogated))}; "
             f"config key {_s(r.config_key or '-')}; fallback {_s(site.fallback or '-')}(); "
             f"setter {_s(site.setter or '-')}()")
     else:

@@ -32,12 +32,13 @@ def title(f: Finding) -> str:
     arch, sym = f.architecture, f.symbol
     who = arch or sym or "this file"
     r = f.rule
+    check = f.check or "the engine's EAGLE-3 check"
     if r == "EGL001":
-        t = f"{who} does not pass supports_eagle3(), nor does any model it delegates to"
+        t = f"{who} does not pass {check}, nor does any model it delegates to"
     elif r == "EGL002":
-        t = f"{who} fails supports_eagle3() while the inner model it delegates to supports it"
+        t = f"{who} fails {check} while the inner model it delegates to supports it"
     elif r == "EGL003":
-        t = f"{sym or who} carries part of the EAGLE-3 interface but not all of it, so supports_eagle3() is False"
+        t = f"{sym or who} carries part of the EAGLE-3 interface but not all of it, so {check} is False"
     elif r == "EGL004":
         owner = f" {sym}" if sym and sym != arch else ""
         t = f"{who}: the layer owner{owner} never collects or returns the aux hidden states"

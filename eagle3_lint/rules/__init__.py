@@ -17,6 +17,7 @@ from functools import lru_cache
 from types import ModuleType
 from typing import TYPE_CHECKING
 
+from eagle3_lint.engine import Capability
 from eagle3_lint.model import Finding, Fix, Location, Severity
 
 if TYPE_CHECKING:
@@ -30,6 +31,9 @@ class RuleMeta:
     severity: Severity
     fixable: bool
     summary: str
+    # What the engine must model for the rule to be right on its trees (``engine.Capability``); the rule does
+    # not run on an engine that lacks any of them.
+    needs: frozenset[Capability] = frozenset()
 
 
 class Rule:
@@ -42,6 +46,7 @@ class Rule:
 
     def run(self, ctx: Context) -> Iterator[Finding]:
         for f in self._check(ctx):
+            f = dataclasses.replace(f, engine=ctx.engine.name, check=ctx.contract.check_name)
             if self._fix is not None and f.fix is None:
                 fx = self._fix(ctx, f)
                 if fx is not None and fx.edits:

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 
 from eagle3_lint import fixgen
 from eagle3_lint import semantic as sem
+from eagle3_lint.engine import Capability
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import (
     Applicability,
@@ -61,7 +62,7 @@ def check(ctx: Context) -> Iterator[Finding]:
         if v is None or v.status not in (Status.UNSUPPORTED, Status.PARTIAL) or v.location is None:
             continue
         key = ctx.keys.get(arch)
-        parts = [f"{arch}: {v.class_name} ({v.location}) does not pass {ctx.contract.check_function}(): {v.reason}"]
+        parts = [f"{arch}: {v.class_name} ({v.location}) does not pass {ctx.contract.check_name}: {v.reason}"]
         related = []
         if key is not None:
             for d in ctx.judge.model_delegations(key):
@@ -89,8 +90,8 @@ def check(ctx: Context) -> Iterator[Finding]:
 
 def fix(ctx: Context, finding: Finding) -> Fix | None:
     key = ctx.keys.get(finding.architecture or "")
-    if key is None:
-        return None
+    if key is None or not ctx.engine.has(Capability.AUX_PLUMBING):
+        return None  # the chain's edits write the aux plumbing in the idiom semantic.py models
     edits = chain_edits(ctx, key)
     if not edits:
         return None

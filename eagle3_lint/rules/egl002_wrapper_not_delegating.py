@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING
 
 from eagle3_lint import fixgen
 from eagle3_lint import semantic as sem
+from eagle3_lint.engine import Capability
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import Applicability, Edit, Finding, Fix, Severity, Status, Step
 from eagle3_lint.rules import RuleMeta, make
@@ -76,7 +77,9 @@ def _pairs(ctx: Context) -> list[tuple[Finding, shared.Group]]:
 
 def _compute(ctx: Context) -> shared.Groups:
     groups = shared.Groups()
-    for arch, key in sem.scoped_archs(ctx):
+    # Targeted architectures first: a group shared by several (one wrapper class, subclasses with other inner
+    # models) names the inner model of the one the user asked about.
+    for arch, key in sorted(sem.scoped_archs(ctx), key=lambda ak: not ctx.is_targeted(ak[0])):
         st = sem.status(ctx, arch)
         if st is Status.WRAPPER_GAP:
             inner = sem.supporting_inner(ctx, key)
@@ -84,7 +87,7 @@ def _compute(ctx: Context) -> shared.Groups:
             loc = sem.class_location(ctx, where)
             if loc is not None:
                 groups.get(loc, "gap", arch, key=where, inner=inner)
-        elif st is Status.SUPPORTED:
+        elif st is Status.SUPPORTED and ctx.engine.has(Capability.AUX_PLUMBING):
             inner = sem.supporting_inner(ctx, key)
             if not inner:
                 continue
@@ -115,7 +118,7 @@ def _finding(ctx: Context, g: shared.Group) -> Finding:
     inner: list[tuple[sem.Hop, ...]] = g.data["inner"]  # type: ignore[assignment]
     targeted = shared.any_targeted(ctx, g.archs)
     sev = Severity.ERROR if targeted else Severity.WARNING
-    check_fn = ctx.contract.check_function
+    check_fn = ctx.contract.check_name
     related: list[Step] = []
     for p in inner:
         loc = sem.class_location(ctx, p[-1].key)
@@ -123,7 +126,7 @@ def _finding(ctx: Context, g: shared.Group) -> Finding:
     inner_txt = ", ".join(f"{_dotted(p)} -> {p[-1].key.name}" for p in inner) or "an inner model"
     if g.kind == "gap":
         chk = ctx.judge.check_class(key)
-        fails = f"fails {check_fn}()" if ctx.contract.found else "lacks the methods the runner calls"
+        fails = f"fails {check_fn}" if ctx.contract.found else "lacks the methods the runner calls"
         msg = (f"{key.name} {fails} ({chk.reason}), but the inner model it delegates to "
                f"({inner_txt}) supports the contract; the runner asks the wrapper")
         exposed = [a for a, k in sem.scoped_archs(ctx) if a not in g.archs and k != key
@@ -132,8 +135,8 @@ def _finding(ctx: Context, g: shared.Group) -> Finding:
             msg += (
                 f" (note: {shared.arch_list(exposed)} {'inherits' if len(exposed) == 1 else 'inherit'} {key.name} "
                 f"but build{'s' if len(exposed) == 1 else ''} an inner model without the "
-                f"contract; once {key.name} implements it they pass the check without working, and "
-                f"EGL004/EGL006 report them)"
+                f"contract; once {key.name} implements it they pass the check without working"
+                + (", and EGL004/EGL006 report them)" if ctx.engine.has(Capability.AUX_PLUMBING) else ")")
             )
     else:
         eff: sem.Effect = g.data["effect"]  # type: ignore[assignment]
@@ -145,7 +148,7 @@ def _finding(ctx: Context, g: shared.Group) -> Finding:
             how = f"its setter writes self.{'.'.join((*eff.path, eff.attr or '?'))}, not {where}"
         else:
             how = eff.detail
-        msg = (f"{key.name} passes {check_fn}() but does not delegate to the inner model ({inner_txt}): {how}; "
+        msg = (f"{key.name} passes {check_fn} but does not delegate to the inner model ({inner_txt}): {how}; "
                f"the decoder at {where} never gets the aux layers")
     msg += f"; architectures: {shared.arch_list(g.archs)}"
     return make(META, msg, g.location, severity=sev, architecture=shared.primary_arch(ctx, g.archs),
@@ -160,6 +163,8 @@ def fix(ctx: Context, finding: Finding) -> Fix | None:
     inner: list[tuple[sem.Hop, ...]] = g.data["inner"]  # type: ignore[assignment]
     if not inner:
         return None
+    if not ctx.engine.has(Capability.AUX_PLUMBING):
+        return idiom_fix(ctx, key, inner[0]) if g.kind == "gap" else None
     path = _dotted(inner[0])[5:]
     if g.kind == "gap":
         return wrapper_fix(ctx, key, path)
@@ -173,6 +178,23 @@ def fix(ctx: Context, finding: Finding) -> Fix | None:
     if not edits:
         return None
     return Fix(f"delegate {flavor.setter}() to self.{path}", tuple(edits), Applicability.UNSAFE)
+
+
+def idiom_fix(ctx: Context, key: ClassKey, path: tuple[sem.Hop, ...]) -> Fix | None:
+    """For an engine whose aux plumbing the tool does not model: the tree's own delegating setter copied onto the
+    wrapper, only where delegating is all it takes: the inner model is a whole registered model that passes the
+    check (its own forward returns the aux states), one attribute away, and no architecture inheriting the wrapper
+    holds an inner model without the method (it would pass the check and capture nothing)."""
+    if len(path) != 1 or path[0].key not in set(ctx.keys.values()):
+        return None
+    if any(ctx.graph.in_mro(k, key) and sem.status(ctx, a) is Status.UNSUPPORTED for a, k in sem.scoped_archs(ctx)):
+        return None
+    made = fixgen.add_delegating_setter(ctx, key, path[0].attr)
+    if made is None or not made[0]:
+        return None
+    edits, idiom = made
+    return Fix(f"delegate {ctx.contract.setter}() to self.{path[0].attr} as {idiom.key.name} does "
+               f"({idiom.path}:{idiom.line})", tuple(edits), Applicability.UNSAFE)
 
 
 def _dotted(path: tuple[sem.Hop, ...]) -> str:

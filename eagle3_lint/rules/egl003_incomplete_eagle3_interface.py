@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING
 from eagle3_lint import fixgen
 from eagle3_lint import semantic as sem
 from eagle3_lint.contract import CheckKind
+from eagle3_lint.engine import Capability
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import Applicability, Edit, Finding, Fix, Severity, Status
 from eagle3_lint.rules import RuleMeta, make
@@ -52,7 +53,8 @@ if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
 
 META = RuleMeta("EGL003", "incomplete-eagle3-interface", Severity.ERROR, True,
-                "A class carries part of the EAGLE-3 contract but not all of it.")
+                "A class carries part of the EAGLE-3 contract but not all of it.",
+                needs=frozenset({Capability.AUX_PLUMBING}))
 
 
 def check(ctx: Context) -> Iterator[Finding]:

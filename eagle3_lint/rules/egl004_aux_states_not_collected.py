@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING
 
 from eagle3_lint import fixgen
 from eagle3_lint import semantic as sem
+from eagle3_lint.engine import Capability
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import (
     Applicability,
@@ -68,6 +69,7 @@ META = RuleMeta(
     Severity.ERROR,
     True,
     "The interface is claimed, but the layer owner's forward never collects or returns the aux hidden states.",
+    needs=frozenset({Capability.AUX_PLUMBING}),
 )
 
 

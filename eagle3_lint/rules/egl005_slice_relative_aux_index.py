@@ -67,6 +67,7 @@ from typing import TYPE_CHECKING
 
 from eagle3_lint import fixgen
 from eagle3_lint import semantic as sem
+from eagle3_lint.engine import Capability
 from eagle3_lint.facts import Loop, Method, Use, UseKind
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import (
@@ -91,6 +92,7 @@ META = RuleMeta(
     True,
     "A forward loop over a slice of the layers compares the slice-relative enumerate index with absolute "
     "aux-layer ids.",
+    needs=frozenset({Capability.AUX_PLUMBING}),
 )
 
 
@@ -238,7 +240,7 @@ def _severity(ctx: Context, key: ClassKey, runners: list[_Runner]) -> tuple[Seve
         k = ctx.keys.get(r.arch)
         class_facts = ctx.graph.class_facts(k) if k is not None else None
         if class_facts is not None and k is not None:
-            related.append(Step("architecture", f"{r.arch} passes {sem.check_call(ctx)} and runs this forward",
+            related.append(Step("architecture", f"{r.arch} passes {ctx.contract.check_name} and runs this forward",
                                 Location(ctx.graph.path_of(k), class_facts.line)))
     pp_runners = [r for r in runners if r.pp is not False]
     live = [r for r in pp_runners if ctx.engine.config_refusal(ctx, r.arch) is None]
@@ -252,7 +254,8 @@ def _severity(ctx: Context, key: ClassKey, runners: list[_Runner]) -> tuple[Seve
     one = len(pp_runners) == 1
     if pp_runners:
         msg = ("nothing in this tree refuses pipeline parallelism for EAGLE-3 (the runner has no PP verifier), and "
-               f"{_names(pp_runners)} pass{'es' if one else ''} {sem.check_call(ctx)} and run{'s' if one else ''} this "
+               f"{_names(pp_runners)} pass{'es' if one else ''} {ctx.contract.check_name} "
+               f"and run{'s' if one else ''} this "
                "forward: with PP the drafter's rank has start_layer != 0 and captures the wrong layers")
         return Severity.ERROR, msg, related
     one = len(runners) == 1
@@ -264,7 +267,7 @@ def _severity(ctx: Context, key: ClassKey, runners: list[_Runner]) -> tuple[Seve
             "and start_layer is 0"
         )
         return Severity.WARNING, msg, related
-    msg = (f"latent: no registered architecture that passes {sem.check_call(ctx)} runs this forward, "
+    msg = (f"latent: no registered architecture that passes {ctx.contract.check_name} runs this forward, "
            "so the runner never "
            "configures aux layers on it; the index is wrong as soon as one does, under pipeline parallelism")
     return Severity.WARNING, msg, related

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING
 
 from eagle3_lint import fixgen
 from eagle3_lint import semantic as sem
+from eagle3_lint.engine import Capability
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import Applicability, Finding, Fix, Location, Severity, Status
 from eagle3_lint.rules import RuleMeta, make
@@ -57,6 +58,7 @@ META = RuleMeta(
     Severity.ERROR,
     True,
     "The runner's fallback getter for the default aux layers is missing, a stub, or shadowed by a stale name.",
+    needs=frozenset({Capability.AUX_PLUMBING}),
 )
 
 _BROKEN = ("missing", "stub", "broken-default", "broken-delegate")

@@ -75,6 +75,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from eagle3_lint import drafter as dr
+from eagle3_lint.engine import Capability
 from eagle3_lint.model import Finding, Location, Severity, Step
 from eagle3_lint.rules import RuleMeta, make
 
@@ -82,7 +83,8 @@ if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
 
 META = RuleMeta("EGL007", "draft-layer-ids-invalid", Severity.ERROR, False,
-                "The drafter config's aux-layer ids do not fit the target model as this engine collects them.")
+                "The drafter config's aux-layer ids do not fit the target model as this engine collects them.",
+                needs=frozenset({Capability.DRAFTER_IDS}))
 
 
 def analysis(ctx: Context) -> dr.DraftAnalysis | None:

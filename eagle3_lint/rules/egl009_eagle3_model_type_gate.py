@@ -37,6 +37,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from eagle3_lint import fixgen
+from eagle3_lint.engine import Capability
 from eagle3_lint.model import (
     Applicability,
     Finding,
@@ -52,7 +53,8 @@ if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
 
 META = RuleMeta("EGL009", "eagle3-model-type-gate", Severity.ERROR, True,
-                "The tree refuses EAGLE-3 at config time for this target's HF model_type.")
+                "The tree refuses EAGLE-3 at config time for this target's HF model_type.",
+                needs=frozenset({Capability.CONFIG_GATES}))
 
 
 def _gates(ctx: Context) -> list[Gate]:

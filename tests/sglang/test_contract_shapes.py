@@ -109,3 +109,83 @@ def test_entry_shapes_and_wrappers(tmp_path: Path) -> None:
     # A base from an SGLang module the tree does not hold: no guess.
     assert d["Broken"].status is Status.UNKNOWN and d["Broken"].supports is None
     assert any("missing_module" in e.text for e in d["Broken"].evidence)
+
+
+MORE = {
+    # A wrapper that already delegates (Gemma3ForConditionalGeneration's idiom) and one that does not.
+    "sglang/srt/models/mm.py": """
+        from typing import List, Optional
+
+        from torch import nn
+        from sglang.srt.models.llama import LlamaForCausalLM
+
+        class DelegatingVL(nn.Module):
+            def __init__(self, config):
+                self.language_model = LlamaForCausalLM(config)
+
+            def set_eagle3_layers_to_capture(self, layer_ids: Optional[List[int]] = None):
+                if hasattr(self.language_model, "set_eagle3_layers_to_capture"):
+                    self.language_model.set_eagle3_layers_to_capture(layer_ids)
+
+        EntryClass = [DelegatingVL]
+    """,
+    "sglang/srt/models/gap.py": """
+        from torch import nn
+        from sglang.srt.models.llama import LlamaForCausalLM
+
+        class GapVL(nn.Module):
+            def __init__(self, config):
+                self.language_model = LlamaForCausalLM(config)
+
+        def replace_linear(style):
+            # A base bound by tuple unpacking inside the factory (SGLang's transformers.py): bound, not undefined.
+            base_cls, kwargs = {"colwise": (nn.Linear, {})}[style]
+
+            class Compat(base_cls):
+                pass
+
+            return Compat
+
+        EntryClass = [GapVL]
+    """,
+    "sglang/srt/model_executor/__init__.py": "",
+    "sglang/srt/model_executor/model_runner.py": """
+        class ModelRunner:
+            def init(self, ids):
+                self.model.set_eagle3_layers_to_capture(ids)
+    """,
+}
+
+
+def test_check_on_a_small_tree(tmp_path: Path) -> None:
+    """The core's check with SGLang's engine: only the rules SGLang is modelled for, EGL002 on the wrappers
+    with a fix copying the tree's own delegating setter, no EGL008 on a tuple-unpacked factory base."""
+    from eagle3_lint import analysis, fixes
+    from eagle3_lint.source import DirSource
+
+    root = _tree(tmp_path)
+    for rel, text in MORE.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text).lstrip())
+    ctx = analysis.analyze(DirSource(root), analysis.Options(targets=("GapVL", "PlainForCausalLM")))
+    assert ctx.engine.name == "sglang" and not ctx.errors
+    assert ctx.verdicts["DelegatingVL"].status is Status.SUPPORTED
+    (site,) = ctx.runner.sites
+    assert site.interrogated == "self.model" and not site.checked and site.error.startswith("AttributeError")
+    assert {f.rule for f in ctx.findings} <= {"EGL001", "EGL002"}
+    (missing,) = [f for f in ctx.findings if f.rule == "EGL001"]
+    assert missing.architecture == "PlainForCausalLM" and missing.fix is None
+    assert "the runner's set_eagle3_layers_to_capture() check" in missing.message
+    (gap,) = [f for f in ctx.findings if f.rule == "EGL002" and f.architecture == "GapVL"]
+    assert gap.fix is not None and "as DelegatingVL does" in gap.fix.title
+    assert {e.path for e in gap.fix.edits} == {"sglang/srt/models/gap.py"}  # the imports and the method
+    plan = fixes.plan(ctx.source, [gap], unsafe=True)
+    fixes.apply(root, plan)
+    text = (root / "sglang/srt/models/gap.py").read_text()
+    compile(text, "gap.py", "exec")
+    # The header's names come with their import from the idiom's module.
+    assert "from typing import Optional" in text and "List" in text.split("class GapVL")[0]
+    again = analysis.analyze(DirSource(root), analysis.Options(targets=("GapVL",)))
+    assert again.verdicts["GapVL"].status is Status.SUPPORTED
+    assert not [f for f in again.findings if f.architecture == "GapVL"]

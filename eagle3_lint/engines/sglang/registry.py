@@ -13,15 +13,19 @@ from __future__ import annotations
 
 import ast
 import enum
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from eagle3_lint.engines.sglang.tree import MODELS_DIR, MODELS_PACKAGE
+from eagle3_lint import registry as neutral
 from eagle3_lint.facts import ModuleFacts
 from eagle3_lint.graph import ClassGraph, ClassKey
 from eagle3_lint.source import SourceTree
 
 ENTRY = "EntryClass"
+MODELS_PACKAGE = "sglang.srt.models"
+MODELS_DIR = "sglang/srt/models"
+REGISTRY_PATH = MODELS_DIR + "/registry.py"
 
 
 class EntryKind(enum.Enum):
@@ -137,3 +141,42 @@ def _module_entries(source: SourceTree, graph: ClassGraph, mf: ModuleFacts, modu
             why = f"{r.kind}: {r.name}" if r is not None else "not a name"
             out.append(Entry(written, EntryKind.UNRESOLVED, None, rel, line, written, why))
     return out
+
+
+# SGLang's registry has no categories; drafter modules are named for the algorithm that loads them as the
+# draft model (``llama_eagle3.py``, ``deepseek_nextn.py``, ``qwen3_5_mtp.py``, ``qwen2_dflash.py``), never as
+# a target. The neutral registry marks those entries as speculative (the word the core scopes drafters by).
+_DRAFTER_MODULE = re.compile(r"(?:^|_)(?:eagle3?|mtp|nextn|medusa|dflash|mimo_mtp)(?:_|$)")
+
+
+def _category(path: str) -> str:
+    stem = path.rsplit("/", 1)[-1][:-3]
+    return f"{ENTRY} (SPECULATIVE)" if _DRAFTER_MODULE.search(stem) else ENTRY
+
+
+def derive(source: SourceTree, graph: ClassGraph, load: Callable[[str], ModuleFacts | None]) -> neutral.Registry:
+    """The neutral registry (``registry.Registry``): one entry per architecture, keyed by the class ``__name__``
+    SGLang uses, pointing at the class itself (an alias or a re-export resolved); an element the graph cannot
+    follow keeps the name as written, in the module that lists it, so the verdict says why it is unknown."""
+    reg = read_registry(source, graph, load)
+    entries: dict[str, neutral.Entry] = {}
+    for e in reg.entries:
+        if e.arch in entries:
+            continue  # SGLang asserts on the second one; the first is what it would have registered
+        module = MODELS_PACKAGE + "." + e.path.rsplit("/", 1)[-1][:-3]
+        if e.kind is EntryKind.CLASS and e.key is not None:
+            note = "" if e.written == e.arch else f"listed as {e.written}"
+            entries[e.arch] = neutral.Entry(e.arch, e.key.module, e.key.qualname, _category(e.path), e.line, e.path,
+                                            note)
+        else:
+            entries[e.arch] = neutral.Entry(e.arch, module, e.written, ENTRY, e.line, e.path,
+                                            f"EntryClass element not followed: {e.note}")
+    notes = []
+    unresolved = [e.written for e in reg.entries if e.kind is EntryKind.UNRESOLVED]
+    if unresolved:
+        notes.append(f"{len(unresolved)} EntryClass element(s) not followed: {', '.join(unresolved[:5])}")
+    if reg.duplicates:
+        notes.append(f"listed twice (SGLang's registry asserts at import): {', '.join(sorted(set(reg.duplicates)))}")
+    path = REGISTRY_PATH if source.exists(REGISTRY_PATH) else MODELS_DIR
+    return neutral.Registry(bool(entries), path, entries, (ENTRY,), MODELS_PACKAGE,
+                            "; ".join(notes) if entries or notes else "no EntryClass found in the model modules")

@@ -22,8 +22,9 @@ import ast
 import enum
 from dataclasses import dataclass
 
-from eagle3_lint.engines.sglang.tree import MODELS_DIR
+from eagle3_lint.engines.sglang.registry import MODELS_DIR
 from eagle3_lint.facts import decode_source, dotted
+from eagle3_lint.runner import RunnerPath, RunnerSite
 from eagle3_lint.source import SourceTree
 
 SETTER = "set_eagle3_layers_to_capture"
@@ -156,3 +157,35 @@ def id_sources(source: SourceTree) -> tuple[IdSource, ...]:
                             fallback = ast.unparse(st.value)
             out.append(IdSource(rel, node.lineno, " ".join(ast.unparse(node).split())[:200], fallback, bare))
     return tuple(sorted(out, key=lambda s: (s.path, s.line)))
+
+
+def _error(site: CallSite) -> str:
+    if site.missing is MissingMethod.RAISES:
+        return site.error
+    if site.missing is MissingMethod.ATTRIBUTE_ERROR:
+        return f"AttributeError: '<model class>' object has no attribute '{SETTER}'"
+    return ""
+
+
+def derive(source: SourceTree) -> RunnerPath:
+    """The neutral runner path: one ``RunnerSite`` per call site (those passing the drafter's ids first: the
+    model runner applies them before the CUDA-graph runner captures), where the ids come from, and notes."""
+    sites = call_sites(source)
+    ordered = sorted(sites, key=lambda c: (c.ids is not IdsPassed.DRAFTER, c.path, c.line))
+    out = tuple(RunnerSite(c.path, c.line, c.function, c.receiver, error=_error(c), error_line=c.line,
+                           setter=SETTER, setter_line=c.line, checked=False,
+                           negated=c.missing is not MissingMethod.SKIPPED) for c in ordered)
+    ids = id_sources(source)
+    notes: list[str] = []
+    if not sites:
+        notes.append(f"no runner call of {SETTER}() found outside the model files")
+    defaults = [c for c in sites if c.ids is IdsPassed.DEFAULT]
+    if defaults and any(c.ids is IdsPassed.DRAFTER for c in sites):
+        d = defaults[0]
+        notes.append(f"{d.path}:{d.line} ({d.function}) calls {SETTER}() with no ids: the model's default layers "
+                     "replace the drafter's while CUDA graphs are captured")
+    for c in sites:
+        if c.missing is MissingMethod.SKIPPED:
+            notes.append(f"{c.path}:{c.line} skips a model without {SETTER}() (hasattr guard): it is not asked")
+    return RunnerPath(sites=out, config_key=IDS_KEY if ids else None, config_key_path=ids[0].path if ids else "",
+                      notes=tuple(notes))

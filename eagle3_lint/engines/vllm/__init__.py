@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from eagle3_lint.engine import Derived, Engine, ErrorRecord, safely
+from eagle3_lint.engine import Capability, Derived, Engine, ErrorRecord, safely
 
 if TYPE_CHECKING:
     import os
@@ -47,6 +47,8 @@ class VllmEngine(Engine):
     gate_note = ("Releases up to about 0.20 also refuse EAGLE-3 at config time unless the target's HF `model_type` is "
                  "on an allow-list (the gate column); the registry does not know model types, so a `supported` class "
                  "can still be refused there: check one model with `eagle3-lint check --target-config`.")
+    report_version_field = "vllm_version"
+    capabilities = frozenset(Capability)  # every rule and the serving chain were built on vLLM
 
     def tree_root(self, path: Path) -> Path | None:
         if (path / PACKAGE / "model_executor").is_dir() or (path / PACKAGE / "__init__.py").is_file():

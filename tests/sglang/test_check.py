@@ -1,0 +1,170 @@
+"""``check`` on real SGLang trees: the core's verdicts against SGLang's own (the CPU oracle snapshots), and the
+findings the rules give on SGLang (EGL001/EGL002 with SGLang's names; no rule SGLang is not modelled for).
+
+The oracle snapshots (tests/differential/oracle/sglang-<V>.json) were recorded by importing every registered
+class in a CPU venv of that release and asking ``hasattr(cls, "set_eagle3_layers_to_capture")``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from eagle3_lint import analysis
+from eagle3_lint.model import Severity, Status
+from eagle3_lint.source import DirSource
+
+ORACLE = Path(__file__).resolve().parents[1] / "differential" / "oracle"
+SETTER = "set_eagle3_layers_to_capture"
+# What runs on SGLang trees today (engine.Capability: the others rest on vLLM's plumbing, gates or serving chain).
+SGLANG_RULES = {"EGL000", "EGL001", "EGL002", "EGL008", "EGL100"}
+
+
+def _analyze(root: Path, targets: tuple[str, ...] = ()) -> analysis.Context:
+    return analysis.analyze(DirSource(root, "sglang"), analysis.Options(targets=targets))
+
+
+@pytest.mark.real
+@pytest.mark.parametrize("version", ["0.5.10", "0.5.23"])
+def test_check_agrees_with_sglang_itself(sglang_trees, version: str) -> None:
+    ctx = _analyze(sglang_trees.get(version))
+    assert not ctx.errors, ctx.errors
+    assert ctx.engine.name == "sglang" and ctx.version == version
+    oracle = json.loads((ORACLE / f"sglang-{version}.json").read_text())
+    compared, wrong = 0, []
+    for arch, o in oracle["archs"].items():
+        v = ctx.verdicts.get(arch)
+        if v is None:
+            wrong.append(f"{arch}: registered by SGLang, not in the registry check derived")
+            continue
+        compared += 1
+        gap = v.status is Status.WRAPPER_GAP
+        if v.supports_eagle3 is not o["supports"] or gap != o["wrapper_gap"]:
+            wrong.append(f"{arch}: check says {v.status.value} {v.inner}, SGLang supports={o['supports']} "
+                         f"wrapper_gap={o['wrapper_gap']} {o['inner_with_setter']}")
+    assert not wrong, f"{len(wrong)} of {compared} disagree:\n" + "\n".join(wrong)
+    assert compared == len(oracle["archs"]) >= 190
+    assert sum(v.supports_eagle3 is True for v in ctx.verdicts.values()) == oracle["supports_true"]
+    assert sum(v.status is Status.WRAPPER_GAP for v in ctx.verdicts.values()) == oracle["wrapper_gap"]
+
+
+@pytest.mark.real
+def test_egl001_egl002_before_sglang_17935(sglang_trees) -> None:
+    """0.5.10: Qwen3-VL-MoE holds Qwen3MoeLLMModel (an __init__ default passed up through super()), which has
+    the setter, and has none itself (SGLang #17935); Afmoe has none anywhere."""
+    targets = ("Qwen3VLMoeForConditionalGeneration", "AfmoeForCausalLM", "LlamaForCausalLM")
+    ctx = _analyze(sglang_trees.get("0.5.10"), targets)
+    assert not ctx.errors, ctx.errors
+    mine = {(f.rule, f.architecture): f for f in ctx.findings if f.architecture in targets}
+    gap = mine[("EGL002", "Qwen3VLMoeForConditionalGeneration")]
+    assert gap.severity is Severity.ERROR and gap.engine == "sglang"
+    assert "self.model -> Qwen3MoeLLMModel" in gap.message and SETTER in gap.message
+    assert gap.location.path == "sglang/srt/models/qwen3_vl.py"  # reported on the class that builds self.model
+    missing = mine[("EGL001", "AfmoeForCausalLM")]
+    assert f"the runner's {SETTER}() check" in missing.message
+    assert "sglang/srt/model_executor/model_runner.py" in missing.message  # where the runner calls it
+    assert not any(f.architecture == "LlamaForCausalLM" for f in ctx.findings)
+    for f in ctx.findings:  # the names are SGLang's, never vLLM's
+        assert "SupportsEagle3" not in f.message and "supports_eagle3" not in f.message, f.message
+    assert ctx.serving == {}  # the serving chain is vLLM's; not run on SGLang
+
+
+@pytest.mark.real
+def test_check_every_architecture_0_5_23(sglang_trees) -> None:
+    """Every registered architecture targeted at once: no internal error, only the rules SGLang is modelled for,
+    EGL001 exactly on the unsupported in-scope architectures and EGL002 on the wrappers whose inner model has the
+    setter (Kimi-VL and DeepSeek-VL2 over DeepseekV2ForCausalLM; Qwen3-VL-MoE fixed by then)."""
+    root = sglang_trees.get("0.5.23")
+    archs = tuple(_analyze(root).verdicts)
+    ctx = _analyze(root, archs)
+    assert not ctx.errors, ctx.errors
+    assert {f.rule for f in ctx.findings} <= SGLANG_RULES
+    by_rule: dict[str, set[str]] = {}
+    for f in ctx.findings:
+        by_rule.setdefault(f.rule, set()).add(f.architecture or "")
+    unsupported = {a for a, v in ctx.verdicts.items() if v.status is Status.UNSUPPORTED}
+    assert by_rule["EGL001"] == unsupported
+    gaps = {a for a, v in ctx.verdicts.items() if v.status is Status.WRAPPER_GAP}
+    egl002 = [f for f in ctx.findings if f.rule == "EGL002"]
+    covered = {a for f in egl002 for a in gaps if a in f.message}
+    assert covered == {a for a in gaps if a in {ak[0] for ak in _scoped(ctx)}}
+    assert ctx.verdicts["Qwen3VLMoeForConditionalGeneration"].status is Status.SUPPORTED
+    kimi = next(f for f in egl002 if "KimiVLForConditionalGeneration" in f.message)
+    assert "DeepseekV2ForCausalLM" in kimi.message and kimi.location.path == "sglang/srt/models/kimi_vl.py"
+
+
+def _scoped(ctx: analysis.Context) -> list[tuple[str, object]]:
+    from eagle3_lint import semantic
+
+    return list(semantic.scoped_archs(ctx))
+
+
+@pytest.mark.real
+def test_cli_json_names_the_engine(sglang_trees, tmp_path: Path) -> None:
+    root = sglang_trees.get("0.5.23")
+    out = tmp_path / "r.json"
+    cmd = [sys.executable, "-m", "eagle3_lint", "check", str(root), "--arch", "KimiVLForConditionalGeneration",
+           "--format", "json", "-o", str(out), "--no-cache"]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 1, run.stderr
+    rep = json.loads(out.read_text())
+    assert rep["target"]["engine"] == "sglang" and rep["target"]["engine_version"] == "0.5.23"
+    assert "vllm_version" not in rep["target"]
+    assert rep["contract"]["check"] == "duck" and rep["contract"]["setter"] == SETTER
+    assert rep["runner"]["sites"][0]["checked"] is False
+    (f,) = [f for f in rep["findings"] if f["architecture"] == "KimiVLForConditionalGeneration"]
+    assert f["rule"] == "EGL002" and f["engine"] == "sglang" and SETTER in f["title"]
+    kimi = next(a for a in rep["architectures"] if a["name"] == "KimiVLForConditionalGeneration")
+    assert kimi["supports_eagle3"] is False and kimi["status"] == "wrapper-gap"
+
+
+@pytest.mark.real
+def test_egl002_fix_applies_compiles_and_rechecks_clean_0_5_23(sglang_trees, tmp_path: Path) -> None:
+    """The EGL002 fixes of 0.5.23 (the release's own delegating setter copied onto each wrapper) apply with
+    ``git apply`` on a copy of the tree, compile, make the fixed wrappers pass, and break nothing that passed."""
+    import py_compile
+    import shutil
+
+    from eagle3_lint import fixes
+
+    root = sglang_trees.get("0.5.23")
+    before = _analyze(root)
+    gaps = [f for f in before.findings if f.rule == "EGL002"]
+    fixed = [f for f in gaps if f.fix is not None]
+    assert len(fixed) >= 15 and all(SETTER in f.fix.title for f in fixed)
+    kimi = next(f for f in fixed if f.symbol == "KimiVLForConditionalGeneration")
+    (edit,) = kimi.fix.edits  # kimi_vl.py imports Optional and List already: the method alone
+    assert "def set_eagle3_layers_to_capture(self, layer_ids: Optional[List[int]] = None):" in edit.new_text
+    assert 'if hasattr(self.language_model, "set_eagle3_layers_to_capture"):' in edit.new_text
+    patch = fixes.unified_diff(fixes.plan(before.source, fixed, unsafe=True))
+    copy = tmp_path / "tree"
+    shutil.copytree(root, copy)
+    for p in copy.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    (tmp_path / "fix.patch").write_text(patch)
+    run = subprocess.run(["git", "apply", str(tmp_path / "fix.patch")], cwd=copy, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    changed = sorted({e.path for f in fixed for e in f.fix.edits})
+    for rel in changed:
+        py_compile.compile(str(copy / rel), doraise=True)
+    after = _analyze(copy)
+    assert not after.errors
+    ok_before = {a for a, v in before.verdicts.items() if v.status is Status.SUPPORTED}
+    ok_after = {a for a, v in after.verdicts.items() if v.status is Status.SUPPORTED}
+    assert ok_before <= ok_after
+    assert {"KimiVLForConditionalGeneration", "DeepseekVL2ForCausalLM"} <= ok_after - ok_before
+    left = {f.symbol for f in after.findings if f.rule == "EGL002"}
+    assert left == {f.symbol for f in gaps if f.fix is None}  # only the wrappers that got no fix remain
+
+
+@pytest.mark.real
+def test_no_fix_when_the_inner_model_is_a_bare_decoder_0_5_10(sglang_trees) -> None:
+    """Qwen3-VL-MoE holds Qwen3MoeLLMModel, a decoder without logits: delegating the setter is not enough (the
+    wrapper's forward must return the aux states), so no fix is offered."""
+    ctx = _analyze(sglang_trees.get("0.5.10"), ("Qwen3VLMoeForConditionalGeneration",))
+    (f,) = [f for f in ctx.findings if f.rule == "EGL002" and f.architecture == "Qwen3VLMoeForConditionalGeneration"]
+    assert f.fix is None
