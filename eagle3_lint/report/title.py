@@ -33,29 +33,42 @@ def title(f: Finding) -> str:
     who = arch or sym or "this file"
     r = f.rule
     check = f.check or "the engine's EAGLE-3 check"
+    # Each rule's sentence, then shorter forms for long names: the first that fits is used, so a title is
+    # only ever clipped when even the shortest form is too long.
+    forms: list[str]
     if r == "EGL001":
-        t = f"{who} does not pass {check}, nor does any model it delegates to"
+        forms = [f"{who} does not pass {check}, nor does any model it delegates to",
+                 f"{who} fails {check}, as does every model it delegates to", f"{who} fails {check}"]
     elif r == "EGL002":
-        t = f"{who} fails {check} while the inner model it delegates to supports it"
+        forms = [f"{who} fails {check} while the inner model it delegates to supports it",
+                 f"{who} fails {check}; the model it delegates to passes",
+                 f"{who} fails {check}; its inner model passes"]
     elif r == "EGL003":
-        t = f"{sym or who} carries part of the EAGLE-3 interface but not all of it, so {check} is False"
+        forms = [f"{sym or who} carries part of the EAGLE-3 interface but not all of it, so {check} is False",
+                 f"{sym or who} carries part of the EAGLE-3 interface, so {check} is False"]
     elif r == "EGL004":
         owner = f" {sym}" if sym and sym != arch else ""
-        t = f"{who}: the layer owner{owner} never collects or returns the aux hidden states"
+        forms = [f"{who}: the layer owner{owner} never collects or returns the aux hidden states",
+                 f"{who}:{owner} never collects the aux hidden states",
+                 f"{who}: the aux hidden states are never collected"]
     elif r == "EGL005":
         risk = "wrong layers with pipeline parallelism" if f.severity is Severity.ERROR else "latent"
-        t = f"{sym or who} compares a slice-relative index with absolute aux-layer ids ({risk})"
+        short = "wrong layers under PP" if f.severity is Severity.ERROR else "latent"
+        forms = [f"{sym or who} compares a slice-relative index with absolute aux-layer ids ({risk})",
+                 f"{sym or who} compares a slice-relative index with absolute aux-layer ids ({short})",
+                 f"{sym or who}: slice-relative index vs absolute aux-layer ids ({short})"]
     elif r == "EGL006":
         head = _first_sentence(f.message).split(":")[0]
-        t = head if sym and head.startswith(sym) and len(head) < 100 else \
-            f"{sym or who}: the runner's default aux-layer getter is missing, a stub or shadowed"
+        forms = [head if sym and head.startswith(sym) and len(head) < 100 else
+                 f"{sym or who}: the runner's default aux-layer getter is missing, a stub or shadowed"]
     elif r == "EGL009":
         if f.severity is Severity.ERROR:
             mt = f"model_type {sym!r}" if sym else "its model_type"
-            t = f"{who}: {mt} is not on the EAGLE-3 config gate's allow-list"
+            forms = [f"{who}: {mt} is not on the EAGLE-3 config gate's allow-list"]
         else:
-            t = f"{who}: model_type not checked against the EAGLE-3 config gate (pass --target-config)"
+            forms = [f"{who}: model_type not checked against the EAGLE-3 config gate (pass --target-config)"]
     else:
         first = _first_sentence(f.message)
-        t = first if len(first) <= MAX_TITLE else f"{who}: {first}"
+        forms = [first if len(first) <= MAX_TITLE else f"{who}: {first}"]
+    t = next((x for x in forms if len(x) <= MAX_TITLE), forms[-1])
     return _clip(t)
