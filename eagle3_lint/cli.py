@@ -400,11 +400,14 @@ def _render(ctx: Context, settings: config_mod.Settings, fmt: str, console: Cons
     out = outcome_mod.finalize(ctx, settings)
     findings = out.findings
     if fmt == "json":
-        report = json.dumps(outcome_mod.json_report(ctx, out), indent=2) + "\n"
+        from eagle3_lint.report.jsondump import dumps
+
+        report = dumps(outcome_mod.json_report(ctx, out)) + "\n"  # == json.dumps(..., indent=2)
     elif fmt == "sarif":
+        from eagle3_lint.report.jsondump import dumps
         from eagle3_lint.report.sarif import build_sarif
 
-        report = json.dumps(build_sarif(ctx, out), indent=2) + "\n"
+        report = dumps(build_sarif(ctx, out)) + "\n"
     elif fmt == "github":
         from eagle3_lint.report.github import render as render_github
 

@@ -259,20 +259,42 @@ def dotted(node: ast.AST | None) -> str:
     return ""
 
 
+# Fields that never hold a node any caller of ``_walk`` looks for: expression contexts and operators
+# (leaf nodes, so leaving them out keeps the order of every other node) and plain identifiers/flags.
+_LEAF_FIELDS = frozenset({"ctx", "op", "ops", "id", "attr", "arg", "name", "module", "level", "kind",
+                          "type_comment", "conversion", "is_async", "simple"})
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {ast.Constant: ()}
+
+
+def _child_fields(cls: type) -> tuple[str, ...]:
+    f = _CHILD_FIELDS[cls] = tuple(n for n in cls._fields if n not in _LEAF_FIELDS)  # type: ignore[attr-defined]
+    return f
+
+
 def _walk(node: ast.AST) -> list[ast.AST]:
-    """``list(ast.walk(node))``, same breadth-first order, about twice as fast (no generators)."""
+    """``list(ast.walk(node))`` in the same breadth-first order, without expression contexts and operators
+    (``Load``, ``Add``, ``Eq``...: leaves no caller looks for). About three times as fast (no generators,
+    no per-node scan of identifier fields); the cold parse spends most of its non-``ast.parse`` time here."""
     todo: list[ast.AST] = [node]
     i = 0
     AST = ast.AST
+    fields = _CHILD_FIELDS
+    append = todo.append
     while i < len(todo):
         n = todo[i]
         i += 1
-        for name in n._fields:
+        cls = n.__class__
+        names = fields.get(cls)
+        if names is None:
+            names = _child_fields(cls)
+        for name in names:
             v = getattr(n, name, None)
-            if isinstance(v, AST):
-                todo.append(v)
-            elif isinstance(v, list):
-                todo.extend(x for x in v if isinstance(x, AST))
+            if v.__class__ is list:
+                for x in v:
+                    if isinstance(x, AST):
+                        append(x)
+            elif isinstance(v, AST):
+                append(v)
     return todo
 
 
@@ -569,7 +591,8 @@ class _Extractor:
         loops: list[Loop] = []
         returns: list[tuple[str, str, int]] = []
         loop_nodes: list[ast.For] = []
-        for node in _walk(fn):
+        nodes = _walk(fn)
+        for node in nodes:
             if isinstance(node, (ast.Assign, ast.AnnAssign)):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for t in targets:
@@ -628,7 +651,7 @@ class _Extractor:
                 returns.append((kind, self.seg(v)[:200], node.lineno))
         # ``layers = self.layers[self.start_layer : self.end_layer]`` then ``enumerate(layers)`` (minimax_m3's
         # decode branch): the loop enumerates that slice.
-        local_slices = {t.id: st.value for st in _walk(fn) if isinstance(st, ast.Assign) and len(st.targets) == 1
+        local_slices = {t.id: st.value for st in nodes if isinstance(st, ast.Assign) and len(st.targets) == 1
                         for t in st.targets if isinstance(t, ast.Name)
                         and isinstance(st.value, (ast.Subscript, ast.Call)) and "layers" in self.seg(st.value)}
         for ln in loop_nodes:
