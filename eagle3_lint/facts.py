@@ -15,9 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 
+from eagle3_lint import FACTS_VERSION as FACTS_VERSION  # the facts format; bump it there
 from eagle3_lint._compat import TRY_NODES
-
-FACTS_VERSION = 10
 
 # Branch tags for bindings made under control flow; resolution prefers the runtime default.
 MAIN, ELSE, TRY, IF, TYPE_CHECKING, EXCEPT = "", "else", "try", "if", "type-checking", "except"

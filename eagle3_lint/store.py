@@ -41,11 +41,13 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from eagle3_lint import __version__
-from eagle3_lint.facts import FACTS_VERSION, ModuleFacts, extract
+from eagle3_lint import FACTS_VERSION, __version__
 from eagle3_lint.source import DirSource, SourceTree, ZipSource
+
+if TYPE_CHECKING:
+    from eagle3_lint.facts import ModuleFacts
 
 T = TypeVar("T")
 
@@ -334,6 +336,8 @@ class FactStore:
         if self.digest(rel) != e[1]:
             return None
         e = self._files[rel]  # digest() may have refreshed the stat memo
+        from eagle3_lint.facts import ModuleFacts  # only when facts are loaded: a replay reads hashes only
+
         try:
             mf = pickle.loads(e[2])  # type: ignore[arg-type]
         except Exception:  # noqa: BLE001 - a damaged entry is rebuilt, not trusted
@@ -345,6 +349,8 @@ class FactStore:
         return mf
 
     def _extract(self, rel: str) -> ModuleFacts | None:
+        from eagle3_lint.facts import extract
+
         data = self._read(rel)
         if data is None:
             return None
@@ -550,6 +556,8 @@ _WORKER_STORE: FactStore | None = None
 
 def _worker_extract(rels: list[str]) -> list[tuple[str, bytes | None, bytes | None, str | None]]:
     """In a forked child: extract ``rels`` and return each result pickled (parent unpickles)."""
+    from eagle3_lint.facts import extract
+
     store = _WORKER_STORE
     assert store is not None
     out: list[tuple[str, bytes | None, bytes | None, str | None]] = []
