@@ -225,6 +225,12 @@ class ModuleFacts:
     last_import_line: int = 0
     # A bug of ours, not of the file: the analysis reports it as an internal error (exit 2), not EGL000.
     internal_error: str | None = None
+    # The file's bytes contain SUPPRESSION_MARKER: it may hold ``# eagle3-lint: ignore`` comments. suppress.py
+    # reads only such files again (True when unknown), so a re-check does not re-read every model file.
+    mentions_marker: bool = True
+
+
+SUPPRESSION_MARKER = b"eagle3-lint"  # every suppression comment contains it (suppress.py)
 
 
 def decode_source(data: bytes) -> str:
@@ -817,6 +823,12 @@ def rebased_index(a: ast.AST, idx: str) -> tuple[int, ast.AST, ast.AST] | None:
 
 def extract(path: str, module: str, is_package: bool, data: bytes) -> ModuleFacts:
     """Facts of one file; a file that cannot be decoded or parsed yields facts with ``error`` set."""
+    mf = _extract(path, module, is_package, data)
+    mf.mentions_marker = SUPPRESSION_MARKER in data
+    return mf
+
+
+def _extract(path: str, module: str, is_package: bool, data: bytes) -> ModuleFacts:
     try:
         text = decode_source(data)
     except (UnicodeError, LookupError, SyntaxError) as exc:

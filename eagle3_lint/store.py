@@ -384,6 +384,10 @@ class FactStore:
         self._by_module[module] = mf
         return mf
 
+    def loaded_facts(self, rel: str) -> ModuleFacts | None:
+        """The facts of ``rel`` if this run has loaded them already (never loads)."""
+        return self._facts.get(rel)
+
     def loaded(self) -> list[ModuleFacts]:
         return [mf for mf in self._facts.values() if mf is not None]
 

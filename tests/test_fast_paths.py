@@ -5,10 +5,16 @@ Speed is measured by bench/bench.py, not here; these tests pin the behaviour the
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from eagle3_lint.config import rule_ids
 from eagle3_lint.rules import all_rules
@@ -50,3 +56,52 @@ def test_a_replayed_check_imports_no_analysis(tmp_path: Path) -> None:
              "eagle3_lint.outcome", "eagle3_lint.rules.egl001_missing_eagle3_interface"}
     assert heavy <= first
     assert not (heavy | {"rich.console", "eagle3_lint.fixes"}) & second, second
+
+
+def _copy_release(src: Path, dest: Path) -> Path:
+    shutil.copytree(src / "vllm", dest / "vllm", ignore=shutil.ignore_patterns("__pycache__"))
+    for d in src.glob("vllm-*.dist-info"):
+        shutil.copytree(d, dest / d.name)
+    return dest
+
+
+def _run_json(tree: Path, out: Path, cwd: Path, *extra: str) -> tuple[int, bytes]:
+    p = subprocess.run([sys.executable, "-m", "eagle3_lint", "check", str(tree), "--format", "json",
+                        "--output", str(out), *extra], capture_output=True, text=True, cwd=cwd,
+                       env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=600)
+    assert p.returncode in (0, 1), p.stderr
+    return p.returncode, out.read_bytes()
+
+
+@pytest.mark.real
+def test_one_edit_recheck_equals_a_cold_run_on_the_edited_tree(real_trees: Any, tmp_path: Path) -> None:
+    """The pre-commit case: a primed cache, then model files edited. The cached re-check (facts of the
+    unchanged files replayed, suppression comments looked for only where a file's facts say one can
+    be) must print what a run without any cache prints on the edited tree."""
+    tree = _copy_release(real_trees.get("0.16.0"), tmp_path / "tree")
+    time.sleep(2.1)  # older than the store's racy-stat window, as a real checkout is
+    cache, out = tmp_path / "cache", tmp_path / "report.json"
+    _, primed = _run_json(tree, out, tmp_path, "--cache-dir", str(cache))
+    before = json.loads(primed)
+    egl005 = {f["path"]: f["line"] for f in before["findings"] if f["rule"] == "EGL005"}
+    assert "vllm/model_executor/models/llama.py" in egl005 and "vllm/model_executor/models/qwen2.py" in egl005
+    # One line more at the top of llama.py moves its finding; a suppression comment silences qwen2's.
+    llama = tree / "vllm/model_executor/models/llama.py"
+    llama.write_text("# edited\n" + llama.read_text(encoding="utf-8"), encoding="utf-8")
+    qwen2 = tree / "vllm/model_executor/models/qwen2.py"
+    lines = qwen2.read_text(encoding="utf-8").split("\n")
+    n = egl005["vllm/model_executor/models/qwen2.py"]
+    lines[n - 1] += "  # eagle3-lint: ignore[EGL005] checked by hand"
+    qwen2.write_text("\n".join(lines), encoding="utf-8")
+
+    rc_edit, edited = _run_json(tree, out, tmp_path, "--cache-dir", str(cache))
+    rc_cold, cold = _run_json(tree, out, tmp_path, "--no-cache")
+    assert (rc_edit, edited) == (rc_cold, cold)
+    after = json.loads(edited)
+    assert after["findings"] != before["findings"]
+    assert [s["rule"] for s in after["suppressed"]] == ["EGL005"]
+    moved = {f["path"]: f["line"] for f in after["findings"] if f["rule"] == "EGL005"}
+    assert moved["vllm/model_executor/models/llama.py"] == egl005["vllm/model_executor/models/llama.py"] + 1
+    # And once more with the report cache emptied: every fact replayed, the whole analysis run.
+    shutil.rmtree(cache / "reports")
+    assert _run_json(tree, out, tmp_path, "--cache-dir", str(cache)) == (rc_cold, cold)
