@@ -303,6 +303,24 @@ def _walk(node: ast.AST) -> list[ast.AST]:
     return todo
 
 
+# The node classes ``_Extractor._method`` records besides attribute reads.
+_METHOD_NODES = frozenset({ast.Assign, ast.AnnAssign, ast.Call, ast.Compare, ast.For, ast.Return})
+
+
+def _rooted_at(node: ast.Attribute, name: str) -> bool:
+    """The ``a.b().c`` chain of ``node`` starts at the name ``name``: else ``dotted(node)`` cannot start
+    with ``name + "."`` (it is empty, or starts with another identifier), and need not be built."""
+    v = node.value
+    while True:
+        c = v.__class__
+        if c is ast.Attribute:
+            v = v.value  # type: ignore[attr-defined]
+        elif c is ast.Call:
+            v = v.func  # type: ignore[attr-defined]
+        else:
+            return c is ast.Name and v.id == name  # type: ignore[attr-defined]
+
+
 def _is_stub_body(body: list[ast.stmt]) -> bool:
     for st in body:
         if isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant):
@@ -597,8 +615,22 @@ class _Extractor:
         returns: list[tuple[str, str, int]] = []
         loop_nodes: list[ast.For] = []
         nodes = _walk(fn)
+        Attribute, Load, prefix = ast.Attribute, ast.Load, self_name + "."
+        assign_nodes: list[ast.Assign] = []
         for node in nodes:
+            # Exact classes (ast.parse makes no subclasses): most nodes are attribute reads or match nothing.
+            cls = node.__class__
+            if cls is Attribute:
+                if node.ctx.__class__ is Load and _rooted_at(node, self_name):  # type: ignore[attr-defined,arg-type]
+                    d = dotted(node)
+                    if d.startswith(prefix):
+                        reads.add(d)
+                continue
+            if cls not in _METHOD_NODES:
+                continue
             if isinstance(node, (ast.Assign, ast.AnnAssign)):
+                if cls is ast.Assign:
+                    assign_nodes.append(node)  # type: ignore[arg-type]
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for t in targets:
                     if isinstance(t, ast.Tuple) and node.value is not None:
@@ -629,10 +661,6 @@ class _Extractor:
                                 else "other"
                             )
                             assigns.append(SelfAssign(d, kind, dv or self.seg(v)[:200], (), {}, node.lineno))
-            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
-                d = dotted(node)
-                if d.startswith(self_name + "."):
-                    reads.add(d)
             elif isinstance(node, ast.Call):
                 f = dotted(node.func)
                 if f:
@@ -656,7 +684,7 @@ class _Extractor:
                 returns.append((kind, self.seg(v)[:200], node.lineno))
         # ``layers = self.layers[self.start_layer : self.end_layer]`` then ``enumerate(layers)`` (minimax_m3's
         # decode branch): the loop enumerates that slice.
-        local_slices = {t.id: st.value for st in nodes if isinstance(st, ast.Assign) and len(st.targets) == 1
+        local_slices = {t.id: st.value for st in assign_nodes if isinstance(st, ast.Assign) and len(st.targets) == 1
                         for t in st.targets if isinstance(t, ast.Name)
                         and isinstance(st.value, (ast.Subscript, ast.Call)) and "layers" in self.seg(st.value)}
         for ln in loop_nodes:
