@@ -5,11 +5,13 @@
     python scripts/same_report.py --ref HEAD~3 0.30.0   # other releases, another ref
 
 For each cached release, ``eagle3-lint check TREE --format json`` runs once with the ref's code
-(extracted with ``git archive`` into a temporary folder, imported through PYTHONPATH) and three
-times with this checkout's: without a cache, cold into an empty cache, and warm with the report
-cache emptied (facts replayed). All four reports must be byte-identical, and so must the exit
-codes. Speed-ups that were meant to change nothing are checked with this (issue 13, item 6).
-The exit status is 1 if any report differs. The cached release trees are only read.
+(extracted with ``git archive`` into a temporary folder, imported through PYTHONPATH) and six
+times with this checkout's: without a cache, cold into an empty cache, warm with the report cache
+emptied (facts replayed), cold with the parse (and the runner path) forced into two processes
+(``EAGLE3_LINT_JOBS=2``) and warm after it, and cold forced serial. All seven reports must be
+byte-identical, and so must the exit codes. Speed-ups that were meant to change nothing are
+checked with this (issue 13, item 6). The exit status is 1 if any report differs. The cached
+release trees are only read.
 """
 
 from __future__ import annotations
@@ -30,8 +32,10 @@ def cache_root() -> Path:
     return Path(base) / "eagle3-lint"
 
 
-def run(code: Path, tree: Path, out: Path, cwd: Path, *cache: str) -> int:
+def run(code: Path, tree: Path, out: Path, cwd: Path, *cache: str, jobs: str | None = None) -> int:
     env = dict(os.environ, PYTHONPATH=str(code))
+    if jobs:
+        env["EAGLE3_LINT_JOBS"] = jobs
     p = subprocess.run([sys.executable, "-m", "eagle3_lint", "check", str(tree), "--format", "json",
                         "--output", str(out), *cache], env=env, cwd=cwd, capture_output=True, text=True)
     if p.returncode not in (0, 1):
@@ -61,12 +65,17 @@ def main(argv: list[str] | None = None) -> int:
             rc = run(old, tree, base, work, "--no-cache")
             want = base.read_bytes()
             cache = work / f"cache-{v}"
-            for name, extra in (("no cache", ("--no-cache",)), ("cold", ("--cache-dir", str(cache))),
-                                ("warm analysis", ("--cache-dir", str(cache)))):
-                if name == "warm analysis":
-                    shutil.rmtree(cache / "reports", ignore_errors=True)
+            pcache = work / f"cache-parallel-{v}"
+            for name, extra, jobs in (("no cache", ("--no-cache",), None),
+                                      ("cold", ("--cache-dir", str(cache)), None),
+                                      ("warm analysis", ("--cache-dir", str(cache)), None),
+                                      ("cold, 2 jobs", ("--cache-dir", str(pcache)), "2"),
+                                      ("warm analysis after it", ("--cache-dir", str(pcache)), None),
+                                      ("cold, 1 job", ("--cache-dir", str(work / f"cache-serial-{v}")), "1")):
+                if name.startswith("warm analysis"):
+                    shutil.rmtree((pcache if "after" in name else cache) / "reports", ignore_errors=True)
                 got = work / f"{v}-now.json"
-                rc_now = run(REPO, tree, got, work, *extra)
+                rc_now = run(REPO, tree, got, work, *extra, jobs=jobs)
                 same = got.read_bytes() == want and rc_now == rc
                 failed |= not same
                 print(f"{v} {name}: {'identical' if same else 'DIFFERENT'} ({len(want)} bytes, exit {rc_now} vs {rc})")

@@ -105,3 +105,53 @@ def test_one_edit_recheck_equals_a_cold_run_on_the_edited_tree(real_trees: Any, 
     # And once more with the report cache emptied: every fact replayed, the whole analysis run.
     shutil.rmtree(cache / "reports")
     assert _run_json(tree, out, tmp_path, "--cache-dir", str(cache)) == (rc_cold, cold)
+
+
+def _store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    from eagle3_lint.source import DirSource
+    from eagle3_lint.store import FactStore
+
+    monkeypatch.setenv("EAGLE3_LINT_JOBS", "2")  # a second process even on a busy machine
+    tree = materialize(SAMPLES / "core" / "wrapper_inner_supports", tmp_path / "tree")
+    return FactStore(DirSource(tree), tmp_path / "cache")
+
+
+def _sizes(src: Any) -> dict[str, int]:
+    return {rel: len(src.read_bytes(rel)) for rel in src.py_files()}
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the background derivation forks")
+def test_memo_in_background_gives_what_memo_gives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runner path of a cold run is read in a forked child: its value, the entry stored and the
+    content hashes adopted are those of ``memo`` computing in place."""
+    store = _store(tmp_path, monkeypatch)
+    files = store.source.py_files()
+    got = store.memo_in_background("sizes", ("p",), files, _sizes)()
+    assert got == _sizes(store.source) and len(got) >= 2
+    assert store._derived["sizes"][0] == store._memo_key("sizes", ("p",), files)
+    assert all(store._digests.get(rel) for rel in files)
+    store.save()
+    again = type(store)(store.source, store.cache_dir)
+    assert again.memo("sizes", ("p",), files, lambda src: {}) == got  # a hit: the child's entry was stored
+    assert again.derived_hits == 1
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the background derivation forks")
+def test_memo_in_background_falls_back_in_place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A child that dies is replaced by the computation in place; an error of the computation itself
+    is raised in this process, where analysis.build records it as an internal error."""
+    store = _store(tmp_path, monkeypatch)
+    parent = os.getpid()
+
+    def dies_in_child(src: Any) -> str:
+        if os.getpid() != parent:
+            os._exit(3)
+        return "computed here"
+
+    assert store.memo_in_background("a", (), [], dies_in_child)() == "computed here"
+
+    def broken(src: Any) -> str:
+        raise KeyError("bug")
+
+    with pytest.raises(KeyError, match="bug"):
+        store.memo_in_background("b", (), [], broken)()
