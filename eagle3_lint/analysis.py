@@ -136,9 +136,16 @@ def build(source: SourceTree, options: Options, store: FactStore | None = None) 
     if store is None:
         store = FactStore(source, options.cache_dir)
     engine = engines.for_package(source.package) or engines.all_engines()[0]
-    store.preload([rel for rel in source.py_files() if engine.is_model_file(rel)], options.progress)
-    t1 = time.perf_counter()
-    derived = engine.derive(source, store)
+    t1 = t0
+
+    def preload() -> None:
+        nonlocal t1
+        store.preload([rel for rel in source.py_files() if engine.is_model_file(rel)], options.progress)
+        t1 = time.perf_counter()
+
+    # The engine parses the model files (``preload``) when it suits its derivations: vLLM's reads the
+    # runner path in a second process meanwhile.
+    derived = engine.derive(source, store, preload)
     registry, contract, runner = derived.registry, derived.contract, derived.runner
     t2 = time.perf_counter()
 

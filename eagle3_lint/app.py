@@ -13,17 +13,20 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from eagle3_lint import engines
 from eagle3_lint import target as target_mod
-from eagle3_lint.analysis import Context, Options, analyze
 from eagle3_lint.config import Settings
 from eagle3_lint.errors import UsageError
 from eagle3_lint.model import Finding, Severity
 from eagle3_lint.reportcache import Replay
 from eagle3_lint.source import SourceTree
 from eagle3_lint.store import FactStore
+
+if TYPE_CHECKING:
+    # The analysis is imported when one runs: a replayed check (report_once) never needs it.
+    from eagle3_lint.analysis import Context
 
 
 @dataclass
@@ -77,6 +80,8 @@ def cache_dir(req: CheckRequest) -> Path | None:
 
 def run_check(req: CheckRequest, source: SourceTree | None = None, store: FactStore | None = None) -> Context:
     """Analyze ``req``'s target (or ``source``, already opened, with ``store`` already holding its hashes)."""
+    from eagle3_lint.analysis import Options, analyze
+
     if source is None:
         source = open_target(req)
     engine = engines.for_package(source.package) or engines.all_engines()[0]

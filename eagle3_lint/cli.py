@@ -18,12 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
-from rich.console import Console
 
 from eagle3_lint import __version__
 from eagle3_lint import config as config_mod
-from eagle3_lint import fixes as fixes_mod
-from eagle3_lint import outcome as outcome_mod
 from eagle3_lint.app import CheckRequest, exit_code, report_once, run_check, write_output
 from eagle3_lint.engines import EngineName
 from eagle3_lint.errors import UsageError
@@ -32,7 +29,13 @@ from eagle3_lint.report.textopts import OutputFormat, TextOptions
 from eagle3_lint.reportcache import Replay
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
+    from eagle3_lint import outcome as outcome_mod
     from eagle3_lint.analysis import Context
+
+# rich, the analysis, fixes and report builders are imported where they are used: a replayed
+# ``check --format json`` (reportcache.py) needs none of them, and importing them was most of its time.
 
 FORMATS = ["text", "json", "sarif", "github"]
 
@@ -49,6 +52,8 @@ class _StderrProgress:
     """Progress on stderr: a status line per step, a transient bar for counted steps (cold parse)."""
 
     def __init__(self) -> None:
+        from rich.console import Console
+
         self.console = Console(stderr=True)
         self._bar: Any = None
         self._task: Any = None
@@ -88,11 +93,12 @@ def _guard(debug: bool, fn: Callable[[], int]) -> NoReturn:
         code = fn()
     except UsageError as exc:
         _fail(str(exc), debug)
-    except fixes_mod.ApplyError as exc:
-        _fail(str(exc), debug)
     except KeyboardInterrupt:
         _fail("interrupted")
     except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, exit 2
+        fixes_mod = sys.modules.get("eagle3_lint.fixes")  # only a run that imported it can raise its error
+        if fixes_mod is not None and isinstance(exc, fixes_mod.ApplyError):
+            _fail(str(exc), debug)
         _fail(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)", debug)
     sys.exit(code)
 
@@ -294,6 +300,8 @@ def check(target: str | None, archs: tuple[str, ...], fmt: str | None, output: s
 
 def _text_console(output: str | None, color: str) -> Console:
     """The console of the text report: ``--color`` wins; ``auto`` leaves NO_COLOR/FORCE_COLOR to rich."""
+    from rich.console import Console
+
     if output:
         return Console(file=io.StringIO(), width=160, color_system=None if color != "always" else "standard",
                        force_terminal=color == "always")
@@ -327,6 +335,8 @@ def _colour_diff(diff: str) -> str:
 def _fix(req: CheckRequest, settings: config_mod.Settings, output: str | None, do_apply: bool, into: str | None,
          backup: bool, debug: bool, exit_zero: bool, color: str) -> int:
     """--fix (print the patch), --fix --apply (write it, re-check, exit by what remains), --apply --into DIR."""
+    from eagle3_lint import fixes as fixes_mod
+    from eagle3_lint import outcome as outcome_mod
     from eagle3_lint import target as target_mod
     from eagle3_lint.report.headline import split
 
@@ -401,14 +411,19 @@ def _copy_tree(source: Any, dest: Path) -> Path:
 def _render(ctx: Context, settings: config_mod.Settings, fmt: str, console: Console | None, text: TextOptions,
             debug: bool, exit_zero: bool, invocation: str = "eagle3-lint check") -> Replay:
     """The report of ``ctx`` in ``fmt``, the stderr lines that go with it, and the exit code."""
+    from eagle3_lint import outcome as outcome_mod
+
     out = outcome_mod.finalize(ctx, settings)
     findings = out.findings
     if fmt == "json":
-        report = json.dumps(outcome_mod.json_report(ctx, out), indent=2) + "\n"
+        from eagle3_lint.report.jsondump import dumps
+
+        report = dumps(outcome_mod.json_report(ctx, out)) + "\n"  # == json.dumps(..., indent=2)
     elif fmt == "sarif":
+        from eagle3_lint.report.jsondump import dumps
         from eagle3_lint.report.sarif import build_sarif
 
-        report = json.dumps(build_sarif(ctx, out), indent=2) + "\n"
+        report = dumps(build_sarif(ctx, out)) + "\n"
     elif fmt == "github":
         from eagle3_lint.report.github import render as render_github
 
@@ -488,6 +503,8 @@ def trace(args: tuple[str, ...], arch_opt: str | None, target_config: str | None
         elif fmt == "mermaid":
             write_output(trace_mod.to_mermaid(node), None)
         else:
+            from rich.console import Console
+
             Console().print(trace_tree(node))
         return 0
 
@@ -512,6 +529,7 @@ def rules_cmd(fmt: str, write_docs: str | None) -> None:
         if fmt == "json":
             write_output(json.dumps([catalog.summary_json(r) for r in all_rules()], indent=2) + "\n", None)
             return 0
+        from rich.console import Console
         from rich.table import Table
 
         t = Table(header_style="bold")
@@ -620,6 +638,8 @@ def matrix(targets: tuple[str, ...], releases: str | None, use_index: bool, arch
             else:
                 write_output(text, None)
         else:
+            from rich.console import Console
+
             # One column per release: render_table gives the table the width its content needs.
             if output:
                 with open(output, "w", encoding="utf-8") as fh:

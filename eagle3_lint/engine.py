@@ -111,8 +111,9 @@ class Engine(ABC):
         """The cached tree of release ``version``, downloaded on first use."""
 
     @abstractmethod
-    def derive(self, source: SourceTree, store: FactStore) -> Derived:
-        """Registry, contract and runner path of ``source``."""
+    def derive(self, source: SourceTree, store: FactStore, preload: Callable[[], None]) -> Derived:
+        """Registry, contract and runner path of ``source``. ``preload()`` parses the model files; the engine
+        calls it exactly once, where it suits it (work that needs no model file can overlap the parse)."""
 
     def is_model_file(self, rel: str) -> bool:
         return rel.startswith(self.model_dirs)

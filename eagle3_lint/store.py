@@ -41,11 +41,13 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from eagle3_lint import __version__
-from eagle3_lint.facts import FACTS_VERSION, ModuleFacts, extract
+from eagle3_lint import FACTS_VERSION, __version__
 from eagle3_lint.source import DirSource, SourceTree, ZipSource
+
+if TYPE_CHECKING:
+    from eagle3_lint.facts import ModuleFacts
 
 T = TypeVar("T")
 
@@ -334,6 +336,8 @@ class FactStore:
         if self.digest(rel) != e[1]:
             return None
         e = self._files[rel]  # digest() may have refreshed the stat memo
+        from eagle3_lint.facts import ModuleFacts  # only when facts are loaded: a replay reads hashes only
+
         try:
             mf = pickle.loads(e[2])  # type: ignore[arg-type]
         except Exception:  # noqa: BLE001 - a damaged entry is rebuilt, not trusted
@@ -345,6 +349,8 @@ class FactStore:
         return mf
 
     def _extract(self, rel: str) -> ModuleFacts | None:
+        from eagle3_lint.facts import extract
+
         data = self._read(rel)
         if data is None:
             return None
@@ -377,6 +383,10 @@ class FactStore:
         mf = None if rel is None else self.load_path(rel)
         self._by_module[module] = mf
         return mf
+
+    def loaded_facts(self, rel: str) -> ModuleFacts | None:
+        """The facts of ``rel`` if this run has loaded them already (never loads)."""
+        return self._facts.get(rel)
 
     def loaded(self) -> list[ModuleFacts]:
         return [mf for mf in self._facts.values() if mf is not None]
@@ -506,6 +516,74 @@ class FactStore:
         self._dirty = True
         return value
 
+    def memo_in_background(self, name: str, params: tuple[Any, ...], files: Iterable[str],
+                           compute: Callable[[SourceTree], T]) -> Callable[[], T]:
+        """``memo(...)`` to be collected later: computed in a forked child while this process goes on
+        (the cold parse), when it would be computed at all and a second CPU is free; else run in place.
+
+        Only a cold run forks: nothing is stored under ``name`` (a stored entry is checked in place,
+        which costs a stat per file). The child reads the tree through ``_Reading`` as ``memo`` would
+        and sends back the pickled value and the content hashes of what it read; this process adopts
+        both, so the entry and its key are what ``memo`` makes. If the child fails in any way, the
+        returned function computes in place, and an error of ``compute`` is raised from there.
+        """
+        files = list(files)
+
+        def in_place() -> T:
+            return self.memo(name, params, files, compute)
+
+        if (self.cache_dir is None or name in self._derived or sys.platform != "linux"
+                or not isinstance(self.source, DirSource) or not hasattr(os, "fork") or jobs() < 2):
+            return in_place
+        try:
+            r, w = os.pipe()
+        except OSError:
+            return in_place
+        try:
+            pid = os.fork()  # a bare fork: no thread of a pool may be running in the parent when it happens
+        except OSError:
+            os.close(r)
+            os.close(w)
+            return in_place
+        if pid == 0:  # the child: compute, send, leave without running the parent's exit handlers
+            code = 1
+            try:
+                os.close(r)
+                gc.disable()
+                known = set(self._digests)
+                value = compute(_Reading(self))
+                read = {rel: d for rel, d in self._digests.items() if rel not in known and d is not None}
+                payload = pickle.dumps((pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL), read),
+                                       protocol=pickle.HIGHEST_PROTOCOL)
+                with os.fdopen(w, "wb") as fh:
+                    fh.write(payload)
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(w)
+
+        def collect() -> T:
+            try:
+                with os.fdopen(r, "rb") as fh:
+                    payload = fh.read()
+                _, status = os.waitpid(pid, 0)
+                if status != 0:
+                    raise ValueError("the child failed")
+                blob, read = pickle.loads(payload)
+                value = pickle.loads(blob)
+            except Exception:  # noqa: BLE001 - a failed child costs time, not results
+                return in_place()
+            for rel, d in read.items():
+                if rel not in self._digests:
+                    self._digests[rel] = d
+                    e = self._files.get(rel)
+                    self._remember(rel, d, e[2] if e is not None and e[1] == d else None)
+            self._derived[name] = (self._memo_key(name, params, files), blob)
+            self._dirty = True
+            return value
+
+        return collect
+
     def _memo_key(self, name: str, params: tuple[Any, ...], files: list[str]) -> str:
         h = hashlib.sha256(repr((name, params)).encode())
         for rel in files:
@@ -550,6 +628,8 @@ _WORKER_STORE: FactStore | None = None
 
 def _worker_extract(rels: list[str]) -> list[tuple[str, bytes | None, bytes | None, str | None]]:
     """In a forked child: extract ``rels`` and return each result pickled (parent unpickles)."""
+    from eagle3_lint.facts import extract
+
     store = _WORKER_STORE
     assert store is not None
     out: list[tuple[str, bytes | None, bytes | None, str | None]] = []

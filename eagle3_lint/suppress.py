@@ -21,7 +21,7 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from eagle3_lint.facts import decode_source
+from eagle3_lint.facts import SUPPRESSION_MARKER, decode_source
 from eagle3_lint.model import Edit, Finding, Fix, Location
 from eagle3_lint.rules import make
 from eagle3_lint.rules.egl100_unused_suppression import META as UNUSED
@@ -29,7 +29,7 @@ from eagle3_lint.rules.egl100_unused_suppression import META as UNUSED
 if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
 
-MARKER = b"eagle3-lint"
+MARKER = SUPPRESSION_MARKER
 DIRECTIVE = re.compile(r"#\s*eagle3-lint\s*:\s*ignore\b(?:\[(?P<codes>[^\]]*)\])?(?P<rest>.*)")
 # Where the reason stops: the start of another directive-like comment (``# expect: ...``, ``# type: ...``).
 _NEXT_COMMENT = re.compile(r"\s+#\s*[A-Za-z][\w-]*\s*:")
@@ -113,6 +113,9 @@ def collect(ctx: Context, findings: Collection[Finding]) -> dict[str, list[Direc
         files.add(ctx.contract.path)
     out: dict[str, list[Directive]] = {}
     for rel in sorted(files):
+        mf = ctx.store.loaded_facts(rel)
+        if mf is not None and not mf.mentions_marker:
+            continue  # its facts, made from the bytes this run hashed, say no comment can be there
         try:
             data = ctx.source.read_bytes(rel)
         except OSError:

@@ -25,5 +25,9 @@ def test_bench_runs_on_a_sample_tree(tmp_path: Path) -> None:
     assert "report identical to cold: True" in rows["warm"]["detail"]
     for name in ("floor", "cold", "warm", "one-edit"):
         assert name in p.stdout
+    # All four targets of issue 13 on one line, wall and CPU ratios.
+    summary = next(line for line in p.stdout.splitlines() if line.startswith("targets: "))
+    for part in ("cold ", "warm ", "one-edit ", "peak RSS ", "(cpu "):
+        assert part in summary
     # The tree it measured was only read: the one-edit case edits a copy.
     assert "_bench_edit_" not in "".join(f.read_text() for f in tree.rglob("*.py"))

@@ -53,7 +53,7 @@ class SglangEngine(Engine):
     def version(self, source: SourceTree) -> str:
         return source.package_version(PACKAGE, ("version.py", "_version.py"))
 
-    def derive(self, source: SourceTree, store: FactStore) -> Derived:
+    def derive(self, source: SourceTree, store: FactStore, preload: Callable[[], None]) -> Derived:
         from eagle3_lint.contract import CheckKind, Contract
         from eagle3_lint.engines.sglang import registry as registry_mod
         from eagle3_lint.engines.sglang import runner as runner_mod
@@ -61,6 +61,7 @@ class SglangEngine(Engine):
         from eagle3_lint.registry import Registry
         from eagle3_lint.runner import RunnerPath
 
+        preload()  # every derivation below reads model files (EntryClass) or is cheap
         errors: list[ErrorRecord] = []
         # The registry is read before the analysis' own graph exists (that one resolves registered names
         # through it): a plain graph over the same facts is enough to follow EntryClass elements.
