@@ -59,13 +59,13 @@ def in_process(args: Sequence[str], *, cwd: Path | str | None = None, env: Mappi
     (pipes that are not terminals, so the text is not wrapped, coloured or given a progress bar; rich and
     click look the streams up at each write), the warning filters (the interpreter's defaults, printed on
     stderr), and ``sys.argv``. The exit code is ``SystemExit``'s, or 1 with the traceback on stderr for an
-    exception nothing caught, as the interpreter does. ``PYTHONPATH`` cannot be honoured in a process whose
-    ``sys.path`` is set: such a run has to use ``process=True``."""
+    exception nothing caught, as the interpreter does. A ``PYTHONPATH`` of its own cannot be honoured in a
+    process whose ``sys.path`` is set: such a run has to use ``process=True``."""
     from eagle3_lint.cli import main
 
     env = dict(os.environ if env is None else env)
-    if env.get("PYTHONPATH", "") != os.environ.get("PYTHONPATH", ""):
-        raise AssertionError("PYTHONPATH changes sys.path at start-up only: run this one with process=True")
+    if env.get("PYTHONPATH") and env["PYTHONPATH"] != os.environ.get("PYTHONPATH"):
+        raise AssertionError("PYTHONPATH adds to sys.path at start-up only: run this one with process=True")
     out, err = _pipe(), _pipe(errors="backslashreplace")
     code: int
     with _isolated(env, cwd, out, err, _pipe(stdin or "")), warnings.catch_warnings():
