@@ -120,7 +120,7 @@ def test_readme_first_command_in_an_80x24_terminal_and_piped(real_trees: object,
     args = ["check", "vllm==0.16.0", "--arch", KIMI]
     kimi = _kimi_path_findings(real_trees)
     assert {r for _p, _l, r in kimi} >= {"EGL001", "EGL009"}
-    piped = cli(*args, env={"COLUMNS": "80"})
+    piped = cli(*args, env={"COLUMNS": "80"}, process=True)  # a real pipe from a real interpreter
     assert piped.returncode == 1, piped.stderr
     screens = [screen_rows(in_terminal(args)), screen_rows(piped.stdout)]  # a bare pty (warm now), and a pipe
     if shutil.which("tmux"):
