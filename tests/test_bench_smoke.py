@@ -25,6 +25,8 @@ def test_bench_runs_on_a_sample_tree(tmp_path: Path, monkeypatch: pytest.MonkeyP
     # those of a racily clean tree; a smoke test asserts no figure, so it does not wait.
     real_sleep = time.sleep
     monkeypatch.setattr(time, "sleep", lambda s: real_sleep(0) if s == 2.1 else real_sleep(s))
+    # Each measured run imports a fresh copy of the package: let the first one leave its bytecode for the others.
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
     tree = materialize(SAMPLES / "core" / "wrapper_inner_supports", tmp_path / "tree")
     out = tmp_path / "bench.json"
     rc = bench.main(["--tree", str(tree), "--repeat", "1", "--no-sweep", "--no-compare", "--no-serial", "--phases",
