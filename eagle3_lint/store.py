@@ -335,7 +335,7 @@ class FactStore:
             return None
         e = self._files[rel]  # digest() may have refreshed the stat memo
         try:
-            mf = pickle.loads(e[2])  # type: ignore[arg-type]
+            mf = pickle.loads(e[2])  # type: ignore[arg-type]  # digest matched: the blob is kept
         except Exception:  # noqa: BLE001 - a damaged entry is rebuilt, not trusted
             mf = None
         if not isinstance(mf, ModuleFacts) or mf.path != rel:
