@@ -13,8 +13,9 @@ later are covered) runs over it, over the folder, over the ``vllm/`` folder, fro
 with no target, and over the tree zipped as a wheel; ``--fix --apply`` runs on a copy. No marker may
 appear. The runs from inside the tree start a real interpreter (the console script and ``python -m``,
 whose start-up is what could pick up the shadowing files); the others run the CLI in this process
-(tests/cihelp.py), where a tree file executed would equally write its marker and raise SystemExit. Positive controls prove the tripwire fires when the code is really
-imported, and that the in-tool guard (``eagle3_lint.guard``) refuses imports and ``exec``.
+(tests/cihelp.py), where a tree file executed would equally write its marker and raise SystemExit.
+Positive controls prove the tripwire fires when the code is really imported, and that the in-tool
+guard (``eagle3_lint.guard``) refuses imports and ``exec``.
 """
 
 from __future__ import annotations
