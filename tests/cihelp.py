@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
 import json
 import os
@@ -57,10 +58,11 @@ def in_process(args: Sequence[str], *, cwd: Path | str | None = None, env: Mappi
     environment (``CI``, ``NO_COLOR``, ``FORCE_COLOR``, ``COLUMNS``, the cache folder, the guard flag, all
     read when used), the working directory (config discovery, relative paths), ``sys.stdin/stdout/stderr``
     (pipes that are not terminals, so the text is not wrapped, coloured or given a progress bar; rich and
-    click look the streams up at each write), the warning filters (the interpreter's defaults, printed on
-    stderr), and ``sys.argv``. The exit code is ``SystemExit``'s, or 1 with the traceback on stderr for an
-    exception nothing caught, as the interpreter does. A ``PYTHONPATH`` of its own cannot be honoured in a
-    process whose ``sys.path`` is set: such a run has to use ``process=True``."""
+    click look the streams up at each write) and the terminal size of descriptors 1 and 2, the warning
+    filters (the interpreter's defaults, printed on stderr), and ``sys.argv``. The exit code is
+    ``SystemExit``'s, or 1 with the traceback on stderr for an exception nothing caught, as the interpreter
+    does. A ``PYTHONPATH`` of its own cannot be honoured in a process whose ``sys.path`` is set: such a run
+    has to use ``process=True``."""
     from eagle3_lint.cli import main
 
     env = dict(os.environ if env is None else env)
@@ -115,6 +117,15 @@ def _isolated(env: Mapping[str, str], cwd: Path | str | None, out: TextIO, err: 
     saved_env = dict(os.environ)
     saved_cwd = os.getcwd()
     saved = sys.stdin, sys.stdout, sys.stderr, sys.argv
+    terminal_size = os.get_terminal_size
+
+    def piped_terminal_size(fd: int = 1) -> os.terminal_size:
+        # rich and shutil ask the file descriptors for a width: 1 and 2 are pipes in a captured subprocess,
+        # even when pytest runs with -s on a terminal; 0 is inherited, as there.
+        if fd in (1, 2):
+            raise OSError(errno.ENOTTY, "not a terminal")
+        return terminal_size(fd)
+
     os.environ.clear()
     os.environ.update(env)
     try:
@@ -122,8 +133,10 @@ def _isolated(env: Mapping[str, str], cwd: Path | str | None, out: TextIO, err: 
             os.chdir(cwd)
         sys.stdin, sys.stdout, sys.stderr = inp, out, err
         sys.argv = [PROG]
+        os.get_terminal_size = piped_terminal_size
         yield
     finally:
+        os.get_terminal_size = terminal_size
         sys.stdin, sys.stdout, sys.stderr, sys.argv = saved
         os.chdir(saved_cwd)
         os.environ.clear()
