@@ -100,11 +100,6 @@ class Engine(ABC):
     def version(self, source: SourceTree) -> str:
         return source.package_version(self.package)
 
-    def spec_version(self, target: str) -> str | None:
-        """``X`` for ``<name>==X``, else None."""
-        prefix = f"{self.name}=="
-        return target[len(prefix):] if target.startswith(prefix) and len(target) > len(prefix) else None
-
     @abstractmethod
     def fetch_release(self, version: str, cache_dir: str | os.PathLike[str] | None,
                       progress: Callable[[str], None] | None = None) -> Path:

@@ -367,8 +367,8 @@ class _Extractor:
     def seg(self, node: ast.AST) -> str:
         """Source text of a node; byte offsets converted per line, only for short spans."""
         try:
-            l0, l1 = node.lineno - 1, node.end_lineno - 1  # type: ignore[attr-defined]
-            c0, c1 = node.col_offset, node.end_col_offset  # type: ignore[attr-defined]
+            l0, l1 = node.lineno - 1, node.end_lineno - 1  # type: ignore[attr-defined]  # stmt/expr nodes
+            c0, c1 = node.col_offset, node.end_col_offset  # type: ignore[attr-defined]  # stmt/expr nodes
         except AttributeError:
             return ""
         if l1 - l0 > 20 or l0 < 0 or l1 >= len(self.lines):
@@ -751,10 +751,10 @@ class _Extractor:
             if kw.arg == "start":
                 start, start_node = self.seg(kw.value), kw.value
         lower: ast.AST | None = None  # the slice's start expression, for ``idx - <start>`` uses
-        if sliced is Slicing.ISLICE and len(inner.args) >= 3:  # type: ignore[attr-defined]
-            lower = inner.args[1]  # type: ignore[attr-defined]
+        if sliced is Slicing.ISLICE and len(inner.args) >= 3:  # type: ignore[attr-defined]  # ISLICE: an ast.Call
+            lower = inner.args[1]  # type: ignore[attr-defined]  # ISLICE: an ast.Call
         elif sliced is Slicing.SUBSCRIPT:
-            lower = inner.slice.lower  # type: ignore[attr-defined]
+            lower = inner.slice.lower  # type: ignore[attr-defined]  # SUBSCRIPT: inner[lo:hi]
         lower_text = ast.unparse(lower) if lower is not None and not isinstance(lower, ast.Constant) else ""
         uses: list[Use] = []
         rebased: list[Use] = []
@@ -812,8 +812,8 @@ class _Extractor:
         Anything else in between (a closing parenthesis of ``(idx) - s``, the opening one of
         ``idx - (s)``, a comment) would make the deletion change more than the subtraction.
         """
-        l0, c0 = kept.end_lineno, kept.end_col_offset  # type: ignore[attr-defined]
-        l1, c1 = sub.end_lineno, sub.end_col_offset  # type: ignore[attr-defined]
+        l0, c0 = kept.end_lineno, kept.end_col_offset  # type: ignore[attr-defined]  # expr nodes
+        l1, c1 = sub.end_lineno, sub.end_col_offset  # type: ignore[attr-defined]  # expr nodes
         if l0 is None or c0 is None or l1 is None or c1 is None or not (0 < l0 <= l1 <= len(self.lines)):
             return (0, 0, 0, 0)
         raw = "\n".join(self.lines[l0 - 1: l1]).encode("utf-8")

@@ -76,7 +76,7 @@ def _flavor(ctx: Context) -> Flavor:
     if mk is not None and c.mixin_collector:
         hit = ctx.graph.method(mk, c.mixin_collector)
         if hit is not None:
-            for _left, container, _line in hit[1].memberships:  # type: ignore[attr-defined]
+            for _left, container, _line in hit[1].memberships:  # type: ignore[attr-defined]  # md: a MethodDef
                 if container.startswith("self."):
                     mixin_attr = container[5:]
     return Flavor(
@@ -113,11 +113,11 @@ class Text:
         return len(raw.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
 
     def start(self, node: ast.AST) -> tuple[int, int]:
-        return node.lineno, self.ccol(node.lineno, node.col_offset)  # type: ignore[attr-defined]
+        return node.lineno, self.ccol(node.lineno, node.col_offset)  # type: ignore[attr-defined]  # stmt/expr only
 
     def end(self, node: ast.AST) -> tuple[int, int]:
-        ln = node.end_lineno or node.lineno  # type: ignore[attr-defined]
-        return ln, self.ccol(ln, node.end_col_offset or 0)  # type: ignore[attr-defined]
+        ln = node.end_lineno or node.lineno  # type: ignore[attr-defined]  # stmt/expr
+        return ln, self.ccol(ln, node.end_col_offset or 0)  # type: ignore[attr-defined]  # stmt/expr
 
     def seg(self, node: ast.AST) -> str:
         """Source text of a node (``ast.get_source_segment`` re-splits the whole file on every call)."""
@@ -602,6 +602,7 @@ def _analyse_loop(t: Text, fn: ast.AST, loop: ast.For) -> _Loop | None:
 
 def _top_stmt(fn: ast.FunctionDef | ast.AsyncFunctionDef, node: ast.AST) -> ast.stmt | None:
     for st in fn.body:
+        # ignore below: node is a stmt or an expr, which have positions
         if st.lineno <= node.lineno and (st.end_lineno or st.lineno) >= (node.end_lineno or node.lineno):  # type: ignore[attr-defined]
             return st
     return None

@@ -146,6 +146,7 @@ def expand_range(spec: str, cache_dir: str | None = None, index: bool = False,
     known = set(cached_releases(cache_dir, engine))
     if index:
         known |= set(index_releases(engine))
+    # ignore below: klo, khi and every version_key(v) of known are set (parseable only)
     picked = sorted((v for v in known if klo <= version_key(v) <= khi), key=lambda v: version_key(v) or ())  # type: ignore[operator]
     for end in (lo.strip(), hi.strip()):
         if end not in picked and not index:
@@ -178,7 +179,7 @@ def targets_from(args: list[str], releases: str | None, cache_dir: str | None, i
     if not out:
         raise UsageError(f"matrix needs targets (paths, wheels, {engine.name}==X.Y.Z) or --releases FIRST..LAST")
     seen: set[str] = set()
-    return [t for t in out if not (t in seen or seen.add(t))]  # type: ignore[func-returns-value]
+    return [t for t in out if not (t in seen or seen.add(t))]  # type: ignore[func-returns-value]  # set.add in a dedupe
 
 
 # -- one release (runs in a worker process) ----------------------------------------------------------
@@ -275,6 +276,7 @@ def run(targets: list[str], cache_dir: str | None = None, jobs: int | None = Non
 def order(releases: list[Release]) -> list[Release]:
     keys = [version_key(r.version) for r in releases]
     if all(k is not None for k in keys):
+        # ignore below: no key is None (checked above)
         return [r for _k, r in sorted(zip(keys, releases, strict=True), key=lambda kr: kr[0])]  # type: ignore[arg-type,return-value]
     return releases
 

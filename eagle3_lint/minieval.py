@@ -933,7 +933,7 @@ class Interpreter:
     _e_GeneratorExp = _e_ListComp
 
     def _e_SetComp(self, node: ast.SetComp, frame: _Frame) -> Any:
-        v = self._e_ListComp(node, frame)  # type: ignore[arg-type]
+        v = self._e_ListComp(node, frame)  # type: ignore[arg-type]  # SetComp has ListComp's fields
         return UNKNOWN if _is_unknown(v) else set(v)
 
     def _e_DictComp(self, node: ast.DictComp, frame: _Frame) -> Any:
@@ -1174,5 +1174,5 @@ def function_at(tree: ast.Module, line: int) -> ast.FunctionDef | None:
     """The function (or method) whose ``def`` is on ``line``."""
     for n in ast.walk(tree):
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.lineno == line:
-            return n  # type: ignore[return-value]
+            return n  # type: ignore[return-value]  # async def too; same fields used
     return None

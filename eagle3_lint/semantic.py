@@ -481,7 +481,7 @@ def default_parent(ctx: Context, key: ClassKey) -> tuple[tuple[Hop, ...], str] |
         tgt = delegate(ctx, key, attr) if attr else None
         if tgt is None:
             return None
-        return (Hop(attr, tgt),), f"get_language_model() -> self.{attr}"  # type: ignore[arg-type]
+        return (Hop(attr, tgt),), f"get_language_model() -> self.{attr}"  # type: ignore[arg-type]  # attr set if tgt
     if "language_model" in unwrap and any(d.attr == "language_model" for d in delegations(ctx, key)):
         tgt = delegate(ctx, key, "language_model")
         if tgt is None:
@@ -801,11 +801,11 @@ def default_ids(ctx: Context, key: ClassKey, n: int, tcfg: dict[str, Any] | None
         return None, Where(path, origin[1].line), f"{origin[0].name}.{fallback} is not a method the tool can read"
     mowner, md = hit
     path = ctx.graph.path_of(mowner)
-    where = Where(path, md.line, f"{mowner.name}.{fallback}")  # type: ignore[attr-defined]
+    where = Where(path, md.line, f"{mowner.name}.{fallback}")  # type: ignore[attr-defined]  # md: a MethodDef
     if getattr(md, "stub", False):
         return None, where, f"{mowner.name}.{fallback}() has a stub body: it returns None, so there is no default"
     tree = read_module(ctx, path)
-    fnode = me.function_at(tree, md.line) if tree is not None else None  # type: ignore[attr-defined]
+    fnode = me.function_at(tree, md.line) if tree is not None else None  # type: ignore[attr-defined]  # md: a MethodDef
     if fnode is None:
         return None, where, "cannot read the method body"
     full = me.ConfigView(tcfg or {}, "target_config")
@@ -929,6 +929,7 @@ def _layer_loops(fnode: ast.FunctionDef) -> Iterator[tuple[ast.For, str, str, bo
                 and len(n.target.elts) == 2 and all(isinstance(e, ast.Name) for e in n.target.elts):
             absolute = len(it.args) >= 2 or any(k.arg == "start" for k in it.keywords) \
                 or not isinstance(it.args[0], ast.Call) and not isinstance(it.args[0], ast.Subscript)
+            # ignore below: both elts are ast.Name (checked above)
             yield n, n.target.elts[0].id, n.target.elts[1].id, absolute  # type: ignore[attr-defined]
         elif isinstance(it, ast.Call) and me._dotted(it.func) == "range" and isinstance(n.target, ast.Name):
             idx = n.target.id
@@ -967,8 +968,8 @@ def capture(ctx: Context, key: ClassKey) -> Capture | None:
     mowner, md = hit
     path = ctx.graph.path_of(mowner)
     tree = read_module(ctx, path)
-    fnode = me.function_at(tree, md.line) if tree is not None else None  # type: ignore[attr-defined]
-    cap = Capture(lo.key, path, md.line)  # type: ignore[attr-defined]
+    fnode = me.function_at(tree, md.line) if tree is not None else None  # type: ignore[attr-defined]  # md: a MethodDef
+    cap = Capture(lo.key, path, md.line)  # type: ignore[attr-defined]  # md: a MethodDef
     if fnode is None:
         cap.note = "cannot read the forward body"
         return cap
@@ -1057,6 +1058,7 @@ def capture(ctx: Context, key: ClassKey) -> Capture | None:
         cap.relay_why = (f"{lo.key.name}.{flag} = True" if cap.relays_pp else
                          f"{lo.key.name} does not set {flag} = True")
     else:
+        # ignore below: md is a MethodDef (graph.method types it object)
         returns = [text for kind, text, _l in md.returns if "IntermediateTensors" in text]  # type: ignore[attr-defined]
         if returns:
             cap.relays_pp = any("aux" in t for t in returns)

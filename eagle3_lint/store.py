@@ -339,7 +339,7 @@ class FactStore:
         from eagle3_lint.facts import ModuleFacts  # only when facts are loaded: a replay reads hashes only
 
         try:
-            mf = pickle.loads(e[2])  # type: ignore[arg-type]
+            mf = pickle.loads(e[2])  # type: ignore[arg-type]  # digest matched: the blob is kept
         except Exception:  # noqa: BLE001 - a damaged entry is rebuilt, not trusted
             mf = None
         if not isinstance(mf, ModuleFacts) or mf.path != rel:

@@ -1,5 +1,6 @@
 """Helpers for the reliability suites (tripwire, bad input, fix safety, fuzz): run the CLI the way a
-user does, in a subprocess with a private cache and no network, and build small hostile trees."""
+user does, with a private cache and no network (in this process, or in a subprocess where the process
+boundary is what is tested), and build small hostile trees."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 
 from eagle3_lint import fixes
 from eagle3_lint.app import CheckRequest, run_check
+from tests import cihelp
 from tests.conftest import SAMPLES, materialize
 
 # Only loopback addresses: a pip that tries the network fails at once, and nothing leaves the machine.
@@ -34,7 +36,7 @@ NO_NETWORK = {
 
 
 def cli_env(tmp: Path, **extra: str) -> dict[str, str]:
-    """The environment for a CLI subprocess: the guard on, a private cache, no network."""
+    """The environment of a CLI run: the guard on, a private cache, no network."""
     env = dict(os.environ)
     env.update(NO_NETWORK)
     env["EAGLE3_LINT_GUARD"] = "1"
@@ -46,11 +48,15 @@ def cli_env(tmp: Path, **extra: str) -> dict[str, str]:
 
 
 def run_cli(args: list[str], tmp: Path, *, cwd: Path | None = None, module: bool = True, timeout: float = 300,
-            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """``python -m eagle3_lint ARGS`` (or the console script) in a subprocess."""
-    cmd = [sys.executable, "-m", "eagle3_lint", *args] if module else [console_script(), *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd,
-                          env=env if env is not None else cli_env(tmp))
+            env: dict[str, str] | None = None, process: bool = False) -> subprocess.CompletedProcess[str]:
+    """The CLI with ``args`` in the environment of ``cli_env`` (or ``env``): in this process, isolated as a
+    subprocess would be (tests/cihelp.py); with ``process``, ``python -m eagle3_lint ARGS`` in a subprocess;
+    with ``module=False``, the installed console script."""
+    env = env if env is not None else cli_env(tmp)
+    if not module:
+        return subprocess.run([console_script(), *args], capture_output=True, text=True, timeout=timeout, cwd=cwd,
+                              env=env)
+    return cihelp.run_cli(args, cwd=cwd, env=env, process=process, timeout=timeout)
 
 
 def console_script() -> str:
@@ -60,8 +66,7 @@ def console_script() -> str:
 
 def formats() -> list[str]:
     """The output formats ``check --help`` offers today (other engineers add sarif/github)."""
-    out = subprocess.run([sys.executable, "-m", "eagle3_lint", "check", "--help"], capture_output=True,
-                         text=True, timeout=120).stdout
+    out = cihelp.run_cli(["check", "--help"]).stdout
     m = re.search(r"--format\s+\[([^\]]+)\]", out)
     assert m, out
     return [f.strip() for f in m.group(1).split("|")]
@@ -69,8 +74,7 @@ def formats() -> list[str]:
 
 def commands() -> list[str]:
     """The subcommands ``eagle3-lint --help`` lists."""
-    out = subprocess.run([sys.executable, "-m", "eagle3_lint", "--help"], capture_output=True, text=True,
-                         timeout=120).stdout
+    out = cihelp.run_cli(["--help"]).stdout
     body = out.split("Commands:", 1)[1] if "Commands:" in out else ""
     return [ln.split()[0] for ln in body.splitlines() if ln.startswith("  ") and ln.split()]
 

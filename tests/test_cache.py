@@ -12,7 +12,6 @@ import os
 import pickle
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -23,14 +22,15 @@ from eagle3_lint.analysis import Context, Options, analyze
 from eagle3_lint.report import build_report
 from eagle3_lint.source import DirSource
 from eagle3_lint.store import FactStore
+from tests.cihelp import run_cli
 from tests.conftest import SAMPLES, materialize
 
 CASE = SAMPLES / "core" / "wrapper_inner_supports"
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "eagle3_lint", *args], capture_output=True, text=True,
-                          timeout=900, env={**os.environ, **(env or {})})
+    """The CLI, in this process (tests/cihelp.py); the cache it reads and writes is on disk either way."""
+    return run_cli(args, env={**os.environ, **(env or {})})
 
 
 def report(ctx: Context) -> str:

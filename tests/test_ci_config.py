@@ -231,8 +231,8 @@ def test_readme_examples_are_valid(tmp_path: Path) -> None:
 
 
 def test_ci_runs_the_readme_test_command() -> None:
-    """``.ci/run`` runs the README's test command (Set-up, second code block) verbatim: ruff and mypy before
-    the tests (issue 15)."""
+    """``.ci/run`` runs the README's test command (Set-up, second code block) verbatim: ruff, mypy and vulture
+    before the tests (issue 15)."""
     import re
 
     from tests.cihelp import REPO
@@ -242,7 +242,8 @@ def test_ci_runs_the_readme_test_command() -> None:
     blocks = re.findall(r"```bash\n(.*?)\n```", setup, flags=re.S)
     command = blocks[1].strip()
     assert "ruff check eagle3_lint" in command and "mypy eagle3_lint" in command and "pytest" in command
-    assert command.index("ruff") < command.index("pytest") and command.index("mypy") < command.index("pytest")
+    assert "vulture eagle3_lint vulture_whitelist.py" in command
+    assert all(command.index(tool) < command.index("pytest") for tool in ("ruff", "mypy", "vulture"))
     run = (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     marker = run.index("# --- the README's test command, verbatim ---")
     assert run[marker + 1] == command

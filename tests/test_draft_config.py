@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import ast
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +22,7 @@ from eagle3_lint.engines.vllm import pp
 from eagle3_lint._compat import tomllib
 from eagle3_lint.analysis import Context, Options, analyze
 from eagle3_lint.source import DirSource
+from tests.cihelp import run_cli
 from tests.conftest import SAMPLES, materialize
 
 CASES = SAMPLES / "draft-layer-ids-invalid"
@@ -133,10 +132,10 @@ def test_text_config_of_a_multimodal_target() -> None:
 def test_cli_json_and_text_show_the_pipeline_layout(tmp_path: Path) -> None:
     case = CASES / "pp_no_relay_v016"
     root = materialize(case, tmp_path / "tree")
-    args = [sys.executable, "-m", "eagle3_lint", "check", str(root), "--no-cache",
+    args = ["check", str(root), "--no-cache",
             "--target-config", str(case / "configs/target.json"), "--draft-config", str(case / "configs/draft.json"),
             "--pipeline-parallel", "2"]
-    p = subprocess.run([*args, "--format", "json"], capture_output=True, text=True, cwd=tmp_path)
+    p = run_cli([*args, "--format", "json"], cwd=tmp_path)
     assert p.returncode == 1, p.stderr
     rep: dict[str, Any] = json.loads(p.stdout)
     d = rep["draft"]
@@ -145,7 +144,7 @@ def test_cli_json_and_text_show_the_pipeline_layout(tmp_path: Path) -> None:
     assert [(r["start"], r["end"]) for r in ranks] == [(0, 16), (16, 32)]
     assert [[c["id"] for c in r["captures"]] for r in ranks] == [[2], [16, 29]]
     assert any(f["rule"] == "EGL007" and f["severity"] == "error" for f in rep["findings"])
-    t = subprocess.run(args, capture_output=True, text=True, cwd=tmp_path, env={"COLUMNS": "200", "PATH": ""})
+    t = run_cli(args, cwd=tmp_path, env={"COLUMNS": "200", "PATH": ""})
     assert "pipeline parallel 2" in t.stdout and "captures aux ids" in t.stdout, t.stdout + t.stderr
 
 
@@ -244,9 +243,8 @@ def test_implausible_layer_count_is_ignored_with_a_note(tmp_path: Path) -> None:
     target["num_hidden_layers"] = 2**70
     tpath = tmp_path / "target.json"
     tpath.write_text(json.dumps(target))
-    p = subprocess.run([sys.executable, "-m", "eagle3_lint", "check", str(root), "--no-cache", "--format", "json",
-                        "--target-config", str(tpath), "--draft-config", str(case / "configs/draft.json"),
-                        "--pipeline-parallel", "2"], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    p = run_cli(["check", str(root), "--no-cache", "--format", "json", "--target-config", str(tpath),
+                 "--draft-config", str(case / "configs/draft.json"), "--pipeline-parallel", "2"], cwd=tmp_path)
     assert p.returncode in (0, 1), p.stderr
     d = json.loads(p.stdout)["draft"]
     assert d["target"]["num_hidden_layers"] is None

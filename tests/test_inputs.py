@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.cihelp import run_cli
 from tests.conftest import SAMPLES, materialize
 
 REPO = Path(__file__).resolve().parent.parent
@@ -18,8 +18,7 @@ CASE = SAMPLES / "draft-layer-ids-invalid" / "count_mismatch_v016"
 
 
 def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "eagle3_lint", "check", *args, "--no-cache"],
-                          capture_output=True, text=True, cwd=cwd)
+    return run_cli(["check", *args, "--no-cache"], cwd=cwd)
 
 
 @pytest.fixture()
@@ -89,6 +88,5 @@ def test_folder_without_config_json_is_one_line_exit_2(tree: Path, tmp_path: Pat
 def test_unknown_arch_suggests_what_people_meant(typed: str, meant: str, real_trees: Any, tmp_path: Path) -> None:
     tree = real_trees.get("0.33.0")
     for cmd in ("check", "trace"):
-        p = subprocess.run([sys.executable, "-m", "eagle3_lint", cmd, str(tree), "--arch", typed],
-                           capture_output=True, text=True, cwd=tmp_path)
+        p = run_cli([cmd, str(tree), "--arch", typed], cwd=tmp_path)
         assert p.returncode == 2 and f"did you mean {meant}" in p.stderr, (cmd, p.stderr)

@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +18,7 @@ import pytest
 
 from eagle3_lint import matrix, target
 from eagle3_lint.errors import UsageError
+from tests.cihelp import run_cli
 from tests.conftest import SAMPLES
 
 GOOD = '''
@@ -86,8 +85,8 @@ def test_transitions(releases: list[Path]) -> None:
 
 
 def test_cli_formats(releases: list[Path], tmp_path: Path) -> None:
-    args = [sys.executable, "-m", "eagle3_lint", "matrix", *map(str, releases), "--no-cache", "-j", "2"]
-    j = subprocess.run([*args, "--format", "json"], capture_output=True, text=True, cwd=tmp_path)
+    args = ["matrix", *map(str, releases), "--no-cache", "-j", "2"]
+    j = run_cli([*args, "--format", "json"], cwd=tmp_path)
     assert j.returncode == 0, j.stderr
     rep: dict[str, Any] = json.loads(j.stdout)
     assert [r["label"] for r in rep["releases"]] == ["0.15.0", "0.16.0", "0.17.0", "0.18.0"]
@@ -95,23 +94,22 @@ def test_cli_formats(releases: list[Path], tmp_path: Path) -> None:
     assert toy["first_supported"] == "0.16.0" and toy["regressions"] == ["0.17.0"]
     assert rep["releases"][0]["statuses"] == {"supported": 1, "unsupported": 1}
     out = tmp_path / "docs" / "compat.md"
-    md = subprocess.run([*args, "--format", "markdown", "-o", str(out)], capture_output=True, text=True, cwd=tmp_path)
+    md = run_cli([*args, "--format", "markdown", "-o", str(out)], cwd=tmp_path)
     assert md.returncode == 0, md.stderr
     text = out.read_text()
     assert text.startswith("# EAGLE-3 support matrix") and "Regenerate: `eagle3-lint matrix " in text
     assert "| ToyForCausalLM | 0.16.0 | 0.17.0 | ✗ | ✓ | ✗ | ✓ |" in text
     assert "| OldForCausalLM | 0.15.0 | - | ✓ | ✓ | · | · |" in text
-    t = subprocess.run([*args, "--arch", "ToyForCausalLM"], capture_output=True, text=True, cwd=tmp_path)
+    t = run_cli([*args, "--arch", "ToyForCausalLM"], cwd=tmp_path)
     assert t.returncode == 0 and "ToyForCausalLM" in t.stdout and "0.16.0" in t.stdout and "OldForCausalLM" not in t.stdout
-    bad = subprocess.run([*args, "--arch", "NoSuchForCausalLM"], capture_output=True, text=True, cwd=tmp_path)
+    bad = run_cli([*args, "--arch", "NoSuchForCausalLM"], cwd=tmp_path)
     assert bad.returncode == 2 and "not registered in any" in bad.stderr
 
 
 def test_unreadable_target_is_a_row_and_exit_2(releases: list[Path], tmp_path: Path) -> None:
     broken = tmp_path / "broken.whl"
     broken.write_bytes(b"not a zip")
-    p = subprocess.run([sys.executable, "-m", "eagle3_lint", "matrix", str(releases[0]), str(broken), "--no-cache",
-                        "--format", "json"], capture_output=True, text=True, cwd=tmp_path)
+    p = run_cli(["matrix", str(releases[0]), str(broken), "--no-cache", "--format", "json"], cwd=tmp_path)
     assert p.returncode == 2 and "cannot analyze" in p.stderr
     rep = json.loads(p.stdout)
     assert [r["error"] is not None for r in rep["releases"]] == [False, True]

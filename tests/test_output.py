@@ -120,7 +120,7 @@ def test_readme_first_command_in_an_80x24_terminal_and_piped(real_trees: object,
     args = ["check", "vllm==0.16.0", "--arch", KIMI]
     kimi = _kimi_path_findings(real_trees)
     assert {r for _p, _l, r in kimi} >= {"EGL001", "EGL009"}
-    piped = cli(*args, env={"COLUMNS": "80"})
+    piped = cli(*args, env={"COLUMNS": "80"}, process=True)  # a real pipe from a real interpreter
     assert piped.returncode == 1, piped.stderr
     screens = [screen_rows(in_terminal(args)), screen_rows(piped.stdout)]  # a bare pty (warm now), and a pipe
     if shutil.which("tmux"):
@@ -395,11 +395,13 @@ def test_action_steps_run(tmp_path: Path) -> None:
     """Every ``run:`` step of action.yml, with its env, as the runner would run it (bash), on a sample tree.
 
     ``uses:`` steps (setup-python, the SARIF upload) belong to GitHub; the install step runs into a
-    fresh virtualenv that sees this interpreter's packages, so the action's own pip command is tested."""
+    fresh virtualenv that sees this interpreter's packages (pip and setuptools too), so the action's own pip
+    command is tested. Offline: no index, and no isolated build environment, which would fetch setuptools
+    (the test extra installs one that builds wheels itself)."""
     steps = _action_steps()
     tree = sample("slice-relative-aux-index/v016_islice", tmp_path / "tree")
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     site = next((venv / "lib").glob("python*/site-packages"))
     here = [p for p in sys.path if p.endswith("site-packages")]
     (site / "deps.pth").write_text("\n".join(here) + "\n")
@@ -409,6 +411,8 @@ def test_action_steps_run(tmp_path: Path) -> None:
            "inputs.args": "--arch LlamaForCausalLM --no-cache", "inputs.sarif": "true", "inputs.python-version": "3.11"}
     env = {k: v for k, v in os.environ.items() if k != "CI"}
     env["PATH"] = os.pathsep.join([str(venv / "bin"), env.get("PATH", "")])
+    # pip reads PIP_NO_BUILD_ISOLATION=0 as --no-build-isolation (its env var names the option, not its value).
+    env.update({"PIP_NO_INDEX": "1", "PIP_NO_BUILD_ISOLATION": "0"})
     ran = []
     for step in steps:
         if "run" not in step:

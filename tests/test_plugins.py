@@ -30,7 +30,7 @@ from eagle3_lint import target
 from eagle3_lint.engines.vllm import plugins
 from eagle3_lint.analysis import Context, Options, analyze
 from eagle3_lint.source import DirSource
-from tests.cihelp import validate_report
+from tests.cihelp import run_cli, validate_report
 from tests.conftest import SAMPLES, real_cache_dir
 
 DEMO = SAMPLES / "_plugins" / "eagle3-demo-plugin"
@@ -62,10 +62,12 @@ def _check(base: Path, specs: list[str], archs: tuple[str, ...] = ()) -> Context
     return ctx
 
 
-def _cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def _cli(*args: str, cwd: Path, env: dict[str, str] | None = None, process: bool = False
+         ) -> subprocess.CompletedProcess[str]:
+    """The CLI in this process, or with ``process`` in ``python -m eagle3_lint`` (tests/cihelp.py)."""
     e = dict(os.environ)
     e.update(env or {})
-    return subprocess.run([sys.executable, "-m", "eagle3_lint", *args], capture_output=True, text=True, cwd=cwd, env=e)
+    return run_cli(args, cwd=cwd, env=e, process=process)
 
 
 def test_demo_plugin_verdicts_registrations_and_markers() -> None:
@@ -146,8 +148,9 @@ def test_installed_distribution_is_found_without_importing_it(tmp_path: Path, ed
     site = tmp_path / "site"
     _fake_install(site, editable)
     trip = tmp_path / "imported.txt"
+    # A real interpreter: the distribution is found on the sys.path that PYTHONPATH gives it at start-up.
     p = _cli("check", str(BASE), "--plugin", "eagle3-demo-plugin", "--no-cache", "--format", "json", cwd=tmp_path,
-             env={"PYTHONPATH": str(site), "EAGLE3_DEMO_PLUGIN_TRIPWIRE": str(trip)})
+             env={"PYTHONPATH": str(site), "EAGLE3_DEMO_PLUGIN_TRIPWIRE": str(trip)}, process=True)
     assert not trip.exists(), "the plugin package was imported"
     assert p.returncode == 0, p.stderr  # EGL002 is a warning when not targeted
     rep: dict[str, Any] = json.loads(p.stdout)

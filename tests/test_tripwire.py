@@ -9,10 +9,13 @@ and then raises ``SystemExit``. The tree root also holds files named like our de
 inside the tree and picked them up from the working directory.
 
 Every command and output format the CLI offers (discovered from ``--help``, so formats added
-later are covered) runs over it in a subprocess, over the folder, over the ``vllm/`` folder, from
-inside the tree with no target, and over the tree zipped as a wheel; ``--fix --apply`` runs on a
-copy. No marker may appear. Positive controls prove the tripwire fires when the code is really
-imported, and that the in-tool guard (``eagle3_lint.guard``) refuses imports and ``exec``.
+later are covered) runs over it, over the folder, over the ``vllm/`` folder, from inside the tree
+with no target, and over the tree zipped as a wheel; ``--fix --apply`` runs on a copy. No marker may
+appear. The runs from inside the tree start a real interpreter (the console script and ``python -m``,
+whose start-up is what could pick up the shadowing files); the others run the CLI in this process
+(tests/cihelp.py), where a tree file executed would equally write its marker and raise SystemExit.
+Positive controls prove the tripwire fires when the code is really imported, and that the in-tool
+guard (``eagle3_lint.guard``) refuses imports and ``exec``.
 """
 
 from __future__ import annotations
@@ -124,8 +127,8 @@ def _run_all(root: Path, marks: Path, wheel: Path, tmp: Path) -> list[tuple[list
     env = cli_env(tmp, EAGLE3_TRIPWIRE_DIR=str(marks))
     runs: list[tuple[list[str], subprocess.CompletedProcess[str]]] = []
 
-    def go(args: list[str], *, cwd: Path | None = None, module: bool = True) -> None:
-        runs.append((args, run_cli(args, tmp, cwd=cwd, module=module, env=env)))
+    def go(args: list[str], *, cwd: Path | None = None, module: bool = True, process: bool = False) -> None:
+        runs.append((args, run_cli(args, tmp, cwd=cwd, module=module, env=env, process=process)))
 
     fmts = formats()
     assert {"text", "json"} <= set(fmts)
@@ -142,8 +145,8 @@ def _run_all(root: Path, marks: Path, wheel: Path, tmp: Path) -> list[tuple[list
     # No target: the checkout you are in, both as the console script and as ``python -m`` (whose
     # sys.path would start with the working directory and its shadowing click.py).
     go(["check"], cwd=root, module=False)
-    go(["check", "--format", "json"], cwd=root, module=True)
-    go(["trace", archs[0]], cwd=root, module=True)
+    go(["check", "--format", "json"], cwd=root, module=True, process=True)
+    go(["trace", archs[0]], cwd=root, module=True, process=True)
     # Every other subcommand (a matrix, ...) over the tree; whatever it answers, it must not run it.
     for cmd in commands():
         if cmd not in ("check", "trace"):

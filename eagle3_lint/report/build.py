@@ -51,7 +51,7 @@ def finding_model(f: Finding, fingerprint: str | rs.Absent = rs.ABSENT) -> rs.Fi
 def suppressed_model(f: Finding, fingerprint: str, why: Suppression) -> rs.SuppressedFinding:
     loc = why.location
     # Suppression.kind is a plain str today; the model names its two values.
-    sup = rs.Suppression(kind=why.kind, justification=why.justification,  # type: ignore[arg-type]
+    sup = rs.Suppression(kind=why.kind, justification=why.justification,  # type: ignore[arg-type]  # str vs Literal
                          path=loc.path if loc else None, line=loc.line if loc else None)
     return rs.SuppressedFinding(**_finding_fields(f), fingerprint=fingerprint, suppression=sup)
 
@@ -117,8 +117,10 @@ def serving_model(sv: ServingVerdict) -> rs.ServingVerdict:
         architecture=sv.architecture, engine=sv.engine, engine_version=sv.engine_version,  # type: ignore[arg-type]
         runner=sv.runner.value if sv.runner else None, runner_reason=sv.runner_reason,
         outcome=sv.outcome.value, stage=sv.stage.value if sv.stage else None,
+        # ignore below: aux_layer_ids_source is a str in serving.py, a Literal in the model
         aux_layer_ids=ints(sv.aux_layer_ids), aux_layer_ids_source=sv.aux_layer_ids_source,  # type: ignore[arg-type]
         captured_layers=ints(sv.captured_layers), drafter_trained_ids=ints(sv.drafter_trained_ids),
+        # ignore below: drafter_convention, likewise
         drafter_convention=sv.trained_convention, drafter_architecture=sv.drafter_architecture,  # type: ignore[arg-type]
         pipeline_parallel=sv.pipeline_parallel, tensor_parallel=sv.tensor_parallel,
         steps=[rs.ServingStep(gate=s.gate.value, result=s.result.value,

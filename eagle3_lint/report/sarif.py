@@ -138,6 +138,7 @@ def build_sarif(ctx: Context, out: Outcome) -> dict[str, Any]:
             res["ruleIndex"] = index[f.rule]
         related = [s for s in f.related if s.location is not None]
         if related:
+            # ignore below: related holds only steps with a location
             res["relatedLocations"] = [{"id": i, **phys(s.location), "message": {"text": s.text}}  # type: ignore[arg-type]
                                        for i, s in enumerate(related, 1)]
         if f.fix is not None and f.fix.edits:

@@ -54,12 +54,14 @@ class Rule:
             yield f
 
     def finding(self, message: str, location: Location, *, severity: Severity | None = None, **kw: object) -> Finding:
+        # ignore below: kw are Finding's optional fields, passed through
         return Finding(self.meta.id, self.meta.name, severity or self.meta.severity, message, location, **kw)  # type: ignore[arg-type]
 
 
 def make(
     meta: RuleMeta, message: str, location: Location, *, severity: Severity | None = None, **kw: object
 ) -> Finding:
+    # ignore below: kw are Finding's optional fields, passed through
     return Finding(meta.id, meta.name, severity or meta.severity, message, location, **kw)  # type: ignore[arg-type]
 
 

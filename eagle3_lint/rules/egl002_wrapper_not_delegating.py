@@ -114,8 +114,8 @@ def _definer(ctx: Context, key: ClassKey, inner: list[tuple[sem.Hop, ...]]) -> C
 
 
 def _finding(ctx: Context, g: shared.Group) -> Finding:
-    key: ClassKey = g.data["key"]  # type: ignore[assignment]
-    inner: list[tuple[sem.Hop, ...]] = g.data["inner"]  # type: ignore[assignment]
+    key: ClassKey = g.data["key"]  # type: ignore[assignment]  # Group.data: what _pairs stored
+    inner: list[tuple[sem.Hop, ...]] = g.data["inner"]  # type: ignore[assignment]  # Group.data: what _pairs stored
     targeted = shared.any_targeted(ctx, g.archs)
     sev = Severity.ERROR if targeted else Severity.WARNING
     check_fn = ctx.contract.check_name
@@ -139,8 +139,8 @@ def _finding(ctx: Context, g: shared.Group) -> Finding:
                 + (", and EGL004/EGL006 report them)" if ctx.engine.has(Capability.AUX_PLUMBING) else ")")
             )
     else:
-        eff: sem.Effect = g.data["effect"]  # type: ignore[assignment]
-        own: sem.Owner | None = g.data["owner"]  # type: ignore[assignment]
+        eff: sem.Effect = g.data["effect"]  # type: ignore[assignment]  # Group.data: what _pairs stored
+        own: sem.Owner | None = g.data["owner"]  # type: ignore[assignment]  # Group.data: what _pairs stored
         where = f"self.{'.'.join(own.path)}" if own is not None and own.path else "the layer owner"
         if eff.kind == "stub":
             how = f"its {ctx.contract.setter}() is {eff.detail.split(' has ')[0]}'s stub, which does nothing"
@@ -159,8 +159,8 @@ def fix(ctx: Context, finding: Finding) -> Fix | None:
     g = shared.group_of(_pairs(ctx), finding)
     if g is None or not shared.wants_fix(ctx, g.archs):
         return None
-    key: ClassKey = g.data["key"]  # type: ignore[assignment]
-    inner: list[tuple[sem.Hop, ...]] = g.data["inner"]  # type: ignore[assignment]
+    key: ClassKey = g.data["key"]  # type: ignore[assignment]  # Group.data: what _pairs stored
+    inner: list[tuple[sem.Hop, ...]] = g.data["inner"]  # type: ignore[assignment]  # Group.data: what _pairs stored
     if not inner:
         return None
     if not ctx.engine.has(Capability.AUX_PLUMBING):
@@ -168,7 +168,7 @@ def fix(ctx: Context, finding: Finding) -> Fix | None:
     path = _dotted(inner[0])[5:]
     if g.kind == "gap":
         return wrapper_fix(ctx, key, path)
-    eff: sem.Effect = g.data["effect"]  # type: ignore[assignment]
+    eff: sem.Effect = g.data["effect"]  # type: ignore[assignment]  # Group.data: what _pairs stored
     if eff.kind == "writes" or (eff.kind == "stub" and not eff.from_protocol):
         return None  # an override with the wrong body needs a human
     flavor = fixgen.flavor(ctx)

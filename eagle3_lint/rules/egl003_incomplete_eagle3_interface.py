@@ -101,17 +101,17 @@ def _definer(ctx: Context, key: ClassKey, own_present: tuple[str, ...]) -> Class
 
 
 def _finding(ctx: Context, g: shared.Group) -> Finding:
-    key: ClassKey = g.data["key"]  # type: ignore[assignment]
+    key: ClassKey = g.data["key"]  # type: ignore[assignment]  # Group.data: what _pairs stored
     c = ctx.contract
     if g.kind == "partial":
-        missing: tuple[str, ...] = g.data["missing"]  # type: ignore[assignment]
-        present: tuple[str, ...] = g.data["present"]  # type: ignore[assignment]
+        missing: tuple[str, ...] = g.data["missing"]  # type: ignore[assignment]  # Group.data: what _pairs stored
+        present: tuple[str, ...] = g.data["present"]  # type: ignore[assignment]  # Group.data: what _pairs stored
         why = "the Protocol is structural, so every member must be present" if c.check is CheckKind.STRUCTURAL else \
             "the runner calls every one of them"
         msg = (f"{key.name} defines {', '.join(present)} but not {', '.join(missing)}: "
                f"{c.check_function}() is False ({why})")
     else:
-        eff: sem.Effect = g.data["effect"]  # type: ignore[assignment]
+        eff: sem.Effect = g.data["effect"]  # type: ignore[assignment]  # Group.data: what _pairs stored
         msg = (f"{key.name} inherits {c.protocol} but not a real {c.setter}(): {eff.detail}, and the Protocol's "
                f"bodies are stubs in this version, so {c.check_function}() passes and the runner's "
                f"{c.setter}(...) sets nothing")
@@ -124,8 +124,8 @@ def fix(ctx: Context, finding: Finding) -> Fix | None:
     g = shared.group_of(_pairs(ctx), finding)
     if g is None or not shared.wants_fix(ctx, g.archs):
         return None
-    key: ClassKey = g.data["key"]  # type: ignore[assignment]
-    top: ClassKey = g.data["top"]  # type: ignore[assignment]
+    key: ClassKey = g.data["key"]  # type: ignore[assignment]  # Group.data: what _pairs stored
+    top: ClassKey = g.data["top"]  # type: ignore[assignment]  # Group.data: what _pairs stored
     flavor = fixgen.flavor(ctx)
     own = sem.owner(ctx, top)
     base: list[Edit] = list(fixgen.add_protocol(ctx, key)) if g.kind == "partial" else []

@@ -142,29 +142,29 @@ def _expected_attr(ctx: Context, owner: ClassKey) -> str:
 
 
 def _finding(ctx: Context, g: shared.Group) -> Finding:
-    own: sem.Owner = g.data["owner"]  # type: ignore[assignment]
-    top: ClassKey = g.data["top"]  # type: ignore[assignment]
+    own: sem.Owner = g.data["owner"]  # type: ignore[assignment]  # Group.data: what _pairs stored
+    top: ClassKey = g.data["top"]  # type: ignore[assignment]  # Group.data: what _pairs stored
     where = "self." + ".".join(own.path) if own.path else "self"
     owner_txt = f"{own.key.name} (at {where} of {top.name})"
     related = [Step("layers", f"{own.key.name} owns self.layers"
                     + (f" (assigned in {own.where.name})" if own.where != own.key else ""), own.location(ctx))]
-    eff: sem.Effect | None = g.data.get("effect")  # type: ignore[assignment]
+    eff: sem.Effect | None = g.data.get("effect")  # type: ignore[assignment]  # Group.data: what _pairs stored
     if eff is not None and eff.method_owner is not None and eff.line:
         related.append(Step("setter", eff.detail, sem.method_location(ctx, eff.method_owner, eff.line)))
     symbol = own.key.name
     if g.kind == "no-collect":
-        fw: sem.Forward = g.data["forward"]  # type: ignore[assignment]
+        fw: sem.Forward = g.data["forward"]  # type: ignore[assignment]  # Group.data: what _pairs stored
         symbol = f"{fw.owner.name}.forward"
         msg = (f"{fw.owner.name}.forward, the forward of the layer owner {owner_txt}, never collects hidden states "
                f"at the configured aux layers (no `idx in self.{g.data['attr']}` test, no "
                f"{ctx.contract.mixin_collector or 'collector'} call), so the drafter gets none")
     elif g.kind == "no-return":
-        fw = g.data["forward"]  # type: ignore[assignment]
+        fw = g.data["forward"]  # type: ignore[assignment]  # Group.data: what _pairs stored
         symbol = f"{fw.owner.name}.forward"
         msg = (f"{fw.owner.name}.forward collects aux hidden states but never returns them: "
                f"the runner expects (hidden_states, aux_hidden_states) from {owner_txt}")
     elif g.kind == "wrong-attr":
-        fw = g.data["forward"]  # type: ignore[assignment]
+        fw = g.data["forward"]  # type: ignore[assignment]  # Group.data: what _pairs stored
         assert eff is not None
         read = ", ".join(sorted(fw.attrs_read)) or "nothing"
         msg = (f"{eff.detail}, but {fw.owner.name}.forward reads {read}: the configured layers never reach the loop")
@@ -175,7 +175,7 @@ def _finding(ctx: Context, g: shared.Group) -> Finding:
         msg = (f"{eff.detail}: it writes {wrote}, but the layers are owned by {owner_txt}, whose forward never sees it")
         symbol = f"{top.name}.{ctx.contract.setter}"
     else:  # not-mixin
-        holder: ClassKey = g.data["holder"]  # type: ignore[assignment]
+        holder: ClassKey = g.data["holder"]  # type: ignore[assignment]  # Group.data: what _pairs stored
         assert eff is not None
         msg = f"{eff.detail} ({top.name} inherits the default {ctx.contract.setter}())"
         symbol = holder.name
@@ -189,21 +189,21 @@ def fix(ctx: Context, finding: Finding) -> Fix | None:
     g = shared.group_of(_pairs(ctx), finding)
     if g is None or not shared.wants_fix(ctx, g.archs):
         return None
-    own: sem.Owner = g.data["owner"]  # type: ignore[assignment]
+    own: sem.Owner = g.data["owner"]  # type: ignore[assignment]  # Group.data: what _pairs stored
     if g.kind == "no-collect":
-        fw: sem.Forward = g.data["forward"]  # type: ignore[assignment]
+        fw: sem.Forward = g.data["forward"]  # type: ignore[assignment]  # Group.data: what _pairs stored
         edits = collect_edits(ctx, fw.owner, own.key, str(g.data["attr"]), ret=not fw.returns_aux)
         if not edits:
             return None
         return Fix(f"collect aux hidden states in {fw.owner.name}.forward", tuple(edits), Applicability.UNSAFE)
     if g.kind == "no-return":
-        fw = g.data["forward"]  # type: ignore[assignment]
+        fw = g.data["forward"]  # type: ignore[assignment]  # Group.data: what _pairs stored
         ed = fixgen.collection(ctx, fw.owner, "", collect=False, ret=True, mixin_idiom=False)
         if not ed:
             return None
         return Fix(f"return the aux hidden states from {fw.owner.name}.forward", tuple(ed), Applicability.UNSAFE)
     if g.kind == "not-mixin":
-        holder: ClassKey = g.data["holder"]  # type: ignore[assignment]
+        holder: ClassKey = g.data["holder"]  # type: ignore[assignment]  # Group.data: what _pairs stored
         edits = list(fixgen.add_mixin(ctx, holder))
         fw2 = sem.forward_of(ctx, holder)
         if fw2 is not None and not fw2.collects:

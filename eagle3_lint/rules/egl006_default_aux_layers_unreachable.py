@@ -108,8 +108,8 @@ def _compute(ctx: Context) -> shared.Groups:
 
 
 def _finding(ctx: Context, g: shared.Group) -> Finding:
-    key: ClassKey = g.data["key"]  # type: ignore[assignment]
-    st: sem.GetterState = g.data["state"]  # type: ignore[assignment]
+    key: ClassKey = g.data["key"]  # type: ignore[assignment]  # Group.data: what _pairs stored
+    st: sem.GetterState = g.data["state"]  # type: ignore[assignment]  # Group.data: what _pairs stored
     new = str(g.data["new"])
     site = next((s for s in ctx.runner.sites if s.fallback == new), ctx.runner.primary)
     at = f" ({site.path}:{site.fallback_line or site.line})" if site is not None else ""
@@ -117,7 +117,7 @@ def _finding(ctx: Context, g: shared.Group) -> Finding:
     if g.kind == "stale":
         old = g.data["old"]
         instead = "the contract's default body" if st.from_protocol or st.origin is None else f"{st.origin.name}.{new}"
-        top: ClassKey = g.data.get("top", key)  # type: ignore[assignment]
+        top: ClassKey = g.data.get("top", key)  # type: ignore[assignment]  # Group.data: what _pairs stored
         if sem.same_default(ctx, top, str(old), new):
             msg = (f"{key.name}.{old} is a dead override: the runner calls {new}(){at}, never {old}(); it returns "
                    f"the same ids as {instead}, so nothing is lost, but the method is dead code")
@@ -150,8 +150,8 @@ def fix(ctx: Context, finding: Finding) -> Fix | None:
     g = shared.group_of(_pairs(ctx), finding)
     if g is None or not shared.wants_fix(ctx, g.archs):
         return None
-    key: ClassKey = g.data["key"]  # type: ignore[assignment]
-    top: ClassKey = g.data["top"]  # type: ignore[assignment]
+    key: ClassKey = g.data["key"]  # type: ignore[assignment]  # Group.data: what _pairs stored
+    top: ClassKey = g.data["top"]  # type: ignore[assignment]  # Group.data: what _pairs stored
     new = str(g.data["new"])
     if g.kind in ("stale", "stale-broken"):
         old = str(g.data["old"])
@@ -159,7 +159,7 @@ def fix(ctx: Context, finding: Finding) -> Fix | None:
         if not edits:
             return None
         return Fix(f"rename {key.name}.{old} to {new}", tuple(edits), Applicability.UNSAFE)
-    st: sem.GetterState = g.data["state"]  # type: ignore[assignment]
+    st: sem.GetterState = g.data["state"]  # type: ignore[assignment]  # Group.data: what _pairs stored
     if st.kind == "stub" and not st.from_protocol:
         return None  # an own stub body needs a human to decide the layers
     body = _getter_body(ctx, top)

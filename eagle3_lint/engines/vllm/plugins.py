@@ -1061,7 +1061,7 @@ def find_registrations(plugin: Plugin) -> None:
     w = _Walker(plugin)
     if plugin.entry_points:
         for ep in plugin.entry_points:
-            w.root(lambda ep=ep: w.entry(ep), f"entry point {ep.name}")  # type: ignore[misc]
+            w.root(lambda ep=ep: w.entry(ep), f"entry point {ep.name}")  # type: ignore[misc]  # the default binds ep
         # Dead code, or reached in a way the walk does not follow (a method, a callback, the model
         # runner): named so it is not silently dropped, but not counted, as vLLM does not run it at start-up.
         plugin.unreached = w.unreached()
@@ -1149,7 +1149,7 @@ class PluginOverlay(SourceTree):
             return self._modules[module]
         return self.base.module_path(module)
 
-    def path_module(self, rel: str) -> str:  # type: ignore[override]
+    def path_module(self, rel: str) -> str:  # type: ignore[override]  # per instance: plugins add modules
         if rel in self._path_modules:
             return self._path_modules[rel]
         return SourceTree.path_module(rel)

@@ -163,7 +163,7 @@ def _site(rel: str, fn: ast.FunctionDef | ast.AsyncFunctionDef, check_function: 
             t = n.test
             negated = isinstance(t, ast.UnaryOp) and isinstance(t.op, ast.Not)
             if negated:
-                t = t.operand  # type: ignore[attr-defined]
+                t = t.operand  # type: ignore[attr-defined]  # negated: t is a UnaryOp
             if isinstance(t, ast.Call) and dotted(t.func).endswith(check_function) and t.args:
                 check = (ast.unparse(t.args[0]), n.lineno)
                 err, err_line = _raise_in(n.body)
