@@ -309,7 +309,7 @@ def test_matrix_columns_fit_their_content_and_missing_releases_are_named(real_tr
     assert p.returncode == 0, p.stderr
     assert "…" not in p.stdout and "0.11.0" in p.stdout and "0.16.0" in p.stdout and KIMI in p.stdout, p.stdout
     assert "none of 0.12.x, 0.13.x, 0.14.x, 0.15.x is in the cache" in p.stderr and "--index" in p.stderr, p.stderr
-    assert "what each release's own supports_eagle3() says" in " ".join(p.stdout.split())
+    assert "what that release's own supports_eagle3() says" in " ".join(p.stdout.split())
 
 
 @pytest.mark.real
