@@ -275,6 +275,7 @@ _CHILD_FIELDS: dict[type, tuple[str, ...]] = {ast.Constant: ()}
 
 
 def _child_fields(cls: type) -> tuple[str, ...]:
+    # ignore below: cls is an ast node class (type has no _fields in the stubs)
     f = _CHILD_FIELDS[cls] = tuple(n for n in cls._fields if n not in _LEAF_FIELDS)  # type: ignore[attr-defined]
     return f
 
@@ -317,11 +318,11 @@ def _rooted_at(node: ast.Attribute, name: str) -> bool:
     while True:
         c = v.__class__
         if c is ast.Attribute:
-            v = v.value  # type: ignore[attr-defined]
+            v = v.value  # type: ignore[attr-defined]  # exact class test above: v is an Attribute
         elif c is ast.Call:
-            v = v.func  # type: ignore[attr-defined]
+            v = v.func  # type: ignore[attr-defined]  # exact class test above: v is a Call
         else:
-            return c is ast.Name and v.id == name  # type: ignore[attr-defined]
+            return c is ast.Name and v.id == name  # type: ignore[attr-defined]  # c is ast.Name: v is a Name
 
 
 def _is_stub_body(body: list[ast.stmt]) -> bool:
@@ -630,6 +631,7 @@ class _Extractor:
             # Exact classes (ast.parse makes no subclasses): most nodes are attribute reads or match nothing.
             cls = node.__class__
             if cls is Attribute:
+                # ignore below: cls is Attribute (exact class test, faster than isinstance), so node is one
                 if node.ctx.__class__ is Load and _rooted_at(node, self_name):  # type: ignore[attr-defined,arg-type]
                     d = dotted(node)
                     if d.startswith(prefix):
@@ -639,7 +641,7 @@ class _Extractor:
                 continue
             if isinstance(node, (ast.Assign, ast.AnnAssign)):
                 if cls is ast.Assign:
-                    assign_nodes.append(node)  # type: ignore[arg-type]
+                    assign_nodes.append(node)  # type: ignore[arg-type]  # cls is ast.Assign: node is one
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for t in targets:
                     if isinstance(t, ast.Tuple) and node.value is not None:

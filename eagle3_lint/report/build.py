@@ -160,6 +160,7 @@ def report_model(ctx: Context, findings: Sequence[Finding] | None = None, *,
         # vllm_version stays what it was for vLLM trees; engine and engine_version name every engine's.
         target=rs.Target(root=ctx.source.root_label,
                          vllm_version=ctx.version if ctx.engine.report_version_field == "vllm_version" else rs.ABSENT,
+                         # ignore below: the engine's name is one of the model's Engine literals (EngineName values)
                          engine=ctx.engine.name, engine_version=ctx.version),  # type: ignore[arg-type]
         contract=_contract(ctx),
         runner=_runner(ctx),

@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
-from eagle3_lint.engines.vllm import drafter as dr
-from eagle3_lint import serving
-from eagle3_lint.engines.vllm import serving as vserving
-from eagle3_lint.engines.vllm import runnerchoice
 from eagle3_lint import semantic as sem
+from eagle3_lint import serving
 from eagle3_lint.analysis import Context, Options, analyze
-from eagle3_lint.engines.vllm.hfconfig import text_config
+from eagle3_lint.checkpoint import text_config
+from eagle3_lint.engines.vllm import drafter as dr
+from eagle3_lint.engines.vllm import runnerchoice
+from eagle3_lint.engines.vllm import serving as vserving
 from eagle3_lint.runner import RunnerKind
 from eagle3_lint.source import DirSource
 
