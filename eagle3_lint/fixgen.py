@@ -602,8 +602,9 @@ def _analyse_loop(t: Text, fn: ast.AST, loop: ast.For) -> _Loop | None:
 
 def _top_stmt(fn: ast.FunctionDef | ast.AsyncFunctionDef, node: ast.AST) -> ast.stmt | None:
     for st in fn.body:
-        # ignore below: node is a stmt or an expr, which have positions
-        if st.lineno <= node.lineno and (st.end_lineno or st.lineno) >= (node.end_lineno or node.lineno):  # type: ignore[attr-defined]
+        # node is a stmt or an expr, which have positions (ast.AST itself declares none)
+        start, end = getattr(node, "lineno", 0), getattr(node, "end_lineno", None)
+        if st.lineno <= start and (st.end_lineno or st.lineno) >= (end or start):
             return st
     return None
 

@@ -146,8 +146,9 @@ def expand_range(spec: str, cache_dir: str | None = None, index: bool = False,
     known = set(cached_releases(cache_dir, engine))
     if index:
         known |= set(index_releases(engine))
-    # ignore below: klo, khi and every version_key(v) of known are set (parseable only)
-    picked = sorted((v for v in known if klo <= version_key(v) <= khi), key=lambda v: version_key(v) or ())  # type: ignore[operator]
+    assert klo is not None and khi is not None  # both parsed above
+    # Every release in ``known`` parses (cached_releases and index_releases keep only those).
+    picked = sorted((v for v in known if klo <= (version_key(v) or ()) <= khi), key=lambda v: version_key(v) or ())
     for end in (lo.strip(), hi.strip()):
         if end not in picked and not index:
             raise UsageError(f"release {end} is not in the cache ({target_mod.cache_root(cache_dir)}); "
@@ -274,10 +275,9 @@ def run(targets: list[str], cache_dir: str | None = None, jobs: int | None = Non
 
 
 def order(releases: list[Release]) -> list[Release]:
-    keys = [version_key(r.version) for r in releases]
-    if all(k is not None for k in keys):
-        # ignore below: no key is None (checked above)
-        return [r for _k, r in sorted(zip(keys, releases, strict=True), key=lambda kr: kr[0])]  # type: ignore[arg-type,return-value]
+    keyed = [(k, r) for r in releases if (k := version_key(r.version)) is not None]
+    if len(keyed) == len(releases):
+        return [r for _k, r in sorted(keyed, key=lambda kr: kr[0])]
     return releases
 
 

@@ -120,8 +120,8 @@ def serving_model(sv: ServingVerdict) -> rs.ServingVerdict:
         # ignore below: aux_layer_ids_source is a str in serving.py, a Literal in the model
         aux_layer_ids=ints(sv.aux_layer_ids), aux_layer_ids_source=sv.aux_layer_ids_source,  # type: ignore[arg-type]
         captured_layers=ints(sv.captured_layers), drafter_trained_ids=ints(sv.drafter_trained_ids),
-        # ignore below: drafter_convention, likewise
-        drafter_convention=sv.trained_convention, drafter_architecture=sv.drafter_architecture,  # type: ignore[arg-type]
+        drafter_convention=sv.trained_convention,  # type: ignore[arg-type]  # likewise
+        drafter_architecture=sv.drafter_architecture,
         pipeline_parallel=sv.pipeline_parallel, tensor_parallel=sv.tensor_parallel,
         steps=[rs.ServingStep(gate=s.gate.value, result=s.result.value,
                               path=s.location.path if s.location else None,

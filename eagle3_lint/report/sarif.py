@@ -138,9 +138,8 @@ def build_sarif(ctx: Context, out: Outcome) -> dict[str, Any]:
             res["ruleIndex"] = index[f.rule]
         related = [s for s in f.related if s.location is not None]
         if related:
-            # ignore below: related holds only steps with a location
-            res["relatedLocations"] = [{"id": i, **phys(s.location), "message": {"text": s.text}}  # type: ignore[arg-type]
-                                       for i, s in enumerate(related, 1)]
+            res["relatedLocations"] = [{"id": i, **phys(loc), "message": {"text": s.text}}
+                                       for i, s in enumerate(related, 1) if (loc := s.location) is not None]
         if f.fix is not None and f.fix.edits:
             by_file: dict[str, list[Edit]] = {}
             for e in f.fix.edits:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from eagle3_lint.engine import Capability
 from eagle3_lint.model import Finding, Fix, Location, Severity
@@ -53,9 +53,9 @@ class Rule:
                     f = dataclasses.replace(f, fix=fx)
             yield f
 
-    def finding(self, message: str, location: Location, *, severity: Severity | None = None, **kw: object) -> Finding:
-        # ignore below: kw are Finding's optional fields, passed through
-        return Finding(self.meta.id, self.meta.name, severity or self.meta.severity, message, location, **kw)  # type: ignore[arg-type]
+    def finding(self, message: str, location: Location, *, severity: Severity | None = None, **kw: Any) -> Finding:
+        # kw are Finding's optional fields, passed through (Finding checks their names)
+        return Finding(self.meta.id, self.meta.name, severity or self.meta.severity, message, location, **kw)
 
 
 def make(

@@ -178,7 +178,8 @@ def check(ctx: Context) -> Iterator[Finding]:
         valid = cap.valid_ids(n) if cap is not None and cap.sites else set(range(n))
         bad = [i for i in int_ids if i not in valid]
         if bad:
-            how = _capture_text(cap, n) if cap is not None and cap.sites else f"the target has {n} layers (0 … {n - 1})"
+            how = (_capture_text(cap, n) if cap is not None and cap.sites
+                   else f"the target has {n} layers (0 … {n - 1})")
             parts = [f"{ids_what}: {_ids(bad)} cannot be captured: {how}"]
             if 0 in bad and cap is not None and cap.residual_none_at_start and 0 in range(n):
                 parts.append(f"id 0 is the input of layer 0, where residual is still None, so "

@@ -434,8 +434,9 @@ def eagle3_architectures(ctx: Context, cfg: dict[str, Any]) -> tuple[list[str] |
         for st in node.body:
             if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Subscript) \
                     and isinstance(st.targets[0].slice, ast.Constant) and st.targets[0].slice.value == "architectures":
-                fn = ast.FunctionDef(name="_rename", args=init.args, body=[ast.Return(st.value)], decorator_list=[],  # type: ignore[call-arg]  # type_params: 3.12+ ast
-                                     returns=None, type_params=[])
+                fn = ast.FunctionDef(  # type: ignore[call-arg]  # type_params: a field of 3.12+ ast only
+                    name="_rename", args=init.args, body=[ast.Return(st.value)], decorator_list=[], returns=None,
+                    type_params=[])
                 ast.fix_missing_locations(ast.copy_location(fn, st))
                 model = me.ConfigView({"architectures": names}, "drafter")
 

@@ -106,8 +106,9 @@ def env_default(source: SourceTree) -> tuple[Any, int]:
             continue
         for k, v in zip(node.keys, node.values, strict=True):
             if isinstance(k, ast.Constant) and k.value == ENV_VAR and isinstance(v, ast.Lambda):
-                fn = ast.FunctionDef(name="_env", args=v.args, body=[ast.Return(v.body)], decorator_list=[],  # type: ignore[call-arg]  # type_params: 3.12+ ast
-                                     returns=None, type_params=[])
+                fn = ast.FunctionDef(  # type: ignore[call-arg]  # type_params: a field of 3.12+ ast only
+                    name="_env", args=v.args, body=[ast.Return(v.body)], decorator_list=[], returns=None,
+                    type_params=[])
                 ast.fix_missing_locations(ast.copy_location(fn, v))
 
                 def call(path: tuple[str, ...], args: list[Any], kwargs: dict[str, Any]) -> Any:
