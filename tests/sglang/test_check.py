@@ -29,7 +29,7 @@ def _analyze(root: Path, targets: tuple[str, ...] = ()) -> analysis.Context:
 
 
 @pytest.mark.real
-@pytest.mark.parametrize("version", ["0.5.10", "0.5.23"])
+@pytest.mark.parametrize("version", ["0.5.10", "0.5.19", "0.5.23"])
 def test_check_agrees_with_sglang_itself(sglang_trees, version: str) -> None:
     ctx = _analyze(sglang_trees.get(version))
     assert not ctx.errors, ctx.errors
@@ -48,6 +48,10 @@ def test_check_agrees_with_sglang_itself(sglang_trees, version: str) -> None:
                          f"wrapper_gap={o['wrapper_gap']} {o['inner_with_setter']}")
     assert not wrong, f"{len(wrong)} of {compared} disagree:\n" + "\n".join(wrong)
     assert compared == len(oracle["archs"]) >= 190
+    # Architectures SGLang could not import on the oracle's machine are left out of its snapshot; the static
+    # side has them all. They must be a small part of the registry for the comparison to mean something.
+    missing = set(ctx.verdicts) - set(oracle["archs"])
+    assert len(missing) <= 0.05 * len(ctx.verdicts), sorted(missing)
     assert sum(v.supports_eagle3 is True for v in ctx.verdicts.values()) == oracle["supports_true"]
     assert sum(v.status is Status.WRAPPER_GAP for v in ctx.verdicts.values()) == oracle["wrapper_gap"]
 
