@@ -529,7 +529,9 @@ def test_hostile_names_reach_no_terminal_raw(tmp_path: Path) -> None:
                                                     evil: ("plain", "PlainForCausalLM"),
                                                     "Line\nBreakForCausalLM": ("no[/]such", "X\x1b[2J")}))
     runs = [["check", str(root), "--format", f] for f in formats()]
-    runs += [["check", str(root), "--arch", evil, "--all"], ["trace", evil, str(root)],
+    # -v: the status table (one row per architecture, names included) is shown when asked.
+    runs += [["check", str(root), "-v", "--format", "text"], ["check", str(root), "--arch", evil, "--all"],
+             ["trace", evil, str(root)],
              ["trace", "Line\nBreakForCausalLM", str(root)], ["check", str(root), "--arch", "Nope\x1b[31m\nX"]]
     if "matrix" in commands():
         runs += [["matrix", str(root)], ["matrix", str(root), "--format", "markdown"]]
@@ -540,7 +542,7 @@ def test_hostile_names_reach_no_terminal_raw(tmp_path: Path) -> None:
         assert "\x1b" not in out and "\u202e" not in out, (args, repr(out[-2000:]))
         if p.returncode == 2:
             assert_one_line_error(p)
-        if args[-1] == "text" or args[0] == "trace" and "Line" not in args[1]:
+        if args[-1] == "text" and "-v" in args or args[0] == "trace" and "Line" not in args[1]:
             assert "Evil[/]For" in p.stdout, args  # shown literally (the table may wrap the rest)
 
 

@@ -94,13 +94,13 @@ def _context(ctx: Context, console: Console, o: TextOptions) -> None:
             f"contains one of {_s(list(g.allow_list))}")
 
 
-def _status_counts(ctx: Context, console: Console, soft: bool = False) -> None:
+def _status_counts(ctx: Context, console: Console, soft: bool = False, hint: str = "") -> None:
     counts = {s: 0 for s in Status}
     for v in ctx.verdicts.values():
         counts[v.status] += 1
     console.print(f"{ctx.engine.display} {_s(ctx.version)} ({_s(ctx.source.root_label)}): "
                   + ", ".join(f"[{_STATUS_STYLE[s]}]{counts[s]} {s.value}[/]" for s in Status)
-                  + f" of {len(ctx.verdicts)} architectures", soft_wrap=soft)
+                  + f" of {len(ctx.verdicts)} architectures" + hint, soft_wrap=soft)
 
 
 def _table(ctx: Context, console: Console, only: tuple[str, ...]) -> None:
@@ -199,9 +199,13 @@ def render_check(ctx: Context, console: Console, findings: list[Finding], show_a
             console.print(Text.assemble("  next: ", (_p(nxt), "cyan")), soft_wrap=soft)
     if o.show_context or o.show_all:
         _context(ctx, console, o)
-    if o.show_context or o.show_all or not targets:
+    if o.show_context or o.show_all:
         _status_counts(ctx, console, soft)
         _table(ctx, console, targets if targets and not o.show_all else ())
+    elif not targets:
+        # Without targets the counts answer "what supports EAGLE-3 here"; the one-row-per-architecture table
+        # (hundreds of rows) is there when asked, so a hook or a pipe shows the findings, as ruff would.
+        _status_counts(ctx, console, soft, " (-v lists each)")
     _findings(console, shown, o)
     for e in ctx.errors:
         console.print(f"[red]internal error[/] in {_s(e.where)}: {_s(e.message)}", soft_wrap=soft)
