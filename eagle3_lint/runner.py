@@ -12,6 +12,16 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 
+class SetterIds(str, Enum):
+    """What a runner site hands the setter."""
+
+    DRAFTER = "drafter"  # the drafter config's ids (the model's default when the config names none)
+    DEFAULT = "default"  # no ids: the model's own default layers, until a later call sets others
+    # No ids, and the same function then captures (a CUDA graph): the default layers are baked into what it
+    # captured, whatever a later call sets.
+    CAPTURED_DEFAULT = "captured-default"
+
+
 class RunnerKind(str, Enum):
     """The engine's model runners (an engine with one runner uses V1; the engine package says which is which)."""
 
@@ -39,6 +49,7 @@ class RunnerSite:
     # intermediate tensors get slots for the aux states. None: the tree has no such set-up.
     reserves_relay: bool | None = None
     kind: RunnerKind = RunnerKind.V1  # which of the engine's runners this site belongs to
+    setter_ids: SetterIds | None = None  # what the setter call is given (None: the site calls no setter)
 
 
 @dataclass(frozen=True)

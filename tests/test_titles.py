@@ -21,3 +21,4 @@ def test_no_vllm_title_is_clipped(real_trees: object, version: str) -> None:
     titles = [title(f) for f in ctx.findings]
     assert titles and all(len(t) <= MAX_TITLE for t in titles)
     assert not [t for t in titles if t.endswith("...")]
+

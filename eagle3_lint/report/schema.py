@@ -161,6 +161,11 @@ class RunnerSite:
     kind: str = fld(required=False, description=(
         "Which of the engine's model runners the site belongs to (v1: the first runner; v2: a second one, "
         "where the release has two)."))
+    setter_ids: str | None = fld(required=False, description=(
+        "What the site hands the setter: drafter = the drafter config's ids (the model default when it names "
+        "none), default = no ids (the model's own default layers until a later call sets others), "
+        "captured-default = no ids and the function then captures, so the defaults persist in what it captured; "
+        "null: the site calls no setter."))
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)

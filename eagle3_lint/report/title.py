@@ -61,6 +61,13 @@ def title(f: Finding) -> str:
         head = _first_sentence(f.message).split(":")[0]
         forms = [head if sym and head.startswith(sym) and len(head) < 100 else
                  f"{sym or who}: the runner's default aux-layer getter is missing, a stub or shadowed"]
+    elif r == "EGL010":
+        setter = f"{sym}()" if sym else "the aux-layer setter"
+        if "no runner call passes" in f.message:
+            forms = [f"no runner call passes the drafter's ids to {setter}: every drafter gets the default layers"]
+        else:
+            forms = [f"{setter} is called with no ids before a capture: the drafter's ids do not reach it",
+                     f"{setter} called with no ids before a capture"]
     elif r == "EGL009":
         if f.severity is Severity.ERROR:
             mt = f"model_type {sym!r}" if sym else "its model_type"

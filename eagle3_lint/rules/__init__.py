@@ -59,10 +59,10 @@ class Rule:
 
 
 def make(
-    meta: RuleMeta, message: str, location: Location, *, severity: Severity | None = None, **kw: object
+    meta: RuleMeta, message: str, location: Location, *, severity: Severity | None = None, **kw: Any
 ) -> Finding:
-    # ignore below: kw are Finding's optional fields, passed through
-    return Finding(meta.id, meta.name, severity or meta.severity, message, location, **kw)  # type: ignore[arg-type]
+    # kw are Finding's optional fields, passed through (Finding checks their names)
+    return Finding(meta.id, meta.name, severity or meta.severity, message, location, **kw)
 
 
 _RULE_FILE = re.compile(r"^egl\d{3}_\w+$")

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from eagle3_lint.engines.sglang.registry import MODELS_DIR
 from eagle3_lint.facts import decode_source, dotted
-from eagle3_lint.runner import RunnerPath, RunnerSite
+from eagle3_lint.runner import RunnerPath, RunnerSite, SetterIds
 from eagle3_lint.source import SourceTree
 
 SETTER = "set_eagle3_layers_to_capture"
@@ -52,6 +52,9 @@ class CallSite:
     ids: IdsPassed
     missing: MissingMethod
     error: str = ""  # for RAISES: ``ValueError: Model {...} does not implement ...``
+    # The first call after this one, in the same function, that captures (``self.capture()`` of the CUDA-graph
+    # runner): what the decoder collects is then baked into the capture. "" when there is none.
+    captured_by: str = ""
 
 
 @dataclass(frozen=True)
@@ -127,8 +130,24 @@ def call_sites(source: SourceTree) -> tuple[CallSite, ...]:
             missing, error = _hasattr_guard(fn, receiver) if fn is not None else (MissingMethod.ATTRIBUTE_ERROR, "")
             ids = IdsPassed.DRAFTER if node.args or node.keywords else IdsPassed.DEFAULT
             out.append(CallSite(rel, node.lineno, getattr(fn, "name", "<module>"), receiver,
-                                ", ".join(ast.unparse(a) for a in [*node.args, *node.keywords]), ids, missing, error))
+                                ", ".join(ast.unparse(a) for a in [*node.args, *node.keywords]), ids, missing, error,
+                                _capture_after(fn, node) if fn is not None else ""))
     return tuple(sorted(out, key=lambda c: (c.path, c.line)))
+
+
+def _capture_after(fn: ast.AST, call: ast.Call) -> str:
+    """The first call in ``fn`` after ``call`` whose name says it captures (``capture``, ``capture_one_batch_size``;
+    not the setter), as written, or "": the CUDA-graph runner sets the layers, then captures graphs that replay
+    the collection as it was at capture time."""
+    later = sorted((n for n in ast.walk(fn) if isinstance(n, ast.Call) and n is not call
+                    and (n.lineno, n.col_offset) > (call.lineno, call.col_offset)),
+                   key=lambda n: (n.lineno, n.col_offset))
+    for n in later:
+        name = dotted(n.func) or ""
+        last = name.rsplit(".", 1)[-1]
+        if last.startswith("capture") and last != SETTER:
+            return f"{name}() at line {n.lineno}"
+    return ""
 
 
 def id_sources(source: SourceTree) -> tuple[IdSource, ...]:
@@ -174,7 +193,10 @@ def derive(source: SourceTree) -> RunnerPath:
     ordered = sorted(sites, key=lambda c: (c.ids is not IdsPassed.DRAFTER, c.path, c.line))
     out = tuple(RunnerSite(c.path, c.line, c.function, c.receiver, error=_error(c), error_line=c.line,
                            setter=SETTER, setter_line=c.line, checked=False,
-                           negated=c.missing is not MissingMethod.SKIPPED) for c in ordered)
+                           negated=c.missing is not MissingMethod.SKIPPED,
+                           setter_ids=SetterIds.DRAFTER if c.ids is IdsPassed.DRAFTER
+                           else SetterIds.CAPTURED_DEFAULT if c.captured_by else SetterIds.DEFAULT)
+                for c in ordered)
     ids = id_sources(source)
     notes: list[str] = []
     if not sites:

@@ -15,7 +15,7 @@ import ast
 import dataclasses
 
 from eagle3_lint.facts import _walk, decode_source, dotted
-from eagle3_lint.runner import Gate, RunnerKind, RunnerPath, RunnerSite
+from eagle3_lint.runner import Gate, RunnerKind, RunnerPath, RunnerSite, SetterIds
 from eagle3_lint.source import SourceTree
 
 _MODEL_DIRS = ("vllm/model_executor/models/", "vllm/models/")
@@ -118,7 +118,9 @@ def derive(source: SourceTree, check_function: str, member_names: tuple[str, ...
         for fn in _functions(tree):
             site = _site(rel, fn, check_function, member_names)
             if site is not None:
-                site = dataclasses.replace(site, kind=runner_of(rel))
+                # vLLM's runners hand the setter the ids they read (the drafter config's, else the model default).
+                site = dataclasses.replace(site, kind=runner_of(rel),
+                                           setter_ids=SetterIds.DRAFTER if site.setter else None)
                 sites.append(site)
                 called[(rel, site.line)] = {
                     dotted(n.func).rsplit(".", 1)[-1] for n in _walk(fn) if isinstance(n, ast.Call)
