@@ -28,7 +28,7 @@ class SglangEngine(Engine):
     package = PACKAGE
     model_dirs = ("sglang/srt/models/",)
     registry_module = "sglang.srt.models.registry"
-    check_words = "whether `set_eagle3_layers_to_capture` is on the class the runner calls it on (through its MRO)"
+    check_words = "that release's own check (`set_eagle3_layers_to_capture` on the class, through its MRO)"
     # Registry, the MRO check and delegation are the core's and agree with SGLang itself; the aux plumbing
     # (layers_to_capture lists vs per-layer flags), drafter ids (+1 and its heuristics), config gates and the
     # serving chain are not modelled for SGLang yet, so the rules on them do not run (docs/sglang-check.md).
