@@ -41,13 +41,13 @@ from pathlib import Path
 
 from rich.console import Console
 
-from eagle3_lint import contract as contract_mod
 from eagle3_lint import facts as facts_mod
 from eagle3_lint import fixes
-from eagle3_lint import runner as runner_mod
 from eagle3_lint import store as store_mod
 from eagle3_lint import trace as trace_mod
 from eagle3_lint.analysis import Context, Options, analyze
+from eagle3_lint.engines.vllm import contract as contract_mod
+from eagle3_lint.engines.vllm import runner as runner_mod
 from eagle3_lint.source import MAX_FILE_BYTES, SourceTree
 
 DRIVERS = (
@@ -110,6 +110,7 @@ class MemoryTree(SourceTree):
         self.overlay = overlay
         self.root = base.root  # the guard protects the real tree underneath
         self.root_label = f"{base.root}#fuzz"
+        self.package = "vllm"  # the fuzzed bases are vLLM trees
 
     def py_files(self) -> list[str]:
         return self.base.py
@@ -195,8 +196,9 @@ def _contract_inputs(src: SourceTree) -> set[str]:
 def memoized_facts(base: BaseTree) -> Iterator[None]:
     """Within the block, unchanged inputs come from memos (filled by one clean run) like a warm run."""
     global _MEMO_OPEN
-    saved = (store_mod.extract, runner_mod.derive, contract_mod.derive)
-    store_mod.extract = _memo_extract  # type: ignore[assignment]
+    # The store imports facts.extract when it extracts, so patching the facts module reaches it.
+    saved = (facts_mod.extract, runner_mod.derive, contract_mod.derive)
+    facts_mod.extract = _memo_extract  # type: ignore[assignment]
     runner_mod.derive = _memo_derive("runner", saved[1], _runner_inputs)  # type: ignore[assignment]
     contract_mod.derive = _memo_derive("contract", saved[2], _contract_inputs)  # type: ignore[assignment]
     try:
@@ -209,7 +211,7 @@ def memoized_facts(base: BaseTree) -> Iterator[None]:
             _MEMOIZED_BASES.add(id(base))
         yield
     finally:
-        store_mod.extract, runner_mod.derive, contract_mod.derive = saved  # type: ignore[assignment]
+        facts_mod.extract, runner_mod.derive, contract_mod.derive = saved  # type: ignore[assignment]
 
 
 # -- mutations -----------------------------------------------------------------------------------------
