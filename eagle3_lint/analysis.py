@@ -135,7 +135,7 @@ def build(source: SourceTree, options: Options, store: FactStore | None = None) 
     t0 = time.perf_counter()
     if store is None:
         store = FactStore(source, options.cache_dir)
-    engine = engines.for_package(source.package) or engines.all_engines()[0]
+    engine = engines.for_package(source.package)
     t1 = t0
 
     def preload() -> None:

@@ -84,7 +84,7 @@ def run_check(req: CheckRequest, source: SourceTree | None = None, store: FactSt
 
     if source is None:
         source = open_target(req)
-    engine = engines.for_package(source.package) or engines.all_engines()[0]
+    engine = engines.for_package(source.package)
     if req.plugins:
         source = engine.with_plugins(source, list(req.plugins))
     if not source.py_files():

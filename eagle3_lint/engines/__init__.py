@@ -47,5 +47,7 @@ def detect(path: Path) -> list[tuple[Engine, Path]]:
     return out
 
 
-def for_package(package: str) -> Engine | None:
-    return next((e for e in all_engines() if e.package == package), None)
+def for_package(package: str) -> Engine:
+    """The engine whose top-level package is ``package`` (a tree's ``SourceTree.package``); the first engine for a
+    tree that holds none, so its errors name what is missing."""
+    return next((e for e in all_engines() if e.package == package), all_engines()[0])
