@@ -164,7 +164,7 @@ def build(source: SourceTree, options: Options, store: FactStore | None = None) 
     graph = ClassGraph(loader=store.load, registered=registered, checkpoint_archs=checkpoint_archs,
                        package=engine.package, registered_model_helpers=engine.registered_model_helpers)
     judge = Judge(graph, contract, runner)
-    ctx = Context(source, store, graph, contract, runner, registry, judge, options, source.version(), engine)
+    ctx = Context(source, store, graph, contract, runner, registry, judge, options, engine.version(source), engine)
     ctx.errors.extend(InternalError(*e) for e in derived.errors)
     for arch, e in registry.entries.items():
         try:

@@ -71,10 +71,6 @@ class SourceTree(ABC):
             mod = mod[: -len("/__init__")]
         return mod.replace("/", ".")
 
-    def version(self) -> str:
-        """From ``<package>/_version.py``/``version.py``, else dist-info METADATA, else "unknown"."""
-        return self.package_version(self.package)
-
     def package_version(self, package: str, modules: tuple[str, ...] = ("_version.py", "version.py")) -> str:
         """``<package>/<module>``'s literal version (the first of ``modules`` that has one), else the version in
         the dist-info METADATA among ``other_files()``, else "unknown"."""

@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from eagle3_lint.engines.sglang import ENGINE
 from eagle3_lint.engines.sglang.registry import Registry, read_registry
 from eagle3_lint.engines.sglang.runner import SETTER, CallSite, IdSource, call_sites, id_sources
 from eagle3_lint.engines.sglang.setter import IdTransform, read_setter
@@ -97,7 +98,7 @@ def contract(root: str | Path, cache_dir: Path | None = None) -> Contract:
         out.append(ArchVerdict(arch, str(key), v.supports_eagle3, v.status, ev, tuple(sorted(set(inner))), setter))
     if cache_dir is not None:
         ctx.store.save()  # the facts pack: a warm run skips parsing
-    return Contract(source.version(), call_sites(source), id_sources(source), reg, tuple(out))
+    return Contract(ENGINE.version(source), call_sites(source), id_sources(source), reg, tuple(out))
 
 
 def verdicts(root: str | Path, cache_dir: Path | None = None) -> dict[str, ArchVerdict]:

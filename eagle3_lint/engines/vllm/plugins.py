@@ -1154,9 +1154,6 @@ class PluginOverlay(SourceTree):
             return self._path_modules[rel]
         return SourceTree.path_module(rel)
 
-    def version(self) -> str:
-        return self.base.version()
-
     def plugins_json(self) -> list[dict[str, object]]:
         return plugin_json(self)
 
