@@ -168,10 +168,14 @@ def resolve(
         if hit is not None:
             return DirSource(hit[1], hit[0].package)
         # find_spec on a top-level name locates it without running its __init__.
+        installed = []
         for e in wanted:
             spec = importlib.util.find_spec(e.package)
             if spec is not None and spec.submodule_search_locations:
-                return DirSource(Path(list(spec.submodule_search_locations)[0]).parent, e.package)
+                installed.append((e, Path(list(spec.submodule_search_locations)[0]).parent))
+        hit = _pick(installed, engine, "this Python environment")
+        if hit is not None:
+            return DirSource(hit[1], hit[0].package)
         raise UsageError(
             f"no {' or '.join(e.display for e in wanted)} found: pass a path (site-packages, package folder, "
             f"checkout or .whl) or {specs}"
