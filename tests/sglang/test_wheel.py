@@ -7,22 +7,24 @@ from pathlib import Path
 
 from eagle3_lint.analysis import Options, analyze
 from eagle3_lint.source import DirSource, ZipSource
-from tests.conftest import SAMPLES
+from tests.conftest import SAMPLES, materialize
 
 CASE = SAMPLES / "drafter-ids-replaced-by-default" / "sglang_graph_capture"
 
 
 def test_sglang_wheel_reads_like_its_folder(tmp_path: Path) -> None:
+    tree = materialize(CASE, tmp_path / "tree")
     wheel = tmp_path / "sglang-0.5.10-py3-none-any.whl"
     with zipfile.ZipFile(wheel, "w") as z:
-        for f in sorted(CASE.rglob("*.py")):
-            z.write(f, f.relative_to(CASE).as_posix())
+        for f in sorted(tree.rglob("*.py")):
+            z.write(f, f.relative_to(tree).as_posix())
     src = ZipSource(wheel)
     assert src.package == "sglang" and src.py_files() and all(p.startswith("sglang/") for p in src.py_files())
     from_zip = analyze(src, Options())
-    from_dir = analyze(DirSource(CASE), Options())
+    from_dir = analyze(DirSource(tree), Options())
     assert from_zip.engine.name == from_dir.engine.name == "sglang"
     key = [(f.rule, f.location.path, f.location.line) for f in from_zip.findings]
     assert key == [(f.rule, f.location.path, f.location.line) for f in from_dir.findings]
     assert ("EGL010", "sglang/srt/model_executor/cuda_graph_runner.py", 5) in key
     assert {a: v.status for a, v in from_zip.verdicts.items()} == {a: v.status for a, v in from_dir.verdicts.items()}
+    assert from_zip.verdicts["LlamaForCausalLM"].supports_eagle3 is True
