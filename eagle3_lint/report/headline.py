@@ -241,4 +241,8 @@ def next_step(ctx: Context, arch: str, findings: Sequence[Finding], invocation: 
         parts.append(str(hint))
     elif any(f.rule == GATE_RULE and f.severity is Severity.NOTE for f in mine):
         parts.append("--target-config config.json checks the gate")
+    elif not parts and any(f.severity is Severity.ERROR for f in mine) and invocation.startswith("eagle3-lint check"):
+        # A blocker with no fix and no serving chain to say more: the trace shows the classes the runner reaches.
+        parts.append(invocation.replace("eagle3-lint check", "eagle3-lint trace", 1)
+                     + " shows what the runner reaches (no automatic fix)")
     return "; ".join(parts) if parts else None
