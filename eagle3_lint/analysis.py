@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from eagle3_lint import engines
 from eagle3_lint.contract import Contract
-from eagle3_lint.engine import Capability, Engine
+from eagle3_lint.engine import Engine
 from eagle3_lint.graph import ClassGraph, ClassKey
 from eagle3_lint.model import Finding, Status, Verdict
 from eagle3_lint.registry import Registry
@@ -233,8 +233,7 @@ def analyze(source: SourceTree, options: Options, select: Callable[[str], bool] 
         t = time.perf_counter()
         run_rules(ctx, rules)
         apply_suppressions(ctx, {r.meta.id for r in rules})
-        if ctx.engine.has(Capability.SERVING_CHAIN):
-            ctx.serving = serving_verdicts(ctx)
+        ctx.serving = serving_verdicts(ctx)  # empty where the engine has no serving chain (serving_verdict: None)
         # A file whose facts could not be extracted because of a bug of ours is an internal error (exit 2).
         for mf in ctx.store.loaded():
             err: str | None = getattr(mf, "internal_error", None)

@@ -53,7 +53,6 @@ class Capability(str, Enum):
     AUX_PLUMBING = "aux-plumbing"
     CONFIG_GATES = "config-gates"  # the runner path reads config-time model_type gates (EGL009)
     DRAFTER_IDS = "drafter-ids"  # drafter configs, the id convention and the PP split are read (EGL007)
-    SERVING_CHAIN = "serving-chain"  # serving.py's chain of gates models this engine
 
 
 @dataclass(frozen=True)

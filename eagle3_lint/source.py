@@ -99,7 +99,8 @@ class SourceTree(ABC):
 
 
 def _package_under(names: list[str]) -> str:
-    """The engine package a tree holds (the first engine, in ``EngineName`` order, whose package is there)."""
+    """The engine package a wheel holds, from its top-level names (the first engine, in ``EngineName`` order, whose
+    package is there)."""
     from eagle3_lint.engines import all_engines
 
     for engine in all_engines():
@@ -113,10 +114,11 @@ class DirSource(SourceTree):
         self.root = root
         self.root_label = str(root)
         if package is None:
-            try:
-                package = _package_under(sorted(p.name for p in root.iterdir() if p.is_dir()))
-            except OSError:
-                package = _package_under([])
+            # Each engine's own test of a folder (Engine.tree_root, as target.resolve uses); the first engine when
+            # the root holds none, so errors name what is missing.
+            from eagle3_lint.engines import all_engines, detect
+
+            package = next((e.package for e, r in detect(root) if r == root), all_engines()[0].package)
         self.package = package
         self._files: list[str] | None = None
 

@@ -48,7 +48,7 @@ class VllmEngine(Engine):
                  "on an allow-list (the gate column); the registry does not know model types, so a `supported` class "
                  "can still be refused there: check one model with `eagle3-lint check --target-config`.")
     report_version_field = "vllm_version"
-    capabilities = frozenset(Capability)  # every rule and the serving chain were built on vLLM
+    capabilities = frozenset(Capability)  # every rule was built on vLLM
 
     def tree_root(self, path: Path) -> Path | None:
         if (path / PACKAGE / "model_executor").is_dir() or (path / PACKAGE / "__init__.py").is_file():
