@@ -298,6 +298,10 @@ def check(target: str | None, archs: tuple[str, ...], fmt: str | None, output: s
     _guard(debug, run)
 
 
+# Wide enough that no trace line wraps when piped (rich pads nothing to this width).
+_PIPED_WIDTH = 10_000
+
+
 def _text_console(output: str | None, color: str) -> Console:
     """The console of the text report: ``--color`` wins; ``auto`` leaves NO_COLOR/FORCE_COLOR to rich."""
     from rich.console import Console
@@ -505,7 +509,12 @@ def trace(args: tuple[str, ...], arch_opt: str | None, target_config: str | None
         else:
             from rich.console import Console
 
-            Console().print(trace_tree(node))
+            console = Console()
+            if not console.is_terminal:
+                # Piped: one line per node, so file:line evidence stays whole for grep and copy (as check's
+                # concise lines do); a terminal keeps rich's wrapping to its width.
+                console = Console(width=_PIPED_WIDTH)
+            console.print(trace_tree(node))
         return 0
 
     _guard(debug, run)

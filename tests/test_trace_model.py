@@ -18,6 +18,7 @@ from eagle3_lint import trace as trace_mod
 from eagle3_lint.analysis import Options, analyze
 from eagle3_lint.source import DirSource
 from eagle3_lint.trace import NodeKind
+from tests import cihelp
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -51,7 +52,8 @@ def test_trace_rules_and_serving_agree_on_every_architecture(version: str, real_
             f = egl004.get(arch)
             if f is not None and "forward" in f.message and f.location.path.endswith(".py"):
                 # EGL004 on a forward names the file of the forward the trace shows, or a setter/holder in the chain.
-                assert f.location.path in {ctx.graph.path_of(k) for k in (fwd.owner, own.key, key, *[h.key for h in own.hops])}
+                chain = (fwd.owner, own.key, key, *[h.key for h in own.hops])
+                assert f.location.path in {ctx.graph.path_of(k) for k in chain}
         checked += 1
     assert checked > 150
 
@@ -79,3 +81,23 @@ def test_trace_formats_carry_the_same_tree(real_trees: Any, tmp_path: Path) -> N
     assert out["mermaid"].startswith("flowchart LR") and len(edge.findall(out["mermaid"])) == n - 1
     # The serving chain heads the trace: refused at load (no SupportsEagle3) without a target config.
     assert "runner-interface: fail" in out["mermaid"]
+
+
+@pytest.mark.real
+def test_piped_trace_keeps_one_line_per_node(real_trees: Any, tmp_path: Path) -> None:
+    """Piped, the text trace does not fold at 80 columns: one line per node of the JSON trace, each location
+    a whole ``path:line`` that exists in the tree (a terminal keeps rich's wrapping)."""
+    tree = real_trees.get("0.16.0")
+    args = ["trace", str(tree), "--arch", "KimiK25ForConditionalGeneration"]
+    text = cihelp.cli(*args).stdout
+    data = json.loads(cihelp.cli(*args, "--format", "json").stdout)
+
+    def count(n: dict[str, Any]) -> int:
+        return 1 + sum(count(c) for c in n.get("children", ()))
+
+    lines = text.splitlines()
+    assert len(lines) == count(data) and max(map(len, lines)) > 80
+    locs = re.findall(r"\((vllm/[\w/.]+\.py):(\d+)\)$", text, re.M)
+    assert len(locs) > 10
+    for path, line in locs:
+        assert int(line) <= len((tree / path).read_text(encoding="utf-8").splitlines()), path
