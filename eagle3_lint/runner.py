@@ -28,6 +28,11 @@ class RunnerKind(str, Enum):
     V1 = "v1"
     V2 = "v2"
 
+# Stands for the interrogated model's class name in ``RunnerSite.error`` (an f-string message such as
+# ``f"Model {model.__class__.__name__} does not implement ..."``): the site is one for every architecture, and
+# the trace puts the architecture's class in its place.
+MODEL_CLASS = "<model class>"
+
 
 @dataclass(frozen=True)
 class RunnerSite:
@@ -35,7 +40,7 @@ class RunnerSite:
     line: int
     function: str
     interrogated: str  # source text of the object passed to the check, or of the receiver
-    error: str = ""
+    error: str = ""  # the exception the user sees, with MODEL_CLASS where the message names the model's class
     error_line: int = 0
     config_function: str | None = None
     config_line: int = 0

@@ -21,6 +21,7 @@ from eagle3_lint import semantic as sem
 from eagle3_lint.graph import ClassKey, Resolved
 from eagle3_lint.guard import printable
 from eagle3_lint.model import Location
+from eagle3_lint.runner import MODEL_CLASS
 
 if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
@@ -123,7 +124,8 @@ def build(ctx: Context, arch: str) -> TraceNode:
                 _node(NodeKind.NOTE, f"then {s.setter}(aux_layers) on the same object", _loc(s.path, s.setter_line))
             )
         if not s.checked and s.error:
-            kids.append(_node(NodeKind.NOTE, f"a model without it: {s.error}", _loc(s.path, s.error_line)))
+            error = s.error.replace(MODEL_CLASS, key.name if key is not None else arch)
+            kids.append(_node(NodeKind.NOTE, f"a model without it: {error}", _loc(s.path, s.error_line)))
         sites.append(_node(NodeKind.SITE, f"in {s.function}(): {what}", _loc(s.path, s.line), children=kids))
     if r.pp_verifier:
         sites.append(_node(NodeKind.NOTE, f"{r.pp_verifier}() refuses pipeline parallelism unless the inner decoder "

@@ -12,6 +12,7 @@ import pytest
 
 from eagle3_lint.app import CheckRequest, run_check
 from eagle3_lint.report.headline import next_step, verdict_line
+from tests import cihelp
 
 ARCH = "Qwen3VLMoeForConditionalGeneration"
 
@@ -25,3 +26,17 @@ def test_blocked_without_fix_points_at_the_trace(sglang_trees) -> None:
     invocation = f"eagle3-lint check {root} --arch {ARCH}"
     assert next_step(ctx, ARCH, ctx.findings, invocation) == (
         f"eagle3-lint trace {root} --arch {ARCH} shows what the runner reaches (no automatic fix)")
+
+
+@pytest.mark.real
+def test_trace_names_the_error_the_user_would_see(sglang_trees) -> None:
+    """The trace it points at quotes the runner's error with the architecture's class in it, on both shapes:
+    0.5.10's unguarded call (AttributeError, model_runner.py:668) and 0.5.23's ``hasattr`` guard raising
+    ``ValueError(f"Model {model.__class__.__name__} does not implement ...")`` (attention_backend_setup.py:55)."""
+    for version, error in (
+        ("0.5.10", f"AttributeError: '{ARCH}' object has no attribute 'set_eagle3_layers_to_capture'"),
+        ("0.5.23", f"ValueError: Model {ARCH} does not implement set_eagle3_layers_to_capture,"),
+    ):
+        p = cihelp.cli("trace", str(sglang_trees.get(version)), "--arch", ARCH)
+        assert p.returncode == 0, p.stderr
+        assert f"a model without it: {error}" in p.stdout and "<model class>" not in p.stdout, version

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from eagle3_lint.engines.sglang.registry import MODELS_DIR
 from eagle3_lint.facts import decode_source, dotted
-from eagle3_lint.runner import RunnerPath, RunnerSite, SetterIds
+from eagle3_lint.runner import MODEL_CLASS, RunnerPath, RunnerSite, SetterIds
 from eagle3_lint.source import SourceTree
 
 SETTER = "set_eagle3_layers_to_capture"
@@ -108,10 +108,28 @@ def _hasattr_guard(fn: ast.AST, receiver: str) -> tuple[MissingMethod, str]:
         if isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not) and raises:
             exc = raises[0].exc
             name = dotted(exc.func) if isinstance(exc, ast.Call) else dotted(exc)
-            msg = ast.unparse(exc.args[0]) if isinstance(exc, ast.Call) and exc.args else ""
+            msg = _message(exc.args[0]) if isinstance(exc, ast.Call) and exc.args else ""
             return MissingMethod.RAISES, f"{name}: {msg}"[:300]
         return MissingMethod.SKIPPED, ""
     return MissingMethod.ATTRIBUTE_ERROR, ""
+
+
+def _message(node: ast.expr) -> str:
+    """The text of an exception message as the user reads it: a literal as is; an f-string with its literal
+    parts, the model's class name as ``MODEL_CLASS`` and any other value as ``{...}`` source."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if not isinstance(node, ast.JoinedStr):
+        return ast.unparse(node)
+    parts: list[str] = []
+    for v in node.values:
+        if isinstance(v, ast.Constant):
+            parts.append(str(v.value))
+        elif isinstance(v, ast.FormattedValue):
+            src = ast.unparse(v.value)
+            parts.append(MODEL_CLASS if src.endswith("__class__.__name__") or src.endswith("__class__") else
+                         "{" + src + "}")
+    return "".join(parts)
 
 
 def call_sites(source: SourceTree) -> tuple[CallSite, ...]:
@@ -182,7 +200,7 @@ def _error(site: CallSite) -> str:
     if site.missing is MissingMethod.RAISES:
         return site.error
     if site.missing is MissingMethod.ATTRIBUTE_ERROR:
-        return f"AttributeError: '<model class>' object has no attribute '{SETTER}'"
+        return f"AttributeError: '{MODEL_CLASS}' object has no attribute '{SETTER}'"
     return ""
 
 
