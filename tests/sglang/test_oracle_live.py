@@ -1,5 +1,6 @@
 """Ask SGLang itself, live: build (or reuse) the CPU oracle venv from the committed lock, run
-scripts/oracle/sglang_verdicts.py, and compare with the committed snapshot and the static verdicts.
+scripts/oracle/sglang_verdicts.py and scripts/oracle/sglang_setters.py, and compare with the committed
+snapshots and the static verdicts.
 
 Runs in CI (``CI=true``) or with ``EAGLE3_LINT_ORACLE=1``; it builds a 4 GB venv the first time
 (about 5 minutes from the lock here).
@@ -45,3 +46,11 @@ def test_live_sglang_oracle(version: str, sglang_trees, tmp_path: Path) -> None:
     wrong = [a for a, o in live["archs"].items()
              if got[a].supports is not o["supports"] or (got[a].status is Status.WRAPPER_GAP) != o["wrapper_gap"]]
     assert not wrong
+    # The setters' effects, recorded again in the same venv, equal the committed snapshot that
+    # test_setter_oracle.py compares the static transform with.
+    out = tmp_path / "s.json"
+    run = subprocess.run([py, str(REPO / "scripts/oracle/sglang_setters.py"), "--stub", "sgl_kernel",
+                          "--output", str(out)], capture_output=True, text=True, timeout=1800, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-2000:]
+    snap = json.loads((REPO / f"tests/differential/oracle/sglang-setters-{version}.json").read_text())
+    assert json.loads(out.read_text())["archs"] == snap["archs"]

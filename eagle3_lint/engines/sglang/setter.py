@@ -45,6 +45,10 @@ class IdTransform:
     # For a conditional transform: (test, shift when it holds, shift otherwise), None where a branch
     # stores something other than a plain shift of the ids.
     branches: tuple[tuple[Heuristic, int | None, int | None], ...] = ()
+    # The default is assigned to the ids parameter (``layer_ids = [2, n // 2, n - 3]``) and then goes through
+    # the same shift as a drafter's ids (minimax_m3_vl.py in 0.5.19+: ``[val + 1 for val in layer_ids]`` on
+    # both paths), rather than being stored as written.
+    default_shifted: bool = False
 
 
 def _shift(node: ast.AST, param: str) -> int | None:
@@ -105,7 +109,7 @@ def read_setter(source: SourceTree, path: str, line: int, end_line: int) -> IdTr
     num_layers: str | None = None
     writes: list[str] = []
     delegates: list[str] = []
-    guarded = pp = False
+    guarded = pp = shifted = False
     for node in ast.walk(fn):
         if isinstance(node, ast.If):
             t = ast.unparse(node.test)
@@ -123,6 +127,8 @@ def read_setter(source: SourceTree, path: str, line: int, end_line: int) -> IdTr
                         for lst in lists:
                             if isinstance(lst, ast.List) and default is None:
                                 default = " ".join(ast.unparse(lst).split())
+                                shifted = isinstance(sub, ast.Assign) and any(
+                                    isinstance(tg, ast.Name) and tg.id == param for tg in sub.targets)
             elif param and param in t:
                 h = Heuristic.FIRST_IS_ONE if "[0]" in t and "== 1" in t else Heuristic.MAX_IS_N if "max(" in t \
                     else Heuristic.OTHER_CONDITION if any(isinstance(n, ast.Name) and n.id == param
@@ -166,7 +172,8 @@ def read_setter(source: SourceTree, path: str, line: int, end_line: int) -> IdTr
                 default = " ".join(ast.unparse(node.value).split())
                 break
     return IdTransform(path, line, param, offset, tuple(dict.fromkeys(conditional)), default, num_layers,
-                       tuple(dict.fromkeys(writes)), tuple(dict.fromkeys(delegates)), guarded, pp, tuple(branches))
+                       tuple(dict.fromkeys(writes)), tuple(dict.fromkeys(delegates)), guarded, pp, tuple(branches),
+                       shifted)
 
 
 def _branch_shift(body: list[ast.stmt], param: str) -> int | None:
@@ -202,9 +209,10 @@ def capture_indices(t: IdTransform, drafter_ids: list[int] | None, n: int) -> li
 
 def default_indices(t: IdTransform, n: int) -> list[int] | None:
     """The default list (used when the drafter config has no ids) for a model of ``n`` layers, evaluated
-    with the core's whitelisted evaluator: the one free name of the expression (``num_layers``) is ``n``.
-    None when there is no default or it is not plain arithmetic on that one name."""
-    if t.default is None:
+    with the core's whitelisted evaluator: the one free name of the expression (``num_layers``) is ``n``; then
+    shifted as a drafter's ids are when the setter puts its default through the same shift. None when there is
+    no default or it is not plain arithmetic on that one name."""
+    if t.default is None or t.default_shifted and t.offset is None:
         return None
     from eagle3_lint.minieval import Interpreter, Unsupported
 
@@ -219,4 +227,6 @@ def default_indices(t: IdTransform, n: int) -> list[int] | None:
         value = Interpreter(strict=True).eval_expr(node, {name: n for name in names})
     except (Unsupported, ArithmeticError, TypeError, ValueError):
         return None
-    return list(value) if isinstance(value, list) and all(type(v) is int for v in value) else None
+    if not (isinstance(value, list) and all(type(v) is int for v in value)):
+        return None
+    return [v + t.offset for v in value] if t.default_shifted and t.offset is not None else list(value)
