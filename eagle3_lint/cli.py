@@ -440,11 +440,13 @@ def _render(ctx: Context, settings: config_mod.Settings, fmt: str, console: Cons
         assert console is not None
         targets = ctx.targeted if not text.show_all else ()
         mine, rest = split(ctx, findings, targets) if targets else (findings, [])
-        head = tuple((verdict_line(ctx, a, findings),
+        view = out.paths.context(ctx)  # the paths the user's repository uses (--path-prefix, an SGLang checkout)
+        shown = [out.paths.finding(f) for f in findings]
+        head = tuple((verdict_line(view, a, shown),
                       next_step(ctx, a, findings, invocation, settings.unsafe_fixes)) for a in ctx.targeted)
         opts = dataclasses.replace(text, headline=head, targets=targets)
         with console.capture() as captured:
-            render_check(out.paths.context(ctx), console, [out.paths.finding(f) for f in mine], text.show_all, opts,
+            render_check(view, console, [out.paths.finding(f) for f in mine], text.show_all, opts,
                          hidden=[out.paths.finding(f) for f in rest])
             if not text.quiet:
                 render_draft(ctx, console)  # --draft-config / --plugin sections, when given

@@ -85,7 +85,7 @@ class PathMap:
         if not self.prefixes:
             return ctx
         return dataclasses.replace(ctx, verdicts=self.value(ctx.verdicts), contract=self.value(ctx.contract),
-                                   runner=self.value(ctx.runner))
+                                   runner=self.value(ctx.runner), serving=self.value(ctx.serving))
 
     def plan(self, p: Plan) -> Plan:
         """A fix plan whose file names are rewritten, for the printed diff (never for --apply)."""
@@ -161,7 +161,12 @@ def _filter(findings: Sequence[Finding], settings: Settings, paths: PathMap) -> 
 
 
 def finalize(ctx: Context, settings: Settings) -> Outcome:
-    paths = PathMap(settings.path_prefixes)
+    prefixes = settings.path_prefixes
+    if not prefixes and ctx.source.display_prefix:
+        # An SGLang checkout: ``sglang/...`` is ``python/sglang/...`` where git and CI look.
+        pkg = ctx.source.package + "/"
+        prefixes = ((pkg, ctx.source.display_prefix + pkg),)
+    paths = PathMap(prefixes)
     active = _filter(ctx.findings, settings, paths)
     inline = [(f2, s) for f, s in ctx.suppressed for f2 in _filter([f], settings, paths)]
     reader = baseline_mod.SnippetReader(ctx.read_text)

@@ -55,8 +55,9 @@ def file_token(path: str | None) -> str:
 
 
 def tree_id(source: SourceTree) -> str:
-    """Which tree (not what is in it): the kind of source, its label and its resolved root."""
-    h = hashlib.sha256(f"{type(source).__name__}\0{source.root_label}\0".encode())
+    """Which tree (not what is in it): the kind of source, its label, its resolved root, and the prefix its
+    paths are shown with (an SGLang checkout named by its top folder shows ``python/sglang/...``)."""
+    h = hashlib.sha256(f"{type(source).__name__}\0{source.root_label}\0{source.display_prefix}\0".encode())
     root = getattr(source, "root", None)
     if root is not None:
         h.update(str(Path(root).resolve()).encode())

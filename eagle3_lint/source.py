@@ -24,6 +24,10 @@ class SourceTree(ABC):
 
     root_label: str
     package: str  # the engine's top-level package, the only folder walked
+    # Where the tree root sits in the folder the user named, when it is below it: ``python/`` for an SGLang
+    # checkout (its package lives in ``python/sglang``). Output paths get it in front (``outcome.PathMap``), so
+    # annotations, SARIF and ``--fix`` diffs are relative to the checkout, where git and CI read them.
+    display_prefix: str = ""
 
     @abstractmethod
     def py_files(self) -> list[str]:
@@ -110,9 +114,10 @@ def _package_under(names: list[str]) -> str:
 
 
 class DirSource(SourceTree):
-    def __init__(self, root: Path, package: str | None = None) -> None:
+    def __init__(self, root: Path, package: str | None = None, display_prefix: str = "") -> None:
         self.root = root
         self.root_label = str(root)
+        self.display_prefix = display_prefix
         if package is None:
             # Each engine's own test of a folder (Engine.tree_root, as target.resolve uses); the first engine when
             # the root holds none, so errors name what is missing.

@@ -142,15 +142,27 @@ def _pick(found: list[tuple[Engine, Path]], engine: str | None, where: str) -> t
     return found[0] if found else None
 
 
-def _git_checkout_root(start: Path, engine: str | None) -> tuple[Engine, Path] | None:
+def _git_checkout_root(start: Path, engine: str | None) -> tuple[Engine, Path, Path] | None:
+    """The engine and tree root of the git checkout ``start`` is in, and the checkout's top folder."""
     for p in (start, *start.parents):
         if (p / ".git").exists():
-            return _pick(engines.detect(p), engine, str(p))
+            hit = _pick(engines.detect(p), engine, str(p))
+            return None if hit is None else (hit[0], hit[1], p)
     return None
 
 
 def _names(engine: str | None) -> list[Engine]:
     return [e for e in engines.all_engines() if engine is None or e.name == engine]
+
+
+def _below(root: Path, named: Path) -> str:
+    """``root`` relative to the folder the user named (``python/`` for an SGLang checkout), or "" when the root
+    is that folder or above it (a site-packages, a ``vllm/`` package folder)."""
+    try:
+        rel = root.resolve().relative_to(named.resolve()).as_posix()
+    except ValueError:
+        return ""
+    return "" if rel == "." else rel + "/"
 
 
 def resolve(
@@ -164,9 +176,10 @@ def resolve(
     specs = " or ".join(f"{e.name}==X.Y.Z" for e in wanted)
     if target is None:
         here = Path.cwd()
-        hit = _pick(engines.detect(here), engine, str(here)) or _git_checkout_root(here, engine)
-        if hit is not None:
-            return DirSource(hit[1], hit[0].package)
+        here_hit = _pick(engines.detect(here), engine, str(here))
+        found = (*here_hit, here) if here_hit is not None else _git_checkout_root(here, engine)
+        if found is not None:
+            return DirSource(found[1], found[0].package, _below(found[1], found[2]))
         # find_spec on a top-level name locates it without running its __init__.
         installed = []
         for e in wanted:
@@ -207,7 +220,7 @@ def resolve(
     path = path.resolve()
     hit = _pick(engines.detect(path), engine, target)
     if hit is not None:
-        return DirSource(hit[1], hit[0].package)
+        return DirSource(hit[1], hit[0].package, _below(hit[1], path))
     raise UsageError(
         f"not a {' or '.join(e.display for e in wanted)} tree: {target} (expected a folder holding "
         f"{' or '.join(e.package + '/' for e in wanted)}, such a package folder, a .whl or {specs})"

@@ -83,10 +83,16 @@ def test_manifest_is_valid_and_gates_paths(tmp_path: Path) -> None:
     files = re.compile(h["files"])
     for path in ("vllm/model_executor/models/llama.py", "vllm/models/fam/nvidia/model.py",
                  "vllm/v1/worker/gpu_model_runner.py", "vllm/config/speculative.py", "vllm/config.py",
-                 "vllm/model_executor/models/interfaces.py", "eagle3-lint.toml"):
+                 "vllm/model_executor/models/interfaces.py", "eagle3-lint.toml",
+                 # An SGLang checkout: models, the runner (0.5.23's model_runner_components/), the drafter's id read
+                 # (speculative/eagle_utils.py) and the PP assert (server_args.py).
+                 "python/sglang/srt/models/llama.py",
+                 "python/sglang/srt/model_executor/model_runner_components/attention_backend_setup.py",
+                 "python/sglang/srt/speculative/eagle_utils.py", "python/sglang/srt/server_args.py"):
         assert files.search(path), path
     for path in ("README.md", "vllm/engine/llm_engine.py", "docs/vllm/config/x.md", "tests/models/test_x.py",
-                 "vllm/config.pyi"):
+                 "vllm/config.pyi", "python/sglang/srt/server_args.pyi", "python/sglang/lang/api.py",
+                 "test/srt/models/test_llama.py"):
         assert not files.search(path), path
 
 
