@@ -35,7 +35,7 @@ import re
 import signal
 import traceback
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -92,10 +92,8 @@ class BaseTree:
         self.other = src.other_files()
         self.files: dict[str, bytes] = {}
         for rel in [*self.py, *self.other]:
-            try:
+            with suppress(OSError):
                 self.files[rel] = src.read_bytes(rel)
-            except OSError:
-                pass
         models = [r for r in self.py if r.startswith("vllm/model_executor/models/") or r.startswith("vllm/models/")]
         self.models = models
         self.favourites = [r for r in models if r.rsplit("/", 1)[-1] in FAVOURITES]
@@ -151,7 +149,9 @@ _DERIVED: dict[tuple[object, ...], bytes] = {}
 _MEMOIZED_BASES: set[int] = set()
 
 
-def _memo_derive(name: str, real: Callable[..., object], inputs: Callable[[SourceTree], set[str]]) -> Callable[..., object]:
+def _memo_derive(
+    name: str, real: Callable[..., object], inputs: Callable[[SourceTree], set[str]]
+) -> Callable[..., object]:
     """``real(src, *args)`` memoised under ``args`` and the overlaid files among its inputs.
 
     Valid for the same reason as the tool's own ``store.memo``: the contract is read from
@@ -163,7 +163,8 @@ def _memo_derive(name: str, real: Callable[..., object], inputs: Callable[[Sourc
         if overlay is None:
             return real(src, *args)
         ins = inputs(src)
-        key = (name, repr(args), tuple(sorted((rel, hashlib.sha1(d).digest()) for rel, d in overlay.items() if rel in ins)))
+        digests = sorted((rel, hashlib.sha1(d).digest()) for rel, d in overlay.items() if rel in ins)
+        key = (name, repr(args), tuple(digests))
         blob = _DERIVED.get(key)
         if blob is not None:
             return pickle.loads(blob)
@@ -309,10 +310,8 @@ def _break_indentation(data: bytes, rng: random.Random) -> tuple[bytes, str]:
 
 def _insert_bytes(data: bytes, rng: random.Random) -> tuple[bytes, str]:
     at = rng.randrange(len(data) + 1)
-    if rng.random() < 0.5:
-        blob = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 9)))
-    else:
-        blob = rng.choice(TOKENS)
+    random_bytes = rng.random() < 0.5
+    blob = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 9))) if random_bytes else rng.choice(TOKENS)
     return data[:at] + blob + data[at:], f"at {at}: {blob!r}"
 
 

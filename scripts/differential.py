@@ -40,7 +40,10 @@ class OracleError(Exception):
 # Bases vLLM adds at class-creation time: ``@support_torch_compile`` (vllm/compilation/decorators.py)
 # appends a torch.compile wrapper to ``cls.__bases__``. They carry no contract member; the tool
 # does not model decorator side effects, so the MRO comparison leaves them out (by name prefix).
-RUNTIME_INJECTED_BASES = ("vllm.compilation.wrapper.TorchCompileWrapper", "vllm.compilation.wrapper.TorchCompileWithNoGuardsWrapper")
+RUNTIME_INJECTED_BASES = (
+    "vllm.compilation.wrapper.TorchCompileWrapper",
+    "vllm.compilation.wrapper.TorchCompileWithNoGuardsWrapper",
+)
 
 
 def _norm(qualified: str) -> str:
@@ -58,7 +61,9 @@ def mro_mismatch(ctx: Any, arch: str, runtime_mro: list[str]) -> str | None:
     rt = [_norm(m) for m in runtime_mro if m.startswith("vllm.") and not m.startswith(RUNTIME_INJECTED_BASES)]
     if ours == rt:
         return None
-    return f"tool MRO {' -> '.join(x.rsplit('.', 1)[-1] for x in ours)} != runtime {' -> '.join(x.rsplit('.', 1)[-1] for x in rt)}"
+    ours_short = " -> ".join(x.rsplit(".", 1)[-1] for x in ours)
+    rt_short = " -> ".join(x.rsplit(".", 1)[-1] for x in rt)
+    return f"tool MRO {ours_short} != runtime {rt_short}"
 
 
 @dataclass
@@ -168,7 +173,8 @@ def render(c: Comparison) -> str:
              f"({c.registered} registered, {len(c.not_importable)} not importable, tool {c.seconds.get('tool')} s)"]
     for arch, why in sorted(c.not_importable.items()):
         lines.append(f"  not importable: {arch}: {why}")
-    lines.append(f"  class and in-tree MRO identical to the runtime's for {c.importable - len(c.mro_mismatches)}/{c.importable}")
+    same_mro = c.importable - len(c.mro_mismatches)
+    lines.append(f"  class and in-tree MRO identical to the runtime's for {same_mro}/{c.importable}")
     for arch, mm in sorted(c.mro_mismatches.items()):
         lines.append(f"  MRO MISMATCH {arch}: {mm}")
     for arch in c.tool_only:

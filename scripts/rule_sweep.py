@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Run the rules over every cached vLLM release and print findings per rule per release.
+r"""Run the rules over every cached vLLM release and print findings per rule per release.
 
     python scripts/rule_sweep.py                      # every cached release, every rule
     python scripts/rule_sweep.py --rules EGL002,EGL003,EGL004,EGL006 --details out.json
     python scripts/rule_sweep.py --versions 0.16.0,0.33.0 --show EGL004
-    python scripts/rule_sweep.py --rules EGL009 --target-config sample_trees/eagle3-model-type-gate/kimi_k25_v016/hf/config.json
+    python scripts/rule_sweep.py --rules EGL009 \
+        --target-config sample_trees/eagle3-model-type-gate/kimi_k25_v016/hf/config.json
 
 Releases are read from the eagle3-lint cache (``$XDG_CACHE_HOME/eagle3-lint/vllm-<V>/``, the
 folders ``eagle3-lint check vllm==V`` fills); nothing is downloaded. No architecture is targeted
@@ -85,7 +86,8 @@ def main(argv: list[str] | None = None) -> int:
                             "line": f.location.line, "architecture": f.architecture, "symbol": f.symbol,
                             "message": f.message, "fix": f.fix.applicability.value if f.fix else None})
             if f.rule in show:
-                print(f"{v} {f.rule} {f.severity.value} {f.location.path}:{f.location.line} {f.message}", file=sys.stderr)
+                where = f"{f.location.path}:{f.location.line}"
+                print(f"{v} {f.rule} {f.severity.value} {where} {f.message}", file=sys.stderr)
         for e in ctx.errors:
             print(f"{v}: internal error in {e.where}: {e.message}", file=sys.stderr)
         print(f"{v}: {dt:.1f}s", file=sys.stderr)

@@ -28,11 +28,12 @@ from eagle3_lint.model import Status  # noqa: E402
 from eagle3_lint.source import DirSource  # noqa: E402
 
 # Every release on PyPI between these bounds (``pip index versions vllm``); data, with its source.
-RELEASES = (
-    "0.9.2 0.10.0 0.10.1 0.10.1.1 0.10.2 0.11.0 0.11.1 0.11.2 0.12.0 0.13.0 0.14.0 0.14.1 0.15.0 0.15.1 "
-    "0.16.0 0.17.0 0.17.1 0.18.0 0.18.1 0.19.0 0.19.1 0.20.0 0.20.1 0.20.2 0.21.0 0.22.0 0.22.1 0.23.0 "
-    "0.24.0 0.25.0 0.25.1 0.26.0 0.27.0 0.27.1 0.28.0 0.29.0 0.30.0 0.31.0 0.32.0 0.33.0"
-).split()
+RELEASES = [
+    "0.9.2", "0.10.0", "0.10.1", "0.10.1.1", "0.10.2", "0.11.0", "0.11.1", "0.11.2", "0.12.0", "0.13.0",
+    "0.14.0", "0.14.1", "0.15.0", "0.15.1", "0.16.0", "0.17.0", "0.17.1", "0.18.0", "0.18.1", "0.19.0",
+    "0.19.1", "0.20.0", "0.20.1", "0.20.2", "0.21.0", "0.22.0", "0.22.1", "0.23.0", "0.24.0", "0.25.0",
+    "0.25.1", "0.26.0", "0.27.0", "0.27.1", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0",
+]
 
 STATUSES = [s.value for s in Status]
 
@@ -50,16 +51,16 @@ def sweep_one(version: str) -> dict[str, Any]:
     row["seconds"] = time.perf_counter() - t0
     row["version"] = ctx.version
     row["check"] = c.check
-    row["members"] = [m.name + ("()" if m.kind == "method" else "") + ("*" if m.kind == "method" and m.has_default else "")
-                      for m in c.members]
+    row["members"] = [m.name + ("()" if m.kind == "method" else "")
+                      + ("*" if m.kind == "method" and m.has_default else "") for m in c.members]
     row["mixin"] = c.mixin
     site = r.primary
     row["runner"] = "-" if site is None else f"{site.path.removeprefix('vllm/')}:{site.line}"
     row["sites"] = len(r.sites)
     row["fallback"] = ", ".join(r.fallback_names) or "-"
     row["pp"] = r.pp_verifier or "-"
-    row["gate"] = "-" if not r.gates else "; ".join(f"{len(g.allow_list)} types at {g.path.removeprefix('vllm/')}:{g.line}"
-                                                       for g in r.gates)
+    row["gate"] = "-" if not r.gates else "; ".join(
+        f"{len(g.allow_list)} types at {g.path.removeprefix('vllm/')}:{g.line}" for g in r.gates)
     row["status"] = Counter(v.status.value for v in ctx.verdicts.values())
     row["rules"] = Counter(f.rule for f in ctx.findings)
     row["archs"] = len(ctx.verdicts)

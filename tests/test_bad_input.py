@@ -23,12 +23,24 @@ from pathlib import Path
 
 import pytest
 
-from eagle3_lint import fixes, source as source_mod, target as target_mod
+from eagle3_lint import fixes
+from eagle3_lint import source as source_mod
+from eagle3_lint import target as target_mod
 from eagle3_lint.analysis import Options, analyze
 from eagle3_lint.app import CheckRequest, run_check
 from eagle3_lint.source import DirSource
-from tests.hostile import (SUPPORTED_MODEL, assert_one_line_error, base_tree, cli_env, fixable_case, registry,
-                           run_cli, small_tree, tree_digest, write)
+from tests.hostile import (
+    SUPPORTED_MODEL,
+    assert_one_line_error,
+    base_tree,
+    cli_env,
+    fixable_case,
+    registry,
+    run_cli,
+    small_tree,
+    tree_digest,
+    write,
+)
 
 MODELS = "vllm/model_executor/models"
 NO_CAPS = ["setpriv", "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--"]
@@ -162,7 +174,8 @@ def test_bom_parses_fine(tmp_path: Path) -> None:
     proc, rep = check_json(root, tmp_path)
     assert proc.returncode == 0 and not rep["findings"]
     assert_rest_analysed(rep)
-    want = SUPPORTED_MODEL.format(name="Good").splitlines().index("class GoodForCausalLM(nn.Module, SupportsPP, SupportsEagle3):") + 1
+    class_line = "class GoodForCausalLM(nn.Module, SupportsPP, SupportsEagle3):"
+    want = SUPPORTED_MODEL.format(name="Good").splitlines().index(class_line) + 1
     assert arch(rep, "GoodForCausalLM")["line"] == want  # lines are those of the text after the BOM
 
 
@@ -268,8 +281,10 @@ def test_deeply_nested_and_very_long_bodies(tmp_path: Path) -> None:
     root = small_tree(tmp_path / "t")
     write(root, f"{MODELS}/parens.py", "x = " + "(" * 300 + "1" + ")" * 300 + "\n")
     write(root, f"{MODELS}/binop.py", "x = " + "+".join(["a"] * 100_000) + "\n")  # RecursionError paths
-    write(root, f"{MODELS}/nested.py", "".join("    " * i + f"class C{i}:\n" for i in range(99)) + "    " * 99 + "pass\n")
-    write(root, f"{MODELS}/indent.py", "".join("    " * i + f"class D{i}:\n" for i in range(120)) + "    " * 120 + "pass\n")
+    write(root, f"{MODELS}/nested.py",
+          "".join("    " * i + f"class C{i}:\n" for i in range(99)) + "    " * 99 + "pass\n")
+    write(root, f"{MODELS}/indent.py",
+          "".join("    " * i + f"class D{i}:\n" for i in range(120)) + "    " * 120 + "pass\n")
     write(root, f"{MODELS}/long.py", "from torch import nn\n\n\nclass Long(nn.Module):\n"
           + "".join(f"    def m{i}(self, x):\n        return x + {i}\n" for i in range(20_000)))
     # A 3,000-class inheritance chain, registered at its deepest class.

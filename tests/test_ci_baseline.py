@@ -69,8 +69,8 @@ def test_baseline_lifecycle(tmp_path: Path) -> None:
 
     # Fix one (it now inherits a class that supports EAGLE-3): its entry is stale. Listed on stderr
     # and in JSON; only CI=true makes that fail.
-    src.write_text(src.read_text().replace("class WorseForCausalLM(nn.Module):",
-                                           "from .good import GoodForCausalLM\n\n\nclass WorseForCausalLM(GoodForCausalLM):"))
+    subclass_of_good = "from .good import GoodForCausalLM\n\n\nclass WorseForCausalLM(GoodForCausalLM):"
+    src.write_text(src.read_text().replace("class WorseForCausalLM(nn.Module):", subclass_of_good))
     code, rep, err = run(root, tmp_path, *ARCHS, "--baseline", str(base))
     assert code == 0 and rep["findings"] == [], err
     stale = rep["baseline"]["stale"]
@@ -109,7 +109,8 @@ def test_baseline_from_config_and_errors(tmp_path: Path) -> None:
     assert p.returncode == 2 and p.stderr.strip() == (
         f"eagle3-lint: error: baseline file not found: {proj / 'base/line.json'} "
         f"(create it with --write-baseline {proj / 'base/line.json'})")
-    assert cli("check", str(root), "--no-cache", *SEL, "--write-baseline", str(proj / "base/line.json"), cwd=proj).returncode == 0
+    written = cli("check", str(root), "--no-cache", *SEL, "--write-baseline", str(proj / "base/line.json"), cwd=proj)
+    assert written.returncode == 0
     code, rep, _ = run(root, proj)
     assert code == 0 and rep["baseline"]["path"] == str(proj / "base/line.json") and rep["baseline"]["matched"] == 1
     (proj / "base/line.json").write_text('{"findings": []}')

@@ -20,7 +20,7 @@ def test_rules_json_and_table(tmp_path: Path) -> None:
     assert p.returncode == 0, p.stderr
     rows = json.loads(p.stdout)
     assert [r["id"] for r in rows] == RULE_IDS
-    for r, rule in zip(rows, all_rules()):
+    for r, rule in zip(rows, all_rules(), strict=True):
         assert r == {"id": rule.meta.id, "name": rule.meta.name, "severity": rule.meta.severity.value,
                      "severities": [s.value for s in catalog.severities(rule)],
                      "fixable": rule.meta.fixable, "summary": rule.meta.summary, "url": catalog.help_uri(rule.meta.id)}

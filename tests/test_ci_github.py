@@ -84,7 +84,8 @@ def test_cli_github_on_a_tree(tmp_path: Path) -> None:
     kinds = [k for k, _, _ in parsed]
     assert kinds == ["error"] * 12 + ["warning"] * 11 + ["notice"]
     for _k, props, msg in parsed[:12]:
-        assert props["file"] == "vllm/model_executor/models/bad.py" and props["title"] == "EGL001 missing-eagle3-interface"
+        assert props["file"] == "vllm/model_executor/models/bad.py"
+        assert props["title"] == "EGL001 missing-eagle3-interface"
         src_line = (root / props["file"]).read_text().splitlines()[int(props["line"]) - 1]
         assert src_line.startswith("class Bad") and src_line[5:20] in msg
     assert parsed[12][1]["title"] == "EGL100 unused-suppression"
@@ -100,7 +101,8 @@ def test_cli_github_on_real_v016(real_trees: Any, tmp_path: Path) -> None:
     assert p.returncode == 1, p.stderr
     parsed = [parse(ln) for ln in p.stdout.splitlines()]
     assert parsed, p.stderr
-    ranks = [{"error": 3, "warning": 2, "notice": 1}[k] for k, props, _ in parsed if props.get("title") != "eagle3-lint"]
+    rank = {"error": 3, "warning": 2, "notice": 1}
+    ranks = [rank[k] for k, props, _ in parsed if props.get("title") != "eagle3-lint"]
     assert ranks == sorted(ranks, reverse=True)
     egl001 = [(props, msg) for k, props, msg in parsed if props.get("title", "").startswith("EGL001 ")]
     assert len(egl001) == 1 and egl001[0][0]["file"] == "vllm/model_executor/models/kimi_k25.py"

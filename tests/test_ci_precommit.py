@@ -113,7 +113,8 @@ def test_hook_fails_on_a_breaking_commit_and_passes_good_ones(tmp_path: Path) ->
     (repo / "README.md").write_text("fork notes\n")
     git(repo, env, "add", "README.md")
     c = git(repo, env, "commit", "-m", "docs", check=False)
-    assert c.returncode == 0 and "eagle3-lint" in c.stdout + c.stderr and "Skipped" in c.stdout + c.stderr, c.stdout + c.stderr
+    out = c.stdout + c.stderr
+    assert c.returncode == 0 and "eagle3-lint" in out and "Skipped" in out, out
 
     # A good change to a model file: the hook runs the whole tree and passes.
     src = repo / GOOD
@@ -134,7 +135,8 @@ def test_hook_fails_on_a_breaking_commit_and_passes_good_ones(tmp_path: Path) ->
     assert c.returncode != 0 and "Failed" in out, out
     line = text.splitlines().index("class GoodForCausalLM(nn.Module, SupportsPP, SupportsEagle3):") + 1
     assert f"{GOOD}:{line}:" in out and "EGL001" in out and "GoodForCausalLM" in out, out
-    assert git(repo, env, "log", "--format=%s").stdout.split() == ["tune", "aux", "layers", "docs", "a", "vLLM-shaped", "tree"]
+    subjects = git(repo, env, "log", "--format=%s").stdout.split()
+    assert subjects == ["tune", "aux", "layers", "docs", "a", "vLLM-shaped", "tree"]
 
     # An inline suppression of what the output named, with a reason, lets the commit through.
     named = sorted(set(re.findall(rf"{GOOD}:{line}:\d+: (EGL\d{{3}})", out)))

@@ -52,7 +52,7 @@ def _check_fixes_and_regions(ctx: Any, out: Any, doc: dict[str, Any]) -> int:
     findings = list(out.findings) + [s.finding for s in out.suppressed]
     assert len(run["results"]) == len(findings)
     checked = 0
-    for res, f in zip(run["results"], findings):
+    for res, f in zip(run["results"], findings, strict=True):
         assert res["ruleId"] == f.rule and res["level"] == f.severity.value and res["message"]["text"] == f.message
         reg = res["locations"][0]["physicalLocation"]["region"]
         assert reg["startLine"] == f.location.line and reg["startColumn"] == f.location.col + 1
@@ -127,7 +127,8 @@ def test_insertions_and_multiline_replacements(tmp_path: Path) -> None:
     """Edit columns are 0-based characters, SARIF's 1-based code points; an insertion is an empty
     deletedRegion. Checked with a non-ASCII line, an insertion, a replacement across lines and a
     column past the end of its line (apply_edits clamps it)."""
-    root = tree(tmp_path / "t", {"uni": 'from torch import nn\n\nNAME = "ÄÖÜ-名前"  # non-ASCII\n\n\nclass UniForCausalLM(nn.Module):\n    pass\n'})
+    uni = 'from torch import nn\n\nNAME = "ÄÖÜ-名前"  # non-ASCII\n\n\nclass UniForCausalLM(nn.Module):\n    pass\n'
+    root = tree(tmp_path / "t", {"uni": uni})
     from eagle3_lint.app import CheckRequest, run_check
 
     ctx = run_check(CheckRequest(str(root), ("UniForCausalLM",), no_cache=True))
@@ -153,7 +154,8 @@ def test_insertions_and_multiline_replacements(tmp_path: Path) -> None:
 
 def test_suppressions_and_fixes_in_sarif(tmp_path: Path) -> None:
     root = sample("workflow/inline_suppression", tmp_path / "t")
-    archs = ["SilencedForCausalLM", "NextLineForCausalLM", "StaleForCausalLM", "PartlyForCausalLM", "BlanketForCausalLM"]
+    archs = ["SilencedForCausalLM", "NextLineForCausalLM", "StaleForCausalLM", "PartlyForCausalLM",
+             "BlanketForCausalLM"]
     args = ["check", str(root), "--format", "sarif", "--no-cache", "--target-config", str(root / "configs/target.json")]
     args += [a for x in archs for a in ("--arch", x)]
     p, doc = cli_json(*args, cwd=tmp_path)
@@ -178,8 +180,10 @@ def test_suppressions_and_fixes_in_sarif(tmp_path: Path) -> None:
     p, doc = cli_json(*args, "--baseline", str(base), cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     validate_sarif(doc)
-    states = {(r["ruleId"], r.get("suppressions", [{}])[0].get("kind"), r["baselineState"]) for r in doc["runs"][0]["results"]}
-    assert states == {("EGL001", "inSource", "new"), ("EGL001", "external", "unchanged"), ("EGL100", "external", "unchanged")}
+    states = {(r["ruleId"], r.get("suppressions", [{}])[0].get("kind"), r["baselineState"])
+              for r in doc["runs"][0]["results"]}
+    assert states == {("EGL001", "inSource", "new"), ("EGL001", "external", "unchanged"),
+                      ("EGL100", "external", "unchanged")}
 
 
 def test_parse_failures_are_notifications(tmp_path: Path) -> None:
@@ -193,8 +197,11 @@ def test_parse_failures_are_notifications(tmp_path: Path) -> None:
     where = {n["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]: n for n in notes}
     assert set(where) == {"vllm/model_executor/models/mod_broken.py", "vllm/model_executor/models/latin.py"}
     assert all(n["level"] == "error" and n["descriptor"]["id"] == "EGL000" for n in notes)
-    assert where["vllm/model_executor/models/mod_broken.py"]["locations"][0]["physicalLocation"]["region"]["startLine"] == 1
-    assert {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in run["results"] if r["ruleId"] == "EGL000"} == set(where)
+    broken_note = where["vllm/model_executor/models/mod_broken.py"]
+    assert broken_note["locations"][0]["physicalLocation"]["region"]["startLine"] == 1
+    egl000_uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+                   for r in run["results"] if r["ruleId"] == "EGL000"}
+    assert egl000_uris == set(where)
     # Deselecting EGL000 removes the results, not the notifications: the tool still could not read them.
     p, doc = cli_json("check", str(root), "--format", "sarif", "--no-cache", "--ignore", "EGL000", cwd=tmp_path)
     validate_sarif(doc)
@@ -226,13 +233,16 @@ def test_path_prefix_applies_to_every_format(tmp_path: Path) -> None:
     validate_sarif(doc)
     run = doc["runs"][0]
     uris = [loc["physicalLocation"]["artifactLocation"]["uri"] for r in run["results"] for loc in r["locations"]]
-    uris += [c["artifactLocation"]["uri"] for r in run["results"] for fx in r.get("fixes", []) for c in fx["artifactChanges"]]
-    uris += [s["location"]["physicalLocation"]["artifactLocation"]["uri"] for r in run["results"] for s in r.get("suppressions", [])]
+    uris += [c["artifactLocation"]["uri"]
+             for r in run["results"] for fx in r.get("fixes", []) for c in fx["artifactChanges"]]
+    uris += [s["location"]["physicalLocation"]["artifactLocation"]["uri"]
+             for r in run["results"] for s in r.get("suppressions", [])]
     assert uris and all(u.startswith(to) for u in uris), uris
     assert "originalUriBaseIds" not in run
 
     p, rep = cli_json(*base, "--format", "json", cwd=tmp_path)
-    paths = [f["path"] for f in rep["findings"] + rep["suppressed"]] + [f["suppression"]["path"] for f in rep["suppressed"]]
+    paths = [f["path"] for f in rep["findings"] + rep["suppressed"]]
+    paths += [f["suppression"]["path"] for f in rep["suppressed"]]
     paths += [e["path"] for f in rep["findings"] if f["fix"] for e in f["fix"]["edits"]]
     paths += [a["path"] for a in rep["architectures"] if a["path"]] + [rep["contract"]["path"]]
     assert paths and all(p.startswith(to) for p in paths), paths
@@ -248,7 +258,8 @@ def test_path_prefix_applies_to_every_format(tmp_path: Path) -> None:
     assert f" {to}model_executor/models/silenced.py:54 " in text  # the architecture table
     assert f"\n{to}model_executor/models/silenced.py:54:39: EGL100" in text and "\nvllm/model_executor" not in text
     diff = cli(*base, "--fix", cwd=tmp_path).stdout
-    assert f"--- a/{to}model_executor/models/silenced.py" in diff and f"+++ b/{to}model_executor/models/silenced.py" in diff
+    silenced = f"{to}model_executor/models/silenced.py"
+    assert f"--- a/{silenced}" in diff and f"+++ b/{silenced}" in diff
     # The tree itself is untouched, and a diff rewritten back applies in the vendoring repository.
     vendor = tmp_path / "vendor"
     (vendor / "third_party" / "vllm").mkdir(parents=True)

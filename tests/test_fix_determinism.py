@@ -41,6 +41,6 @@ def test_fix_output_is_identical_for_every_hash_seed(version: str, real_trees: A
             added = [ln for ln in out.splitlines() if ln.startswith("+")]
             # 0.16: ``aux_hidden_states.append(hidden_states)``; 0.33: the mixin's
             # ``self._maybe_add_hidden_state(aux_hidden_states, layer_idx, hidden_states, None)``.
-            assert any("aux_hidden_states.append(hidden_states)" in ln or "aux_hidden_states, layer_idx, hidden_states" in ln
-                       for ln in added), added
+            collects = ("aux_hidden_states.append(hidden_states)", "aux_hidden_states, layer_idx, hidden_states")
+            assert any(c in ln for ln in added for c in collects), added
             assert not any("original_hidden_states" in ln for ln in added), added

@@ -163,7 +163,8 @@ def test_fix_without_apply_never_writes(real_trees: object, tmp_path: Path) -> N
     for case in sample_cases():
         root = materialize(case, tmp_path / "samples" / f"{case.parent.name}-{case.name}")
         before = tree_digest(root)
-        res = CliRunner().invoke(cli.main, ["check", str(root), "--fix", "--unsafe-fixes", "--no-cache", *case_args(case)])
+        cmd = ["check", str(root), "--fix", "--unsafe-fixes", "--no-cache", *case_args(case)]
+        res = CliRunner().invoke(cli.main, cmd)
         # Exit 2 is fine here (a registry-less gate case targets its config's architecture); a crash is not.
         assert isinstance(res.exception, (SystemExit, type(None))) and "Traceback" not in res.output, res.output
         assert tree_digest(root) == before, case

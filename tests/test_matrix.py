@@ -101,7 +101,8 @@ def test_cli_formats(releases: list[Path], tmp_path: Path) -> None:
     assert "| ToyForCausalLM | 0.16.0 | 0.17.0 | ✗ | ✓ | ✗ | ✓ |" in text
     assert "| OldForCausalLM | 0.15.0 | - | ✓ | ✓ | · | · |" in text
     t = run_cli([*args, "--arch", "ToyForCausalLM"], cwd=tmp_path)
-    assert t.returncode == 0 and "ToyForCausalLM" in t.stdout and "0.16.0" in t.stdout and "OldForCausalLM" not in t.stdout
+    assert (t.returncode == 0 and "ToyForCausalLM" in t.stdout and "0.16.0" in t.stdout
+            and "OldForCausalLM" not in t.stdout)
     bad = run_cli([*args, "--arch", "NoSuchForCausalLM"], cwd=tmp_path)
     assert bad.returncode == 2 and "not registered in any" in bad.stderr
 
@@ -147,7 +148,7 @@ def test_real_kimi_and_deepseek_first_supported(real_trees: Any) -> None:
     assert not [r.error for r in m.releases if r.error]
     kimi, dsv3 = m.row("KimiK25ForConditionalGeneration"), m.row("DeepseekV3ForCausalLM")
     assert kimi is not None and dsv3 is not None
-    by_release = dict(zip(m.labels, kimi.cells))
+    by_release = dict(zip(m.labels, kimi.cells, strict=True))
     key = matrix.version_key
     for label, status in by_release.items():
         k = key(label)

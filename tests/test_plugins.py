@@ -27,8 +27,8 @@ from typing import Any
 import pytest
 
 from eagle3_lint import target
-from eagle3_lint.engines.vllm import plugins
 from eagle3_lint.analysis import Context, Options, analyze
+from eagle3_lint.engines.vllm import plugins
 from eagle3_lint.source import DirSource
 from tests.cihelp import run_cli, validate_report
 from tests.conftest import SAMPLES, real_cache_dir
@@ -77,8 +77,10 @@ def test_demo_plugin_verdicts_registrations_and_markers() -> None:
     assert [(e.name, e.value, e.source) for e in p.entry_points] == [
         ("register_demo_models", "eagle3_demo_plugin:register", "pyproject.toml")]
     regs = {r.arch: (r.module, r.class_name, r.form) for r in p.registrations}
-    assert regs == {"DemoForCausalLM": ("eagle3_demo_plugin.good", "DemoForCausalLM", "string"),
-                    "DemoVLForConditionalGeneration": ("eagle3_demo_plugin.bad", "DemoVLForConditionalGeneration", "class")}
+    assert regs == {
+        "DemoForCausalLM": ("eagle3_demo_plugin.good", "DemoForCausalLM", "string"),
+        "DemoVLForConditionalGeneration": ("eagle3_demo_plugin.bad", "DemoVLForConditionalGeneration", "class"),
+    }
     assert ctx.verdicts["DemoForCausalLM"].status.value == "supported"
     v = ctx.verdicts["DemoVLForConditionalGeneration"]
     assert v.status.value == "wrapper-gap" and v.location is not None
@@ -86,7 +88,8 @@ def test_demo_plugin_verdicts_registrations_and_markers() -> None:
     # The registry step of the evidence points at the plugin's register call, not at registry.py.
     reg = next(s for s in v.evidence if s.kind == "registry")
     assert reg.location is not None and reg.location.path == "<plugin>/src/eagle3_demo_plugin/__init__.py"
-    got = {(f.location.path, f.location.line, f.rule) for f in ctx.findings if plugins.is_plugin_display_path(f.location.path)}
+    got = {(f.location.path, f.location.line, f.rule)
+           for f in ctx.findings if plugins.is_plugin_display_path(f.location.path)}
     assert got == _markers(DEMO, "<plugin>")
 
 
@@ -132,10 +135,12 @@ def _fake_install(site: Path, editable: bool) -> None:
     dist = site / "eagle3_demo_plugin-0.1.0.dist-info"
     dist.mkdir(parents=True)
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: eagle3-demo-plugin\nVersion: 0.1.0\n")
-    (dist / "entry_points.txt").write_text("[vllm.general_plugins]\nregister_demo_models = eagle3_demo_plugin:register\n")
+    (dist / "entry_points.txt").write_text(
+        "[vllm.general_plugins]\nregister_demo_models = eagle3_demo_plugin:register\n")
     record = ["eagle3_demo_plugin-0.1.0.dist-info/METADATA,,", "eagle3_demo_plugin-0.1.0.dist-info/RECORD,,"]
     if editable:
-        (dist / "direct_url.json").write_text(json.dumps({"url": DEMO.resolve().as_uri(), "dir_info": {"editable": True}}))
+        direct_url = {"url": DEMO.resolve().as_uri(), "dir_info": {"editable": True}}
+        (dist / "direct_url.json").write_text(json.dumps(direct_url))
         (site / "__editable__.eagle3_demo_plugin-0.1.0.pth").write_text(str(DEMO / "src") + "\n")
     else:
         shutil.copytree(DEMO / "src" / "eagle3_demo_plugin", site / "eagle3_demo_plugin")

@@ -134,7 +134,8 @@ def test_wheel_target_reads_zip_in_place(tmp_path: Path, real_trees: object) -> 
     with zipfile.ZipFile(whl, "w", zipfile.ZIP_DEFLATED) as z:
         for p in sorted((root / "vllm").rglob("*.py")):
             rel = p.relative_to(root).as_posix()
-            if rel.startswith(("vllm/model_executor/models/", "vllm/v1/worker/", "vllm/config/")) or rel == "vllm/version.py":
+            in_needed_dir = rel.startswith(("vllm/model_executor/models/", "vllm/v1/worker/", "vllm/config/"))
+            if in_needed_dir or rel == "vllm/version.py":
                 z.write(p, rel)
         for p in (root / "vllm-0.16.0.dist-info").iterdir():
             z.write(p, f"vllm-0.16.0.dist-info/{p.name}")

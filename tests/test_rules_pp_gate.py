@@ -8,9 +8,9 @@ import subprocess
 from pathlib import Path
 
 from eagle3_lint import fixes
-from eagle3_lint.engines.vllm import hfconfig
 from eagle3_lint._compat import tomllib
 from eagle3_lint.analysis import Context
+from eagle3_lint.engines.vllm import hfconfig
 from eagle3_lint.model import Severity
 from tests.conftest import SAMPLES, materialize
 from tests.test_sample_trees import run

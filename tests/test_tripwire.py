@@ -123,7 +123,9 @@ def test_tripwire_fires_when_really_imported(tripwire: tuple[Path, Path, Path], 
     assert markers(mdir), "the tripwire did not write a marker"
 
 
-def _run_all(root: Path, marks: Path, wheel: Path, tmp: Path) -> list[tuple[list[str], subprocess.CompletedProcess[str]]]:
+def _run_all(
+    root: Path, marks: Path, wheel: Path, tmp: Path
+) -> list[tuple[list[str], subprocess.CompletedProcess[str]]]:
     env = cli_env(tmp, EAGLE3_TRIPWIRE_DIR=str(marks))
     runs: list[tuple[list[str], subprocess.CompletedProcess[str]]] = []
 
@@ -197,22 +199,19 @@ def test_guard_refuses_imports_from_the_tree(tripwire: tuple[Path, Path, Path], 
     monkeypatch.setenv("EAGLE3_TRIPWIRE_DIR", str(mdir))
     monkeypatch.syspath_prepend(str(root))
     source = DirSource(root)
-    with pytest.raises(guard.GuardViolation, match="imported: vllm"):
-        with guard.protect(source):
-            importlib.import_module("vllm.model_executor.models.registry")
+    with pytest.raises(guard.GuardViolation, match="imported: vllm"), guard.protect(source):
+        importlib.import_module("vllm.model_executor.models.registry")
     # A shadowing top-level module under the root but outside vllm/ is the root's own business;
     # a module file *inside* vllm/ reached under another name is not.
     monkeypatch.syspath_prepend(str(root / "vllm" / "model_executor"))
-    with pytest.raises(guard.GuardViolation, match="models"):
-        with guard.protect(source):
-            importlib.import_module("models.interfaces")
+    with pytest.raises(guard.GuardViolation, match="models"), guard.protect(source):
+        importlib.import_module("models.interfaces")
     # ``except ImportError`` cannot swallow it, and the scope re-raises what a broad except hid.
-    with pytest.raises(guard.GuardViolation):
-        with guard.protect(source):
-            try:
-                importlib.import_module("vllm.config.speculative")
-            except Exception:  # noqa: BLE001 - what careless code would do
-                pass
+    with pytest.raises(guard.GuardViolation), guard.protect(source):
+        try:  # noqa: SIM105 - spelled out as careless code spells it
+            importlib.import_module("vllm.config.speculative")
+        except Exception:  # noqa: BLE001 - what careless code would do
+            pass
     assert not markers(mdir)
     assert not [m for m in sys.modules if m == "vllm" or m.startswith(("vllm.", "models"))]
     assert guard._FINDER not in sys.meta_path  # noqa: SLF001 - the hook is gone once the scope ends
@@ -229,15 +228,12 @@ def test_guard_refuses_exec_and_writes(tripwire: tuple[Path, Path, Path], tmp_pa
     monkeypatch.setenv(guard.ENV, "1")
     source = DirSource(root)
     runner = root / "vllm" / "v1" / "worker" / "gpu_model_runner.py"
-    with pytest.raises(guard.GuardViolation, match="executed"):
-        with guard.protect(source):
-            exec(compile(runner.read_text(), str(runner), "exec"), {"__name__": "x"})  # noqa: S102
-    with pytest.raises(guard.GuardViolation, match="executed"):
-        with guard.protect(source):
-            runpy.run_path(str(runner))
-    with pytest.raises(guard.GuardViolation, match="written"):
-        with guard.protect(source):
-            (root / "vllm" / "new.py").write_text("x = 1\n")
+    with pytest.raises(guard.GuardViolation, match="executed"), guard.protect(source):
+        exec(compile(runner.read_text(), str(runner), "exec"), {"__name__": "x"})  # noqa: S102
+    with pytest.raises(guard.GuardViolation, match="executed"), guard.protect(source):
+        runpy.run_path(str(runner))
+    with pytest.raises(guard.GuardViolation, match="written"), guard.protect(source):
+        (root / "vllm" / "new.py").write_text("x = 1\n")
     assert not (root / "vllm" / "new.py").exists()
     assert not markers(mdir)
     # Outside a scope nothing is refused (the hook stays installed but idle).
@@ -261,7 +257,7 @@ def test_guard_is_active_during_analysis(tripwire: tuple[Path, Path, Path], tmp_
         meta = rules_mod.RuleMeta("EGL999", "sneaky", rules_mod.Severity.NOTE, False, "imports the tree")
 
         def run(self, ctx: object) -> list[object]:
-            try:
+            try:  # noqa: SIM105 - spelled out as a careless rule would write it
                 importlib.import_module("vllm.model_executor.models.inner")
             except BaseException:  # noqa: BLE001 - a rule that hides the error must not hide it from the guard
                 pass

@@ -138,7 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lock", type=Path, default=None,
                     help="lock file (default: tests/differential/locks/vllm-<V>.txt)")
     ap.add_argument("--python", default=sys.executable,
-                    help="interpreter to create the venv with (default: this one; torch 2.13.0 CPU is on disk for 3.11)")
+                    help="interpreter to create the venv with "
+                         "(default: this one; torch 2.13.0 CPU is on disk for 3.11)")
     ap.add_argument("--force", action="store_true", help="rebuild even if a complete venv exists")
     args = ap.parse_args(argv)
 

@@ -93,8 +93,9 @@ import sysconfig
 import tempfile
 import traceback
 import types
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = 1
@@ -172,6 +173,8 @@ class Asker:
 
 
 def answer(ask: Asker, call: str, fn: Callable[[], Any], shape: Callable[[Any], Any] = _jsonable) -> tuple[dict, Any]:
+    # fn and shape are called before this returns, never kept: a lambda that reads a loop variable sees the
+    # current iteration's value, which is why the callers' B023 findings carry a noqa.
     rec, raw = ask(call, fn)
     if rec["ok"]:
         try:
@@ -321,21 +324,25 @@ def run(args: argparse.Namespace, ck_dir: Path, tmp: Path, v2_env_was: str | Non
     draft_cfgs: dict[str, Any] = {}
     for name in drafter_files:
         d: dict[str, Any] = {"drafter_because": drafter_reasons(raw[name])}
-        d["hf_config"], hf = answer(ask, f"get_config('<tmp>/models/{Path(name).stem}', trust_remote_code=False)",
-                                    lambda: get_config(dirs[name], trust_remote_code=False), cfg_summary)
+        d["hf_config"], hf = answer(
+            ask, f"get_config('<tmp>/models/{Path(name).stem}', trust_remote_code=False)",
+            lambda: get_config(dirs[name], trust_remote_code=False),  # noqa: B023 - called at once
+            cfg_summary)
         if "speculators_config" in raw[name] or "speculators_model_type" in raw[name]:
             spec_d: dict[str, Any] = {}
             spec_d["transformers_config"], _ = answer(
                 ask, "SpeculatorsConfig.extract_transformers_pre_trained_config(config_dict)",
-                lambda: SpeculatorsConfig.extract_transformers_pre_trained_config(copy.deepcopy(raw[name])),
+                lambda: SpeculatorsConfig.extract_transformers_pre_trained_config(
+                    copy.deepcopy(raw[name])),  # noqa: B023 - called at once
                 lambda c: {k: c.get(k) for k in ("architectures", "eagle_aux_hidden_state_layer_ids",
                                                  "draft_vocab_size", "target_hidden_size", "norm_before_residual")})
             spec_d["vllm_speculative_config"], _ = answer(
                 ask, "SpeculatorsConfig.extract_vllm_speculative_config(config_dict)",
-                lambda: SpeculatorsConfig.extract_vllm_speculative_config(copy.deepcopy(raw[name])))
+                lambda: SpeculatorsConfig.extract_vllm_speculative_config(
+                    copy.deepcopy(raw[name])))  # noqa: B023 - called at once
             spec_d["serve_override"], _ = answer(
                 ask, f"maybe_override_with_speculators('<tmp>/models/{Path(name).stem}', None, False)",
-                lambda: maybe_override_with_speculators(dirs[name], None, False),
+                lambda: maybe_override_with_speculators(dirs[name], None, False),  # noqa: B023 - called at once
                 lambda r: {"model": ask.scrub(r[0]), "tokenizer": r[1] and ask.scrub(r[1]),
                            "speculative_config": {k: (ask.scrub(v) if isinstance(v, str) else v)
                                                   for k, v in (r[2] or {}).items()}})
@@ -344,9 +351,10 @@ def run(args: argparse.Namespace, ck_dir: Path, tmp: Path, v2_env_was: str | Non
             d["speculators"] = None
         eagle = None
         if hf is not None:
-            d["eagle_config"], eagle = answer(ask, "EAGLEConfig(hf_config, method='eagle3', model_type='eagle')",
-                                              lambda: EAGLEConfig(hf, method="eagle3", model_type="eagle"),
-                                              cfg_summary)
+            d["eagle_config"], eagle = answer(
+                ask, "EAGLEConfig(hf_config, method='eagle3', model_type='eagle')",
+                lambda: EAGLEConfig(hf, method="eagle3", model_type="eagle"),  # noqa: B023 - called at once
+                cfg_summary)
             keeps = isinstance(hf, (EAGLEConfig, SpeculatorsConfig))
             d["speculative_config_keeps_hf_config"] = keeps
             draft = hf if keeps else eagle
@@ -364,7 +372,7 @@ def run(args: argparse.Namespace, ck_dir: Path, tmp: Path, v2_env_was: str | Non
                 "in_speculative_decoding_models": arch in getattr(reg_mod, "_SPECULATIVE_DECODING_MODELS", {}),
             }
             a["load"], _ = answer(ask, f"ModelRegistry._try_load_model_cls({arch!r})",
-                                  lambda: ModelRegistry._try_load_model_cls(arch),
+                                  lambda: ModelRegistry._try_load_model_cls(arch),  # noqa: B023 - called at once
                                   lambda c: None if c is None else f"{c.__module__}.{c.__qualname__}")
             archs_d[arch] = a
         d["draft_architectures"] = archs_d
@@ -415,10 +423,12 @@ def run(args: argparse.Namespace, ck_dir: Path, tmp: Path, v2_env_was: str | Non
     for name in target_files:
         t: dict[str, Any] = {}
         stem = Path(name).stem
-        t["hf_config"], hf = answer(ask, f"get_config('<tmp>/models/{stem}', trust_remote_code=False)",
-                                    lambda: get_config(dirs[name], trust_remote_code=False), text_summary)
+        t["hf_config"], hf = answer(
+            ask, f"get_config('<tmp>/models/{stem}', trust_remote_code=False)",
+            lambda: get_config(dirs[name], trust_remote_code=False),  # noqa: B023 - called at once
+            text_summary)
         t["model_config"], mc = answer(ask, f"ModelConfig(model='<tmp>/models/{stem}')",
-                                       lambda: ModelConfig(model=dirs[name]),
+                                       lambda: ModelConfig(model=dirs[name]),  # noqa: B023 - called at once
                                        lambda m: {"architectures": m.architectures, "architecture": m.architecture,
                                                   "hf_text_config_model_type": m.hf_text_config.model_type})
         model_cfgs[name] = mc
@@ -466,7 +476,7 @@ def run(args: argparse.Namespace, ck_dir: Path, tmp: Path, v2_env_was: str | Non
         for arch in declared:
             a: dict[str, Any] = {"registered": arch in ModelRegistry.models}
             a["load"], cls = answer(ask, f"ModelRegistry._try_load_model_cls({arch!r})",
-                                    lambda: ModelRegistry._try_load_model_cls(arch),
+                                    lambda: ModelRegistry._try_load_model_cls(arch),  # noqa: B023 - called at once
                                     lambda c: None if c is None else f"{c.__module__}.{c.__qualname__}")
             if cls is None:
                 a["supports_eagle3"] = None
@@ -481,13 +491,14 @@ def run(args: argparse.Namespace, ck_dir: Path, tmp: Path, v2_env_was: str | Non
                                   "error": "not called: no usable num_hidden_layers in the target config "
                                            f"({n_layers!r}; 0..{MAX_LAYERS} accepted)"}
                     continue
-                rec_b, built = ask("object.__new__", lambda: bare(cls, hf, text, n_layers))
+                rec_b, built = ask("object.__new__",
+                                   lambda: bare(cls, hf, text, n_layers))  # noqa: B023 - called at once
                 if built is None:
                     dflt[meth] = dict(rec_b, call=f"{cls.__name__}.{meth}(bare instance)")
                     continue
                 inst, desc = built
                 dflt[meth], _ = answer(ask, f"{cls.__name__}.{meth}(instance) with instance = {desc}",
-                                       lambda: getattr(cls, meth)(inst))
+                                       lambda: getattr(cls, meth)(inst))  # noqa: B023 - called at once
             a["default_aux_ids"] = dflt
             archs_t[arch] = a
         t["architectures"] = archs_t
@@ -546,8 +557,7 @@ def run(args: argparse.Namespace, ck_dir: Path, tmp: Path, v2_env_was: str | Non
                     val = val.get_default(call_default_factory=True)
                 except Exception:  # noqa: BLE001 - same rule as above
                     val = None
-            if val is None and f.name not in runner_patch_note["vllm_config_fields_none"] and not (
-                    f.default is None):
+            if val is None and f.name not in runner_patch_note["vllm_config_fields_none"] and f.default is not None:
                 runner_patch_note["vllm_config_fields_none"].append(f.name)
             object.__setattr__(vc, f.name, val)
         object.__setattr__(vc, "model_config", mc)
@@ -589,9 +599,10 @@ def run(args: argparse.Namespace, ck_dir: Path, tmp: Path, v2_env_was: str | Non
             else:
                 p["speculative_config"], sc = answer(
                     ask, call,
-                    lambda: SpeculativeConfig(method="eagle3", model=dirs[dname],
+                    lambda: SpeculativeConfig(method="eagle3", model=dirs[dname],  # noqa: B023 - called at once
                                               num_speculative_tokens=NUM_SPECULATIVE_TOKENS,
-                                              target_model_config=mc, target_parallel_config=ParallelConfig()),
+                                              target_model_config=mc,  # noqa: B023 - called at once
+                                              target_parallel_config=ParallelConfig()),
                     lambda s: {"method": s.method,
                                "draft_hf_config_class": type(s.draft_model_config.hf_config).__name__,
                                "draft_architectures": s.draft_model_config.architectures,
@@ -603,7 +614,7 @@ def run(args: argparse.Namespace, ck_dir: Path, tmp: Path, v2_env_was: str | Non
                                "error": "not called: SpeculativeConfig was not built"}
             else:
                 p["aux_ids"] = read_aux(("<the real SpeculativeConfig above>", sc))
-                p["runner"], _ = answer(ask, runner_call, lambda: use_v2(mc, sc))
+                p["runner"], _ = answer(ask, runner_call, lambda: use_v2(mc, sc))  # noqa: B023 - called at once
             pairs[dname][tname] = p
 
     result = {

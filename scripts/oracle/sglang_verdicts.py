@@ -61,12 +61,12 @@ class _Anything:
             return args[0]  # used as a decorator: keep the decorated function
         return _Anything(self._name + "()")
 
-    def __getattr__(self, name: str) -> "_Anything":
+    def __getattr__(self, name: str) -> _Anything:
         if name.startswith("__") and name.endswith("__"):
             raise AttributeError(name)
         return _Anything(f"{self._name}.{name}")
 
-    def __getitem__(self, key: object) -> "_Anything":
+    def __getitem__(self, key: object) -> _Anything:
         return self
 
     def __bool__(self) -> bool:
@@ -178,7 +178,7 @@ def inner_with_setter(cls: type, nn_module: type) -> list[str]:
     for _ in range(HOPS):
         nxt = []
         for c in todo:
-            for name, inner in sorted(_classes_built_by(c, nn_module).items()):
+            for _name, inner in sorted(_classes_built_by(c, nn_module).items()):
                 if inner in seen:
                     continue
                 seen.add(inner)
@@ -206,6 +206,8 @@ def main() -> int:
     import torch
     import transformers
 
+    # isort: split
+    # sglang after torch and transformers, the order of the runs that made the committed outputs
     import sglang
     failed: dict[str, str] = {}
     try:

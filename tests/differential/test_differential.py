@@ -67,8 +67,9 @@ def test_live_oracle_accepts_the_kimi_fix(real_trees: object, tmp_path: Path) ->
     src = real_trees.get("0.16.0")  # type: ignore[attr-defined]
     root = tmp_path / "patched"
     shutil.copytree(src / "vllm", root / "vllm")
-    p = subprocess.run([sys.executable, "-m", "eagle3_lint", "check", str(root), "--arch", "KimiK25ForConditionalGeneration",
-                        "--fix", "--unsafe-fixes", "--apply", "--no-cache"], capture_output=True, text=True, cwd=REPO)
+    args = ["check", str(root), "--arch", "KimiK25ForConditionalGeneration", "--fix", "--unsafe-fixes", "--apply",
+            "--no-cache"]
+    p = subprocess.run([sys.executable, "-m", "eagle3_lint", *args], capture_output=True, text=True, cwd=REPO)
     assert p.returncode in (0, 1), p.stderr
     assert "kimi_k25.py" in p.stderr and "deepseek_v2.py" in p.stderr
     oracle = differential.runtime_verdicts("0.16.0", root, [])
@@ -99,7 +100,7 @@ def _serving_facts_script() -> object:
 
 def _answers(node: object) -> list[dict]:
     if isinstance(node, dict):
-        if ANSWER_KEYS <= set(node):
+        if set(node) >= ANSWER_KEYS:
             return [node]
         return [a for v in node.values() for a in _answers(v)]
     return []
