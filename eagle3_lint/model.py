@@ -75,6 +75,10 @@ class Step:
     location: Location | None = None
 
 
+# The longest title a finding gets (concise lines, JSON ``title``); longer forms fall back to shorter ones.
+MAX_TITLE = 120
+
+
 @dataclass(frozen=True)
 class Finding:
     rule: str
@@ -89,6 +93,9 @@ class Finding:
     # Set by ``Rule.run`` from the analysed tree; not part of a finding's identity.
     engine: str | None = field(default=None, compare=False)  # the engine whose tree it is about
     check: str = field(default="", compare=False)  # the engine's EAGLE-3 check as messages name it
+    # One sentence the rule chose when it made the finding (``rules.fit``); "" lets report/title.py take the
+    # message's first sentence. Not part of a finding's identity.
+    title: str = field(default="", compare=False)
 
     def sort_key(self) -> tuple[Any, ...]:
         return (self.location.path, self.location.line, self.location.col, self.rule, self.architecture or "")

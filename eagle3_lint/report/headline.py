@@ -38,7 +38,7 @@ _OUTCOME_WORDS = {
     "wrong-layers": "runs, but captures other layers than the drafter was trained on",
     "servable": "servable with EAGLE-3",
     "unknown": "unknown",
-    "unchecked": "no blocker found, but not every step could be checked",
+    "unchecked": "no serving step fails, but not every step could be checked",
 }
 # A failing serving step named by its gate, for the second and later failures on one line.
 _STEP_WORDS = {
@@ -203,7 +203,11 @@ def verdict_line(ctx: Context, arch: str, findings: Sequence[Finding] | None = N
     else:
         what = "not in this tree's registry"
     failing = sum(1 for st in (getattr(sv, "steps", ()) or ()) if _value(getattr(st, "result", "")) == "fail")
-    if blockers:
+    if blockers and sv is not None and not failing:
+        # The rules found what the chain could not see from here (no drafter config, a step it does not model).
+        rules = ", ".join(sorted({f.rule for f in mine if f.severity is Severity.ERROR}))
+        tail = f" -- {_count(blockers, 'blocker')} the rules found ({rules})"
+    elif blockers:
         tail = f" -- {_count(blockers, 'blocker')}"
     elif failing:
         # The chain fails but no error finding is shown: the rules that report it were left out or silenced.

@@ -11,9 +11,8 @@ from __future__ import annotations
 import re
 
 from eagle3_lint.guard import printable
-from eagle3_lint.model import Finding, Severity
+from eagle3_lint.model import MAX_TITLE, Finding, Severity
 
-MAX_TITLE = 120
 _SENTENCE_END = re.compile(r"(?<=[a-z0-9)\]'\"`])[.;](?:\s|$)")
 
 
@@ -29,6 +28,8 @@ def _clip(s: str, limit: int = MAX_TITLE) -> str:
 
 def title(f: Finding) -> str:
     """One sentence, at most ``MAX_TITLE`` characters, no newline."""
+    if f.title:
+        return _clip(f.title)  # the rule's own (``rules.fit``), chosen when it made the finding
     arch, sym = f.architecture, f.symbol
     who = arch or sym or "this file"
     r = f.rule
@@ -36,15 +37,7 @@ def title(f: Finding) -> str:
     # Each rule's sentence, then shorter forms for long names: the first that fits is used, so a title is
     # only ever clipped when even the shortest form is too long.
     forms: list[str]
-    if r == "EGL001":
-        forms = [f"{who} does not pass {check}, nor does any model it delegates to",
-                 f"{who} fails {check}, as does every model it delegates to", f"{who} fails {check}"]
-    elif r == "EGL002":
-        # One wording (the check's name dropped only for the longest class names): a list of EGL002 lines
-        # reads as one kind of finding.
-        forms = [f"{who} fails {check}; its inner model passes",
-                 f"{who} fails the EAGLE-3 check; its inner model passes"]
-    elif r == "EGL003":
+    if r == "EGL003":
         forms = [f"{sym or who} carries part of the EAGLE-3 interface but not all of it, so {check} is False",
                  f"{sym or who} carries part of the EAGLE-3 interface, so {check} is False"]
     elif r == "EGL004":
@@ -58,23 +51,6 @@ def title(f: Finding) -> str:
         forms = [f"{sym or who} compares a slice-relative index with absolute aux-layer ids ({risk})",
                  f"{sym or who} compares a slice-relative index with absolute aux-layer ids ({short})",
                  f"{sym or who}: slice-relative index vs absolute aux-layer ids ({short})"]
-    elif r == "EGL006":
-        head = _first_sentence(f.message).split(":")[0]
-        forms = [head if sym and head.startswith(sym) and len(head) < 100 else
-                 f"{sym or who}: the runner's default aux-layer getter is missing, a stub or shadowed"]
-    elif r == "EGL010":
-        setter = f"{sym}()" if sym else "the aux-layer setter"
-        if "no runner call passes" in f.message:
-            forms = [f"no runner call passes the drafter's ids to {setter}: every drafter gets the default layers"]
-        else:
-            forms = [f"{setter} is called with no ids before a capture: the drafter's ids do not reach it",
-                     f"{setter} called with no ids before a capture"]
-    elif r == "EGL009":
-        if f.severity is Severity.ERROR:
-            mt = f"model_type {sym!r}" if sym else "its model_type"
-            forms = [f"{who}: {mt} is not on the EAGLE-3 config gate's allow-list"]
-        else:
-            forms = [f"{who}: model_type not checked against the EAGLE-3 config gate (pass --target-config)"]
     else:
         first = _first_sentence(f.message)
         forms = [first if len(first) <= MAX_TITLE else f"{who}: {first}"]

@@ -18,7 +18,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from eagle3_lint.engine import Capability
-from eagle3_lint.model import Finding, Fix, Location, Severity
+from eagle3_lint.model import MAX_TITLE, Finding, Fix, Location, Severity
 
 if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
@@ -56,6 +56,12 @@ class Rule:
     def finding(self, message: str, location: Location, *, severity: Severity | None = None, **kw: Any) -> Finding:
         # kw are Finding's optional fields, passed through (Finding checks their names)
         return Finding(self.meta.id, self.meta.name, severity or self.meta.severity, message, location, **kw)
+
+
+def fit(*forms: str) -> str:
+    """A finding's title: the first of the rule's forms (its sentence, then shorter ones for long names) that
+    fits ``MAX_TITLE``, else the last; report/title.py clips only what even the last form cannot fit."""
+    return next((f for f in forms if len(f) <= MAX_TITLE), forms[-1])
 
 
 def make(

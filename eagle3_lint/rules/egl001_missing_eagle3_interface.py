@@ -47,7 +47,7 @@ from eagle3_lint.model import (
     Severity,
     Status,
 )
-from eagle3_lint.rules import RuleMeta, make
+from eagle3_lint.rules import RuleMeta, fit, make
 
 if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
@@ -84,8 +84,11 @@ def check(ctx: Context) -> Iterator[Finding]:
             parts.append(f"the runner raises {site.error or 'an error'} at {site.path}:{site.line}")
         from eagle3_lint.model import Step
 
+        check = ctx.contract.check_name
         yield make(META, "; ".join(parts), v.location, architecture=arch, symbol=v.class_name,
-                   related=tuple(Step("inner", "inner model", loc) for loc in related))
+                   related=tuple(Step("inner", "inner model", loc) for loc in related),
+                   title=fit(f"{arch} does not pass {check}, nor does any model it delegates to",
+                             f"{arch} fails {check}, as does every model it delegates to", f"{arch} fails {check}"))
 
 
 def fix(ctx: Context, finding: Finding) -> Fix | None:

@@ -51,7 +51,7 @@ from eagle3_lint import semantic as sem
 from eagle3_lint.engine import Capability
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import Applicability, Edit, Finding, Fix, Severity, Status, Step
-from eagle3_lint.rules import RuleMeta, make
+from eagle3_lint.rules import RuleMeta, fit, make
 from eagle3_lint.rules import _interface as shared
 
 if TYPE_CHECKING:
@@ -151,8 +151,15 @@ def _finding(ctx: Context, g: shared.Group) -> Finding:
         msg = (f"{key.name} passes {check_fn} but does not delegate to the inner model ({inner_txt}): {how}; "
                f"the decoder at {where} never gets the aux layers")
     msg += f"; architectures: {shared.arch_list(g.archs)}"
+    who = shared.primary_arch(ctx, g.archs) or key.name
+    # One wording for every EGL002 line (the check's name dropped only for the longest class names).
+    title = fit(f"{who} fails {check_fn}; its inner model passes",
+                f"{who} fails the EAGLE-3 check; its inner model passes")
+    if g.kind != "gap":
+        title = fit(f"{key.name} passes {check_fn} but never hands the aux layers to its inner model",
+                    f"{key.name} passes {check_fn} but does not delegate to its inner model")
     return make(META, msg, g.location, severity=sev, architecture=shared.primary_arch(ctx, g.archs),
-                symbol=key.name, related=tuple(related))
+                symbol=key.name, related=tuple(related), title=title)
 
 
 def fix(ctx: Context, finding: Finding) -> Fix | None:

@@ -46,7 +46,7 @@ from eagle3_lint import semantic as sem
 from eagle3_lint.engine import Capability
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import Applicability, Finding, Fix, Location, Severity, Status
-from eagle3_lint.rules import RuleMeta, make
+from eagle3_lint.rules import RuleMeta, fit, make
 from eagle3_lint.rules import _interface as shared
 
 if TYPE_CHECKING:
@@ -135,7 +135,11 @@ def _finding(ctx: Context, g: shared.Group) -> Finding:
         msg = f"the runner's fallback {new}(){at} {_broken_text(st)} for {key.name}"
         symbol = f"{key.name}.{new}"
     msg += f"; architectures: {shared.arch_list(g.archs)}"
-    return make(META, msg, g.location, severity=sev, architecture=shared.primary_arch(ctx, g.archs), symbol=symbol)
+    generic = (f"{symbol}: the runner's default aux-layer getter is missing, a stub or shadowed",
+               f"{symbol}: default aux-layer getter missing, a stub or shadowed")
+    title = fit(f"{symbol} is a dead override", *generic) if g.kind == "stale" else fit(*generic)
+    return make(META, msg, g.location, severity=sev, architecture=shared.primary_arch(ctx, g.archs), symbol=symbol,
+                title=title)
 
 
 def _broken_text(st: sem.GetterState) -> str:

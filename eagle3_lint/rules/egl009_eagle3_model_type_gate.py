@@ -100,7 +100,8 @@ def check(ctx: Context) -> Iterator[Finding]:
                     f"contains one of {_list_text(g)}; the check raises {g.error or 'an error'} at {g.path}:{g.line}. "
                     "Pass --target-config config.json to check this target exactly."),
                     _arch_location(ctx, arch, g), severity=Severity.NOTE, architecture=arch, symbol=g.list_name,
-                    related=(Step("gate", f"the allow-list {g.list_name or ''}".rstrip(), _where(g)),))
+                    related=(Step("gate", f"the allow-list {g.list_name or ''}".rstrip(), _where(g)),),
+                    title=f"{arch}: model_type not checked against the EAGLE-3 config gate (pass --target-config)")
         return
     target_arch = _target_arch(ctx)
     src = ctx.options.target_config_path or "the target config"
@@ -123,6 +124,7 @@ def check(ctx: Context) -> Iterator[Finding]:
                 architecture=target_arch,
                 symbol=g.list_name,
                 related=related,
+                title=f"{target_arch or 'the target'}: cannot tell the model_type the EAGLE-3 config gate sees",
             )
             continue
         mt = res.model_type
@@ -141,6 +143,7 @@ def check(ctx: Context) -> Iterator[Finding]:
             architecture=target_arch,
             symbol=mt,
             related=related,
+            title=f"{target_arch or 'the target'}: model_type {mt!r} is not on the EAGLE-3 config gate's allow-list",
         )
 
 

@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from eagle3_lint.model import Finding, Location, Severity, Step
-from eagle3_lint.rules import RuleMeta, make
+from eagle3_lint.rules import RuleMeta, fit, make
 from eagle3_lint.runner import SetterIds
 
 if TYPE_CHECKING:
@@ -53,7 +53,9 @@ def check(ctx: Context) -> Iterator[Finding]:
         for s in defaults[:1]:
             yield make(META, f"{s.function}() calls {s.setter}() with no ids, and no runner call passes the "
                              "drafter's ids: every drafter gets the model's default layers, whatever it was trained on",
-                       Location(s.path, s.setter_line or s.line), symbol=s.setter)
+                       Location(s.path, s.setter_line or s.line), symbol=s.setter,
+                       title=f"no runner call passes the drafter's ids to {s.setter}(): every drafter gets the "
+                             "default layers")
         return
     d = drafter[0]
     where = Location(d.path, d.setter_line or d.line)
@@ -69,4 +71,6 @@ def check(ctx: Context) -> Iterator[Finding]:
             "drafter trained on other layers gets other hidden states there and accepts fewer tokens",
             Location(s.path, s.setter_line or s.line), symbol=s.setter,
             related=(Step("drafter ids", f"{d.function}() passes the drafter's ids", where),),
+            title=fit(f"{s.setter}() is called with no ids before a capture: the drafter's ids do not reach it",
+                      f"{s.setter}() called with no ids before a capture"),
         )
