@@ -125,7 +125,7 @@ def outcome_of(steps: Iterable[ServingStep]) -> tuple[Outcome, Gate | None]:
 def next_step(ctx: Context, arch: str, outcome: Outcome, stage: Gate | None, steps: list[ServingStep],
               hints: Mapping[Outcome, str]) -> str | None:
     """The one thing to do next: pass the configs an unchecked step needs, apply the fix the findings hold for a
-    step a fix repairs, or the engine's hint for the outcome."""
+    step a fix repairs, or the engine's hint for the outcome (None for an empty one)."""
     unchecked = [s.gate.value for s in steps if s.result is StepResult.UNCHECKED]
     if outcome is Outcome.SERVABLE:
         return None
@@ -141,4 +141,5 @@ def next_step(ctx: Context, arch: str, outcome: Outcome, stage: Gate | None, ste
     if fixable and stage in (Gate.CONFIG_GATE, Gate.RUNNER_INTERFACE, Gate.CAPTURE, Gate.AUX_IDS):
         unsafe = any(f.fix is not None and f.fix.applicability.value == "unsafe" for f in fixable)
         return "patch it: eagle3-lint check TREE --arch " + arch + " --fix" + (" --unsafe-fixes" if unsafe else "")
-    return hints.get(outcome, f"see the {stage.value if stage else ''} step")
+    # An empty hint: the engine has nothing better than what the report offers by itself (the trace).
+    return hints.get(outcome, f"see the {stage.value if stage else ''} step") or None

@@ -38,8 +38,8 @@ HINTS = {
     Outcome.UNREGISTERED: "this SGLang does not know the architecture (no EntryClass names it): use a release that "
     "has it",
     Outcome.REFUSED_AT_CONFIG: "serve without pipeline parallelism: this SGLang refuses speculative decoding with it",
-    Outcome.REFUSED_AT_LOAD: "the class needs set_eagle3_layers_to_capture (or a release that has it); "
-    "eagle3-lint trace shows what the runner reaches",
+    # No hint of ours: the report then points at ``eagle3-lint trace`` (or the fix, when a rule holds one).
+    Outcome.REFUSED_AT_LOAD: "",
     Outcome.DRAFTER_SHAPE_MISMATCH: f"choose eagle_config.{IDS_KEY} that this SGLang's setter turns into layers the "
     "decoder collects (0 … n-1 after the setter's shift)",
     Outcome.PP_LOSES_STATES: "serve without pipeline parallelism: the setter captures on the last rank only",
