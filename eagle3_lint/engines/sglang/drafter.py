@@ -364,6 +364,11 @@ def trained(fields: list[IdsField], stated: str | None, n: int | None) -> Traine
             return Trained(default, "vllm", f"{f.name} {list(ids)} is the training default as the state entering "
                                             "each layer (the 'input to layer X' convention SGLang PR #25454 reads "
                                             "first ids other than 1 in; assumed: --drafter-convention states it)")
+    if f.convention == OUTPUT and n is not None and ids and max(ids) == n:
+        # Layer n has no output: ids naming n number the state entering each layer, n being the last layer's
+        # output (what 0.5.2x's gpt_oss setter preserves with its max(layer_ids) == num_layers test).
+        return Trained(ids, "vllm", f"{f.name} {list(ids)} names index {n} = the layer count, which no layer's "
+                                    "output has: the ids number the state entering each layer")
     if f.convention is None:
         return Trained(None, None, f"{f.name} ({f.origin}) does not say how it numbers layers; state it with "
                                    "--drafter-convention vllm|sglang")
