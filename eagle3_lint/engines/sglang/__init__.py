@@ -92,8 +92,8 @@ class SglangEngine(Engine):
         from eagle3_lint.engines.sglang import pp
 
         r = pp.refusal(ctx)
-        return None if r is None else f"{r.path}:{r.line} refuses speculative decoding with pipeline parallelism " \
-                                      f"at launch ({r.text})"
+        return None if r is None else f"{r.path}:{r.line} refuses EAGLE-3 with pipeline parallelism at launch " \
+                                      f"({r.text})"
 
     def draft_analysis(self, ctx: Context, arch: str | None = None,
                        kind: RunnerKind | None = None) -> DraftAnalysis | None:

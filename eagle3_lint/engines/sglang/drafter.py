@@ -568,8 +568,9 @@ def _pp(ctx: Context, sd: SglDraft) -> None:
     ref = sd.pp_refusal
     if ref is not None:
         da.issues.append(IdIssue(
-            f"--pipeline-parallel {sd.pp_size}: this SGLang refuses speculative decoding with pipeline parallelism "
-            f"at launch ({ref.path}:{ref.line}: {ref.text}), before any weight loads", Where(ref.path, ref.line),
+            f"--pipeline-parallel {sd.pp_size}: this SGLang refuses EAGLE-3 with pipeline parallelism at launch "
+            f"({ref.path}:{ref.line}{', in ' + ref.via + '()' if ref.via else ''}: {ref.text}), before any weight "
+            "loads", Where(ref.path, ref.line),
             Severity.ERROR, "pp_size"))
         return
     sp = sd.split

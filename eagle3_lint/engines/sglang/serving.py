@@ -5,7 +5,7 @@ The chain has the vLLM chain's shape (``serving.py``'s gates, outcomes and gradi
 the order ``sglang.launch_server`` meets them:
 
 ``registry`` (``EntryClass``) -> ``config-gate`` (only with ``--pipeline-parallel``: the launch-time refusal of
-speculative decoding with PP, ``pp.refusal``) -> ``runner-interface`` (``set_eagle3_layers_to_capture`` on the
+EAGLE-3 with PP, ``pp.refusal``) -> ``runner-interface`` (``set_eagle3_layers_to_capture`` on the
 top-level class through its MRO, called after the weights load) -> ``aux-ids`` (``eagle_config``'s ids as the
 runner reads them, else ``None`` and the setter's default) -> ``capture`` (the indices the setter stores, after
 its transform, against what the decoder's forward collects) -> ``pp-relay`` (ids on ranks before the last, with
@@ -37,7 +37,7 @@ ENGINE_NAME = "sglang"
 HINTS = {
     Outcome.UNREGISTERED: "this SGLang does not know the architecture (no EntryClass names it): use a release that "
     "has it",
-    Outcome.REFUSED_AT_CONFIG: "serve without pipeline parallelism: this SGLang refuses speculative decoding with it",
+    Outcome.REFUSED_AT_CONFIG: "serve without pipeline parallelism: this SGLang refuses EAGLE-3 with it",
     # No hint of ours: the report then points at ``eagle3-lint trace`` (or the fix, when a rule holds one).
     Outcome.REFUSED_AT_LOAD: "",
     Outcome.DRAFTER_SHAPE_MISMATCH: f"choose eagle_config.{IDS_KEY} that this SGLang's setter turns into layers the "
@@ -122,10 +122,10 @@ def _pp_refusal(ctx: Context, pp: int) -> ServingStep:
     r = pp_mod.refusal(ctx)
     if r is not None:
         return ServingStep(Gate.CONFIG_GATE, StepResult.FAIL,
-                           f"pipeline_parallel_size={pp} with speculative decoding: {r.text} at launch, before any "
-                           "weight loads", _loc(r.path, r.line))
+                           f"pipeline_parallel_size={pp} with EAGLE-3: {r.text} at launch"
+                           + (f" (in {r.via}())" if r.via else "") + ", before any weight loads", _loc(r.path, r.line))
     return ServingStep(Gate.CONFIG_GATE, StepResult.PASS,
-                       f"no launch-time refusal of speculative decoding with pipeline_parallel_size={pp} in this tree")
+                       f"no launch-time refusal of EAGLE-3 with pipeline_parallel_size={pp} in this tree")
 
 
 def _interface(ctx: Context, arch: str) -> ServingStep:
