@@ -182,7 +182,9 @@ def stored_indices(hops: list[SetterHop], ids: tuple[Any, ...] | None, n: int | 
                    ) -> tuple[tuple[int, ...] | None, bool, str]:
     """The indices the last setter stores for the runner's ``ids`` (None: the defaults), whether they are the
     setter's default, and why they are unknown when they are."""
-    cur: list[int] | None = None if ids is None else [int(i) for i in ids]
+    if ids is not None and not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+        return None, False, f"the ids {list(ids)!r} are not all integers"
+    cur: list[int] | None = None if ids is None else list(ids)
     is_default = False
     for h in hops:
         t = h.transform
@@ -483,11 +485,18 @@ def _judge(ctx: Context, sd: SglDraft) -> None:
                 f"eagle_config.{IDS_KEY}{rw}, so the setter's default {_ids(da.default_ids)} is captured instead "
                 f"({sd.trained.why})", Where(da.draft_path, top.line), Severity.WARNING, top.name))
     if not read.use_aux:
-        issues.append(IdIssue(f"eagle_config.{'use_aux_hidden_state'} is false: SGLang captures no aux hidden states "
-                              "for this drafter", Where(da.draft_path, da.json_line("use_aux_hidden_state")),
-                              Severity.WARNING, "use_aux_hidden_state"))
+        # The runner then never calls the setter (0.5.10 model_runner.py:667-668): a drafter trained without aux
+        # states, not a fault.
+        issues.append(IdIssue(f"eagle_config.{USE_AUX_KEY} is false: SGLang asks the target for no aux hidden states "
+                              "and the ids are not used", Where(da.draft_path, da.json_line(USE_AUX_KEY)),
+                              Severity.NOTE, USE_AUX_KEY))
     stored = sd.stored
     coll = sd.coll
+    if read.ids is not None and not all(isinstance(i, int) and not isinstance(i, bool) for i in read.ids):
+        f = da.used_field
+        issues.append(IdIssue(f"eagle_config.{IDS_KEY} {_ids(read.ids)}: aux layer ids must be integers (the setter "
+                              "shifts and compares them with layer indices)",
+                              Where(da.draft_path, f.line if f is not None else 1), Severity.ERROR, IDS_KEY))
     if stored is None:
         return
     where_ids = _ids_where(sd)
