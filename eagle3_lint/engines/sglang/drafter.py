@@ -490,6 +490,7 @@ def _judge(ctx: Context, sd: SglDraft) -> None:
         issues.append(IdIssue(f"eagle_config.{USE_AUX_KEY} is false: SGLang asks the target for no aux hidden states "
                               "and the ids are not used", Where(da.draft_path, da.json_line(USE_AUX_KEY)),
                               Severity.NOTE, USE_AUX_KEY))
+        return
     stored = sd.stored
     coll = sd.coll
     if read.ids is not None and not all(isinstance(i, int) and not isinstance(i, bool) for i in read.ids):

@@ -84,6 +84,13 @@ def _verdict(ctx: Context, arch: str) -> ServingVerdict:
             if g is Gate.PP_RELAY and pp <= 1:
                 continue
             steps.append(ServingStep(g, StepResult.UNCHECKED, "needs the drafter config"))
+    elif not sd.read.use_aux:
+        steps.append(ServingStep(Gate.AUX_IDS, StepResult.PASS, "eagle_config.use_aux_hidden_state is false: the "
+                                 f"runner does not call {SETTER}() and the drafter gets no aux states",
+                                 _loc(sd.read.where.path, sd.read.where.line) if sd.read.where else None))
+        for g in (Gate.CAPTURE, Gate.PP_RELAY, Gate.TRAINED_LAYERS):
+            if g is not Gate.PP_RELAY or pp > 1:
+                steps.append(ServingStep(g, StepResult.SKIPPED, "no aux hidden states are asked for"))
     else:
         steps.append(_aux_ids(sd))
         cap, captured = _capture(sd)
