@@ -437,15 +437,10 @@ def _analyze(ctx: Context, raw: dict[str, Any], arch: str | None) -> SglDraft:
     hops = setter_chain(ctx, key) if key is not None else []
     stored, is_default, why = stored_indices(hops, read.ids, n) if hops else (None, False, "no setter")
     if hops:
-        t0 = hops[-1].transform if is_default else hops[0].transform
-        h0 = hops[-1] if is_default else hops[0]
-        da.default_where = Where(h0.path, t0.line, f"{h0.owner.name}.{SETTER}")
-        if n is not None:
-            dh = next((h for h in hops if h.transform.default is not None), None)
-            if dh is not None:
-                d = default_indices(dh.transform, n)
-                da.default_ids = tuple(d) if d is not None else None
-                da.default_where = Where(dh.path, dh.transform.line, f"{dh.owner.name}.{SETTER}")
+        # Where the default list is written (the first setter on the chain that has one), and what it stores.
+        dh = next((h for h in hops if h.transform.default is not None), hops[0])
+        da.default_where = Where(dh.path, dh.transform.line, f"{dh.owner.name}.{SETTER}")
+        da.default_ids = stored_indices(hops, None, n)[0] if n is not None else None
     da.effective_ids = stored
     da.effective_from = "" if stored is None else ("default" if is_default else "config")
     if stored is None and why:
