@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from eagle3_lint.model import Severity
 from eagle3_lint.runner import RunnerKind
 from eagle3_lint.semantic import Capture, Where
 
@@ -60,6 +61,17 @@ class PPLayout:
     note: str = ""
 
 
+@dataclass(frozen=True)
+class IdIssue:
+    """A problem with the drafter's ids that the engine judged itself, by its own numbering and collection (an
+    engine whose id convention the neutral checks of EGL007 do not model hands its findings over as data)."""
+
+    message: str
+    where: Where
+    severity: Severity = Severity.ERROR
+    symbol: str = ""
+
+
 @dataclass
 class DraftAnalysis:
     draft_path: str
@@ -88,6 +100,9 @@ class DraftAnalysis:
     pp: PPLayout | None = None
     notes: list[str] = field(default_factory=list)
     conversion_key: str = ""  # the config key that selects the engine's format converter (EGL007's symbol)
+    # None: EGL007's own checks apply (they model the state-entering-layer-k numbering and the forward's
+    # capture points); a list: the engine judged the ids itself and these are its findings.
+    issues: list[IdIssue] | None = None
 
     def json_line(self, key: str) -> int:
         return json_line(self.draft_path, key)

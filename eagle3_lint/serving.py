@@ -10,12 +10,16 @@ named, never ``servable``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from eagle3_lint.model import Location
 from eagle3_lint.runner import RunnerKind
+
+if TYPE_CHECKING:
+    from eagle3_lint.analysis import Context
 
 
 class Outcome(str, Enum):
@@ -116,3 +120,26 @@ def outcome_of(steps: Iterable[ServingStep]) -> tuple[Outcome, Gate | None]:
         if s.result is StepResult.UNCHECKED:
             return Outcome.UNCHECKED, s.gate
     return Outcome.SERVABLE, None
+
+
+def next_step(ctx: Context, arch: str, outcome: Outcome, stage: Gate | None, steps: list[ServingStep],
+              hints: Mapping[Outcome, str]) -> str | None:
+    """The one thing to do next: pass the configs an unchecked step needs, apply the fix the findings hold for a
+    step a fix repairs, or the engine's hint for the outcome (None for an empty one)."""
+    unchecked = [s.gate.value for s in steps if s.result is StepResult.UNCHECKED]
+    if outcome is Outcome.SERVABLE:
+        return None
+    if outcome is Outcome.UNCHECKED:
+        needs = []
+        if ctx.options.target_config is None:
+            needs.append("--target-config <model>/config.json")
+        if ctx.options.draft_config is None:
+            needs.append("--draft-config <drafter>/config.json")
+        return (f"pass {' and '.join(needs)} to check {', '.join(unchecked)}" if needs
+                else f"not checked: {', '.join(unchecked)}")
+    fixable = [f for f in ctx.findings if f.architecture == arch and f.fix is not None]
+    if fixable and stage in (Gate.CONFIG_GATE, Gate.RUNNER_INTERFACE, Gate.CAPTURE, Gate.AUX_IDS):
+        unsafe = any(f.fix is not None and f.fix.applicability.value == "unsafe" for f in fixable)
+        return "patch it: eagle3-lint check TREE --arch " + arch + " --fix" + (" --unsafe-fixes" if unsafe else "")
+    # An empty hint: the engine has nothing better than what the report offers by itself (the trace).
+    return hints.get(outcome, f"see the {stage.value if stage else ''} step") or None

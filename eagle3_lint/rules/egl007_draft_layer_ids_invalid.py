@@ -49,6 +49,15 @@ Ids that differ from the layers the drafter was trained on, when those are known
 is known from where they sit, or stated with ``--drafter-convention``), are errors (the serving
 verdict's ``wrong-layers``); otherwise a numbering mismatch is a warning.
 
+On SGLang the engine judges the ids itself (``engines/sglang/drafter.py``): the runner reads only
+``eagle_config.eagle_aux_hidden_state_layer_ids`` (else the setter's default), the model's setter shifts them
+(``+1``, or by the ``layer_ids[0] == 1`` / ``max == n`` tests), and the decoder collects the state entering layers
+``0 … n-1`` (and ``n`` only where it also collects the last layer's output). The rule reports ids that are never
+collected (a drafter id ``n - 1`` becomes ``n``), a flag setter's ``IndexError`` past the last layer, ids that
+capture other layers than the drafter was trained on (a drafter carried between the two numberings lands one
+layer off), vLLM-format ids SGLang never reads, and with ``--pipeline-parallel`` the launch-time refusal or the
+ids a last-rank-only setter loses.
+
 ## Why is this bad?
 vLLM reads the drafter config only after loading both models. An id past the last layer, a
 duplicate, or a count that does not fit ``fc`` fails at the first forward with a shape error or,
@@ -101,6 +110,12 @@ def check(ctx: Context) -> Iterator[Finding]:
     if da is None:
         return
     arch = da.arch
+    if da.issues is not None:
+        # The engine judged the ids by its own numbering and collection (SGLang's setter transform): its findings.
+        for issue in da.issues:
+            yield make(META, issue.message, Location(issue.where.path, issue.where.line), severity=issue.severity,
+                       architecture=arch, symbol=issue.symbol or None)
+        return
     cfg_loc = Location(da.draft_path, 1)
 
     def at_cfg(key: str) -> Location:

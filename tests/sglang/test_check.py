@@ -74,7 +74,20 @@ def test_egl001_egl002_before_sglang_17935(sglang_trees) -> None:
     assert not any(f.architecture == "LlamaForCausalLM" for f in ctx.findings)
     for f in ctx.findings:  # the names are SGLang's, never vLLM's
         assert "SupportsEagle3" not in f.message and "supports_eagle3" not in f.message, f.message
-    assert ctx.serving == {}  # the serving chain is vLLM's; not run on SGLang
+    # The serving chain: both refused after the weights load at the runner's unguarded call
+    # (model_runner.py:668, ``self.model.set_eagle3_layers_to_capture(self.eagle_aux_hidden_state_layer_ids)``
+    # in ``initialize``); Llama passes that step (llama.py:783 defines the setter) and, with no drafter config,
+    # stays unchecked.
+    for arch in ("Qwen3VLMoeForConditionalGeneration", "AfmoeForCausalLM"):
+        sv = ctx.serving[arch]
+        assert (sv.outcome.value, sv.stage.value if sv.stage else None) == ("refused-at-load", "runner-interface")
+        step = sv.step(sv.stage)
+        assert step is not None and step.location is not None
+        assert (step.location.path, step.location.line) == ("sglang/srt/model_executor/model_runner.py", 668)
+        assert "AttributeError" in step.message
+    llama = ctx.serving["LlamaForCausalLM"]
+    assert llama.outcome.value == "unchecked" and llama.engine == "sglang"
+    assert "sglang/srt/models/llama.py:783" in next(s.message for s in llama.steps if s.gate.value == "runner-interface")
 
 
 @pytest.mark.real

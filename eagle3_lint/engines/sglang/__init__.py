@@ -16,6 +16,10 @@ from eagle3_lint.engine import Capability, Derived, Engine, ErrorRecord, safely
 if TYPE_CHECKING:
     import os
 
+    from eagle3_lint.analysis import Context
+    from eagle3_lint.drafter import DraftAnalysis
+    from eagle3_lint.runner import RunnerKind
+    from eagle3_lint.serving import ServingVerdict
     from eagle3_lint.source import SourceTree
     from eagle3_lint.store import FactStore
 
@@ -29,10 +33,12 @@ class SglangEngine(Engine):
     model_dirs = ("sglang/srt/models/",)
     registry_module = "sglang.srt.models.registry"
     check_words = "that release's own check (`set_eagle3_layers_to_capture` on the class, through its MRO)"
-    # Registry, the MRO check and delegation are the core's and agree with SGLang itself; the aux plumbing
-    # (layers_to_capture lists vs per-layer flags), drafter ids (+1 and its heuristics), config gates and the
-    # serving chain are not modelled for SGLang yet, so the rules on them do not run (docs/sglang-check.md).
-    capabilities: frozenset[Capability] = frozenset()
+    pp_partition_env = "SGLANG_PP_LAYER_PARTITION"  # pp.PARTITION_ENV
+    # Registry, the MRO check and delegation are the core's and agree with SGLang itself; drafter ids (the runner's
+    # eagle_config read, the setter's +1 and its heuristics, the decoder's collection, PP) are read by drafter.py
+    # and pp.py. The aux plumbing the neutral rules model (vLLM's aux_hidden_state_layers) and config-time
+    # model_type gates are not SGLang's, so the rules on them do not run (docs/sglang-check.md).
+    capabilities: frozenset[Capability] = frozenset({Capability.DRAFTER_IDS})
 
     def tree_root(self, path: Path) -> Path | None:
         """A folder holding ``sglang/srt/`` (site-packages, unpacked wheel), ``sglang/`` itself, or a checkout."""
@@ -81,6 +87,30 @@ class SglangEngine(Engine):
             notes=(f"no EAGLE-3 interface class: the runner calls {runner_mod.SETTER}() on the top-level model, "
                    "so the method being present through the MRO is the check",))
         return Derived(registry, contract, runner, tuple(errors))
+
+    def pp_refused(self, ctx: Context) -> str | None:
+        from eagle3_lint.engines.sglang import pp
+
+        r = pp.refusal(ctx)
+        return None if r is None else f"{r.path}:{r.line} refuses EAGLE-3 with pipeline parallelism at launch " \
+                                      f"({r.text})"
+
+    def draft_analysis(self, ctx: Context, arch: str | None = None,
+                       kind: RunnerKind | None = None) -> DraftAnalysis | None:
+        from eagle3_lint.engines.sglang import drafter
+
+        sd = drafter.analyze(ctx, arch)
+        return sd.da if sd is not None else None
+
+    def serving_verdict(self, ctx: Context, arch: str, kind: RunnerKind | None = None) -> ServingVerdict | None:
+        from eagle3_lint.engines.sglang import serving
+
+        return serving.verdict(ctx, arch)
+
+    def with_next_step(self, ctx: Context, sv: ServingVerdict) -> ServingVerdict:
+        from eagle3_lint.engines.sglang import serving
+
+        return serving.with_next_step(ctx, sv)
 
 
 ENGINE = SglangEngine()

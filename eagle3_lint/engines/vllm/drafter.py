@@ -39,7 +39,8 @@ from typing import TYPE_CHECKING, Any
 
 from eagle3_lint import minieval as me
 from eagle3_lint.checkpoint import text_config
-from eagle3_lint.drafter import INPUT, OUTPUT, DraftAnalysis, FcInfo, IdsField, PPLayout, json_line
+from eagle3_lint.drafter import DraftAnalysis, FcInfo, PPLayout
+from eagle3_lint.engines.drafter_fields import id_fields
 from eagle3_lint.engines.vllm import pp as pp_mod
 from eagle3_lint.engines.vllm import runnerchoice
 from eagle3_lint.graph import ClassKey
@@ -52,40 +53,6 @@ if TYPE_CHECKING:
 SPECULATORS_BASE = "vllm/transformers_utils/configs/speculators/base.py"
 SPECULATORS_ALGOS = "vllm/transformers_utils/configs/speculators/algos.py"
 SPECULATORS_KEY = "speculators_model_type"
-
-
-# Where drafter configs keep aux ids, who writes them there, and how they number layers.
-ID_FIELDS: tuple[tuple[tuple[str, ...], int | None, str, str], ...] = (
-    (("eagle_aux_hidden_state_layer_ids",), INPUT, "vLLM and the speculators format",
-     "id k is the hidden state entering layer k"),
-    (("eagle_config", "eagle_aux_hidden_state_layer_ids"), OUTPUT, "SpecForge/SGLang",
-     "id k is the output of layer k; SGLang captures at k + 1"),
-    (("eagle_config", "layer_ids"), None, "eagle_config", "numbering not documented"),
-    (("dflash_config", "target_layer_ids"), OUTPUT, "DFlash", "id k is the output of layer k"),
-    (("dflash_config", "layer_ids"), None, "dflash_config", "numbering not documented"),
-    (("target_layer_ids",), OUTPUT, "DFlash/DSpark", "id k is the output of layer k"),
-    (("dspark_target_layer_ids",), None, "DSpark", "numbering depends on the target family"),
-)
-
-
-# -- configs ------------------------------------------------------------------------------------------
-
-def _dig(cfg: dict[str, Any], path: tuple[str, ...]) -> Any:
-    cur: Any = cfg
-    for p in path:
-        if not isinstance(cur, dict) or p not in cur:
-            return None
-        cur = cur[p]
-    return cur
-
-
-def id_fields(cfg: dict[str, Any], json_path: str) -> list[IdsField]:
-    out: list[IdsField] = []
-    for path, conv, origin, meaning in ID_FIELDS:
-        v = _dig(cfg, path)
-        if isinstance(v, (list, tuple)) and v:
-            out.append(IdsField(path, tuple(v), conv, origin, meaning, json_line(json_path, path[-1])))
-    return out
 
 
 # -- speculators conversion -------------------------------------------------------------------------

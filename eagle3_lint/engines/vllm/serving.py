@@ -33,7 +33,7 @@ from eagle3_lint.engines.vllm import gates as vgates
 from eagle3_lint.engines.vllm import runnerchoice
 from eagle3_lint.model import Location
 from eagle3_lint.runner import RunnerKind
-from eagle3_lint.serving import Gate, Outcome, ServingStep, ServingVerdict, StepResult, outcome_of
+from eagle3_lint.serving import Gate, Outcome, ServingStep, ServingVerdict, StepResult, next_step, outcome_of
 
 if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
@@ -454,30 +454,18 @@ def with_next_step(ctx: Context, sv: ServingVerdict) -> ServingVerdict:
     return sv if nxt == sv.next_step else dataclasses.replace(sv, next_step=nxt)
 
 
+# What to do next, per outcome, where no fix applies (serving.next_step picks).
+HINTS = {
+    Outcome.UNREGISTERED: "this vLLM does not know the architecture: register it (a plugin) or use a release "
+    "that has it",
+    Outcome.DRAFTER_UNLOADABLE: "use a drafter whose architectures this vLLM registers",
+    Outcome.WRONG_LAYERS: "set eagle_aux_hidden_state_layer_ids at the top level of the drafter config to the "
+    "trained layers (vLLM numbering), or use the runner that reads them",
+    Outcome.PP_LOSES_STATES: "serve without pipeline parallelism, or relay the aux states between ranks",
+    Outcome.PP_REFUSED: "serve without pipeline parallelism, or set supports_aux_hidden_states_over_pp on the "
+    "decoder",
+}
+
+
 def _next_step(ctx: Context, arch: str, outcome: Outcome, stage: Gate | None, steps: list[ServingStep]) -> str | None:
-    unchecked = [s.gate.value for s in steps if s.result is StepResult.UNCHECKED]
-    if outcome is Outcome.SERVABLE:
-        return None
-    if outcome is Outcome.UNCHECKED:
-        needs = []
-        if ctx.options.target_config is None:
-            needs.append("--target-config <model>/config.json")
-        if ctx.options.draft_config is None:
-            needs.append("--draft-config <drafter>/config.json")
-        return (f"pass {' and '.join(needs)} to check {', '.join(unchecked)}" if needs
-                else f"not checked: {', '.join(unchecked)}")
-    fixable = [f for f in ctx.findings if f.architecture == arch and f.fix is not None]
-    if fixable and stage in (Gate.CONFIG_GATE, Gate.RUNNER_INTERFACE, Gate.CAPTURE, Gate.AUX_IDS):
-        unsafe = any(f.fix is not None and f.fix.applicability.value == "unsafe" for f in fixable)
-        return "patch it: eagle3-lint check TREE --arch " + arch + " --fix" + (" --unsafe-fixes" if unsafe else "")
-    hints = {
-        Outcome.UNREGISTERED: "this vLLM does not know the architecture: register it (a plugin) or use a release "
-        "that has it",
-        Outcome.DRAFTER_UNLOADABLE: "use a drafter whose architectures this vLLM registers",
-        Outcome.WRONG_LAYERS: "set eagle_aux_hidden_state_layer_ids at the top level of the drafter config to the "
-        "trained layers (vLLM numbering), or use the runner that reads them",
-        Outcome.PP_LOSES_STATES: "serve without pipeline parallelism, or relay the aux states between ranks",
-        Outcome.PP_REFUSED: "serve without pipeline parallelism, or set supports_aux_hidden_states_over_pp on the "
-        "decoder",
-    }
-    return hints.get(outcome, f"see the {stage.value if stage else ''} step")
+    return next_step(ctx, arch, outcome, stage, steps, HINTS)

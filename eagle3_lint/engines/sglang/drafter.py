@@ -1,0 +1,618 @@
+"""What a drafter's ``config.json`` means to the SGLang tree being checked (EGL007's facts, the serving chain's).
+
+Every step is read from the tree, in the order SGLang runs it:
+
+1. **the ids the runner reads.** The runner reads ``eagle_config["eagle_aux_hidden_state_layer_ids"]`` from the
+   drafter's HF config inside a ``try`` whose handler falls back to ``None`` (``runner.id_sources`` finds the
+   read; ``model_runner.py`` up to 0.5.15, ``spec_aux_hidden_state.py`` from 0.5.19). That ``try`` statement is
+   evaluated with ``minieval`` against the drafter config as ``draft_model_config.hf_config``: a config without
+   ``eagle_config`` (``None.get`` raises) or without the key gives ``None``. The top-level
+   ``eagle_aux_hidden_state_layer_ids`` that vLLM and the speculators format write is not read.
+2. **the setter's transform.** The targeted class's ``set_eagle3_layers_to_capture`` (through the MRO) and the
+   setters it delegates to (``self.language_model.set_eagle3_layers_to_capture(layer_ids)``), each read by
+   ``setter.read_setter``: ``+1``, the ``layer_ids[0] == 1`` and ``max == n`` heuristics, the default list for
+   ``None`` (evaluated with ``minieval`` for the target's ``num_hidden_layers``). The result is the list of
+   indices ``i`` the decoder is told to capture: the hidden state *entering* layer ``i``.
+3. **what the decoder collects.** The forward of the class the setter writes to: ``i in self.layers_to_capture``
+   (or a per-layer ``_is_layer_to_capture`` flag) inside the layer loop, at the layer's input, collects indices
+   ``0 … n-1``; a test of ``self.end_layer``/``num_layers`` after the loop collects ``n`` (the last layer's
+   output). A flag setter that indexes ``self.layers[i]`` raises ``IndexError`` for ``i >= n``.
+4. **the layers the drafter was trained on** (``trained``): data with reasons, below.
+5. **pipeline parallelism** (``pp.py``): a launch-time refusal, or the last-rank-only setter.
+
+Which engine a drafter was trained for is not written in its config. What the file says:
+
+- ids in ``eagle_config`` are SpecForge's field (SpecForge trains for SGLang); SpecForge numbers a layer's
+  output (its default is ``[1, n//2 - 1, n - 4]``: ``specforge/core/eagle3.py``), and SGLang's setters add 1.
+  But SpecForge configs also ship ids in the other numbering: ``configs/kimi-k25-eagle3.json`` has
+  ``[2, 30, 58]``, SGLang's own default for 61 layers, which SGLang PR #25454 calls the "input to layer X"
+  convention (and stopped adding 1 to, for DeepSeek-V2's setter, when the first id is not 1). So: ids equal to
+  the model default minus one are output numbering, ids equal to the default are input numbering, other ids in
+  ``eagle_config`` are assumed output numbering (SpecForge's) and said to be assumed;
+- top-level ids are vLLM's and the speculators format's field: input numbering (a drafter trained for vLLM);
+- no ids: the training default, the states entering ``(2, n // 2, n - 3)`` in both training codes;
+- ``--drafter-convention vllm|sglang`` states it and overrides all of the above.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from eagle3_lint import minieval as me
+from eagle3_lint.checkpoint import text_config
+from eagle3_lint.drafter import OUTPUT, DraftAnalysis, IdIssue, IdsField, PPLayout, Split
+from eagle3_lint.engines.drafter_fields import id_fields
+from eagle3_lint.engines.sglang import pp as pp_mod
+from eagle3_lint.engines.sglang.runner import IDS_KEY, SETTER, IdSource, id_sources
+from eagle3_lint.engines.sglang.setter import IdTransform, capture_indices, default_indices, read_setter
+from eagle3_lint.graph import ClassKey
+from eagle3_lint.model import Severity
+from eagle3_lint.semantic import Where, delegate, read_module
+
+if TYPE_CHECKING:
+    from eagle3_lint.analysis import Context
+
+USE_AUX_KEY = "use_aux_hidden_state"
+FLAG = "_is_layer_to_capture"
+MAX_LAYERS = 100_000  # as for vLLM: a hostile num_hidden_layers must not make the check walk 2**70 layers
+
+
+# -- 1. the ids the runner reads -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class IdRead:
+    where: Where | None  # the read (``eagle_config["eagle_aux_hidden_state_layer_ids"]``)
+    ids: tuple[Any, ...] | None  # None: the runner hands the setter None (its default)
+    use_aux: bool = True  # ``eagle_config.get("use_aux_hidden_state", True)``
+    note: str = ""  # why the read could not be evaluated, or how it fell back
+
+
+class _Interp(me.Interpreter):
+    """The whitelisted evaluator, with Python's ``AttributeError`` for an attribute of ``None`` (the runner's
+    ``eagle_config.get(...)`` on a config without ``eagle_config``), so the tree's own ``except`` runs."""
+
+    def _getattr(self, obj: Any, name: str, node: ast.AST, default: Any = me.NOTHING) -> Any:
+        if obj is None and default is me.NOTHING:
+            raise me.EvalRaise("AttributeError", f"'NoneType' object has no attribute {name!r}",
+                               getattr(node, "lineno", 0))
+        return super()._getattr(obj, name, node, default)
+
+
+def _enclosing_try(tree: ast.Module, line: int) -> ast.Try | None:
+    best: ast.Try | None = None
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Try) and n.lineno <= line <= (n.end_lineno or n.lineno) \
+                and any(st.lineno <= line <= (st.end_lineno or st.lineno) for st in n.body) \
+                and (best is None or n.lineno > best.lineno):
+            best = n
+    return best
+
+
+def _target_of(body: list[ast.stmt], needle: str) -> str | None:
+    """The target text of the first assignment in ``body`` whose value mentions ``needle``."""
+    for st in body:
+        for n in ast.walk(st):
+            if isinstance(n, ast.Assign) and len(n.targets) == 1 and needle in ast.unparse(n.value):
+                return ast.unparse(n.targets[0])
+    return None
+
+
+def read_ids(ctx: Context, cfg: dict[str, Any]) -> IdRead:
+    """The ids SGLang's runner hands the setter for drafter config ``cfg``, by the tree's own read."""
+    srcs: tuple[IdSource, ...] = ctx.memo.get("sglang:id-sources", lambda: id_sources(ctx.source))
+    if not srcs:
+        return IdRead(None, None, True, f"this SGLang never reads {IDS_KEY} from the drafter config: every setter "
+                                        "gets None and uses its default layers")
+    src = srcs[0]
+    where = Where(src.path, src.line, src.text)
+    tree = read_module(ctx, src.path)
+    tr = _enclosing_try(tree, src.line) if tree is not None else None
+    if tree is None or tr is None:
+        return IdRead(where, None, True, f"the read at {src.path}:{src.line} is not in a try the tool can evaluate")
+    ids_target = _target_of(tr.body, IDS_KEY)
+    use_target = _target_of(tr.body, USE_AUX_KEY)
+    if ids_target is None:
+        return IdRead(where, None, True, f"the read at {src.path}:{src.line} is not assigned")
+    assigned = {n.id for n in ast.walk(tr) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    free = sorted({n.id for n in ast.walk(tr) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - assigned
+                  - {"getattr", "hasattr", "isinstance", "len", "list", "None", "True", "False"})
+    roots = sorted({t.split(".")[0] for t in (ids_target, use_target) if t} - assigned)
+    view = me.ConfigView(cfg, "draft_hf_config")
+
+    def fallback(owner: str) -> Any:
+        return lambda attr: view if attr == "hf_config" else me.Opaque((owner, attr))
+
+    ret = ast.Tuple([ast.parse(ids_target, mode="eval").body,
+                     ast.parse(use_target, mode="eval").body if use_target else ast.Constant(True)], ast.Load())
+    params = list(dict.fromkeys([*free, *roots]))
+    fn = ast.FunctionDef(  # type: ignore[call-arg]  # type_params: a field of 3.12+ ast only
+        name="_read", args=ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in params], kwonlyargs=[],
+                                         kw_defaults=[], defaults=[]),
+        body=[*(ast.Assign([ast.parse(t, mode="eval").body], ast.Constant(None)) for t in (ids_target,)
+                if "." not in t), tr, ast.Return(ret)], decorator_list=[], returns=None, type_params=[])
+    ast.fix_missing_locations(ast.copy_location(fn, tr))
+    args = [me.Record(p, fallback(p)) for p in params]
+    try:
+        ids, use = _Interp(strict=True).call(me.FuncValue(fn, me.ModuleEnv.of(tree, src.path)), args)
+    except me.EvalRaise as exc:
+        return IdRead(where, None, True, f"the read at {src.path}:{src.line} raises {exc.kind}: {exc.message}")
+    except me.Unsupported as exc:
+        return IdRead(where, None, True, f"the read at {src.path}:{src.line} could not be evaluated ({exc})")
+    if isinstance(ids, (list, tuple)):
+        return IdRead(where, tuple(ids), use is not False)
+    return IdRead(where, None, use is not False,
+                  "" if ids is None else f"the read at {src.path}:{src.line} gives {ids!r}, not a list")
+
+
+# -- 2. the setter's transform ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SetterHop:
+    """One setter on the way from the top-level object to the decoder: ``holder`` is the object's class."""
+
+    holder: ClassKey
+    owner: ClassKey  # the class that defines the setter (``holder`` or a base)
+    path: str
+    transform: IdTransform
+
+
+def setter_chain(ctx: Context, key: ClassKey, depth: int = 0) -> list[SetterHop]:
+    """The setter ``key`` runs, then the ones it delegates to (``self.model``/``self.language_model``)."""
+    if depth > 4:
+        return []
+    hit = ctx.graph.member_origin(key, SETTER)
+    if hit is None:
+        return []
+    owner, member = hit
+    path = ctx.graph.path_of(owner)
+    t = read_setter(ctx.source, path, member.line, getattr(member, "end_line", member.line))
+    if t is None:
+        return []
+    hops = [SetterHop(key, owner, path, t)]
+    for recv in t.delegates_to:
+        parts = recv.split(".")
+        inner = delegate(ctx, key, parts[1]) if len(parts) == 2 and parts[0] == "self" else None
+        if inner is not None and inner != key:
+            hops.extend(setter_chain(ctx, inner, depth + 1))
+            break
+    return hops
+
+
+def stored_indices(hops: list[SetterHop], ids: tuple[Any, ...] | None, n: int | None
+                   ) -> tuple[tuple[int, ...] | None, bool, str]:
+    """The indices the last setter stores for the runner's ``ids`` (None: the defaults), whether they are the
+    setter's default, and why they are unknown when they are."""
+    if ids is not None and not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+        return None, False, f"the ids {list(ids)!r} are not all integers"
+    cur: list[int] | None = None if ids is None else list(ids)
+    is_default = False
+    for h in hops:
+        t = h.transform
+        where = f"{h.owner.name}.{SETTER} ({h.path}:{t.line})"
+        if cur is None:
+            if t.default is not None:
+                if n is None:
+                    return None, True, f"{where} uses its default {t.default}: needs the target's num_hidden_layers"
+                cur = default_indices(t, n)
+                is_default = True
+                if cur is None:
+                    return None, True, f"{where}: the default {t.default} cannot be evaluated"
+                if not t.delegates_to:
+                    break
+                continue
+            if t.delegates_to:
+                continue
+            return None, True, f"{where} has no default for None"
+        if t.delegates_to and t.offset == 0 and not t.conditional:
+            continue  # hands the ids on unchanged
+        if t.conditional and any(hh is not None and hh.value.startswith("max") for hh in [
+                b[0] for b in t.branches]) and n is None:
+            return None, is_default, f"{where} tests max(ids) against num_layers: needs the target's num_hidden_layers"
+        got = capture_indices(t, cur, n if n is not None else -1)
+        if got is None:
+            return None, is_default, f"{where}: the transform of the ids is not one the tool can follow"
+        cur = got
+    return (None, is_default, "no setter found") if cur is None else (tuple(cur), is_default, "")
+
+
+# -- 3. what the decoder collects ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Collection:
+    decoder: ClassKey | None
+    path: str = ""
+    line: int = 0  # the forward
+    site_line: int = 0  # the first in-loop capture test
+    in_loop: bool = False  # indices 0 … n-1 (the state entering layer i)
+    shift: int = 0  # 1 where the test sits after the layer call (the state leaving layer i)
+    final_line: int = 0  # a test after the loop: index n, the last layer's output
+    flags_index_error: bool = False  # the setter marks ``self.layers[i]``: IndexError for i >= n
+    flags_line: int = 0
+    note: str = ""
+
+    def collects(self, n: int) -> set[int]:
+        out = {i + self.shift for i in range(n)} if self.in_loop else set()
+        if self.final_line:
+            out.add(n)
+        return {i for i in out if 0 <= i <= n}
+
+
+def _written(t: IdTransform) -> tuple[str, str] | None:
+    """(receiver, list attribute) the setter stores the ids in: ``("self.model", "layers_to_capture")``."""
+    for w in t.writes:
+        head, _, last = w.rpartition(".")
+        if "capture" in last and last != FLAG and "aux_hidden_states" not in last and head.startswith("self"):
+            return head, last
+    return None
+
+
+def collection(ctx: Context, hops: list[SetterHop]) -> Collection:
+    if not hops:
+        return Collection(None, note="no setter")
+    last = hops[-1]
+    written = _written(last.transform)
+    flags = any(FLAG in w for w in last.transform.writes)
+    if written is None and not flags:
+        return Collection(None, note=f"{last.owner.name}.{SETTER} stores the ids in no list or flag the tool knows")
+    head, attr = written if written is not None else ("self", "layers_to_capture")
+    dec: ClassKey | None = last.holder
+    for part in head.split(".")[1:]:
+        dec = delegate(ctx, dec, part) if dec is not None else None
+    if dec is None:
+        return Collection(None, note=f"{head} of {last.holder.name} cannot be followed to a class")
+    hit = ctx.graph.method(dec, "forward")
+    if hit is None:
+        return Collection(dec, note=f"{dec.name} has no forward the tool can read")
+    mowner, md = hit
+    path = ctx.graph.path_of(mowner)
+    tree = read_module(ctx, path)
+    fline = getattr(md, "line", 0)
+    fnode = me.function_at(tree, fline) if tree is not None else None
+    if fnode is None:
+        return Collection(dec, path, fline, note="cannot read the forward body")
+    loops = [n for n in ast.walk(fnode) if isinstance(n, ast.For)]
+    site_line = final_line = 0
+    in_loop = False
+    shift = 0
+    for n in ast.walk(fnode):
+        if not isinstance(n, (ast.Compare, ast.Attribute, ast.Call)):
+            continue
+        hit_list = isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], ast.In) \
+            and me._dotted(n.comparators[0]) == f"self.{attr}"
+        hit_flag = flags and ((isinstance(n, ast.Attribute) and n.attr == FLAG) or (
+            isinstance(n, ast.Call) and me._dotted(n.func) == "getattr" and len(n.args) >= 2
+            and isinstance(n.args[1], ast.Constant) and n.args[1].value == FLAG))
+        if not (hit_list or hit_flag):
+            continue
+        # The innermost loop around the test.
+        loop = max((lp for lp in loops if lp.lineno <= n.lineno <= (lp.end_lineno or lp.lineno)),
+                   key=lambda lp: lp.lineno, default=None)
+        left = n.left if isinstance(n, ast.Compare) else None
+        idx_in_loop = loop is not None and (left is None or (
+            isinstance(left, ast.Name) and isinstance(loop.target, (ast.Name, ast.Tuple))
+            and left.id in {x.id for x in ast.walk(loop.target) if isinstance(x, ast.Name)}))
+        if idx_in_loop and loop is not None:
+            in_loop = True
+            site_line = site_line or n.lineno
+            shift = _after_layer_call(loop, n)
+        elif left is not None:
+            final_line = final_line or n.lineno
+    index_error = False
+    flags_line = 0
+    if flags:
+        setter_tree = read_module(ctx, last.path)
+        sfn = me.function_at(setter_tree, last.transform.line) if setter_tree is not None else None
+        for x in ast.walk(sfn) if sfn is not None else ():
+            if isinstance(x, ast.Subscript) and me._dotted(x.value) == "self.layers":
+                index_error, flags_line = True, x.lineno
+                break
+    note = "" if in_loop or final_line else f"{dec.name}.forward tests neither self.{attr} nor a {FLAG} flag"
+    return Collection(dec, path, fline, site_line, in_loop, shift, final_line, index_error, flags_line, note)
+
+
+def _after_layer_call(loop: ast.For, test: ast.AST) -> int:
+    """1 when ``test`` sits in a statement after the loop body's layer call (``h = layer(...)``), else 0."""
+    call_at = next((i for i, st in enumerate(loop.body) if any(
+        isinstance(c, ast.Call) and ("layer" in me._dotted(c.func).rsplit(".", 1)[-1]
+                                     or isinstance(c.func, ast.Subscript)) for c in ast.walk(st))), None)
+    test_at = next((i for i, st in enumerate(loop.body)
+                    if any(x is test for x in ast.walk(st))), None)
+    if call_at is None or test_at is None:
+        return 0
+    if test_at > call_at:
+        return 1
+    return 0
+
+
+# -- 4. the trained layers ------------------------------------------------------------------------------
+def training_default(n: int) -> tuple[int, ...]:
+    """The states entering (2, n // 2, n - 3): SafeAILab EAGLE and SpecForge train on these without ids
+    (see ``engines/vllm/serving.training_default`` for the sources)."""
+    return (2, n // 2, n - 3)
+
+
+@dataclass(frozen=True)
+class Trained:
+    layers: tuple[int, ...] | None  # the states entering these layers
+    convention: str | None  # "vllm" (input numbering) | "sglang" (output numbering), as decided
+    why: str  # how it was decided (stated, matched to a default, or assumed from the field)
+
+
+def trained(fields: list[IdsField], stated: str | None, n: int | None) -> Trained:
+    ints = [f for f in fields if all(isinstance(i, int) and not isinstance(i, bool) for i in f.ids)]
+    if not ints:
+        if n is None:
+            return Trained(None, None, "the drafter config names no aux layers, and without the target's layer "
+                                       "count the training default is not known")
+        return Trained(training_default(n), None, "the drafter config names no aux layers: assumed trained on the "
+                                                  "EAGLE-3 training default, the states entering (2, n // 2, n - 3)")
+    f = ints[0]
+    ids = tuple(int(i) for i in f.ids)
+    if stated is not None:
+        shift = 1 if stated == "sglang" else 0
+        return Trained(tuple(i + shift for i in ids), stated, f"--drafter-convention {stated} for {f.name}")
+    default = training_default(n) if n is not None else None
+    if default is not None and len(ids) == len(default):
+        minus_one = all(a == b - 1 for a, b in zip(ids, default, strict=True))
+        if minus_one and f.convention == OUTPUT:
+            return Trained(default, "sglang", f"{f.name} {list(ids)} is the training default minus one: SpecForge's "
+                                              "output numbering")
+        if minus_one:
+            # vLLM's field holding SpecForge's numbers: converted configs lift eagle_config's ids as they are (the
+            # nm-testing speculators conversion of lmsys/Qwen3-235B-A22B-EAGLE3 does). Either reading is possible.
+            return Trained(None, None, f"{f.name} {list(ids)} is the training default minus one: SpecForge's output "
+                                       f"numbering carried into {f.origin}'s field, or ids chosen in that field's "
+                                       "numbering; state which with --drafter-convention vllm|sglang")
+        if ids == default and f.convention == OUTPUT:
+            return Trained(default, "vllm", f"{f.name} {list(ids)} is the training default as the state entering "
+                                            "each layer (the 'input to layer X' convention SGLang PR #25454 reads "
+                                            "first ids other than 1 in; assumed: --drafter-convention states it)")
+    if f.convention == OUTPUT and n is not None and ids and max(ids) == n:
+        # Layer n has no output: ids naming n number the state entering each layer, n being the last layer's
+        # output (what 0.5.2x's gpt_oss setter preserves with its max(layer_ids) == num_layers test).
+        return Trained(ids, "vllm", f"{f.name} {list(ids)} names index {n} = the layer count, which no layer's "
+                                    "output has: the ids number the state entering each layer")
+    if f.convention is None:
+        return Trained(None, None, f"{f.name} ({f.origin}) does not say how it numbers layers; state it with "
+                                   "--drafter-convention vllm|sglang")
+    conv = "sglang" if f.convention == OUTPUT else "vllm"
+    return Trained(tuple(i + f.convention for i in ids), conv,
+                   f"{f.name} is {f.origin}'s field: {f.meaning} (assumed from where the ids sit; "
+                   "--drafter-convention states it)")
+
+
+# -- the whole picture ------------------------------------------------------------------------------------
+@dataclass
+class SglDraft:
+    """Everything the rule and the serving chain need, computed once per architecture."""
+
+    da: DraftAnalysis
+    read: IdRead
+    hops: list[SetterHop]
+    stored: tuple[int, ...] | None
+    stored_default: bool
+    stored_note: str
+    coll: Collection | None
+    trained: Trained
+    pp_size: int = 1
+    split: Split | None = None
+    pp_refusal: pp_mod.Refusal | None = None
+    lost_pp: tuple[int, ...] = ()  # stored indices on ranks before the last (never captured)
+    notes: list[str] = field(default_factory=list)
+
+
+def _ids(ids: Any) -> str:
+    return "[" + ", ".join(str(i) for i in (ids or ())) + "]"
+
+
+def analyze(ctx: Context, arch: str | None = None) -> SglDraft | None:
+    raw = ctx.options.draft_config
+    if raw is None:
+        return None
+    if arch is None:
+        arch = ctx.targeted[0] if ctx.targeted else None
+    return ctx.memo.get(f"sglang:draft:{arch}", lambda: _analyze(ctx, raw, arch))
+
+
+def _analyze(ctx: Context, raw: dict[str, Any], arch: str | None) -> SglDraft:
+    path = ctx.options.draft_config_path or "<draft config>"
+    da = DraftAnalysis(path, arch, issues=[])
+    ttext = text_config(ctx.options.target_config)
+    n: int | None = None
+    if ttext:
+        v = ttext.get("num_hidden_layers")
+        n = v if isinstance(v, int) and not isinstance(v, bool) and 0 < v <= MAX_LAYERS else None
+        h = ttext.get("hidden_size")
+        da.target_hidden = h if isinstance(h, int) else None
+    da.num_layers = n
+    da.converted = raw
+    da.fields = id_fields(raw, path)
+    read = read_ids(ctx, raw)
+    da.runner_reads = read.where is not None
+    da.runner_ids, da.runner_note = read.ids, read.note
+    da.runner_where = read.where
+    da.used_field = next((f for f in da.fields if f.path == ("eagle_config", IDS_KEY)), None) \
+        if read.ids is not None else None
+    da.transform = None
+    key = ctx.keys.get(arch) if arch else None
+    hops = setter_chain(ctx, key) if key is not None else []
+    stored, is_default, why = stored_indices(hops, read.ids, n) if hops else (None, False, "no setter")
+    if hops:
+        # Where the default list is written (the first setter on the chain that has one), and what it stores.
+        dh = next((h for h in hops if h.transform.default is not None), hops[0])
+        da.default_where = Where(dh.path, dh.transform.line, f"{dh.owner.name}.{SETTER}")
+        da.default_ids = stored_indices(hops, None, n)[0] if n is not None else None
+    da.effective_ids = stored
+    da.effective_from = "" if stored is None else ("default" if is_default else "config")
+    if stored is None and why:
+        da.default_note = why
+    coll = collection(ctx, hops) if hops else None
+    tr = trained(da.fields, ctx.options.drafter_convention, n)
+    sd = SglDraft(da, read, hops, stored, is_default, why, coll, tr)
+    pp = ctx.options.pipeline_parallel or 1
+    sd.pp_size = pp
+    if pp > 1:
+        sd.pp_refusal = pp_mod.refusal(ctx)
+        if n is not None:
+            sd.split = pp_mod.split(ctx.source, n, pp, ctx.options.pp_partition)
+    _judge(ctx, sd)
+    return sd
+
+
+def _judge(ctx: Context, sd: SglDraft) -> None:
+    """EGL007's findings on SGLang, as data (``DraftAnalysis.issues``), and the PP layout."""
+    da = sd.da
+    issues = da.issues
+    assert issues is not None
+    n = da.num_layers
+    cfg_where = Where(da.draft_path, 1)
+    read = sd.read
+    # Ids the runner never reads (vLLM's top-level field): harmless when the setter's default is what the drafter
+    # was trained on (checked with the trained layers below), a finding of its own when that is not known.
+    top = next((f for f in da.fields if f.path == (IDS_KEY,)), None)
+    ignored = ""
+    if top is not None and read.ids is None:
+        rw = f" ({read.where.path}:{read.where.line})" if read.where else ""
+        ignored = (f"; {top.name} {_ids(top.ids)} ({top.origin}'s field) is not read: this SGLang reads only "
+                   f"eagle_config.{IDS_KEY}{rw}")
+        if sd.trained.layers is None:
+            issues.append(IdIssue(
+                f"{top.name} {_ids(top.ids)} ({top.origin}'s field) is ignored: this SGLang reads only "
+                f"eagle_config.{IDS_KEY}{rw}, so the setter's default {_ids(da.default_ids)} is captured instead "
+                f"({sd.trained.why})", Where(da.draft_path, top.line), Severity.WARNING, top.name))
+    if not read.use_aux:
+        # The runner then never calls the setter (0.5.10 model_runner.py:667-668): a drafter trained without aux
+        # states, not a fault.
+        issues.append(IdIssue(f"eagle_config.{USE_AUX_KEY} is false: SGLang asks the target for no aux hidden states "
+                              "and the ids are not used", Where(da.draft_path, da.json_line(USE_AUX_KEY)),
+                              Severity.NOTE, USE_AUX_KEY))
+        return
+    stored = sd.stored
+    coll = sd.coll
+    if read.ids is not None and not all(isinstance(i, int) and not isinstance(i, bool) for i in read.ids):
+        f = da.used_field
+        issues.append(IdIssue(f"eagle_config.{IDS_KEY} {_ids(read.ids)}: aux layer ids must be integers (the setter "
+                              "shifts and compares them with layer indices)",
+                              Where(da.draft_path, f.line if f is not None else 1), Severity.ERROR, IDS_KEY))
+    if stored is None:
+        return
+    where_ids = _ids_where(sd)
+    what = (f"the setter's default {_ids(stored)}" if sd.stored_default
+            else f"eagle_config.{IDS_KEY} {_ids(read.ids)}, stored by the setter as {_ids(stored)}")
+    # Range and collection.
+    if n is not None and coll is not None and coll.decoder is not None and not coll.note:
+        ok = coll.collects(n)
+        bad = [i for i in stored if i not in ok]
+        if coll.flags_index_error and any(i >= n for i in stored):
+            big = [i for i in stored if i >= n]
+            issues.append(IdIssue(
+                f"{what}: {_ids(big)} is past the last layer ({n} layers): the setter marks self.layers[i] "
+                f"({sd.hops[-1].path}:{coll.flags_line}) and raises IndexError at start-up, after the weights load",
+                where_ids, Severity.ERROR, "layers"))
+        elif bad:
+            past = [i for i in bad if i == n]
+            why = (f"index {n} is the last layer's output, which {coll.decoder.name}.forward ({coll.path}:{coll.line}) "
+                   "never collects (it collects the state entering layers 0 … "
+                   f"{n - 1})") if past else (f"{coll.decoder.name}.forward ({coll.path}:{coll.line}) collects "
+                                              f"indices {min(ok) if ok else 0} … {max(ok) if ok else 0}")
+            carried = ""
+            if past and read.ids is not None and (n - 1) in read.ids:
+                carried = f"; drafter id {n - 1} (the last layer's output) becomes {n} after the setter's +1"
+            issues.append(IdIssue(
+                f"{what}: {_ids(bad)} never captured: {why}{carried}; the drafter receives "
+                f"{len(set(stored) - set(bad))} hidden states instead of {len(stored)} and its fc fails on the shape",
+                where_ids, Severity.ERROR, IDS_KEY))
+    dups = sorted({i for i in stored if stored.count(i) > 1})
+    if dups:
+        issues.append(IdIssue(f"{what} lists {_ids(dups)} more than once; the decoder tests membership once per "
+                              f"layer, so it collects {len(set(stored))} hidden states, not {len(stored)}",
+                              where_ids, Severity.ERROR, IDS_KEY))
+    # The trained layers.
+    tr = sd.trained
+    captured = tuple(i + (coll.shift if coll is not None else 0) for i in stored)
+    if tr.layers is not None and sorted(set(captured)) != sorted(set(tr.layers)):
+        off = {c - t for c, t in zip(captured, tr.layers, strict=False)} if len(captured) == len(tr.layers) else set()
+        by = (f": {'one layer late' if off == {1} else 'one layer early'}" if off in ({1}, {-1}) else "")
+        h = next((h for h in sd.hops if h.transform.offset or h.transform.conditional), sd.hops[0])
+        how = f"{h.owner.name}.{SETTER} ({h.path}:{h.transform.line}) stores {_ids(stored)}"
+        how += f" for eagle_config ids {_ids(read.ids)}" if read.ids is not None else " (its default)"
+        want = ids_for(sd.hops, tr.layers, n, coll.shift if coll is not None else 0)
+        fix = f"; eagle_config.{IDS_KEY} = {_ids(want)} would capture them here" if want is not None else ""
+        issues.append(IdIssue(
+            f"SGLang captures the states entering layers {_ids(captured)}, but the drafter was trained on "
+            f"{_ids(tr.layers)} ({tr.why}){by}: {how}{ignored}; it runs and accepts fewer tokens{fix}",
+            Where(da.draft_path, da.fields[0].line) if da.fields else cfg_where,
+            Severity.ERROR, da.fields[0].name if da.fields else "layers"))
+    # Pipeline parallelism.
+    if sd.pp_size > 1:
+        _pp(ctx, sd)
+
+
+def ids_for(hops: list[SetterHop], layers: tuple[int, ...], n: int | None, shift: int) -> tuple[int, ...] | None:
+    """Drafter ids this release's setters turn into ``layers`` (the states entering them), trying the two
+    numberings; None when neither does."""
+    for k in (0, 1):
+        cand = tuple(i - shift - k for i in layers)
+        got = stored_indices(hops, cand, n)[0]
+        if got is not None and tuple(i + shift for i in got) == tuple(layers):
+            return cand
+    return None
+
+
+def _ids_where(sd: SglDraft) -> Where:
+    da = sd.da
+    if not sd.stored_default and da.used_field is not None:
+        return Where(da.draft_path, da.used_field.line)
+    if da.default_where is not None:
+        return da.default_where
+    return Where(da.draft_path, 1)
+
+
+def _pp(ctx: Context, sd: SglDraft) -> None:
+    da = sd.da
+    assert da.issues is not None
+    ref = sd.pp_refusal
+    if ref is not None:
+        da.issues.append(IdIssue(
+            f"--pipeline-parallel {sd.pp_size}: this SGLang refuses EAGLE-3 with pipeline parallelism at launch "
+            f"({ref.path}:{ref.line}{', in ' + ref.via + '()' if ref.via else ''}: {ref.text}), before any weight "
+            "loads", Where(ref.path, ref.line),
+            Severity.ERROR, "pp_size"))
+        return
+    sp = sd.split
+    if sp is None or not sp.ranges or sd.stored is None:
+        if sp is not None and sp.note:
+            da.issues.append(IdIssue(f"--pipeline-parallel {sd.pp_size}: {sp.note}",
+                                     Where(sp.path or da.draft_path, sp.line or 1), Severity.NOTE))
+        elif sp is None:
+            da.notes.append("--pipeline-parallel needs --target-config (num_hidden_layers) to split the layers")
+        return
+    last = len(sp.ranges) - 1
+    s_last, e_last = sp.ranges[last]
+    stored = list(sd.stored)
+    ranks = "; ".join(f"rank {r}: layers {s} … {e - 1}" if e > s else f"rank {r}: no layers"
+                      for r, (s, e) in enumerate(sp.ranges))
+    src = f"get_pp_indices at {sp.path}:{sp.line}" if sp.path else "the reference arithmetic"
+    rank_of = {i: next((r for r, (s, e) in enumerate(sp.ranges) if s <= i < e), None) for i in stored}
+    caps = {r: [(i, i) for i in stored if rank_of[i] == r] for r in range(len(sp.ranges))}
+    da.pp = PPLayout(sp, rank_of, {r: v for r, v in caps.items() if v})
+    hops = sd.hops
+    last_only = [h for h in hops if h.transform.pp_last_rank_only]
+    loc = Where(sp.path, sp.line) if sp.path else Where(da.draft_path, 1)
+    da.issues.append(IdIssue(f"--pipeline-parallel {sd.pp_size} over {sp.num_layers} layers ({src}): {ranks}. "
+                             f"Stored indices {_ids(stored)} fall on ranks "
+                             f"{_ids([rank_of[i] for i in stored])}" + (f"; {sp.note}" if sp.note else ""),
+                             loc, Severity.NOTE))
+    early = [i for i in stored if rank_of[i] is not None and rank_of[i] != last]
+    if last_only and early:
+        h = last_only[0]
+        sd.lost_pp = tuple(early)
+        da.issues.append(IdIssue(
+            f"with --pipeline-parallel {sd.pp_size}, indices {_ids(early)} sit on ranks before the last, but "
+            f"{h.owner.name}.{SETTER} ({h.path}:{h.transform.line}) returns unless on the last pipeline rank, and the "
+            f"last rank's forward runs only layers {s_last} … {e_last - 1}: those states are never captured and the "
+            f"drafter receives {len(stored) - len(early)} of {len(stored)}", Where(h.path, h.transform.line),
+            Severity.ERROR, SETTER))
+    elif early:
+        sd.notes.append(f"indices {_ids(early)} sit on ranks before the last; whether this setter's states reach the "
+                        "drafter there is not modelled")
+

@@ -1,0 +1,252 @@
+"""The serving verdict on SGLang: does the target start with EAGLE-3, and does it capture the layers the drafter
+was trained on?
+
+The chain has the vLLM chain's shape (``serving.py``'s gates, outcomes and grading) with SGLang's own steps, in
+the order ``sglang.launch_server`` meets them:
+
+``registry`` (``EntryClass``) -> ``config-gate`` (only with ``--pipeline-parallel``: the launch-time refusal of
+EAGLE-3 with PP, ``pp.refusal``) -> ``runner-interface`` (``set_eagle3_layers_to_capture`` on the
+top-level class through its MRO, called after the weights load) -> ``aux-ids`` (``eagle_config``'s ids as the
+runner reads them, else ``None`` and the setter's default) -> ``capture`` (the indices the setter stores, after
+its transform, against what the decoder's forward collects) -> ``pp-relay`` (ids on ranks before the last, with
+a last-rank-only setter) -> ``trained-layers`` (the captured states against the layers the drafter was trained
+on).
+
+Not modelled for SGLang, so left out rather than guessed: whether SGLang can build the drafter class
+(``drafter-class``) and the drafter's fc width (``drafter-fc``); a PP verifier (SGLang has none). Every fact
+comes from ``drafter.py`` (the same analysis EGL007 reports) and the core's class verdicts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from eagle3_lint.engines.sglang import drafter as sdr
+from eagle3_lint.engines.sglang import pp as pp_mod
+from eagle3_lint.engines.sglang.runner import IDS_KEY, SETTER
+from eagle3_lint.model import Location
+from eagle3_lint.serving import Gate, Outcome, ServingStep, ServingVerdict, StepResult, next_step, outcome_of
+
+if TYPE_CHECKING:
+    from eagle3_lint.analysis import Context
+
+ENGINE_NAME = "sglang"
+
+HINTS = {
+    Outcome.UNREGISTERED: "this SGLang does not know the architecture (no EntryClass names it): use a release that "
+    "has it",
+    Outcome.REFUSED_AT_CONFIG: "serve without pipeline parallelism: this SGLang refuses EAGLE-3 with it",
+    # No hint of ours: the report then points at ``eagle3-lint trace`` (or the fix, when a rule holds one).
+    Outcome.REFUSED_AT_LOAD: "",
+    Outcome.DRAFTER_SHAPE_MISMATCH: f"choose eagle_config.{IDS_KEY} that this SGLang's setter turns into layers the "
+    "decoder collects (0 … n-1 after the setter's shift)",
+    Outcome.PP_LOSES_STATES: "serve without pipeline parallelism: the setter captures on the last rank only",
+    Outcome.WRONG_LAYERS: f"set eagle_config.{IDS_KEY} so that this SGLang's setter stores the trained layers, or "
+    "state the drafter's numbering with --drafter-convention if the tool assumed it",
+}
+
+
+def _loc(path: str | None, line: int | None) -> Location | None:
+    return Location(path, line or 1) if path else None
+
+
+def _ids(ids: Iterable[Any]) -> str:
+    return "[" + ", ".join(str(i) for i in ids) + "]"
+
+
+def verdict(ctx: Context, arch: str) -> ServingVerdict:
+    return ctx.memo.get(f"sglang:serving:{arch}", lambda: _verdict(ctx, arch))
+
+
+def _verdict(ctx: Context, arch: str) -> ServingVerdict:
+    pp = ctx.options.pipeline_parallel or 1
+    steps: list[ServingStep] = []
+    entry = ctx.registry.entries.get(arch)
+    sd = sdr.analyze(ctx, arch) if ctx.options.draft_config is not None else None
+    if entry is None:
+        steps.append(ServingStep(Gate.REGISTRY, StepResult.FAIL, f"{arch} is not in this SGLang's model registry",
+                                 _loc(ctx.registry.path, 1)))
+        return _finish(ctx, arch, steps, sd, None)
+    steps.append(ServingStep(Gate.REGISTRY, StepResult.PASS, f"{arch} -> {entry.module}.{entry.class_name}",
+                             _loc(getattr(entry, "path", "") or ctx.registry.path, entry.line)))
+    if pp > 1:
+        steps.append(_pp_refusal(ctx, pp))
+    steps.append(_interface(ctx, arch))
+    captured: tuple[int, ...] | None = None
+    if sd is None:
+        site = ctx.runner.primary
+        steps.append(ServingStep(Gate.AUX_IDS, StepResult.UNCHECKED,
+                                 "no drafter config (--draft-config): which ids the runner hands the setter is not "
+                                 "known", _loc(site.path, site.line) if site else None))
+        for g in (Gate.CAPTURE, Gate.PP_RELAY, Gate.TRAINED_LAYERS):
+            if g is Gate.PP_RELAY and pp <= 1:
+                continue
+            steps.append(ServingStep(g, StepResult.UNCHECKED, "needs the drafter config"))
+    elif not sd.read.use_aux:
+        steps.append(ServingStep(Gate.AUX_IDS, StepResult.PASS, "eagle_config.use_aux_hidden_state is false: the "
+                                 f"runner does not call {SETTER}() and the drafter gets no aux states",
+                                 _loc(sd.read.where.path, sd.read.where.line) if sd.read.where else None))
+        for g in (Gate.CAPTURE, Gate.PP_RELAY, Gate.TRAINED_LAYERS):
+            if g is not Gate.PP_RELAY or pp > 1:
+                steps.append(ServingStep(g, StepResult.SKIPPED, "no aux hidden states are asked for"))
+    else:
+        steps.append(_aux_ids(sd))
+        cap, captured = _capture(sd)
+        steps.append(cap)
+        if pp > 1:
+            steps.append(_relay(sd))
+        steps.append(_trained(sd, captured))
+    return _finish(ctx, arch, steps, sd, captured)
+
+
+def _finish(ctx: Context, arch: str, steps: list[ServingStep], sd: sdr.SglDraft | None,
+            captured: tuple[int, ...] | None) -> ServingVerdict:
+    outcome, stage = outcome_of(steps)
+    source = None
+    ids = None
+    if sd is not None and sd.stored is not None:
+        ids = sd.stored
+        source = "model-default" if sd.stored_default else "drafter-config"
+    tr = sd.trained if sd is not None else None
+    return ServingVerdict(
+        architecture=arch, engine=ENGINE_NAME, engine_version=ctx.version, runner=None,
+        runner_reason="SGLang has one model runner", outcome=outcome, stage=stage, aux_layer_ids=ids,
+        aux_layer_ids_source=source, drafter_trained_ids=tr.layers if tr is not None else None,
+        drafter_architecture=None, steps=tuple(steps),
+        next_step=next_step(ctx, arch, outcome, stage, steps, HINTS), captured_layers=captured,
+        pipeline_parallel=ctx.options.pipeline_parallel or 1, tensor_parallel=ctx.options.tensor_parallel,
+        trained_convention=tr.convention if tr is not None else None)
+
+
+def with_next_step(ctx: Context, sv: ServingVerdict) -> ServingVerdict:
+    nxt = next_step(ctx, sv.architecture, sv.outcome, sv.stage, list(sv.steps), HINTS)
+    return sv if nxt == sv.next_step else dataclasses.replace(sv, next_step=nxt)
+
+
+def _pp_refusal(ctx: Context, pp: int) -> ServingStep:
+    r = pp_mod.refusal(ctx)
+    if r is not None:
+        return ServingStep(Gate.CONFIG_GATE, StepResult.FAIL,
+                           f"pipeline_parallel_size={pp} with EAGLE-3: {r.text} at launch"
+                           + (f" (in {r.via}())" if r.via else "") + ", before any weight loads", _loc(r.path, r.line))
+    return ServingStep(Gate.CONFIG_GATE, StepResult.PASS,
+                       f"no launch-time refusal of EAGLE-3 with pipeline_parallel_size={pp} in this tree")
+
+
+def _interface(ctx: Context, arch: str) -> ServingStep:
+    site = ctx.runner.primary
+    v = ctx.verdicts.get(arch)
+    if site is None:
+        return ServingStep(Gate.RUNNER_INTERFACE, StepResult.UNKNOWN, f"no runner call of {SETTER}() found")
+    where = _loc(site.path, site.line)
+    call = f"{site.interrogated}.{SETTER}()"
+    if v is None or v.supports_eagle3 is None:
+        return ServingStep(Gate.RUNNER_INTERFACE, StepResult.UNKNOWN,
+                           f"{call}: {v.reason if v is not None else 'the class cannot be resolved'}", where)
+    if not v.supports_eagle3:
+        return ServingStep(Gate.RUNNER_INTERFACE, StepResult.FAIL,
+                           f"{call}: {v.class_name} has no {SETTER} ({v.reason}): {site.error}, after the weights "
+                           "load", where)
+    key = ctx.keys.get(arch)
+    hit = ctx.graph.member_origin(key, SETTER) if key is not None else None
+    how = f" ({hit[0].name}.{SETTER}, {ctx.graph.path_of(hit[0])}:{hit[1].line})" if hit is not None else ""
+    return ServingStep(Gate.RUNNER_INTERFACE, StepResult.PASS, f"{call} exists on {v.class_name}{how}", where)
+
+
+def _aux_ids(sd: sdr.SglDraft) -> ServingStep:
+    r = sd.read
+    loc = _loc(r.where.path, r.where.line) if r.where is not None else None
+    if r.ids is not None:
+        return ServingStep(Gate.AUX_IDS, StepResult.PASS,
+                           f"the runner reads eagle_config.{IDS_KEY} = {_ids(r.ids)} from the drafter config", loc)
+    ignored = f"; it does not read {', '.join(f.name for f in sd.da.fields)}" if sd.da.fields else ""
+    why = f" ({r.note})" if r.note else ""
+    return ServingStep(Gate.AUX_IDS, StepResult.PASS,
+                       f"the drafter config gives no eagle_config.{IDS_KEY}, so the runner passes None and the setter "
+                       f"uses its default{why}{ignored}", loc)
+
+
+def _capture(sd: sdr.SglDraft) -> tuple[ServingStep, tuple[int, ...] | None]:
+    n = sd.da.num_layers
+    hop = sd.hops[0] if sd.hops else None
+    sloc = _loc(hop.path, hop.transform.line) if hop is not None else None
+    if sd.stored is None:
+        res = StepResult.UNCHECKED if n is None and sd.hops else StepResult.UNKNOWN
+        return ServingStep(Gate.CAPTURE, res, sd.stored_note or "what the setter stores is not known", sloc), None
+    coll = sd.coll
+    chain = " -> ".join(f"{h.owner.name}.{SETTER}" for h in sd.hops)
+    stored = f"{chain} stores {_ids(sd.stored)}" + (" (its default)" if sd.stored_default else "")
+    if n is None:
+        return ServingStep(Gate.CAPTURE, StepResult.UNCHECKED,
+                           f"{stored}; which of them the decoder collects needs the target's num_hidden_layers",
+                           sloc), None
+    if coll is None or coll.decoder is None or coll.note:
+        note = coll.note if coll is not None else "no setter"
+        return ServingStep(Gate.CAPTURE, StepResult.UNKNOWN, f"{stored}; {note}", sloc), None
+    cloc = _loc(coll.path, coll.site_line or coll.line)
+    if coll.flags_index_error and any(i >= n for i in sd.stored):
+        return ServingStep(Gate.CAPTURE, StepResult.FAIL,
+                           f"{stored}: index {max(sd.stored)} is past the last of {n} layers and the setter's "
+                           f"self.layers[i] raises IndexError at start-up", _loc(sd.hops[-1].path, coll.flags_line)), ()
+    ok = coll.collects(n)
+    got = tuple(i + coll.shift for i in sd.stored if i in ok)
+    missing = [i for i in sd.stored if i not in ok]
+    if sd.lost_pp:
+        got = tuple(i + coll.shift for i in sd.stored if i in ok and i not in sd.lost_pp)
+    if missing:
+        return ServingStep(Gate.CAPTURE, StepResult.FAIL,
+                           f"{stored}, but {coll.decoder.name}.forward never collects {_ids(missing)} ({n} layers: "
+                           f"indices {min(ok)} … {max(ok)}): the drafter receives {len(got)} of {len(sd.stored)} "
+                           "states", cloc), got
+    return ServingStep(Gate.CAPTURE, StepResult.PASS,
+                       f"{stored}; {coll.decoder.name}.forward collects the states entering layers "
+                       f"{_ids(i + coll.shift for i in sd.stored)}", cloc), got
+
+
+def _relay(sd: sdr.SglDraft) -> ServingStep:
+    if sd.pp_refusal is not None:
+        return ServingStep(Gate.PP_RELAY, StepResult.SKIPPED, "refused at launch")
+    sp = sd.split
+    if sp is None:
+        return ServingStep(Gate.PP_RELAY, StepResult.UNCHECKED, "needs the target config to split the layers")
+    if not sp.ranges or sd.stored is None:
+        return ServingStep(Gate.PP_RELAY, StepResult.UNKNOWN, sp.note or "which ranks hold the ids is not known",
+                           _loc(sp.path, sp.line))
+    s, e = sp.ranges[-1]
+    if sd.lost_pp:
+        h = next(h for h in sd.hops if h.transform.pp_last_rank_only)
+        return ServingStep(Gate.PP_RELAY, StepResult.FAIL,
+                           f"indices {_ids(sd.lost_pp)} sit on ranks before the last (which runs layers "
+                           f"{s} … {e - 1}), and {h.owner.name}.{SETTER} returns unless on the last rank: never "
+                           "captured",
+                           _loc(h.path, h.transform.line))
+    early = [i for i in sd.stored if not s <= i < e]
+    if early:
+        return ServingStep(Gate.PP_RELAY, StepResult.UNKNOWN,
+                           f"indices {_ids(early)} sit on ranks before the last; whether they reach the drafter is not "
+                           "modelled for this setter", _loc(sp.path, sp.line))
+    return ServingStep(Gate.PP_RELAY, StepResult.PASS, f"every index is on the last rank (layers {s} … {e - 1})",
+                       _loc(sp.path, sp.line))
+
+
+def _trained(sd: sdr.SglDraft, captured: tuple[int, ...] | None) -> ServingStep:
+    tr = sd.trained
+    da = sd.da
+    loc = Location(da.draft_path, da.fields[0].line) if da.fields else None
+    if tr.layers is None:
+        return ServingStep(Gate.TRAINED_LAYERS, StepResult.UNCHECKED, tr.why, loc)
+    if captured is None:
+        return ServingStep(Gate.TRAINED_LAYERS, StepResult.UNCHECKED,
+                           f"trained on the states entering layers {_ids(tr.layers)} ({tr.why}); what is captured is "
+                           "unknown", loc)
+    if sorted(set(captured)) != sorted(set(tr.layers)) and len(captured) == len(sd.stored or ()):
+        return ServingStep(Gate.TRAINED_LAYERS, StepResult.FAIL,
+                           f"captures the states entering layers {_ids(captured)}, but the drafter was trained on "
+                           f"{_ids(tr.layers)} ({tr.why}): it runs and accepts fewer tokens", loc)
+    if sorted(set(captured)) != sorted(set(tr.layers)):
+        return ServingStep(Gate.TRAINED_LAYERS, StepResult.UNCHECKED,
+                           f"trained on {_ids(tr.layers)} ({tr.why}); fewer states than the ids are captured", loc)
+    return ServingStep(Gate.TRAINED_LAYERS, StepResult.PASS,
+                       f"captures the layers the drafter was trained on, {_ids(tr.layers)} ({tr.why})", loc)
