@@ -17,10 +17,9 @@ from typing import Any
 import pytest
 
 from eagle3_lint import minieval
-from eagle3_lint.engines.vllm import drafter
-from eagle3_lint.engines.vllm import pp
 from eagle3_lint._compat import tomllib
 from eagle3_lint.analysis import Context, Options, analyze
+from eagle3_lint.engines.vllm import drafter, pp
 from eagle3_lint.source import DirSource
 from tests.cihelp import run_cli
 from tests.conftest import SAMPLES, materialize
@@ -54,7 +53,8 @@ def test_case(case: Path, tmp_path: Path) -> None:
     want = meta.get("expect", [])
     unmatched = list(got)
     for w in want:
-        hit = next((g for g in unmatched if g[:3] == (w["where"], w["line"], w["severity"]) and w["contains"] in g[3]), None)
+        key = (w["where"], w["line"], w["severity"])
+        hit = next((g for g in unmatched if g[:3] == key and w["contains"] in g[3]), None)
         assert hit is not None, f"missing {w} in {got}"
         unmatched.remove(hit)
     assert not unmatched, f"unexpected findings: {unmatched}"
@@ -149,6 +149,11 @@ def test_cli_json_and_text_show_the_pipeline_layout(tmp_path: Path) -> None:
 
 
 # -- real releases -----------------------------------------------------------------------------------
+# (target config, drafter config, architecture) in sample_trees/_checkpoints.
+KIMI_SPECFORGE = ("kimi-k2.5.json", "specforge-kimi-k25-eagle3.json", "KimiK25ForConditionalGeneration")
+LLAMA_REFERENCE = ("llama-3.1-8b-instruct.json", "yuhuili-eagle3-llama3.1-8b.json", "LlamaForCausalLM")
+
+
 def _real(real_trees: Any, version: str, target: str, draft: str, arch: str, pp_size: int | None = None,
           runner: str = "auto") -> Context:
     ctx = _run(real_trees.get(version), CHECKPOINTS / target, CHECKPOINTS / draft, (arch,), pp_size, runner=runner)
@@ -163,15 +168,14 @@ def _msgs(ctx: Context, severity: str | None = None) -> list[str]:
 @pytest.mark.real
 def test_real_kimi_specforge_drafter_across_runner_generations(real_trees: Any) -> None:
     # 0.18: the runner reads only the top-level key, so eagle_config's ids are ignored for the default.
-    c18 = _real(real_trees, "0.18.0", "kimi-k2.5.json", "specforge-kimi-k25-eagle3.json", "KimiK25ForConditionalGeneration")
+    c18 = _real(real_trees, "0.18.0", *KIMI_SPECFORGE)
     da = drafter.analyze(c18)
     assert da is not None and da.runner_ids is None and da.default_ids == (2, 30, 58)
     # The drafter's trained layers are known (SpecForge numbering, +1) and differ from the default: an error.
     assert any("is ignored" in m and "(3, 31, 59)" in m for m in _msgs(c18, "error"))
     # 0.33, V1 (gpu_model_runner.py:5180 _get_eagle3_aux_layers_from_config): eagle_config is read as-is, in
     # SGLang's output numbering: one layer early.
-    c33 = _real(real_trees, "0.33.0", "kimi-k2.5.json", "specforge-kimi-k25-eagle3.json", "KimiK25ForConditionalGeneration", 4,
-                runner="v1")
+    c33 = _real(real_trees, "0.33.0", *KIMI_SPECFORGE, 4, runner="v1")
     da = drafter.analyze(c33)
     assert da is not None and da.runner_ids == (2, 30, 58) and da.fc is not None and da.fc.in_size == 3 * 7168
     assert any("one layer early" in m for m in _msgs(c33, "error"))
@@ -179,7 +183,7 @@ def test_real_kimi_specforge_drafter_across_runner_generations(real_trees: Any) 
     # eagle3_utils.get_eagle3_aux_layers_from_config reads only eagle_config["layer_ids"], so the SpecForge ids are
     # ignored and the model default (2, n//2, n-3) = (2, 30, 58) is used; V2's verifier refuses PP 4
     # (eagle3_utils.py:57: DeepseekV2Model does not set supports_aux_hidden_states_over_pp).
-    v2 = _real(real_trees, "0.33.0", "kimi-k2.5.json", "specforge-kimi-k25-eagle3.json", "KimiK25ForConditionalGeneration", 4)
+    v2 = _real(real_trees, "0.33.0", *KIMI_SPECFORGE, 4)
     da2 = drafter.analyze(v2)
     assert da2 is not None and da2.runner is not None and da2.runner.value == "v2"
     assert da2.runner_ids is None and da2.default_ids == (2, 30, 58) and da2.effective_from == "default"
@@ -206,7 +210,7 @@ def test_real_speculators_conversion_by_the_tree(real_trees: Any) -> None:
 
 @pytest.mark.real
 def test_real_llama_reference_drafter_with_pipeline_parallelism(real_trees: Any) -> None:
-    old = _real(real_trees, "0.16.0", "llama-3.1-8b-instruct.json", "yuhuili-eagle3-llama3.1-8b.json", "LlamaForCausalLM", 2)
+    old = _real(real_trees, "0.16.0", *LLAMA_REFERENCE, 2)
     note = next(f.message for f in old.findings if f.severity.value == "note")
     # 0.16's llama.py enumerates a slice without start=: rank 1 compares slice-relative indices.
     assert "rank 1 captures 2 (as the state entering layer 18)" in note and "no rank captures (16, 29)" in note
@@ -214,7 +218,7 @@ def test_real_llama_reference_drafter_with_pipeline_parallelism(real_trees: Any)
     # ... and refuses the set-up at config time anyway: the drafter gets the target's PP size (speculative.py:645)
     # and Eagle3LlamaForCausalLM's forward takes no intermediate_tensors (verify_with_parallel_config, :678).
     assert any("verify_with_parallel_config raises" in m for m in _msgs(old, "error"))
-    new = _real(real_trees, "0.33.0", "llama-3.1-8b-instruct.json", "yuhuili-eagle3-llama3.1-8b.json", "LlamaForCausalLM", 2)
+    new = _real(real_trees, "0.33.0", *LLAMA_REFERENCE, 2)
     assert sorted(f.severity.value for f in new.findings) == ["note", "warning"]
     note = next(f.message for f in new.findings if f.severity.value == "note")
     assert "rank 0 captures 2, 16; rank 1 captures 29" in note

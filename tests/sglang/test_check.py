@@ -87,7 +87,8 @@ def test_egl001_egl002_before_sglang_17935(sglang_trees) -> None:
         assert "AttributeError" in step.message
     llama = ctx.serving["LlamaForCausalLM"]
     assert llama.outcome.value == "unchecked" and llama.engine == "sglang"
-    assert "sglang/srt/models/llama.py:783" in next(s.message for s in llama.steps if s.gate.value == "runner-interface")
+    runner_step = next(s.message for s in llama.steps if s.gate.value == "runner-interface")
+    assert "sglang/srt/models/llama.py:783" in runner_step
 
 
 @pytest.mark.real

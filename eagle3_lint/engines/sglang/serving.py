@@ -27,6 +27,7 @@ from eagle3_lint.engines.sglang import drafter as sdr
 from eagle3_lint.engines.sglang import pp as pp_mod
 from eagle3_lint.engines.sglang.runner import IDS_KEY, SETTER
 from eagle3_lint.model import Location
+from eagle3_lint.runner import MODEL_CLASS
 from eagle3_lint.serving import Gate, Outcome, ServingStep, ServingVerdict, StepResult, next_step, outcome_of
 
 if TYPE_CHECKING:
@@ -146,9 +147,10 @@ def _interface(ctx: Context, arch: str) -> ServingStep:
         return ServingStep(Gate.RUNNER_INTERFACE, StepResult.UNKNOWN,
                            f"{call}: {v.reason if v is not None else 'the class cannot be resolved'}", where)
     if not v.supports_eagle3:
+        error = site.error.replace(MODEL_CLASS, v.class_name)  # the message names the model's class
         return ServingStep(Gate.RUNNER_INTERFACE, StepResult.FAIL,
-                           f"{call}: {v.class_name} has no {SETTER} ({v.reason}): {site.error}, after the weights "
-                           "load", where)
+                           f"{call}: {v.class_name} has no {SETTER} ({v.reason}): {error}, after the weights load",
+                           where)
     key = ctx.keys.get(arch)
     hit = ctx.graph.member_origin(key, SETTER) if key is not None else None
     how = f" ({hit[0].name}.{SETTER}, {ctx.graph.path_of(hit[0])}:{hit[1].line})" if hit is not None else ""
