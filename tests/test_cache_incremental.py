@@ -13,7 +13,6 @@ edits could not pass by printing the previous report again.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
