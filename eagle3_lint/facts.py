@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import codecs
-import copyreg
 import dataclasses
 import pickle
 from collections.abc import Mapping
@@ -261,7 +260,11 @@ class LazyModuleFacts(ModuleFacts):
         return value
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return copyreg.__newobj__, (ModuleFacts,), {f: getattr(self, f) for f in _FIELDS}
+        return _plain_facts, ({f: getattr(self, f) for f in _FIELDS},)
+
+
+def _plain_facts(state: dict[str, Any]) -> ModuleFacts:
+    return ModuleFacts(**state)
 
 
 def facts_blob(mf: ModuleFacts) -> bytes:

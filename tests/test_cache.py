@@ -527,3 +527,31 @@ def test_version_1_entries_are_removed(sample: Path, tmp_path: Path) -> None:
     old.write_text(json.dumps({"key": "x", "report": "OLD", "stderr": [], "code": 0, "sha256": "0"}))
     plain = check_json(sample, "--cache-dir", str(cache))
     assert not old.exists() and len(entries(cache)) == 1 and entry_report(entries(cache)[0]) == plain
+
+
+def test_lazy_fields_read_back_what_was_stored(sample: Path) -> None:
+    """facts.facts_blob / facts_from_blob: every field of every file of the sample tree reads back equal,
+    the lazy ones only when first read; pickled or copied, the object is plain ModuleFacts again."""
+    import copy
+
+    from eagle3_lint.facts import LAZY_FIELDS, LazyModuleFacts, ModuleFacts, extract, facts_blob, facts_from_blob
+
+    src = DirSource(sample)
+    rels = src.py_files()
+    assert len(rels) > 5
+    lazy_seen = 0
+    for rel in rels:
+        mf = extract(rel, src.path_module(rel), rel.endswith("/__init__.py"), src.read_bytes(rel))
+        back = facts_from_blob(facts_blob(mf))
+        assert type(back) is LazyModuleFacts
+        pending = set(back.__dict__.get("_pending", {}))
+        assert pending == {f for f in LAZY_FIELDS if getattr(mf, f)}  # empty fields are stored as they are
+        lazy_seen += len(pending)
+        plain = pickle.loads(pickle.dumps(back))
+        assert type(plain) is ModuleFacts and plain == mf
+        assert type(copy.deepcopy(back)) is ModuleFacts
+        assert all(getattr(back, f) == getattr(mf, f) for f in LAZY_FIELDS)
+        assert not back.__dict__.get("_pending")  # each read once, then kept
+    assert lazy_seen > 0
+    with pytest.raises(ValueError):
+        facts_from_blob(pickle.dumps(({"path": "x"}, {})))  # fields missing: not a facts blob
