@@ -29,6 +29,7 @@ a target is missed (``--report-only``: always 0). The cached release trees are o
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -212,6 +213,57 @@ def child_phases(tree: Path, cache: Path) -> None:
                      | {"hits": ctx.store.hits, "misses": ctx.store.misses}))
 
 
+def child_edit_phases(tree: Path, cache: Path, out: Path) -> None:
+    """One check of ``tree`` through the CLI in this process, timed by phase (the one-edit profile).
+
+    The phases wrap the functions the check calls, so what they print adds up to the run: imports
+    (the CLI, the analysis and the rules), opening the facts pack and hashing the tree, loading facts
+    (unpickling the cached ones, parsing the edited one), deriving registry/contract/runner,
+    judging every architecture, the rules (with the pack save and the serving verdicts), rendering
+    the JSON report; ``other`` is the rest (report-cache key, writing the output)."""
+    t0 = time.perf_counter()
+    import eagle3_lint.analysis as an
+    import eagle3_lint.cli as cli
+    import eagle3_lint.outcome as oc
+    import eagle3_lint.rules as rules
+    import eagle3_lint.store as st
+
+    rules.all_rules()
+    spent: dict[str, float] = {"imports": time.perf_counter() - t0}
+
+    def wrap(owner: Any, name: str, phase: str) -> None:
+        fn = getattr(owner, name)
+
+        def timed(*a: Any, **k: Any) -> Any:
+            t = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                spent[phase] = spent.get(phase, 0.0) + time.perf_counter() - t
+        setattr(owner, name, timed)
+
+    wrap(st.FactStore, "__init__", "open pack")
+    wrap(st.FactStore, "save", "save pack")
+    wrap(oc, "json_report", "render")
+    wrap(an, "run_rules", "rules+save")
+    wrap(an, "serving_verdicts", "serving")
+    build = an.build
+    built: dict[str, float] = {}
+
+    def build_timed(*a: Any, **k: Any) -> Any:
+        ctx = build(*a, **k)
+        built.update(ctx.timings)  # facts / derive / verdicts, as analysis.build measures them
+        return ctx
+    an.build = build_timed  # type: ignore[assignment]
+    t1 = time.perf_counter()
+    with contextlib.suppress(SystemExit):  # click exits with the check's code
+        cli.main(["check", str(tree), "--cache-dir", str(cache), "--format", "json", "--output", str(out)])
+    spent.update(built)
+    spent["total"] = time.perf_counter() - t0
+    spent["check"] = time.perf_counter() - t1
+    print(json.dumps({k: round(v, 4) for k, v in spent.items()}))
+
+
 # -- measurements --------------------------------------------------------------------------------
 def measure_floor(tree: Path, repeat: int) -> dict[str, Any]:
     runs = []
@@ -223,7 +275,10 @@ def measure_floor(tree: Path, repeat: int) -> dict[str, Any]:
 
 
 def edit_one_file(tree: Path, n: int) -> str:
-    """A real edit of one model file: a method body gains a statement (new content every time)."""
+    """A real edit of one model file: a module-level function is appended (new content every time).
+
+    Appending keeps every line number before it, so the edited file's classes read as they did; the
+    file's facts still change (a new binding), and the check re-derives everything from them."""
     rel = "vllm/model_executor/models/llama.py"
     p = tree / rel
     if not p.is_file():
@@ -357,6 +412,17 @@ def bench(args: argparse.Namespace) -> Results:
         ed = best(edit_runs)
         row(res, "one-edit", ed.wall, "s", ed.wall / floor, ed.cpu / floor_cpu,
             detail=f"cpu {ed.cpu:.2f} s; edited {edited}")
+        if args.phases:
+            # Where a one-edit check spends its time, as fractions of the floor (one more edit, in-process).
+            edit_one_file(copy, 99)
+            r = run_measured([sys.executable, __file__, "--child-edit-phases", str(copy), str(ecache), str(out)],
+                             cwd=str(work))
+            if r.rc == 0:
+                ph = json.loads(r.stdout)
+                res.notes.append("one-edit phases (x floor): " + ", ".join(
+                    f"{k} {v / floor:.3f}x" for k, v in ph.items()))
+            else:
+                res.notes.append(f"one-edit phases failed: {(r.stderr.strip().splitlines() or [''])[-1][:200]}")
 
         if args.phases:
             for name, cache in (("phases-warm", work / "cache-cold-0"),):
@@ -496,6 +562,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--child-floor", help=argparse.SUPPRESS)
     ap.add_argument("--child-astroid", help=argparse.SUPPRESS)
     ap.add_argument("--child-phases", nargs=2, help=argparse.SUPPRESS)
+    ap.add_argument("--child-edit-phases", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child_floor:
         child_floor(Path(args.child_floor))
@@ -505,6 +572,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.child_phases:
         child_phases(Path(args.child_phases[0]), Path(args.child_phases[1]))
+        return 0
+    if args.child_edit_phases:
+        child_edit_phases(*(Path(a) for a in args.child_edit_phases))
         return 0
     res = bench(args)
     sys.stdout.write(render(res))

@@ -22,7 +22,7 @@ from eagle3_lint.errors import UsageError
 from eagle3_lint.model import Finding, Severity
 from eagle3_lint.reportcache import Replay
 from eagle3_lint.source import SourceTree
-from eagle3_lint.store import FactStore
+from eagle3_lint.store import FactStore, no_gc
 
 if TYPE_CHECKING:
     # The analysis is imported when one runs: a replayed check (report_once) never needs it.
@@ -209,7 +209,18 @@ def report_once(req: CheckRequest, settings: Settings, render: Callable[[Context
 
     ``rendering`` is everything about the output the request does not say (format, destination,
     console). A run with an internal error (exit 2) is never stored.
+
+    The cyclic garbage collector is paused for the whole check (store.no_gc): the analysis and the
+    report make almost no reference cycles (about a thousand objects in a check of vLLM 0.33.0), yet
+    the collector's passes over the facts, the class graph and fixgen's syntax trees were about 5% of
+    a one-edit re-check. What is unreachable is still freed by reference counting.
     """
+    with no_gc():
+        return _report_once(req, settings, render, rendering, cacheable)
+
+
+def _report_once(req: CheckRequest, settings: Settings, render: Callable[[Context], Replay],
+                 rendering: tuple[object, ...], cacheable: bool) -> Replay:
     if req.no_cache or not cacheable:
         return render(run_check(req))
     from eagle3_lint.baseline import in_ci

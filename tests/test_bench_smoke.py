@@ -33,7 +33,12 @@ def test_bench_runs_on_a_sample_tree(tmp_path: Path, monkeypatch: pytest.MonkeyP
                      "--report-only", "--quiet", "--json", str(out)])
     stdout = capsys.readouterr().out
     assert rc == 0
-    rows = {r["measure"]: r for r in json.loads(out.read_text())["rows"]}
+    figures = json.loads(out.read_text())
+    rows = {r["measure"]: r for r in figures["rows"]}
+    # --phases: where a one-edit check spends its time, every phase named, as fractions of the floor.
+    phases = next(n for n in figures["notes"] if n.startswith("one-edit phases (x floor): "))
+    for part in ("imports ", "open pack ", "facts ", "verdicts ", "rules+save ", "render ", "total "):
+        assert part in phases, phases
     assert {"floor", "cold", "warm", "one-edit", "peak-rss"} <= set(rows)
     assert rows["cold"]["ratio"] is not None and rows["peak-rss"]["value"] > 0
     assert "report identical to cold: True" in rows["warm"]["detail"]

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from eagle3_lint import reportcache
 from eagle3_lint import store as store_mod
 from eagle3_lint.analysis import Context, Options, analyze
 from eagle3_lint.report import build_report
@@ -302,17 +303,25 @@ def test_unwritable_cache_only_costs_time(sample: Path, tmp_path: Path) -> None:
 
 # -- the report cache: a re-check of an unchanged tree replays the report --------------------------
 def entries(cache: Path) -> list[Path]:
-    return sorted((cache / "reports").glob("*.json"))
+    return sorted((cache / "reports").glob("*" + reportcache.SUFFIX))
+
+
+def entry_key(entry: Path) -> str:
+    return str(json.loads(entry.read_bytes().split(b"\n", 1)[0])["key"])
+
+
+def entry_report(entry: Path) -> str:
+    r = reportcache.decode(entry.read_bytes(), entry_key(entry))
+    assert r is not None, entry
+    return r.report
 
 
 def forge(entry: Path, report_text: str) -> None:
     """Rewrite an entry as a consistent one with another report: what a replay would print."""
-    from eagle3_lint.reportcache import _checksum
-
-    e = json.loads(entry.read_text())
-    e["report"] = report_text
-    e["sha256"] = _checksum(report_text, e["stderr"], e["code"])
-    entry.write_text(json.dumps(e))
+    key = entry_key(entry)
+    r = reportcache.decode(entry.read_bytes(), key)
+    assert r is not None
+    entry.write_bytes(reportcache.encode(key, reportcache.Replay(report_text, r.stderr, r.code)))
 
 
 def outputs(p: subprocess.CompletedProcess[str]) -> tuple[str, str, int]:
@@ -411,7 +420,7 @@ def test_damaged_report_entry_is_recomputed(sample: Path, tmp_path: Path, damage
     good = entry.read_bytes()
     entry.write_bytes(damage(good))  # type: ignore[operator]
     assert check_json(sample, "--cache-dir", str(cache)) == plain
-    assert json.loads(entry.read_bytes())["report"] == plain  # rewritten whole
+    assert entry_report(entry) == plain  # rewritten whole
 
 
 def test_report_entry_in_a_folder_others_can_write_is_not_trusted(sample: Path, tmp_path: Path) -> None:
@@ -435,8 +444,6 @@ def test_runs_that_write_or_fail_are_not_stored(sample: Path, tmp_path: Path) ->
 
 
 def test_oldest_entries_are_dropped_per_tree(sample: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from eagle3_lint import reportcache
-
     monkeypatch.setattr(reportcache, "MAX_PER_TREE", 2)
     monkeypatch.setattr(reportcache, "MAX_ENTRIES", 5)
     cache = tmp_path / "cache"
@@ -452,7 +459,7 @@ def test_oldest_entries_are_dropped_per_tree(sample: Path, tmp_path: Path, monke
         os.utime(rc.path, ns=(t * 10**9, t * 10**9))
 
     def kept() -> set[str]:
-        return {json.loads(p.read_text())["report"] for p in entries(cache)}
+        return {entry_report(p) for p in entries(cache)}
 
     for i in range(2):
         put(other, i)
@@ -498,3 +505,53 @@ def test_progress_bar_renders(monkeypatch: pytest.MonkeyPatch) -> None:
     p("parsing model files", 0, 3)
     p("parsing model files", 3, 3)
     assert "downloading" in buf.getvalue() and p._bar is None
+
+
+def test_entry_holds_the_report_bytes_exactly() -> None:
+    """The entry format (reportcache.encode/decode): any text round-trips, a foreign or mangled entry is refused."""
+    text = "caf\u00e9 \u2192 \udcff lone surrogate\n\x00\n" * 3
+    r = reportcache.Replay(text, ("warning: x", "\u00e9"), 1)
+    raw = reportcache.encode("k" * 64, r)
+    assert reportcache.decode(raw, "k" * 64) == r
+    assert reportcache.decode(raw, "j" * 64) is None  # another request's entry
+    head, body = raw.split(b"\n", 1)
+    assert reportcache.decode(head + b"\n" + body + b" ", "k" * 64) is None
+    assert reportcache.decode(b"[1, 2]\n" + body, "k" * 64) is None
+    assert reportcache.decode(body, "k" * 64) is None
+
+
+def test_version_1_entries_are_removed(sample: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    (cache / "reports").mkdir(parents=True, mode=0o700)
+    old = cache / "reports" / "0123456789abcdef-0123.json"
+    old.write_text(json.dumps({"key": "x", "report": "OLD", "stderr": [], "code": 0, "sha256": "0"}))
+    plain = check_json(sample, "--cache-dir", str(cache))
+    assert not old.exists() and len(entries(cache)) == 1 and entry_report(entries(cache)[0]) == plain
+
+
+def test_lazy_fields_read_back_what_was_stored(sample: Path) -> None:
+    """facts.facts_blob / facts_from_blob: every field of every file of the sample tree reads back equal,
+    the lazy ones only when first read; pickled or copied, the object is plain ModuleFacts again."""
+    import copy
+
+    from eagle3_lint.facts import LAZY_FIELDS, LazyModuleFacts, ModuleFacts, extract, facts_blob, facts_from_blob
+
+    src = DirSource(sample)
+    rels = src.py_files()
+    assert len(rels) > 5
+    lazy_seen = 0
+    for rel in rels:
+        mf = extract(rel, src.path_module(rel), rel.endswith("/__init__.py"), src.read_bytes(rel))
+        back = facts_from_blob(facts_blob(mf))
+        assert type(back) is LazyModuleFacts
+        pending = set(back.__dict__.get("_pending", {}))
+        assert pending == {f for f in LAZY_FIELDS if getattr(mf, f)}  # empty fields are stored as they are
+        lazy_seen += len(pending)
+        plain = pickle.loads(pickle.dumps(back))
+        assert type(plain) is ModuleFacts and plain == mf
+        assert type(copy.deepcopy(back)) is ModuleFacts
+        assert all(getattr(back, f) == getattr(mf, f) for f in LAZY_FIELDS)
+        assert not back.__dict__.get("_pending")  # each read once, then kept
+    assert lazy_seen > 0
+    with pytest.raises(ValueError):
+        facts_from_blob(pickle.dumps(({"path": "x"}, {})))  # fields missing: not a facts blob
