@@ -290,7 +290,9 @@ def test_cache_dir_holds_releases_and_facts(sample: Path, tmp_path: Path) -> Non
     shutil.copytree(rel_dir, nocache_dir / "vllm-9.9.9")
     out2 = check_json(Path("vllm==9.9.9"), "--cache-dir", str(nocache_dir), "--no-cache")
     assert not (nocache_dir / "facts").exists()  # --no-cache: no facts written, release still found
-    strip = lambda s: {k: v for k, v in json.loads(s).items() if k != "target"}
+    def strip(s: str) -> dict[str, object]:
+        return {k: v for k, v in json.loads(s).items() if k != "target"}
+
     assert strip(out) == strip(out2) == strip(plain)
 
 
