@@ -70,6 +70,7 @@ class IdIssue:
     where: Where
     severity: Severity = Severity.ERROR
     symbol: str = ""
+    title: str = ""  # one short sentence (the finding's title); "" takes the message's first sentence
 
 
 @dataclass

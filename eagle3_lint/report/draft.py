@@ -139,6 +139,10 @@ def _ids(v: Any) -> str:
 
 
 def render_text(ctx: Context, console: Console) -> None:
+    def say(text: str) -> None:
+        # Piped or written with -o: whole lines for grep, as the findings are; a terminal wraps at its width.
+        console.print(text, soft_wrap=not console.is_terminal)
+
     for p in ctx.source.plugins_json():
         # Names, paths and notes come from the analyzed files: escape them, never render them as markup.
         t = Table(
@@ -169,24 +173,24 @@ def render_text(ctx: Context, console: Console) -> None:
         console.print(t)
         notes_of_plugin: list[str] = p["notes"]  # type: ignore[assignment]  # plugin_json's shape
         for n in notes_of_plugin:
-            console.print(f"[dim]plugin note: {escape(n)}[/]")
+            say(f"[dim]plugin note: {escape(n)}[/]")
     da = _analysis(ctx)
     if da is None:
         return
-    console.print(escape(f"drafter config: {da.draft_path}" + (" (speculators format)" if da.speculators else "")))
+    say(escape(f"drafter config: {da.draft_path}" + (" (speculators format)" if da.speculators else "")))
     if da.conversion_error:
-        console.print(escape(f"  {da.conversion_error}"))
+        say(escape(f"  {da.conversion_error}"))
         return
     src = {"config": f"from {da.used_field.name if da.used_field else 'the drafter config'}",
            "default": "model default"}.get(da.effective_from, "unknown")
-    console.print(escape(f"  aux ids used: {_ids(da.effective_ids)} ({src}); model default: {_ids(da.default_ids)}"
+    say(escape(f"  aux ids used: {_ids(da.effective_ids)} ({src}); model default: {_ids(da.default_ids)}"
                          + (f"; target layers: {da.num_layers}" if da.num_layers is not None else "")))
     if da.capture is not None and da.capture.sites:
         c = da.capture
-        console.print(escape(f"  capture: {c.owner.name}.forward {c.path}:{c.loop_line or c.forward_line} ({c.idiom}, "
+        say(escape(f"  capture: {c.owner.name}.forward {c.path}:{c.loop_line or c.forward_line} ({c.idiom}, "
                              + ("absolute index" if c.absolute else "slice-relative index") + ")"))
     if da.fc is not None:
-        console.print(escape(f"  drafter fc input: {da.fc.in_size if da.fc.in_size is not None else '?'}"
+        say(escape(f"  drafter fc input: {da.fc.in_size if da.fc.in_size is not None else '?'}"
                              + (f" ({da.fc.where.path}:{da.fc.where.line})" if da.fc.where else "")
                              + (f"; {da.fc.note}" if da.fc.note else "")))
     if da.pp is not None and da.pp.split.ranges:
@@ -206,4 +210,4 @@ def render_text(ctx: Context, console: Console) -> None:
                       ", ".join(str(k) if layer == k else f"{k} (enters layer {layer})" for k, layer in caps) or "-")
         console.print(t)
     for n in da.notes:
-        console.print(f"  [dim]{escape(n)}[/]")
+        say(f"  [dim]{escape(n)}[/]")

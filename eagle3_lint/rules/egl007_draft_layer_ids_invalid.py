@@ -86,7 +86,7 @@ from typing import TYPE_CHECKING
 from eagle3_lint import drafter as dr
 from eagle3_lint.engine import Capability
 from eagle3_lint.model import Finding, Location, Severity, Step
-from eagle3_lint.rules import RuleMeta, make
+from eagle3_lint.rules import RuleMeta, fit, make
 
 if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
@@ -114,7 +114,8 @@ def check(ctx: Context) -> Iterator[Finding]:
         # The engine judged the ids by its own numbering and collection (SGLang's setter transform): its findings.
         for issue in da.issues:
             yield make(META, issue.message, Location(issue.where.path, issue.where.line), severity=issue.severity,
-                       architecture=arch, symbol=issue.symbol or None)
+                       architecture=arch, symbol=issue.symbol or None,
+                       title=fit(f"{arch}: {issue.title}", issue.title) if issue.title else "")
         return
     cfg_loc = Location(da.draft_path, 1)
 

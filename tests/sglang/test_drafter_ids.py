@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from eagle3_lint.analysis import Context, Options, analyze
+from eagle3_lint.report.title import title
 from eagle3_lint.source import DirSource
 from tests.conftest import SAMPLES
 
@@ -76,6 +77,8 @@ def test_kimi_k25_off_by_one_before_and_after_pr_25454(sglang_trees: Any, tmp_pa
     assert f.severity.value == "error" and "one layer late" in f.message
     assert "sglang/srt/models/deepseek_v2.py:2529" in f.message and "[1, 29, 57] would capture them" in f.message
     assert (f.location.path, f.location.line) == (str(draft), 9)
+    # The concise line says the layers, whole (it used to be the message's first sentence, clipped mid-way).
+    assert title(f) == f"{KIMI}: captures layers [3, 31, 59], but the drafter was trained on [2, 30, 58]"
 
     new = _check(sglang_trees.get("0.5.13"), KIMI, draft, "kimi-k2.5.json", tmp_path)
     assert new.serving[KIMI].outcome.value == "servable" and new.serving[KIMI].aux_layer_ids == (2, 30, 58)

@@ -478,13 +478,14 @@ def _judge(ctx: Context, sd: SglDraft) -> None:
             issues.append(IdIssue(
                 f"{top.name} {_ids(top.ids)} ({top.origin}'s field) is ignored: this SGLang reads only "
                 f"eagle_config.{IDS_KEY}{rw}, so the setter's default {_ids(da.default_ids)} is captured instead "
-                f"({sd.trained.why})", Where(da.draft_path, top.line), Severity.WARNING, top.name))
+                f"({sd.trained.why})", Where(da.draft_path, top.line), Severity.WARNING, top.name,
+                f"{top.name} is ignored: this SGLang reads only eagle_config.{IDS_KEY}"))
     if not read.use_aux:
         # The runner then never calls the setter (0.5.10 model_runner.py:667-668): a drafter trained without aux
         # states, not a fault.
         issues.append(IdIssue(f"eagle_config.{USE_AUX_KEY} is false: SGLang asks the target for no aux hidden states "
                               "and the ids are not used", Where(da.draft_path, da.json_line(USE_AUX_KEY)),
-                              Severity.NOTE, USE_AUX_KEY))
+                              Severity.NOTE, USE_AUX_KEY, f"eagle_config.{USE_AUX_KEY} is false: the ids are not used"))
         return
     stored = sd.stored
     coll = sd.coll
@@ -492,7 +493,8 @@ def _judge(ctx: Context, sd: SglDraft) -> None:
         f = da.used_field
         issues.append(IdIssue(f"eagle_config.{IDS_KEY} {_ids(read.ids)}: aux layer ids must be integers (the setter "
                               "shifts and compares them with layer indices)",
-                              Where(da.draft_path, f.line if f is not None else 1), Severity.ERROR, IDS_KEY))
+                              Where(da.draft_path, f.line if f is not None else 1), Severity.ERROR, IDS_KEY,
+                              "aux layer ids must be integers"))
     if stored is None:
         return
     where_ids = _ids_where(sd)
@@ -507,7 +509,8 @@ def _judge(ctx: Context, sd: SglDraft) -> None:
             issues.append(IdIssue(
                 f"{what}: {_ids(big)} is past the last layer ({n} layers): the setter marks self.layers[i] "
                 f"({sd.hops[-1].path}:{coll.flags_line}) and raises IndexError at start-up, after the weights load",
-                where_ids, Severity.ERROR, "layers"))
+                where_ids, Severity.ERROR, "layers",
+                f"ids {_ids(big)} are past the last layer: the setter raises IndexError at start-up"))
         elif bad:
             past = [i for i in bad if i == n]
             why = (f"index {n} is the last layer's output, which {coll.decoder.name}.forward ({coll.path}:{coll.line}) "
@@ -520,12 +523,14 @@ def _judge(ctx: Context, sd: SglDraft) -> None:
             issues.append(IdIssue(
                 f"{what}: {_ids(bad)} never captured: {why}{carried}; the drafter receives "
                 f"{len(set(stored) - set(bad))} hidden states instead of {len(stored)} and its fc fails on the shape",
-                where_ids, Severity.ERROR, IDS_KEY))
+                where_ids, Severity.ERROR, IDS_KEY,
+                f"ids {_ids(bad)} are never captured: the drafter gets fewer hidden states than it expects"))
     dups = sorted({i for i in stored if stored.count(i) > 1})
     if dups:
         issues.append(IdIssue(f"{what} lists {_ids(dups)} more than once; the decoder tests membership once per "
                               f"layer, so it collects {len(set(stored))} hidden states, not {len(stored)}",
-                              where_ids, Severity.ERROR, IDS_KEY))
+                              where_ids, Severity.ERROR, IDS_KEY,
+                              f"ids {_ids(dups)} listed more than once: fewer hidden states are collected"))
     # The trained layers.
     tr = sd.trained
     captured = tuple(i + (coll.shift if coll is not None else 0) for i in stored)
@@ -541,7 +546,8 @@ def _judge(ctx: Context, sd: SglDraft) -> None:
             f"SGLang captures the states entering layers {_ids(captured)}, but the drafter was trained on "
             f"{_ids(tr.layers)} ({tr.why}){by}: {how}{ignored}; it runs and accepts fewer tokens{fix}",
             Where(da.draft_path, da.fields[0].line) if da.fields else cfg_where,
-            Severity.ERROR, da.fields[0].name if da.fields else "layers"))
+            Severity.ERROR, da.fields[0].name if da.fields else "layers",
+            f"captures layers {_ids(captured)}, but the drafter was trained on {_ids(tr.layers)}"))
     # Pipeline parallelism.
     if sd.pp_size > 1:
         _pp(ctx, sd)
@@ -576,7 +582,8 @@ def _pp(ctx: Context, sd: SglDraft) -> None:
             f"--pipeline-parallel {sd.pp_size}: this SGLang refuses EAGLE-3 with pipeline parallelism at launch "
             f"({ref.path}:{ref.line}{', in ' + ref.via + '()' if ref.via else ''}: {ref.text}), before any weight "
             "loads", Where(ref.path, ref.line),
-            Severity.ERROR, "pp_size"))
+            Severity.ERROR, "pp_size",
+            f"--pipeline-parallel {sd.pp_size}: this SGLang refuses EAGLE-3 with pipeline parallelism at launch"))
         return
     sp = sd.split
     if sp is None or not sp.ranges or sd.stored is None:
@@ -601,7 +608,9 @@ def _pp(ctx: Context, sd: SglDraft) -> None:
     da.issues.append(IdIssue(f"--pipeline-parallel {sd.pp_size} over {sp.num_layers} layers ({src}): {ranks}. "
                              f"Stored indices {_ids(stored)} fall on ranks "
                              f"{_ids([rank_of[i] for i in stored])}" + (f"; {sp.note}" if sp.note else ""),
-                             loc, Severity.NOTE))
+                             loc, Severity.NOTE, "",
+                             f"--pipeline-parallel {sd.pp_size}: the stored indices fall on ranks "
+                             f"{_ids([rank_of[i] for i in stored])}"))
     early = [i for i in stored if rank_of[i] is not None and rank_of[i] != last]
     if last_only and early:
         h = last_only[0]
@@ -611,7 +620,8 @@ def _pp(ctx: Context, sd: SglDraft) -> None:
             f"{h.owner.name}.{SETTER} ({h.path}:{h.transform.line}) returns unless on the last pipeline rank, and the "
             f"last rank's forward runs only layers {s_last} … {e_last - 1}: those states are never captured and the "
             f"drafter receives {len(stored) - len(early)} of {len(stored)}", Where(h.path, h.transform.line),
-            Severity.ERROR, SETTER))
+            Severity.ERROR, SETTER,
+            f"with --pipeline-parallel {sd.pp_size}, indices {_ids(early)} on earlier ranks are never captured"))
     elif early:
         sd.notes.append(f"indices {_ids(early)} sit on ranks before the last; whether this setter's states reach the "
                         "drafter there is not modelled")
