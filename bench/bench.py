@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
-"""Benchmark eagle3-lint against the parse floor on a real vLLM release, all in one run.
+"""Benchmark eagle3-lint against the parse floor on a real vLLM (or SGLang) release, all in one run.
 
     python bench/bench.py                      # vLLM 0.33.0 from the release cache, everything
     python bench/bench.py --version 0.16.0     # another cached release
-    python bench/bench.py --tree DIR           # any tree (a folder holding vllm/)
+    python bench/bench.py --engine sglang --no-sweep --no-compare   # SGLang 0.5.23 (its own model folder)
+    python bench/bench.py --tree DIR           # any tree (a folder holding vllm/ or sglang/)
     python bench/bench.py --no-sweep --no-compare --repeat 1
 
 Measured, each in its own subprocess (so one measurement's heap cannot slow the next):
 
 - floor: read + ``ast.parse`` of every file under ``vllm/model_executor/models`` and
-  ``vllm/models`` (the loop only, no interpreter start-up);
+  ``vllm/models`` (SGLang: ``sglang/srt/models``; the loop only, no interpreter start-up);
 - cold: ``eagle3-lint check TREE`` with an empty cache folder (all architectures, all rules);
   also once with ``EAGLE3_LINT_JOBS=1`` to show what the parallel parse buys;
 - warm: the same command again, cache hit (the report is replayed: reportcache.py);
@@ -42,7 +43,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-MODEL_DIRS = ("vllm/model_executor/models", "vllm/models")
+# Each engine's package, the folders its model files live in (the floor parses exactly these), and the file
+# the one-edit measure edits (a model many others do not depend on is not needed: every check re-derives all).
+LAYOUTS = {
+    "vllm": ("vllm", ("vllm/model_executor/models", "vllm/models"), "vllm/model_executor/models/llama.py", "0.33.0"),
+    "sglang": ("sglang", ("sglang/srt/models",), "sglang/srt/models/llama.py", "0.5.23"),
+}
+
+
+def engine_of(tree: Path) -> str | None:
+    """Which engine's tree this is (the folder holding its package)."""
+    return next((e for e, (pkg, dirs, _, _) in LAYOUTS.items() if (tree / dirs[0]).is_dir()), None)
 REPO = Path(__file__).resolve().parent.parent
 TARGETS = {  # measure -> (limit, unit); ratios are against the floor of the same run (issue 13, item 6)
     "cold": (1.2, "x floor"),
@@ -149,7 +160,7 @@ def cached_releases(root: Path, first: tuple[int, ...] = SWEEP_FIRST,
 
 def model_files(tree: Path) -> list[Path]:
     files: list[Path] = []
-    for d in MODEL_DIRS:
+    for d in LAYOUTS[engine_of(tree) or "vllm"][1]:
         top = tree / d
         if top.is_dir():
             files.extend(sorted(p for p in top.rglob("*.py") if "__pycache__" not in p.parts))
@@ -279,7 +290,7 @@ def edit_one_file(tree: Path, n: int) -> str:
 
     Appending keeps every line number before it, so the edited file's classes read as they did; the
     file's facts still change (a new binding), and the check re-derives everything from them."""
-    rel = "vllm/model_executor/models/llama.py"
+    rel = LAYOUTS[engine_of(tree) or "vllm"][2]
     p = tree / rel
     if not p.is_file():
         p = max(model_files(tree), key=lambda f: f.stat().st_size)
@@ -290,8 +301,9 @@ def edit_one_file(tree: Path, n: int) -> str:
 
 
 def copy_tree(src: Path, dest: Path) -> None:
-    shutil.copytree(src / "vllm", dest / "vllm", ignore=shutil.ignore_patterns("__pycache__"))
-    for d in src.glob("vllm-*.dist-info"):
+    pkg = LAYOUTS[engine_of(src) or "vllm"][0]
+    shutil.copytree(src / pkg, dest / pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    for d in src.glob(f"{pkg}-*.dist-info"):
         shutil.copytree(d, dest / d.name)
 
 
@@ -313,13 +325,13 @@ def bench(args: argparse.Namespace) -> Results:
         tree = Path(args.tree).expanduser().resolve()
         version = args.version or "?"
     else:
-        version = args.version or "0.33.0"
-        tree = root / f"vllm-{version}"
+        version = args.version or LAYOUTS[args.engine][3]
+        tree = root / f"{args.engine}-{version}"
         if not (tree / ".complete").is_file():
-            raise SystemExit(f"bench: vllm=={version} is not cached under {root}; "
-                             f"run `eagle3-lint check vllm=={version}` once, or pass --tree")
-    if not (tree / "vllm").is_dir():
-        raise SystemExit(f"bench: not a vLLM tree: {tree}")
+            raise SystemExit(f"bench: {args.engine}=={version} is not cached under {root}; "
+                             f"run `eagle3-lint check {args.engine}=={version}` once, or pass --tree")
+    if engine_of(tree) is None:
+        raise SystemExit(f"bench: not a vLLM or SGLang tree: {tree}")
     res = Results(version, str(tree))
     work = Path(tempfile.mkdtemp(prefix="eagle3-lint-bench-"))
     log = (lambda msg: print(f"  .. {msg}", file=sys.stderr, flush=True)) if not args.quiet else (lambda msg: None)
@@ -542,8 +554,9 @@ def render(res: Results) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--version", help="cached release to measure (default 0.33.0)")
-    ap.add_argument("--tree", help="measure this tree (a folder holding vllm/) instead of a cached release")
+    ap.add_argument("--version", help="cached release to measure (default 0.33.0, SGLang 0.5.23)")
+    ap.add_argument("--engine", choices=sorted(LAYOUTS), default="vllm", help="whose cached release (default vllm)")
+    ap.add_argument("--tree", help="measure this tree (a folder holding vllm/ or sglang/) instead of a cached release")
     ap.add_argument("--cache-root", default=str(cache_root()), help="where releases are cached (read only)")
     ap.add_argument("--repeat", type=int, default=2, help="runs per measure; the best counts (default 2)")
     ap.add_argument("--no-sweep", action="store_true", help="skip the sweep over all cached releases")

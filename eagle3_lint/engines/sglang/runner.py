@@ -95,6 +95,11 @@ def _runner_files(source: SourceTree) -> list[str]:
     return [rel for rel in source.py_files() if not rel.startswith(MODELS_DIR + "/")]
 
 
+def input_files(source: SourceTree) -> list[str]:
+    """Every file the runner path may be read from: the key of its cache (``FactStore.memo``)."""
+    return _runner_files(source)
+
+
 def _hasattr_guard(fn: ast.AST, receiver: str) -> tuple[MissingMethod, str]:
     for node in ast.walk(fn):
         if not isinstance(node, ast.If):
