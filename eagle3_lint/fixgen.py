@@ -681,9 +681,9 @@ def collection(
     return edits
 
 
-def init_attr(ctx: Context, key: ClassKey, attr: str) -> list[Edit]:
-    """Give ``key`` ``self.<attr> = tuple[int, ...]()`` right after ``__init__`` builds ``self.layers`` (else a
-    class attribute)."""
+def init_attr(ctx: Context, key: ClassKey, attr: str, value: str | None = None) -> list[Edit]:
+    """Give ``key`` ``self.<attr> = tuple[int, ...]()`` (or ``= <value>``) right after ``__init__`` builds
+    ``self.layers`` (else a class attribute)."""
     from eagle3_lint import semantic as sem
 
     if sem.attr_initialised(ctx, key, attr):
@@ -699,16 +699,17 @@ def init_attr(ctx: Context, key: ClassKey, attr: str) -> list[Edit]:
                 if isinstance(n, ast.Attribute) and n.attr == "layers" and isinstance(n.ctx, ast.Store) \
                         and isinstance(n.value, ast.Name) and n.value.id == "self":
                     ln = st.end_lineno or st.lineno
-                    return [insert(rel, t.eol(ln), f"\n{t.indent(st.lineno)}self.{attr} = tuple[int, ...]()")]
+                    return [insert(rel, t.eol(ln), f"\n{t.indent(st.lineno)}self.{attr} = {value or 'tuple[int, ...]()'}")]
     first = node.body[0]
     ind = t.indent(first.lineno)
+    decl = f"{attr} = {value}" if value else f"{attr}: tuple[int, ...] = ()"
     if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
-        return [insert(rel, t.eol(first.end_lineno or first.lineno), f"\n{ind}{attr}: tuple[int, ...] = ()")]
+        return [insert(rel, t.eol(first.end_lineno or first.lineno), f"\n{ind}{decl}")]
     # Above the first statement, or above its decorators (between them and the ``def`` is a syntax
     # error); a blank line keeps a following ``def`` or ``class`` apart.
     line = min([first.lineno, *(d.lineno for d in getattr(first, "decorator_list", []))])
     gap = "\n" if isinstance(first, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else ""
-    return [insert(rel, (line, 0), f"{ind}{attr}: tuple[int, ...] = (){gap}\n")]
+    return [insert(rel, (line, 0), f"{ind}{decl}{gap}\n")]
 
 
 def enumerate_start_point(ctx: Context, rel: str, lp: Loop) -> tuple[int, int] | None:
@@ -874,22 +875,7 @@ def setter_idioms(ctx: Context) -> list[SetterIdiom]:
             attr = _delegation_shape(fn, setter)
             if attr is None:
                 continue
-            args = []
-            pos = fn.args.args
-            defaults: list[ast.expr | None] = [None] * (len(pos) - len(fn.args.defaults))
-            defaults += fn.args.defaults
-            names: set[str] = set()
-            for a, d in zip(pos, defaults, strict=True):
-                ann = ast.get_source_segment(src, a.annotation) if a.annotation else None
-                dv = ast.get_source_segment(src, d) if d is not None else None
-                names |= {n.id for x in (a.annotation, d) if x is not None for n in ast.walk(x)
-                          if isinstance(n, ast.Name)}
-                eq = " = " if ann else "="  # PEP 8: spaces around the default of an annotated parameter only
-                args.append(a.arg + (f": {ann}" if ann else "") + (f"{eq}{dv}" if dv else ""))
-            ret = ast.get_source_segment(src, fn.returns) if fn.returns else None
-            if fn.returns is not None:
-                names |= {n.id for n in ast.walk(fn.returns) if isinstance(n, ast.Name)}
-            header = f"def {setter}({', '.join(args)})" + (f" -> {ret}" if ret else "") + ":"
+            header, names = _header_of(src, fn, setter)
             body = textwrap.dedent("\n".join(src.splitlines()[fn.body[0].lineno - 1:])).splitlines()
             out.append(SetterIdiom(key, rel, m.line, attr, header, tuple(body), tuple(sorted(names))))
         return out
@@ -904,13 +890,77 @@ def add_delegating_setter(ctx: Context, key: ClassKey, attr: str) -> tuple[list[
     if pick is None:
         return None
     body = [re.sub(rf"\bself\.{re.escape(pick.attr)}\b", f"self.{attr}", b) for b in pick.body]
+    edits = header_imports(ctx, key, MethodHeader(pick.path, pick.header, (), pick.names))
+    edits += add_method(ctx, key, pick.header, body)
+    return edits, pick
+
+
+# -- a setter that feeds the collection mechanism the decoder reads (engines with a ``CollectionIdiom``) -----------
+@dataclass(frozen=True)
+class MethodHeader:
+    """A method's ``def`` line as written (one line), its parameters and the names its annotations use."""
+
+    path: str
+    header: str
+    params: tuple[str, ...]  # without ``self``
+    names: tuple[str, ...]
+
+
+def _header_of(src: str, fn: ast.FunctionDef, name: str) -> tuple[str, set[str]]:
+    """``def name(<params as written>) -> <ret>:`` on one line, and the names its annotations and defaults use."""
+    args = []
+    pos = fn.args.args
+    defaults: list[ast.expr | None] = [None] * (len(pos) - len(fn.args.defaults))
+    defaults += fn.args.defaults
+    names: set[str] = set()
+    for a, d in zip(pos, defaults, strict=True):
+        ann = ast.get_source_segment(src, a.annotation) if a.annotation else None
+        dv = ast.get_source_segment(src, d) if d is not None else None
+        names |= {n.id for x in (a.annotation, d) if x is not None for n in ast.walk(x) if isinstance(n, ast.Name)}
+        eq = " = " if ann else "="  # PEP 8: spaces around the default of an annotated parameter only
+        args.append(a.arg + (f": {ann}" if ann else "") + (f"{eq}{dv}" if dv else ""))
+    ret = ast.get_source_segment(src, fn.returns) if fn.returns else None
+    if fn.returns is not None:
+        names |= {n.id for n in ast.walk(fn.returns) if isinstance(n, ast.Name)}
+    return f"def {name}({', '.join(args)})" + (f" -> {ret}" if ret else "") + ":", names
+
+
+def method_header(ctx: Context, key: ClassKey, name: str) -> MethodHeader | None:
+    """The header of ``key``'s own ``name`` (plain positional parameters only), to copy onto another class."""
+    cc = _class_ctx(ctx, key)
+    if cc is None:
+        return None
+    rel, t, node = cc
+    fn = t.function_node(node, name)
+    if not isinstance(fn, ast.FunctionDef) or fn.args.vararg or fn.args.kwarg or fn.args.kwonlyargs \
+            or fn.args.posonlyargs or not fn.args.args:
+        return None
+    header, names = _header_of(t.text, fn, name)
+    return MethodHeader(rel, header, tuple(a.arg for a in fn.args.args[1:]), tuple(sorted(names)))
+
+
+def header_imports(ctx: Context, key: ClassKey, mh: MethodHeader) -> list[Edit]:
+    """Imports ``key``'s module needs for the names of a header copied from ``mh.path``."""
     rel = ctx.graph.path_of(key)
     edits: list[Edit] = []
-    src_mf = ctx.store.load_path(pick.path)
-    for name in pick.names:
+    src_mf = ctx.store.load_path(mh.path)
+    for name in mh.names:
         bl = src_mf.bindings.get(name) if src_mf is not None else None
         b = bl[0] if bl else None
         if b is not None and b.kind == "import" and b.attr is not None:
             edits += import_name(ctx, rel, b.target, b.attr)
-    edits += add_method(ctx, key, pick.header, body)
-    return edits, pick
+    return edits
+
+
+def append_to_method(ctx: Context, key: ClassKey, name: str, lines: list[str]) -> list[Edit]:
+    """``lines`` appended at the end of ``key``'s own ``name`` (its last statement must not be a ``return``)."""
+    cc = _class_ctx(ctx, key)
+    if cc is None:
+        return []
+    rel, t, node = cc
+    fn = t.function_node(node, name)
+    if fn is None or isinstance(fn.body[-1], (ast.Return, ast.Raise)) or fn.body[0].lineno == fn.lineno:
+        return []
+    ind = t.indent(fn.body[0].lineno)
+    end = fn.body[-1].end_lineno or fn.body[-1].lineno
+    return [insert(rel, t.eol(end), "".join(f"\n{ind}{x}" if x else "\n" for x in lines))]

@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 
 META = RuleMeta("EGL003", "incomplete-eagle3-interface", Severity.ERROR, True,
                 "A class carries part of the EAGLE-3 contract but not all of it.",
-                needs=frozenset({Capability.AUX_PLUMBING}))
+                needs=frozenset({Capability.AUX_COLLECTION}))
 
 
 def check(ctx: Context) -> Iterator[Finding]:

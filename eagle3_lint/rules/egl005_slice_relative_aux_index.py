@@ -92,7 +92,7 @@ META = RuleMeta(
     True,
     "A forward loop over a slice of the layers compares the slice-relative enumerate index with absolute "
     "aux-layer ids.",
-    needs=frozenset({Capability.AUX_PLUMBING}),
+    needs=frozenset({Capability.AUX_COLLECTION}),
 )
 
 
