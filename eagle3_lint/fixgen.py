@@ -699,7 +699,8 @@ def init_attr(ctx: Context, key: ClassKey, attr: str, value: str | None = None) 
                 if isinstance(n, ast.Attribute) and n.attr == "layers" and isinstance(n.ctx, ast.Store) \
                         and isinstance(n.value, ast.Name) and n.value.id == "self":
                     ln = st.end_lineno or st.lineno
-                    return [insert(rel, t.eol(ln), f"\n{t.indent(st.lineno)}self.{attr} = {value or 'tuple[int, ...]()'}")]
+                    empty = value or "tuple[int, ...]()"
+                    return [insert(rel, t.eol(ln), f"\n{t.indent(st.lineno)}self.{attr} = {empty}")]
     first = node.body[0]
     ind = t.indent(first.lineno)
     decl = f"{attr} = {value}" if value else f"{attr}: tuple[int, ...] = ()"

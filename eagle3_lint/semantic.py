@@ -631,8 +631,8 @@ def collection_effect(ctx: Context, key: ClassKey, name: str, depth: int = 0,
                             feeds.append((Mechanism.LIST, tuple(h.attr for h in hops)))
                             first = first or (hops, t.attr, n.lineno)
                 elif t.attr in idiom.layer_flags:
-                    prefix = _layers_prefix(t.value, loops)
-                    hops = at(prefix) if prefix else None
+                    lp = _layers_prefix(t.value, loops)
+                    hops = at(lp) if lp else None
                     if hops is not None:
                         feeds.append((Mechanism.FLAG, tuple(h.attr for h in hops)))
                 elif t.attr == idiom.capture_flag and me._dotted(t.value) == me_:
@@ -640,8 +640,8 @@ def collection_effect(ctx: Context, key: ClassKey, name: str, depth: int = 0,
         elif isinstance(n, ast.Call):
             f = me._dotted(n.func)
             if f == "setattr" and len(n.args) >= 2 and _is_flag(n.args[1], idiom):
-                prefix = _layers_prefix(n.args[0], loops)
-                hops = at(prefix) if prefix else None
+                lp = _layers_prefix(n.args[0], loops)
+                hops = at(lp) if lp else None
                 if hops is not None:
                     feeds.append((Mechanism.FLAG, tuple(h.attr for h in hops)))
                 continue
@@ -869,10 +869,9 @@ def _read_mechanisms(ctx: Context, key: ClassKey, names: list[str], attrs: set[s
         if hit is None:
             continue
         for n in ast.walk(hit[1]):
-            if isinstance(n, ast.Call) and me._dotted(n.func) in ("getattr", "hasattr") and len(n.args) >= 2 \
-                    and _is_flag(n.args[1], idiom):
-                out.add(Mechanism.FLAG)
-            elif isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load) and n.attr in idiom.layer_flags:
+            called = isinstance(n, ast.Call) and me._dotted(n.func) in ("getattr", "hasattr") and len(n.args) >= 2 \
+                and _is_flag(n.args[1], idiom)
+            if called or isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load) and n.attr in idiom.layer_flags:
                 out.add(Mechanism.FLAG)
     return frozenset(out)
 
