@@ -543,7 +543,7 @@ def default_setter_effect(ctx: Context, key: ClassKey, depth: int = 0) -> Effect
 
 
 # -- collection through engine-named lists and per-layer flags (``Engine.collection``) -------------------------
-def _method_node(ctx: Context, key: ClassKey, name: str,
+def method_node(ctx: Context, key: ClassKey, name: str,
                  after: ClassKey | None = None) -> tuple[ClassKey, ast.FunctionDef] | None:
     """The ``def`` of ``name`` for an instance of ``key`` (after class ``after`` in the MRO: ``super()``)."""
     entries = [e for e in ctx.graph.mro(key).entries if isinstance(e, ClassKey)]
@@ -592,7 +592,7 @@ def collection_effect(ctx: Context, key: ClassKey, name: str, depth: int = 0,
     assert idiom is not None
     if depth > _MAX_DEPTH:
         return Effect("unknown", detail="delegation too deep")
-    hit = _method_node(ctx, key, name, after)
+    hit = method_node(ctx, key, name, after)
     if hit is None:
         if ctx.graph.member_origin(key, name) is None:
             return Effect("missing", detail=f"{key.name} has no {name}")
@@ -691,10 +691,36 @@ def flag_feeder(ctx: Context, key: ClassKey) -> str | None:
         for m in (cf.members.values() if cf is not None else ()):
             if m.kind != "def" or not any(a in m.name for a in idiom.list_attrs):
                 continue
-            hit = _method_node(ctx, key, m.name)
+            hit = method_node(ctx, key, m.name)
             if hit is None or len(hit[1].args.args) != 2 or hit[1].args.defaults:
                 continue
             if Mechanism.FLAG in collection_effect(ctx, key, m.name).fed(()):
+                return m.name
+    return None
+
+
+def sibling_setter(ctx: Context, key: ClassKey, own: Owner, reads: frozenset[Mechanism]) -> str | None:
+    """Another speculative algorithm's setter of ``key`` (SGLang's ``set_dflash_layers_to_capture``): one ids
+    parameter, it sets the top-level capture flag and feeds, on the layer owner, a mechanism its forward reads,
+    adding 1 to each id as the engine's setters do. An EAGLE-3 setter can hand it the ids."""
+    idiom = ctx.engine.collection
+    name = setter_name(ctx)
+    if idiom is None:
+        return None
+    for e in ctx.graph.mro(key).entries:
+        cf = ctx.graph.class_facts(e) if isinstance(e, ClassKey) else None
+        for m in (cf.members.values() if cf is not None else ()):
+            if m.kind != "def" or m.name == name or not any(a in m.name for a in idiom.list_attrs):
+                continue
+            hit = method_node(ctx, key, m.name)
+            if hit is None or len(hit[1].args.args) != 2:
+                continue
+            eff = collection_effect(ctx, key, m.name)
+            param = hit[1].args.args[1].arg
+            plus_one = any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Add) and isinstance(n.right, ast.Constant)
+                           and n.right.value == 1 and isinstance(n.left, ast.Name) for n in ast.walk(hit[1])) \
+                and param in {n.id for n in ast.walk(hit[1]) if isinstance(n, ast.Name) and n is not None}
+            if eff.sets_capture_flag and eff.fed(own.path) & reads and plus_one:
                 return m.name
     return None
 
@@ -865,7 +891,7 @@ def _read_mechanisms(ctx: Context, key: ClassKey, names: list[str], attrs: set[s
     if attrs & set(idiom.list_attrs):
         out.add(Mechanism.LIST)
     for name in names:
-        hit = _method_node(ctx, key, name)
+        hit = method_node(ctx, key, name)
         if hit is None:
             continue
         for n in ast.walk(hit[1]):
