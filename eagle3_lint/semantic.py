@@ -888,10 +888,12 @@ def _read_mechanisms(ctx: Context, key: ClassKey, names: list[str], attrs: set[s
     """The mechanisms a forward (and the helpers it calls) reads: a list attribute it compares the index with,
     or a per-layer flag (``getattr(layer, "<flag>", False)``, ``layer.<flag>``)."""
     out: set[Mechanism] = set()
-    if attrs & set(idiom.list_attrs):
-        out.add(Mechanism.LIST)
-    for name in names:
-        hit = method_node(ctx, key, name)
+    attrs = set(attrs)
+    todo = [method_node(ctx, key, name) for name in names]
+    seen = 0
+    while todo and seen <= MAX_HOPS + len(names):
+        hit = todo.pop(0)
+        seen += 1
         if hit is None:
             continue
         for n in ast.walk(hit[1]):
@@ -899,7 +901,23 @@ def _read_mechanisms(ctx: Context, key: ClassKey, names: list[str], attrs: set[s
                 and _is_flag(n.args[1], idiom)
             if called or isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load) and n.attr in idiom.layer_flags:
                 out.add(Mechanism.FLAG)
+            elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Call) \
+                    and me._dotted(n.func.value.func) == "super":
+                # ``super().forward(...)``: the base's loop runs too (Qwen4ExpVLModel over Qwen4ExpModel).
+                base = method_node(ctx, key, n.func.attr, after=hit[0])
+                if base is not None:
+                    todo.append(base)
+                    attrs |= _membership_attrs(base[1])
+    if attrs & set(idiom.list_attrs):
+        out.add(Mechanism.LIST)
     return frozenset(out)
+
+
+def _membership_attrs(fn: ast.FunctionDef) -> set[str]:
+    """``self.<attr>`` containers an index is tested against in ``fn`` (``i in self.layers_to_capture``)."""
+    return {me._dotted(n.comparators[0])[5:] for n in ast.walk(fn)
+            if isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], ast.In)
+            and me._dotted(n.comparators[0]).startswith("self.")}
 
 
 def attr_initialised(ctx: Context, key: ClassKey, attr: str) -> bool:
