@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from eagle3_lint.facts import dotted
+from eagle3_lint.facts import LoopForm, dotted, layer_loop
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import Edit
 
@@ -483,22 +483,6 @@ def _names(fn: ast.AST) -> set[str]:
     }
 
 
-def _slice_start(t: Text, it: ast.AST) -> tuple[bool, str | None]:
-    """(is a slice of a layer list, the slice's start text)."""
-    if (
-        isinstance(it, ast.Call)
-        and isinstance(it.func, (ast.Name, ast.Attribute))
-        and (getattr(it.func, "id", None) == "islice" or getattr(it.func, "attr", None) == "islice")
-        and len(it.args) >= 2
-    ):
-        if len(it.args) == 2:
-            return True, None  # islice(seq, stop): starts at 0
-        return True, t.seg(it.args[1])
-    if isinstance(it, ast.Subscript) and isinstance(it.slice, ast.Slice):
-        return True, t.seg(it.slice.lower) if it.slice.lower is not None else None
-    return False, None
-
-
 def _layer_call_vars(t: Text, loop: ast.For, layer_var: str | None) -> tuple[str, str | None] | None:
     """(hidden, residual) from ``hidden_states, residual = layer(..., hidden_states, residual, ...)``."""
     for st in ast.walk(loop):
@@ -543,55 +527,44 @@ def _find_loop(t: Text, fn: ast.AST) -> ast.For | None:
 
 
 def _analyse_loop(t: Text, fn: ast.AST, loop: ast.For) -> _Loop | None:
+    """The index and state variables of ``loop`` (``facts.layer_loop`` reads its shape), and the header edit that
+    gives a plain or slice-relative loop an absolute index."""
     used = _names(fn)
     idx_name = next(n for n in ("idx", "layer_idx", "layer_index", "i_layer") if n not in used)
-    tgt, it = loop.target, loop.iter
+    tgt = loop.target
+    lp = layer_loop(loop)
     header = None
     layer_var: str | None = None
-    if isinstance(tgt, ast.Name) and not (
-        isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id in ("range", "enumerate")
-    ):
-        sliced, start = _slice_start(t, it)
-        if not (sliced or t.seg(it).endswith(".layers")):
+    start = t.seg(lp.lower) if lp is not None and lp.lower is not None else None
+    if lp is not None and lp.form is LoopForm.PLAIN and lp.iterable is not None:
+        it = lp.iterable
+        if not (lp.any_slice or t.seg(it).endswith(".layers")):
             return None
-        layer_var = tgt.id
+        layer_var = lp.layer
         new_iter = f"enumerate({t.seg(it)}" + (f", start={start})" if start else ")")
-        text = f"{idx_name}, {tgt.id} in {new_iter}"
+        text = f"{idx_name}, {layer_var} in {new_iter}"
         ind = t.indent(loop.lineno)
         if "\n" not in t.seg(it) and len(f"{ind}for {text}:") > LINE_LIMIT:
             # Wrapped the way ruff would: one argument per line with a trailing comma.
             args = [t.seg(it)] + ([f"start={start}"] if start else [])
-            text = f"{idx_name}, {tgt.id} in enumerate(\n" + "".join(f"{ind}    {a},\n" for a in args) + f"{ind})"
+            text = f"{idx_name}, {layer_var} in enumerate(\n" + "".join(f"{ind}    {a},\n" for a in args) + f"{ind})"
         header = (t.start(tgt), t.end(it), text)
         idx = idx_name
-    elif (
-        isinstance(tgt, ast.Name)
-        and isinstance(it, ast.Call)
-        and isinstance(it.func, ast.Name)
-        and it.func.id == "range"
-    ):
-        idx = tgt.id  # ``for i in range(start, end): layer = self.layers[i]``: already absolute
-        for st in loop.body:
-            if (
-                isinstance(st, ast.Assign)
-                and isinstance(st.value, ast.Subscript)
-                and ".layers" in t.seg(st.value.value)
-                and isinstance(st.targets[0], ast.Name)
-            ):
-                layer_var = st.targets[0].id
-    elif isinstance(tgt, ast.Tuple) and len(tgt.elts) == 2 \
-            and isinstance(first := tgt.elts[0], ast.Name) and isinstance(second := tgt.elts[1], ast.Name):
-        idx = first.id
-        layer_var = second.id
-        if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "enumerate" and it.args:
-            has_start = len(it.args) >= 2 or any(k.arg == "start" for k in it.keywords)
-            sliced, start = _slice_start(t, it.args[0])
-            if sliced and start and not has_start:
-                # Slice-relative index: make it absolute while we are here.
-                end = t.end(it.args[0])
-                header = (end, end, f", start={start}")
-        elif not (isinstance(it, ast.Call) and "enumerate" in t.seg(it.args[0] if it.args else it)):
-            return None
+    elif lp is not None and lp.form is LoopForm.RANGE and lp.index is not None:
+        idx = lp.index  # ``for i in range(start, end): layer = self.layers[i]``: already absolute
+        if lp.seq is not None and ".layers" in t.seg(lp.seq):
+            layer_var = lp.layer
+    elif lp is not None and lp.form is LoopForm.ENUMERATE and lp.index is not None and lp.layer is not None \
+            and lp.iterable is not None:
+        idx, layer_var = lp.index, lp.layer
+        if lp.any_slice and start and lp.start is None:
+            # Slice-relative index: make it absolute while we are here.
+            end = t.end(lp.iterable)
+            header = (end, end, f", start={start}")
+    elif isinstance(tgt, ast.Tuple) and len(tgt.elts) == 2 and isinstance(first := tgt.elts[0], ast.Name) \
+            and isinstance(second := tgt.elts[1], ast.Name) and isinstance(loop.iter, ast.Call) \
+            and "enumerate" in t.seg(loop.iter.args[0] if loop.iter.args else loop.iter):
+        idx, layer_var = first.id, second.id  # ``for i, layer in list(enumerate(...))``
     else:
         return None
     hv = _layer_call_vars(t, loop, layer_var)

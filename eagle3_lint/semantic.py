@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from eagle3_lint import minieval as me
 from eagle3_lint.checkpoint import text_config
 from eagle3_lint.engine import Mechanism
-from eagle3_lint.facts import ClassFacts, Method, UseKind, decode_source, index_offset
+from eagle3_lint.facts import ClassFacts, LoopForm, Method, UseKind, decode_source, index_offset, layer_loop
 from eagle3_lint.graph import ClassKey, Delegation, DelegationHow
 from eagle3_lint.model import Location, Status
 
@@ -1158,7 +1158,8 @@ def _none_before(fn: ast.FunctionDef, loop: ast.For, st: ast.stmt) -> int:
 
 
 def _layer_loops(fnode: ast.FunctionDef) -> Iterator[tuple[ast.For, str, str, bool]]:
-    """Loops over the decoder layers: (loop, index variable, layer variable, index is absolute).
+    """Loops over the decoder layers: (loop, index variable, layer variable, index is absolute), from
+    ``facts.layer_loop``.
 
     ``for i, layer in enumerate(<layers>[, start=...])`` (absolute with ``start=`` or over the whole list,
     slice-relative over a slice without it), and ``for i in range(a, b): layer = self.layers[i]`` (absolute:
@@ -1167,22 +1168,14 @@ def _layer_loops(fnode: ast.FunctionDef) -> Iterator[tuple[ast.For, str, str, bo
     for n in ast.walk(fnode):
         if not isinstance(n, ast.For):
             continue
-        it = n.iter
-        if isinstance(it, ast.Call) and me._dotted(it.func) == "enumerate" and it.args \
-                and "layers" in ast.unparse(it.args[0]) and isinstance(n.target, ast.Tuple) \
-                and len(n.target.elts) == 2 and all(isinstance(e, ast.Name) for e in n.target.elts):
-            absolute = len(it.args) >= 2 or any(k.arg == "start" for k in it.keywords) \
-                or not isinstance(it.args[0], ast.Call) and not isinstance(it.args[0], ast.Subscript)
-            # ignore below: both elts are ast.Name (checked above)
-            yield n, n.target.elts[0].id, n.target.elts[1].id, absolute  # type: ignore[attr-defined]
-        elif isinstance(it, ast.Call) and me._dotted(it.func) == "range" and isinstance(n.target, ast.Name):
-            idx = n.target.id
-            for st in n.body:
-                if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name) \
-                        and isinstance(st.value, ast.Subscript) and "layers" in ast.unparse(st.value.value) \
-                        and isinstance(st.value.slice, ast.Name) and st.value.slice.id == idx:
-                    yield n, idx, st.targets[0].id, True
-                    break
+        lp = layer_loop(n)
+        if lp is None or lp.index is None or lp.layer is None:
+            continue
+        if lp.form is LoopForm.ENUMERATE and lp.iterable is not None and "layers" in ast.unparse(lp.iterable):
+            absolute = lp.start is not None or not isinstance(lp.iterable, (ast.Call, ast.Subscript))
+            yield n, lp.index, lp.layer, absolute
+        elif lp.form is LoopForm.RANGE and lp.seq is not None and "layers" in ast.unparse(lp.seq):
+            yield n, lp.index, lp.layer, True
 
 
 def _meets_ids(loop: ast.For, idx: str) -> bool:
