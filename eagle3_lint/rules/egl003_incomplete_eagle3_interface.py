@@ -11,6 +11,12 @@ Flags a class that carries part of the EAGLE-3 contract but not all of it:
 The fallback getter the runner calls is EGL006's business; a wrapper whose inner model supports
 the contract is EGL002's.
 
+On an engine whose models collect through a list or per-layer flags and whose runner checks only
+for the setter (SGLang): a class without the setter whose ``forward`` unpacks
+``(hidden_states, aux_hidden_states)`` behind the capture flag has the plumbing and lacks the
+setter (SGLang 0.4.10 - 0.5.23 ``ArceeForCausalLM``; 0.5.19 ``LagunaForCausalLM`` with only a
+DFlash setter).
+
 ## Why is this bad?
 The runner refuses the model after it has loaded (``RuntimeError: Model does not support EAGLE3
 interface``), or accepts it and then the drafter gets no aux hidden states.
@@ -32,7 +38,9 @@ it; the message lists the affected architectures. Pooling models and drafters ar
 ## Fix safety
 Adding the marker base (and its import) where every method exists is safe. Adding methods is
 unsafe: their bodies follow the analysed version (explicit ``self.model.aux_hidden_state_layers =
-layers`` with stub-bodied Protocols, the mixin setter with default bodies).
+layers`` with stub-bodied Protocols, the mixin setter with default bodies). On SGLang the new
+setter is written in the release's own style (the default layers, else the drafter's ids + 1, and
+the capture flag), or hands the ids to the class's DFlash setter where it has one.
 """
 
 from __future__ import annotations

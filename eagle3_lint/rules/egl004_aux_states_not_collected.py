@@ -10,6 +10,13 @@ that owns the decoder layers and flags the first broken link:
 - the contract's default setter (0.18+) unwraps to a holder that is not the ``EagleModelMixin`` it
   asserts, so ``set_aux_hidden_state_layers`` raises at runtime.
 
+On an engine whose decoders collect through a list attribute or per-layer flags (SGLang's
+``layers_to_capture`` and ``_is_layer_to_capture``), the setter must feed, on the layer owner, the
+mechanism its forward reads: a setter that writes the list while the decoder reads only the flags
+captures nothing (SGLang 0.5.11 - 0.5.21 ``Qwen3_5ForConditionalGeneration``, PR #25408), and a
+setter inherited from a base whose ``self.model`` is another decoder may reach one that never
+collects (0.5.2 - 0.5.4 ``Glm4vForConditionalGeneration`` over ``Glm4Model``).
+
 Checked for classes that pass the check, and for those whose EGL003/EGL002 fix would make them
 pass (a partial class, a wrapper around a supporting inner model): their forward must work too.
 Reported once where the defect is (the forward, the setter, or the holder class), with every
@@ -36,7 +43,9 @@ Unsafe: the fix adds a collection loop in ``forward`` at absolute layer indices
 (``enumerate(..., start=self.start_layer)``) and the ``(hidden_states, aux_hidden_states)``
 return, in the analysed version's idiom (an explicit ``idx in self.aux_hidden_state_layers`` test,
 or the mixin's ``_maybe_add_hidden_state``), or makes the holder an ``EagleModelMixin``. A setter
-that writes the wrong object or attribute gets no automatic fix.
+that writes the wrong object or attribute gets no automatic fix. A setter feeding the list to a
+flag-reading decoder gets the flags set as well: through the decoder's own DFlash setter where it
+has one (else a ``setattr`` loop), in an override calling ``super()`` on each class inheriting it.
 """
 
 from __future__ import annotations
