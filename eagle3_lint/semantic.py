@@ -1178,11 +1178,16 @@ def _layer_loops(fnode: ast.FunctionDef) -> Iterator[tuple[ast.For, str, str, bo
             yield n, lp.index, lp.layer, True
 
 
-def _meets_ids(loop: ast.For, idx: str) -> bool:
+def _is_ids(container: ast.expr, lists: tuple[str, ...]) -> bool:
+    """``container`` holds aux-layer ids: an aux attribute, or the engine's list of layers to capture."""
+    return "aux" in ast.unparse(container) or (bool(lists) and me._dotted(container).rsplit(".", 1)[-1] in lists)
+
+
+def _meets_ids(loop: ast.For, idx: str, lists: tuple[str, ...] = ()) -> bool:
     """The loop compares its index with aux ids or hands it to a collector."""
     for n in ast.walk(loop):
         if isinstance(n, ast.Compare) and any(isinstance(o, ast.In) for o in n.ops) \
-                and index_offset(n.left, idx) is not None and "aux" in ast.unparse(n.comparators[0]):
+                and index_offset(n.left, idx) is not None and _is_ids(n.comparators[0], lists):
             return True
         if isinstance(n, ast.Call) and "hidden_state" in me._dotted(n.func) \
                 and any(index_offset(a, idx) is not None for a in n.args):
@@ -1217,7 +1222,9 @@ def capture(ctx: Context, key: ClassKey) -> Capture | None:
         return cap
     # Every loop over the layers counts (a prefill and a decode branch each have one): the first one
     # that meets the aux ids is the capture loop.
-    loop, idx, elem, cap.absolute = next((lp for lp in loops if _meets_ids(lp[0], lp[1])), loops[0])
+    idiom = ctx.engine.collection
+    lists = idiom.list_attrs if idiom is not None else ()
+    loop, idx, elem, cap.absolute = next((lp for lp in loops if _meets_ids(lp[0], lp[1], lists)), loops[0])
     cap.loop_line = loop.lineno
     layer_pos = next(
         (
@@ -1235,7 +1242,7 @@ def capture(ctx: Context, key: ClassKey) -> Capture | None:
         for n in ast.walk(st):
             if isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], ast.In):
                 off = index_offset(n.left, idx)
-                if off is not None and "aux" in ast.unparse(n.comparators[0]):
+                if off is not None and _is_ids(n.comparators[0], lists):
                     sites.append((pos, off, n.lineno))
                     cap.idiom = "explicit"
                     aux_attr = me._dotted(n.comparators[0])
@@ -1272,6 +1279,9 @@ def capture(ctx: Context, key: ClassKey) -> Capture | None:
     cap.shift = norm.pop() if len(norm) == 1 else None
     if not sites:
         cap.note = "the layer loop compares no index with aux ids"
+        fw = forward_of(ctx, lo.key) if idiom is not None else None
+        if fw is not None and Mechanism.FLAG in fw.mechanisms:
+            cap.note = "the layer loop collects through per-layer flags set by the setter, not by comparing its index"
     # Does anything depend on the order of the configured ids?
     if aux_attr:
         for n in ast.walk(fnode):
