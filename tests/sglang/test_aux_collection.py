@@ -8,6 +8,9 @@ Expectations read from SGLang's source (paths under ``sglang/srt/models/``):
   :1766), which writes ``self.model.layers_to_capture``; ``self.model`` is ``Qwen3_5ForCausalLM`` (the
   ``language_model_cls`` default), whose forward reads only ``getattr(layer, "_is_layer_to_capture", False)``
   (qwen3_5.py:1114 / :1716 / :1826), set by its ``set_dflash_layers_to_capture`` (qwen3_5.py:1065 in 0.5.11).
+  0.5.20 - 0.5.21 add ``Qwen4ExpForConditionalGeneration`` (qwen4_exp.py:1836 in 0.5.21) over the same setter:
+  its ``self.model`` is ``Qwen4ExpVLModel`` (``language_model_cls`` default, :1851), whose forward calls
+  ``super().forward`` (:1821), ``Qwen4ExpModel(Qwen3_5ForCausalLM)``'s, which reads the flags (:1771).
   0.5.22 fixes it: ``Qwen3_5ForCausalLM.set_eagle3_layers_to_capture`` sets the flags (qwen3_5.py:1837-1840) and
   the wrapper's setter calls it behind ``hasattr`` (qwen3_vl.py:1793-1794).
 - A setter inherited over another decoder. 0.5.2: ``Glm4vForConditionalGeneration(Qwen2_5_VLForConditionalGeneration)``
@@ -61,8 +64,10 @@ def test_setter_writes_the_list_while_the_decoder_reads_flags(sglang_trees, vers
     # The fix feeds the flags through the decoder's own DFlash setter, on each wrapper that inherits the setter.
     assert f.fix is not None
     text = "".join(e.new_text for e in f.fix.edits)
-    assert text.count("self.model.set_dflash_layers_to_capture(self.model.layers_to_capture)") == 2
-    assert {e.path for e in f.fix.edits} == {"sglang/srt/models/qwen3_5.py"}
+    qwen4 = version == "0.5.21"
+    assert text.count("self.model.set_dflash_layers_to_capture(self.model.layers_to_capture)") == 2 + qwen4
+    assert {e.path for e in f.fix.edits} == {"sglang/srt/models/qwen3_5.py"} | (
+        {"sglang/srt/models/qwen4_exp.py"} if qwen4 else set())
 
 
 @pytest.mark.real
