@@ -13,6 +13,11 @@ Expectations read from SGLang's source (paths under ``sglang/srt/models/``):
   ``super().forward`` (:1821), ``Qwen4ExpModel(Qwen3_5ForCausalLM)``'s, which reads the flags (:1771).
   0.5.22 fixes it: ``Qwen3_5ForCausalLM.set_eagle3_layers_to_capture`` sets the flags (qwen3_5.py:1837-1840) and
   the wrapper's setter calls it behind ``hasattr`` (qwen3_vl.py:1793-1794).
+- The same on a setter the class owns. 0.5.16 - 0.5.17: ``MiniMaxM3SparseForCausalLM.set_eagle3_layers_to_capture``
+  (minimax_m3.py:1491 in 0.5.16, :1511 in 0.5.17) writes ``self.model.layers_to_capture``; ``MiniMaxM3Model``'s forward
+  reads ``getattr(layer, "_is_layer_to_capture", False)`` (minimax_m3.py:1398 in 0.5.16). 0.5.18 appends, at
+  minimax_m3.py:1631-1635, "forward checks the per-layer ``_is_layer_to_capture`` flag, not the id list, so set it
+  explicitly" and a ``setattr`` loop over ``self.model.layers_to_capture``.
 - A setter inherited over another decoder. 0.5.2: ``Glm4vForConditionalGeneration(Qwen2_5_VLForConditionalGeneration)``
   (glm4v.py:463) inherits the setter at qwen2_5_vl.py:657 writing ``self.model.layers_to_capture``; its
   ``self.model = Glm4Model(...)`` (glm4v.py:474), whose forward (glm4.py:228-250) runs the layers and returns
@@ -77,6 +82,24 @@ def test_fixed_upstream_by_pr_25408(sglang_trees, version: str) -> None:
     assert not ctx.errors, ctx.errors
     assert not [f for f in ctx.findings if f.rule == "EGL004" and any(a in f.message for a in QWEN35)]
     assert all(ctx.verdicts[a].status is Status.SUPPORTED for a in QWEN35)
+
+
+@pytest.mark.real
+@pytest.mark.parametrize(("version", "line"), [("0.5.16", 1491), ("0.5.17", 1511), ("0.5.18", None)])
+def test_minimax_m3_setter_feeds_the_list_only(sglang_trees, version: str, line: int | None) -> None:
+    ctx = _analyze(sglang_trees.get(version))
+    assert not ctx.errors, ctx.errors
+    got = [f for f in ctx.findings if f.rule == "EGL004" and f.location.path == "sglang/srt/models/minimax_m3.py"]
+    if line is None:
+        assert not got  # fixed upstream with the loop the fix writes
+        return
+    (f,) = got
+    assert f.location.line == line and f.architecture == "MiniMaxM3SparseForCausalLM"
+    assert "MiniMaxM3Model.forward reads only per-layer `_is_layer_to_capture` flags" in f.message
+    # The setter is the class's own: the setattr loop is appended to it, as upstream did in 0.5.18.
+    assert f.fix is not None
+    (edit,) = f.fix.edits
+    assert "setattr(self.model.layers[layer_id], \"_is_layer_to_capture\", True)" in edit.new_text
 
 
 @pytest.mark.real
