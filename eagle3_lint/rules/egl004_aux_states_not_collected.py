@@ -163,10 +163,12 @@ def _compute_mechanisms(ctx: Context, groups: shared.Groups) -> shared.Groups:
         if not fw.mechanisms:
             groups.get(sem.method_location(ctx, fw.owner, fw.line), "no-collect", arch,
                        top=key, owner=own, forward=fw, attr=eff.attr or _list_attr(ctx), effect=eff)
-        elif not fed & fw.mechanisms:
+            continue
+        if not fed & fw.mechanisms:
             kind = "wrong-mechanism" if fed else "wrong-object"
             groups.get(setter_loc, kind, arch, top=key, effect=eff, owner=own, forward=fw)
-        elif not fw.returns_aux:
+        # Reported as well: fixing the mechanism alone would leave states that never reach the caller.
+        if not fw.returns_aux:
             groups.get(sem.method_location(ctx, fw.owner, fw.line), "no-return", arch,
                        top=key, owner=own, forward=fw, effect=eff)
     return groups
