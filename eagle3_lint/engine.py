@@ -48,11 +48,35 @@ class Capability(str, Enum):
     part of one) that rests on a capability runs only for engines that declare it (``RuleMeta.needs``), so a
     rule whose model of the engine is not right yet produces nothing rather than false findings."""
 
-    # The top-level setter's effect and the decoder's collection are the idiom semantic.py models
-    # (``aux_hidden_state_layers`` / the mixin): EGL002's "passes but does not reach", EGL003-EGL006.
+    # The contract's Protocol-era plumbing semantic.py models besides collection: default method bodies, the
+    # mixin, the runner's fallback getter (EGL001's chain fix, EGL002's "passes but does not reach", EGL006).
     AUX_PLUMBING = "aux-plumbing"
+    # What the setter the runner calls feeds and how the layer owner's forward collects (``semantic.setter_effect``,
+    # ``semantic.forward_of``, the layer loops): EGL003-EGL005. Engines whose models collect through lists or
+    # per-layer flags declare it with a ``CollectionIdiom``.
+    AUX_COLLECTION = "aux-collection"
     CONFIG_GATES = "config-gates"  # the runner path reads config-time model_type gates (EGL009)
     DRAFTER_IDS = "drafter-ids"  # drafter configs, the id convention and the PP split are read (EGL007)
+
+
+class Mechanism(str, Enum):
+    """How a decoder's forward decides which layers' hidden states to collect."""
+
+    LIST = "list"  # the layer index is tested against a list attribute of the decoder (``i in self.<list>``)
+    FLAG = "flag"  # each layer object carries a flag the loop reads (``getattr(layer, "<flag>", False)``)
+
+
+@dataclass(frozen=True)
+class CollectionIdiom:
+    """The names an engine's models collect aux hidden states by, when they are not the contract's own
+    (an engine with no Protocol or mixin): the semantic model reads setters and forwards with them."""
+
+    list_attrs: tuple[str, ...]  # decoder attributes holding the layer ids to capture
+    layer_flags: tuple[str, ...]  # per-layer attributes marking a layer whose input is captured
+    capture_flag: str  # the top-level attribute that makes ``forward`` unpack ``(hidden, aux)``
+    # The body of a new setter, in the engine's own style: ``{path}`` is the layer owner (``self.model``),
+    # ``{list}`` the list attribute, ``{param}`` the ids parameter, ``{flag}`` the capture flag.
+    setter_body: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -86,6 +110,8 @@ class Engine(ABC):
     check_words: str = "the engine's own EAGLE-3 check"
     gate_note: str = ""
     capabilities: frozenset[Capability] = frozenset()
+    # How models collect aux hidden states when not through the contract's own names (None: the contract says).
+    collection: CollectionIdiom | None = None
     # The report's engine-specific version field this engine's reports carried before ``engine_version``.
     report_version_field: str | None = None
 

@@ -133,6 +133,78 @@ class Use:
     text: str = ""  # the rebased expression as written (``idx + 1 - self.start_layer``), for messages
 
 
+class LoopForm(str, Enum):
+    """How a ``for`` statement walks a sequence (of decoder layers, where ``LayerLoop.seq`` names them)."""
+
+    ENUMERATE = "enumerate"  # for i, layer in enumerate(seq[, start])
+    RANGE = "range"  # for i in range(a, b): layer = seq[i]
+    PLAIN = "plain"  # for layer in seq
+
+
+@dataclass(frozen=True)
+class LayerLoop:
+    """One ``for`` statement read once, for everything that asks about loops over the layers: the facts' ``Loop``
+    (EGL005), the semantic model's capture points (``semantic.capture``) and the fix generator's rewrite of a loop
+    into a collecting one (``fixgen.collection``). Each asks ``layer_loop`` and applies its own test."""
+
+    node: ast.For
+    form: LoopForm
+    index: str | None  # the index variable (None for a plain loop)
+    layer: str | None  # the layer variable (None where the target does not name one)
+    iterable: ast.expr | None  # enumerate's first argument or the plain loop's iterable, as written
+    # The same with a local slice resolved (``layers = self.layers[s:e]``); for a range loop, ``seq`` of ``seq[i]``.
+    seq: ast.expr | None
+    start: ast.expr | None  # enumerate's ``start`` (second argument or keyword)
+    sliced: Slicing  # ``seq`` is an islice or a subscript slice with a start
+    lower: ast.expr | None  # that slice's start expression (islice with three arguments or more; ``seq[lo:hi]``)
+    any_slice: bool  # ``seq`` is a slice of any kind (``islice(seq, stop)``, ``seq[:n]`` too)
+
+
+def _slicing(seq: ast.expr | None) -> tuple[Slicing, ast.expr | None, bool]:
+    if isinstance(seq, ast.Call) and dotted(seq.func) in ("islice", "itertools.islice") and len(seq.args) >= 2:
+        return Slicing.ISLICE, (seq.args[1] if len(seq.args) >= 3 else None), True
+    if isinstance(seq, ast.Subscript) and isinstance(seq.slice, ast.Slice):
+        if seq.slice.lower is not None:
+            return Slicing.SUBSCRIPT, seq.slice.lower, True
+        return Slicing.NONE, None, True
+    return Slicing.NONE, None, False
+
+
+def layer_loop(node: ast.For, local_slices: Mapping[str, ast.expr] | None = None) -> LayerLoop | None:
+    """The shape of ``node`` when it is an enumerate, range-and-index or plain loop; None otherwise. Whether it
+    walks the decoder layers is each caller's test on ``seq`` (they differ on what a layer list looks like)."""
+    it, tgt = node.iter, node.target
+    if isinstance(it, ast.Call) and dotted(it.func) == "enumerate" and it.args:
+        if not (isinstance(tgt, ast.Tuple) and tgt.elts and isinstance(tgt.elts[0], ast.Name)):
+            return None
+        layer = tgt.elts[1].id if len(tgt.elts) == 2 and isinstance(tgt.elts[1], ast.Name) else None
+        iterable = it.args[0]
+        seq = local_slices.get(iterable.id, iterable) if isinstance(iterable, ast.Name) and local_slices \
+            else iterable
+        start = it.args[1] if len(it.args) >= 2 else None
+        for kw in it.keywords:
+            if kw.arg == "start":
+                start = kw.value
+        sliced, lower, any_slice = _slicing(seq)
+        return LayerLoop(node, LoopForm.ENUMERATE, tgt.elts[0].id, layer, iterable, seq, start, sliced, lower,
+                         any_slice)
+    if not isinstance(tgt, ast.Name):
+        return None
+    if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range":
+        # ``layer = seq[i]`` in the body: the first that indexes a layer list, else the first at all.
+        picks = [(st.targets[0].id, st.value.value) for st in node.body
+                 if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)
+                 and isinstance(st.value, ast.Subscript) and isinstance(st.value.slice, ast.Name)
+                 and st.value.slice.id == tgt.id]
+        pick = next((p for p in picks if "layers" in ast.unparse(p[1])), picks[0] if picks else None)
+        return LayerLoop(node, LoopForm.RANGE, tgt.id, pick[0] if pick else None, None, pick[1] if pick else None,
+                         None, Slicing.NONE, None, False)
+    if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "enumerate":
+        return None  # ``for pair in enumerate(...)``: neither an index nor a layer
+    sliced, lower, any_slice = _slicing(it)
+    return LayerLoop(node, LoopForm.PLAIN, None, tgt.id, it, it, None, sliced, lower, any_slice)
+
+
 @dataclass
 class Loop:
     line: int
@@ -782,37 +854,13 @@ class _Extractor:
         return self.seg(a)[:80] if isinstance(a, (ast.Constant, ast.List, ast.Tuple)) else "?"
 
     def _loop(self, node: ast.For, local_slices: Mapping[str, ast.expr] | None = None) -> Loop | None:
+        shape = layer_loop(node, local_slices)
+        if shape is None or shape.form is not LoopForm.ENUMERATE or shape.index is None or shape.seq is None:
+            return None
         it = node.iter
-        if not (isinstance(it, ast.Call) and dotted(it.func) == "enumerate" and it.args):
-            return None
-        tgt = node.target
-        if not (isinstance(tgt, ast.Tuple) and tgt.elts and isinstance(tgt.elts[0], ast.Name)):
-            return None
-        idx = tgt.elts[0].id
-        inner = it.args[0]
-        if isinstance(inner, ast.Name) and local_slices and inner.id in local_slices:
-            inner = local_slices[inner.id]
-        sliced = Slicing.NONE
-        if (
-            isinstance(inner, ast.Call)
-            and dotted(inner.func) in ("islice", "itertools.islice")
-            and len(inner.args) >= 2
-        ):
-            sliced = Slicing.ISLICE
-        elif isinstance(inner, ast.Subscript) and isinstance(inner.slice, ast.Slice) and inner.slice.lower is not None:
-            sliced = Slicing.SUBSCRIPT
-        start: str | None = None
-        start_node: ast.expr | None = None
-        if len(it.args) >= 2:
-            start, start_node = self.seg(it.args[1]), it.args[1]
-        for kw in it.keywords:
-            if kw.arg == "start":
-                start, start_node = self.seg(kw.value), kw.value
-        lower: ast.AST | None = None  # the slice's start expression, for ``idx - <start>`` uses
-        if sliced is Slicing.ISLICE and len(inner.args) >= 3:  # type: ignore[attr-defined]  # ISLICE: an ast.Call
-            lower = inner.args[1]  # type: ignore[attr-defined]  # ISLICE: an ast.Call
-        elif sliced is Slicing.SUBSCRIPT:
-            lower = inner.slice.lower  # type: ignore[attr-defined]  # SUBSCRIPT: inner[lo:hi]
+        idx, inner, sliced, start_node = shape.index, shape.seq, shape.sliced, shape.start
+        start = self.seg(start_node) if start_node is not None else None
+        lower: ast.AST | None = shape.lower  # the slice's start expression, for ``idx - <start>`` uses
         lower_text = ast.unparse(lower) if lower is not None and not isinstance(lower, ast.Constant) else ""
         uses: list[Use] = []
         rebased: list[Use] = []

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from eagle3_lint.facts import dotted
+from eagle3_lint.facts import LoopForm, dotted, layer_loop
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import Edit
 
@@ -483,22 +483,6 @@ def _names(fn: ast.AST) -> set[str]:
     }
 
 
-def _slice_start(t: Text, it: ast.AST) -> tuple[bool, str | None]:
-    """(is a slice of a layer list, the slice's start text)."""
-    if (
-        isinstance(it, ast.Call)
-        and isinstance(it.func, (ast.Name, ast.Attribute))
-        and (getattr(it.func, "id", None) == "islice" or getattr(it.func, "attr", None) == "islice")
-        and len(it.args) >= 2
-    ):
-        if len(it.args) == 2:
-            return True, None  # islice(seq, stop): starts at 0
-        return True, t.seg(it.args[1])
-    if isinstance(it, ast.Subscript) and isinstance(it.slice, ast.Slice):
-        return True, t.seg(it.slice.lower) if it.slice.lower is not None else None
-    return False, None
-
-
 def _layer_call_vars(t: Text, loop: ast.For, layer_var: str | None) -> tuple[str, str | None] | None:
     """(hidden, residual) from ``hidden_states, residual = layer(..., hidden_states, residual, ...)``."""
     for st in ast.walk(loop):
@@ -543,55 +527,44 @@ def _find_loop(t: Text, fn: ast.AST) -> ast.For | None:
 
 
 def _analyse_loop(t: Text, fn: ast.AST, loop: ast.For) -> _Loop | None:
+    """The index and state variables of ``loop`` (``facts.layer_loop`` reads its shape), and the header edit that
+    gives a plain or slice-relative loop an absolute index."""
     used = _names(fn)
     idx_name = next(n for n in ("idx", "layer_idx", "layer_index", "i_layer") if n not in used)
-    tgt, it = loop.target, loop.iter
+    tgt = loop.target
+    lp = layer_loop(loop)
     header = None
     layer_var: str | None = None
-    if isinstance(tgt, ast.Name) and not (
-        isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id in ("range", "enumerate")
-    ):
-        sliced, start = _slice_start(t, it)
-        if not (sliced or t.seg(it).endswith(".layers")):
+    start = t.seg(lp.lower) if lp is not None and lp.lower is not None else None
+    if lp is not None and lp.form is LoopForm.PLAIN and lp.iterable is not None:
+        it = lp.iterable
+        if not (lp.any_slice or t.seg(it).endswith(".layers")):
             return None
-        layer_var = tgt.id
+        layer_var = lp.layer
         new_iter = f"enumerate({t.seg(it)}" + (f", start={start})" if start else ")")
-        text = f"{idx_name}, {tgt.id} in {new_iter}"
+        text = f"{idx_name}, {layer_var} in {new_iter}"
         ind = t.indent(loop.lineno)
         if "\n" not in t.seg(it) and len(f"{ind}for {text}:") > LINE_LIMIT:
             # Wrapped the way ruff would: one argument per line with a trailing comma.
             args = [t.seg(it)] + ([f"start={start}"] if start else [])
-            text = f"{idx_name}, {tgt.id} in enumerate(\n" + "".join(f"{ind}    {a},\n" for a in args) + f"{ind})"
+            text = f"{idx_name}, {layer_var} in enumerate(\n" + "".join(f"{ind}    {a},\n" for a in args) + f"{ind})"
         header = (t.start(tgt), t.end(it), text)
         idx = idx_name
-    elif (
-        isinstance(tgt, ast.Name)
-        and isinstance(it, ast.Call)
-        and isinstance(it.func, ast.Name)
-        and it.func.id == "range"
-    ):
-        idx = tgt.id  # ``for i in range(start, end): layer = self.layers[i]``: already absolute
-        for st in loop.body:
-            if (
-                isinstance(st, ast.Assign)
-                and isinstance(st.value, ast.Subscript)
-                and ".layers" in t.seg(st.value.value)
-                and isinstance(st.targets[0], ast.Name)
-            ):
-                layer_var = st.targets[0].id
-    elif isinstance(tgt, ast.Tuple) and len(tgt.elts) == 2 \
-            and isinstance(first := tgt.elts[0], ast.Name) and isinstance(second := tgt.elts[1], ast.Name):
-        idx = first.id
-        layer_var = second.id
-        if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "enumerate" and it.args:
-            has_start = len(it.args) >= 2 or any(k.arg == "start" for k in it.keywords)
-            sliced, start = _slice_start(t, it.args[0])
-            if sliced and start and not has_start:
-                # Slice-relative index: make it absolute while we are here.
-                end = t.end(it.args[0])
-                header = (end, end, f", start={start}")
-        elif not (isinstance(it, ast.Call) and "enumerate" in t.seg(it.args[0] if it.args else it)):
-            return None
+    elif lp is not None and lp.form is LoopForm.RANGE and lp.index is not None:
+        idx = lp.index  # ``for i in range(start, end): layer = self.layers[i]``: already absolute
+        if lp.seq is not None and ".layers" in t.seg(lp.seq):
+            layer_var = lp.layer
+    elif lp is not None and lp.form is LoopForm.ENUMERATE and lp.index is not None and lp.layer is not None \
+            and lp.iterable is not None:
+        idx, layer_var = lp.index, lp.layer
+        if lp.any_slice and start and lp.start is None:
+            # Slice-relative index: make it absolute while we are here.
+            end = t.end(lp.iterable)
+            header = (end, end, f", start={start}")
+    elif isinstance(tgt, ast.Tuple) and len(tgt.elts) == 2 and isinstance(first := tgt.elts[0], ast.Name) \
+            and isinstance(second := tgt.elts[1], ast.Name) and isinstance(loop.iter, ast.Call) \
+            and "enumerate" in t.seg(loop.iter.args[0] if loop.iter.args else loop.iter):
+        idx, layer_var = first.id, second.id  # ``for i, layer in list(enumerate(...))``
     else:
         return None
     hv = _layer_call_vars(t, loop, layer_var)
@@ -681,9 +654,9 @@ def collection(
     return edits
 
 
-def init_attr(ctx: Context, key: ClassKey, attr: str) -> list[Edit]:
-    """Give ``key`` ``self.<attr> = tuple[int, ...]()`` right after ``__init__`` builds ``self.layers`` (else a
-    class attribute)."""
+def init_attr(ctx: Context, key: ClassKey, attr: str, value: str | None = None) -> list[Edit]:
+    """Give ``key`` ``self.<attr> = tuple[int, ...]()`` (or ``= <value>``) right after ``__init__`` builds
+    ``self.layers`` (else a class attribute)."""
     from eagle3_lint import semantic as sem
 
     if sem.attr_initialised(ctx, key, attr):
@@ -699,16 +672,18 @@ def init_attr(ctx: Context, key: ClassKey, attr: str) -> list[Edit]:
                 if isinstance(n, ast.Attribute) and n.attr == "layers" and isinstance(n.ctx, ast.Store) \
                         and isinstance(n.value, ast.Name) and n.value.id == "self":
                     ln = st.end_lineno or st.lineno
-                    return [insert(rel, t.eol(ln), f"\n{t.indent(st.lineno)}self.{attr} = tuple[int, ...]()")]
+                    empty = value or "tuple[int, ...]()"
+                    return [insert(rel, t.eol(ln), f"\n{t.indent(st.lineno)}self.{attr} = {empty}")]
     first = node.body[0]
     ind = t.indent(first.lineno)
+    decl = f"{attr} = {value}" if value else f"{attr}: tuple[int, ...] = ()"
     if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
-        return [insert(rel, t.eol(first.end_lineno or first.lineno), f"\n{ind}{attr}: tuple[int, ...] = ()")]
+        return [insert(rel, t.eol(first.end_lineno or first.lineno), f"\n{ind}{decl}")]
     # Above the first statement, or above its decorators (between them and the ``def`` is a syntax
     # error); a blank line keeps a following ``def`` or ``class`` apart.
     line = min([first.lineno, *(d.lineno for d in getattr(first, "decorator_list", []))])
     gap = "\n" if isinstance(first, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else ""
-    return [insert(rel, (line, 0), f"{ind}{attr}: tuple[int, ...] = (){gap}\n")]
+    return [insert(rel, (line, 0), f"{ind}{decl}{gap}\n")]
 
 
 def enumerate_start_point(ctx: Context, rel: str, lp: Loop) -> tuple[int, int] | None:
@@ -874,22 +849,7 @@ def setter_idioms(ctx: Context) -> list[SetterIdiom]:
             attr = _delegation_shape(fn, setter)
             if attr is None:
                 continue
-            args = []
-            pos = fn.args.args
-            defaults: list[ast.expr | None] = [None] * (len(pos) - len(fn.args.defaults))
-            defaults += fn.args.defaults
-            names: set[str] = set()
-            for a, d in zip(pos, defaults, strict=True):
-                ann = ast.get_source_segment(src, a.annotation) if a.annotation else None
-                dv = ast.get_source_segment(src, d) if d is not None else None
-                names |= {n.id for x in (a.annotation, d) if x is not None for n in ast.walk(x)
-                          if isinstance(n, ast.Name)}
-                eq = " = " if ann else "="  # PEP 8: spaces around the default of an annotated parameter only
-                args.append(a.arg + (f": {ann}" if ann else "") + (f"{eq}{dv}" if dv else ""))
-            ret = ast.get_source_segment(src, fn.returns) if fn.returns else None
-            if fn.returns is not None:
-                names |= {n.id for n in ast.walk(fn.returns) if isinstance(n, ast.Name)}
-            header = f"def {setter}({', '.join(args)})" + (f" -> {ret}" if ret else "") + ":"
+            header, names = _header_of(src, fn, setter)
             body = textwrap.dedent("\n".join(src.splitlines()[fn.body[0].lineno - 1:])).splitlines()
             out.append(SetterIdiom(key, rel, m.line, attr, header, tuple(body), tuple(sorted(names))))
         return out
@@ -904,13 +864,77 @@ def add_delegating_setter(ctx: Context, key: ClassKey, attr: str) -> tuple[list[
     if pick is None:
         return None
     body = [re.sub(rf"\bself\.{re.escape(pick.attr)}\b", f"self.{attr}", b) for b in pick.body]
+    edits = header_imports(ctx, key, MethodHeader(pick.path, pick.header, (), pick.names))
+    edits += add_method(ctx, key, pick.header, body)
+    return edits, pick
+
+
+# -- a setter that feeds the collection mechanism the decoder reads (engines with a ``CollectionIdiom``) -----------
+@dataclass(frozen=True)
+class MethodHeader:
+    """A method's ``def`` line as written (one line), its parameters and the names its annotations use."""
+
+    path: str
+    header: str
+    params: tuple[str, ...]  # without ``self``
+    names: tuple[str, ...]
+
+
+def _header_of(src: str, fn: ast.FunctionDef, name: str) -> tuple[str, set[str]]:
+    """``def name(<params as written>) -> <ret>:`` on one line, and the names its annotations and defaults use."""
+    args = []
+    pos = fn.args.args
+    defaults: list[ast.expr | None] = [None] * (len(pos) - len(fn.args.defaults))
+    defaults += fn.args.defaults
+    names: set[str] = set()
+    for a, d in zip(pos, defaults, strict=True):
+        ann = ast.get_source_segment(src, a.annotation) if a.annotation else None
+        dv = ast.get_source_segment(src, d) if d is not None else None
+        names |= {n.id for x in (a.annotation, d) if x is not None for n in ast.walk(x) if isinstance(n, ast.Name)}
+        eq = " = " if ann else "="  # PEP 8: spaces around the default of an annotated parameter only
+        args.append(a.arg + (f": {ann}" if ann else "") + (f"{eq}{dv}" if dv else ""))
+    ret = ast.get_source_segment(src, fn.returns) if fn.returns else None
+    if fn.returns is not None:
+        names |= {n.id for n in ast.walk(fn.returns) if isinstance(n, ast.Name)}
+    return f"def {name}({', '.join(args)})" + (f" -> {ret}" if ret else "") + ":", names
+
+
+def method_header(ctx: Context, key: ClassKey, name: str) -> MethodHeader | None:
+    """The header of ``key``'s own ``name`` (plain positional parameters only), to copy onto another class."""
+    cc = _class_ctx(ctx, key)
+    if cc is None:
+        return None
+    rel, t, node = cc
+    fn = t.function_node(node, name)
+    if not isinstance(fn, ast.FunctionDef) or fn.args.vararg or fn.args.kwarg or fn.args.kwonlyargs \
+            or fn.args.posonlyargs or not fn.args.args:
+        return None
+    header, names = _header_of(t.text, fn, name)
+    return MethodHeader(rel, header, tuple(a.arg for a in fn.args.args[1:]), tuple(sorted(names)))
+
+
+def header_imports(ctx: Context, key: ClassKey, mh: MethodHeader) -> list[Edit]:
+    """Imports ``key``'s module needs for the names of a header copied from ``mh.path``."""
     rel = ctx.graph.path_of(key)
     edits: list[Edit] = []
-    src_mf = ctx.store.load_path(pick.path)
-    for name in pick.names:
+    src_mf = ctx.store.load_path(mh.path)
+    for name in mh.names:
         bl = src_mf.bindings.get(name) if src_mf is not None else None
         b = bl[0] if bl else None
         if b is not None and b.kind == "import" and b.attr is not None:
             edits += import_name(ctx, rel, b.target, b.attr)
-    edits += add_method(ctx, key, pick.header, body)
-    return edits, pick
+    return edits
+
+
+def append_to_method(ctx: Context, key: ClassKey, name: str, lines: list[str]) -> list[Edit]:
+    """``lines`` appended at the end of ``key``'s own ``name`` (its last statement must not be a ``return``)."""
+    cc = _class_ctx(ctx, key)
+    if cc is None:
+        return []
+    rel, t, node = cc
+    fn = t.function_node(node, name)
+    if fn is None or isinstance(fn.body[-1], (ast.Return, ast.Raise)) or fn.body[0].lineno == fn.lineno:
+        return []
+    ind = t.indent(fn.body[0].lineno)
+    end = fn.body[-1].end_lineno or fn.body[-1].lineno
+    return [insert(rel, t.eol(end), "".join(f"\n{ind}{x}" if x else "\n" for x in lines))]

@@ -24,12 +24,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from eagle3_lint import minieval as me
 from eagle3_lint.checkpoint import text_config
-from eagle3_lint.facts import ClassFacts, Method, UseKind, decode_source, index_offset
+from eagle3_lint.engine import Mechanism
+from eagle3_lint.facts import ClassFacts, LoopForm, Method, UseKind, decode_source, index_offset, layer_loop
 from eagle3_lint.graph import ClassKey, Delegation, DelegationHow
 from eagle3_lint.model import Location, Status
 
 if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
+    from eagle3_lint.engine import CollectionIdiom
 
 T = TypeVar("T")
 
@@ -389,10 +391,19 @@ class Effect:
     line: int = 0
     detail: str = ""
     from_protocol: bool = False
+    # Engines with a ``CollectionIdiom``: every collection mechanism the call feeds, with the attribute path
+    # of the object fed (``(LIST, ("model",))``: ``self.model.layers_to_capture``; ``(FLAG, ("model",))``: a flag
+    # on the layers of ``self.model``), through every method it calls.
+    feeds: tuple[tuple[Mechanism, tuple[str, ...]], ...] = ()
+    sets_capture_flag: bool = False  # it sets the top-level capture flag (``self.<capture_flag> = True``)
 
     @property
     def path(self) -> tuple[str, ...]:
         return tuple(h.attr for h in self.hops)
+
+    def fed(self, path: tuple[str, ...]) -> frozenset[Mechanism]:
+        """The mechanisms fed on the object at ``path``."""
+        return frozenset(m for m, p in self.feeds if p == path)
 
 
 def method_of(ctx: Context, key: ClassKey, name: str) -> tuple[ClassKey, Method] | None:
@@ -413,6 +424,12 @@ def setter_effect(ctx: Context, key: ClassKey) -> Effect:
     name = setter_name(ctx)
     if name is None:
         return Effect("unknown", detail="the contract names no setter")
+    idiom = ctx.engine.collection
+    if idiom is not None:
+        cache: dict[ClassKey, Effect] = ctx.memo.get("collection-effect", dict)
+        if key not in cache:
+            cache[key] = collection_effect(ctx, key, name)
+        return cache[key]
     return _method_effect(ctx, key, name, 0)
 
 
@@ -525,6 +542,189 @@ def default_setter_effect(ctx: Context, key: ClassKey, depth: int = 0) -> Effect
     return Effect(sub.kind, hops + sub.hops, sub.attr, None, 0, f"the contract's default setter calls {how}.{ms}()")
 
 
+# -- collection through engine-named lists and per-layer flags (``Engine.collection``) -------------------------
+def method_node(ctx: Context, key: ClassKey, name: str,
+                 after: ClassKey | None = None) -> tuple[ClassKey, ast.FunctionDef] | None:
+    """The ``def`` of ``name`` for an instance of ``key`` (after class ``after`` in the MRO: ``super()``)."""
+    entries = [e for e in ctx.graph.mro(key).entries if isinstance(e, ClassKey)]
+    if after is not None:
+        entries = entries[entries.index(after) + 1:] if after in entries else []
+    for e in entries:
+        cf = ctx.graph.class_facts(e)
+        m = cf.members.get(name) if cf is not None else None
+        if m is None or m.kind == "annotation":
+            continue
+        if m.kind != "def":
+            return None
+        tree = read_module(ctx, ctx.graph.path_of(e))
+        fn = me.function_at(tree, m.line) if tree is not None else None
+        return (e, fn) if fn is not None else None
+    return None
+
+
+def _layers_prefix(node: ast.AST, loops: dict[str, str]) -> str | None:
+    """``self.model`` for ``self.model.layers[i]`` (or a loop variable over ``self.model.layers``), else None."""
+    if isinstance(node, ast.Subscript):
+        node = node.value
+    text = me._dotted(node)
+    if isinstance(node, ast.Name) and node.id in loops:
+        text = loops[node.id]
+    if text.endswith(".layers"):
+        return text[: -len(".layers")]
+    return None
+
+
+def _feed_text(idiom: CollectionIdiom, m: Mechanism, path: tuple[str, ...], attr: str | None = None) -> str:
+    obj = ".".join(("self", *path))
+    return f"{obj}.{attr or idiom.list_attrs[0]}" if m is Mechanism.LIST else f"{obj}.layers[i].{idiom.layer_flags[0]}"
+
+
+def _is_flag(node: ast.AST, idiom: CollectionIdiom) -> bool:
+    return isinstance(node, ast.Constant) and node.value in idiom.layer_flags
+
+
+def collection_effect(ctx: Context, key: ClassKey, name: str, depth: int = 0,
+                      after: ClassKey | None = None) -> Effect:
+    """What ``key``'s ``name`` feeds on an engine that collects through lists or per-layer flags: every list
+    write and flag set in its body and in the methods it calls on ``self`` and its sub-models (both arms of
+    an ``if hasattr(...)``: a fallback branch feeds what it writes)."""
+    idiom = ctx.engine.collection
+    assert idiom is not None
+    if depth > _MAX_DEPTH:
+        return Effect("unknown", detail="delegation too deep")
+    hit = method_node(ctx, key, name, after)
+    if hit is None:
+        if ctx.graph.member_origin(key, name) is None:
+            return Effect("missing", detail=f"{key.name} has no {name}")
+        return Effect("unknown", detail=f"{name} of {key.name} is not a method the tool can read")
+    mowner, fn = hit
+    where = f"{mowner.name}.{name}"
+    body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if not body or all(isinstance(s, ast.Pass) for s in body):
+        return Effect("stub", method_owner=mowner, line=fn.lineno, detail=f"{where} has a stub body")
+    me_ = fn.args.args[0].arg if fn.args.args else "self"
+    loops = {n.target.id: me._dotted(n.iter) for n in ast.walk(fn)
+             if isinstance(n, ast.For) and isinstance(n.target, ast.Name)}
+    feeds: list[tuple[Mechanism, tuple[str, ...]]] = []
+    first: tuple[tuple[Hop, ...], str, int] | None = None
+    unknown = ""
+    capture_flag = False
+
+    def at(prefix: str) -> tuple[Hop, ...] | None:
+        nonlocal unknown
+        res = resolve_self_path(ctx, key, (prefix.replace(me_, "self", 1)))
+        if res is None or res[1]:
+            unknown = unknown or f"{where} writes through {prefix}, an object the tool cannot follow"
+            return None
+        return res[0]
+
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Assign):
+            for t in n.targets:
+                if not isinstance(t, ast.Attribute):
+                    continue
+                if t.attr in idiom.list_attrs:
+                    prefix = me._dotted(t.value)
+                    if prefix == me_ or prefix.startswith(me_ + "."):
+                        hops = at(prefix)
+                        if hops is not None:
+                            feeds.append((Mechanism.LIST, tuple(h.attr for h in hops)))
+                            first = first or (hops, t.attr, n.lineno)
+                elif t.attr in idiom.layer_flags:
+                    lp = _layers_prefix(t.value, loops)
+                    hops = at(lp) if lp else None
+                    if hops is not None:
+                        feeds.append((Mechanism.FLAG, tuple(h.attr for h in hops)))
+                elif t.attr == idiom.capture_flag and me._dotted(t.value) == me_:
+                    capture_flag = True
+        elif isinstance(n, ast.Call):
+            f = me._dotted(n.func)
+            if f == "setattr" and len(n.args) >= 2 and _is_flag(n.args[1], idiom):
+                lp = _layers_prefix(n.args[0], loops)
+                hops = at(lp) if lp else None
+                if hops is not None:
+                    feeds.append((Mechanism.FLAG, tuple(h.attr for h in hops)))
+                continue
+            if not isinstance(n.func, ast.Attribute):
+                continue
+            meth = n.func.attr
+            recv = n.func.value
+            if isinstance(recv, ast.Call) and me._dotted(recv.func) == "super":
+                sub = collection_effect(ctx, key, meth, depth + 1, after=mowner)
+                hops = ()
+            else:
+                prefix = me._dotted(recv)
+                if not (prefix == me_ or prefix.startswith(me_ + ".")) or (prefix == me_ and meth == name):
+                    continue
+                res = resolve_self_path(ctx, key, prefix.replace(me_, "self", 1))
+                if res is None or res[1]:
+                    continue  # a call on an object the tool cannot follow feeds nothing it can see
+                hops = res[0]
+                target = hops[-1].key if hops else key
+                if ctx.graph.member_origin(target, meth) is None:
+                    continue
+                sub = collection_effect(ctx, target, meth, depth + 1)
+            pre = tuple(h.attr for h in hops)
+            feeds.extend((m, pre + p) for m, p in sub.feeds)
+            capture_flag = capture_flag or (sub.sets_capture_flag and not hops)
+            if sub.kind == "writes" and first is None and sub.attr is not None:
+                first = (hops + sub.hops, sub.attr, n.lineno)
+    feeds = list(dict.fromkeys(feeds))
+    if not feeds:
+        detail = unknown or f"{where} writes no {' or '.join(idiom.list_attrs + idiom.layer_flags)}"
+        return Effect("unknown", method_owner=mowner, line=fn.lineno, detail=detail,
+                      sets_capture_flag=capture_flag)
+    hops, attr = (first[0], first[1]) if first is not None else ((), None)
+    wrote = ", ".join(_feed_text(idiom, m, p, attr) for m, p in feeds)
+    return Effect("writes", hops, attr, mowner, fn.lineno, f"{where} writes {wrote}",
+                  feeds=tuple(feeds), sets_capture_flag=capture_flag)
+
+
+def flag_feeder(ctx: Context, key: ClassKey) -> str | None:
+    """A method of ``key`` that takes a list of layer ids and sets the per-layer flags of its own layers (SGLang's
+    ``set_dflash_layers_to_capture`` on a flag-reading decoder): what a setter feeding the flags can call."""
+    idiom = ctx.engine.collection
+    if idiom is None:
+        return None
+    for e in ctx.graph.mro(key).entries:
+        cf = ctx.graph.class_facts(e) if isinstance(e, ClassKey) else None
+        for m in (cf.members.values() if cf is not None else ()):
+            if m.kind != "def" or not any(a in m.name for a in idiom.list_attrs):
+                continue
+            hit = method_node(ctx, key, m.name)
+            if hit is None or len(hit[1].args.args) != 2 or hit[1].args.defaults:
+                continue
+            if Mechanism.FLAG in collection_effect(ctx, key, m.name).fed(()):
+                return m.name
+    return None
+
+
+def sibling_setter(ctx: Context, key: ClassKey, own: Owner, reads: frozenset[Mechanism]) -> str | None:
+    """Another speculative algorithm's setter of ``key`` (SGLang's ``set_dflash_layers_to_capture``): one ids
+    parameter, it sets the top-level capture flag and feeds, on the layer owner, a mechanism its forward reads,
+    adding 1 to each id as the engine's setters do. An EAGLE-3 setter can hand it the ids."""
+    idiom = ctx.engine.collection
+    name = setter_name(ctx)
+    if idiom is None:
+        return None
+    for e in ctx.graph.mro(key).entries:
+        cf = ctx.graph.class_facts(e) if isinstance(e, ClassKey) else None
+        for m in (cf.members.values() if cf is not None else ()):
+            if m.kind != "def" or m.name == name or not any(a in m.name for a in idiom.list_attrs):
+                continue
+            hit = method_node(ctx, key, m.name)
+            if hit is None or len(hit[1].args.args) != 2:
+                continue
+            eff = collection_effect(ctx, key, m.name)
+            param = hit[1].args.args[1].arg
+            plus_one = any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Add) and isinstance(n.right, ast.Constant)
+                           and n.right.value == 1 and isinstance(n.left, ast.Name) for n in ast.walk(hit[1])) \
+                and param in {n.id for n in ast.walk(hit[1]) if isinstance(n, ast.Name) and n is not None}
+            if eff.sets_capture_flag and eff.fed(own.path) & reads and plus_one:
+                return m.name
+    return None
+
+
 # -- the fallback getter ------------------------------------------------------------------------
 @dataclass(frozen=True)
 class GetterState:
@@ -617,6 +817,8 @@ class Forward:
     collects: bool
     returns_aux: bool
     line: int
+    # Engines with a ``CollectionIdiom``: the mechanisms the loop reads (a list attribute, a per-layer flag).
+    mechanisms: frozenset[Mechanism] = frozenset()
 
 
 def forward_of(ctx: Context, key: ClassKey) -> Forward | None:
@@ -673,7 +875,49 @@ def forward_of(ctx: Context, key: ClassKey) -> Forward | None:
                 text.startswith(f"self.{m.name}(") for _k, text, _l in md.returns
             ):
                 returns_aux = True
-    return Forward(fowner, md, frozenset(attrs), collects, returns_aux, md.line)
+    mechanisms: frozenset[Mechanism] = frozenset()
+    idiom = ctx.engine.collection
+    if idiom is not None:
+        mechanisms = _read_mechanisms(ctx, key, [m.name for m in methods], attrs, idiom)
+        collects = bool(mechanisms)
+    return Forward(fowner, md, frozenset(attrs), collects, returns_aux, md.line, mechanisms)
+
+
+def _read_mechanisms(ctx: Context, key: ClassKey, names: list[str], attrs: set[str],
+                     idiom: CollectionIdiom) -> frozenset[Mechanism]:
+    """The mechanisms a forward (and the helpers it calls) reads: a list attribute it compares the index with,
+    or a per-layer flag (``getattr(layer, "<flag>", False)``, ``layer.<flag>``)."""
+    out: set[Mechanism] = set()
+    attrs = set(attrs)
+    todo = [method_node(ctx, key, name) for name in names]
+    seen = 0
+    while todo and seen <= MAX_HOPS + len(names):
+        hit = todo.pop(0)
+        seen += 1
+        if hit is None:
+            continue
+        for n in ast.walk(hit[1]):
+            called = isinstance(n, ast.Call) and me._dotted(n.func) in ("getattr", "hasattr") and len(n.args) >= 2 \
+                and _is_flag(n.args[1], idiom)
+            if called or isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load) and n.attr in idiom.layer_flags:
+                out.add(Mechanism.FLAG)
+            elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Call) \
+                    and me._dotted(n.func.value.func) == "super":
+                # ``super().forward(...)``: the base's loop runs too (Qwen4ExpVLModel over Qwen4ExpModel).
+                base = method_node(ctx, key, n.func.attr, after=hit[0])
+                if base is not None:
+                    todo.append(base)
+                    attrs |= _membership_attrs(base[1])
+    if attrs & set(idiom.list_attrs):
+        out.add(Mechanism.LIST)
+    return frozenset(out)
+
+
+def _membership_attrs(fn: ast.FunctionDef) -> set[str]:
+    """``self.<attr>`` containers an index is tested against in ``fn`` (``i in self.layers_to_capture``)."""
+    return {me._dotted(n.comparators[0])[5:] for n in ast.walk(fn)
+            if isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], ast.In)
+            and me._dotted(n.comparators[0]).startswith("self.")}
 
 
 def attr_initialised(ctx: Context, key: ClassKey, attr: str) -> bool:
@@ -914,7 +1158,8 @@ def _none_before(fn: ast.FunctionDef, loop: ast.For, st: ast.stmt) -> int:
 
 
 def _layer_loops(fnode: ast.FunctionDef) -> Iterator[tuple[ast.For, str, str, bool]]:
-    """Loops over the decoder layers: (loop, index variable, layer variable, index is absolute).
+    """Loops over the decoder layers: (loop, index variable, layer variable, index is absolute), from
+    ``facts.layer_loop``.
 
     ``for i, layer in enumerate(<layers>[, start=...])`` (absolute with ``start=`` or over the whole list,
     slice-relative over a slice without it), and ``for i in range(a, b): layer = self.layers[i]`` (absolute:
@@ -923,29 +1168,26 @@ def _layer_loops(fnode: ast.FunctionDef) -> Iterator[tuple[ast.For, str, str, bo
     for n in ast.walk(fnode):
         if not isinstance(n, ast.For):
             continue
-        it = n.iter
-        if isinstance(it, ast.Call) and me._dotted(it.func) == "enumerate" and it.args \
-                and "layers" in ast.unparse(it.args[0]) and isinstance(n.target, ast.Tuple) \
-                and len(n.target.elts) == 2 and all(isinstance(e, ast.Name) for e in n.target.elts):
-            absolute = len(it.args) >= 2 or any(k.arg == "start" for k in it.keywords) \
-                or not isinstance(it.args[0], ast.Call) and not isinstance(it.args[0], ast.Subscript)
-            # ignore below: both elts are ast.Name (checked above)
-            yield n, n.target.elts[0].id, n.target.elts[1].id, absolute  # type: ignore[attr-defined]
-        elif isinstance(it, ast.Call) and me._dotted(it.func) == "range" and isinstance(n.target, ast.Name):
-            idx = n.target.id
-            for st in n.body:
-                if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name) \
-                        and isinstance(st.value, ast.Subscript) and "layers" in ast.unparse(st.value.value) \
-                        and isinstance(st.value.slice, ast.Name) and st.value.slice.id == idx:
-                    yield n, idx, st.targets[0].id, True
-                    break
+        lp = layer_loop(n)
+        if lp is None or lp.index is None or lp.layer is None:
+            continue
+        if lp.form is LoopForm.ENUMERATE and lp.iterable is not None and "layers" in ast.unparse(lp.iterable):
+            absolute = lp.start is not None or not isinstance(lp.iterable, (ast.Call, ast.Subscript))
+            yield n, lp.index, lp.layer, absolute
+        elif lp.form is LoopForm.RANGE and lp.seq is not None and "layers" in ast.unparse(lp.seq):
+            yield n, lp.index, lp.layer, True
 
 
-def _meets_ids(loop: ast.For, idx: str) -> bool:
+def _is_ids(container: ast.expr, lists: tuple[str, ...]) -> bool:
+    """``container`` holds aux-layer ids: an aux attribute, or the engine's list of layers to capture."""
+    return "aux" in ast.unparse(container) or (bool(lists) and me._dotted(container).rsplit(".", 1)[-1] in lists)
+
+
+def _meets_ids(loop: ast.For, idx: str, lists: tuple[str, ...] = ()) -> bool:
     """The loop compares its index with aux ids or hands it to a collector."""
     for n in ast.walk(loop):
         if isinstance(n, ast.Compare) and any(isinstance(o, ast.In) for o in n.ops) \
-                and index_offset(n.left, idx) is not None and "aux" in ast.unparse(n.comparators[0]):
+                and index_offset(n.left, idx) is not None and _is_ids(n.comparators[0], lists):
             return True
         if isinstance(n, ast.Call) and "hidden_state" in me._dotted(n.func) \
                 and any(index_offset(a, idx) is not None for a in n.args):
@@ -980,7 +1222,9 @@ def capture(ctx: Context, key: ClassKey) -> Capture | None:
         return cap
     # Every loop over the layers counts (a prefill and a decode branch each have one): the first one
     # that meets the aux ids is the capture loop.
-    loop, idx, elem, cap.absolute = next((lp for lp in loops if _meets_ids(lp[0], lp[1])), loops[0])
+    idiom = ctx.engine.collection
+    lists = idiom.list_attrs if idiom is not None else ()
+    loop, idx, elem, cap.absolute = next((lp for lp in loops if _meets_ids(lp[0], lp[1], lists)), loops[0])
     cap.loop_line = loop.lineno
     layer_pos = next(
         (
@@ -998,7 +1242,7 @@ def capture(ctx: Context, key: ClassKey) -> Capture | None:
         for n in ast.walk(st):
             if isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], ast.In):
                 off = index_offset(n.left, idx)
-                if off is not None and "aux" in ast.unparse(n.comparators[0]):
+                if off is not None and _is_ids(n.comparators[0], lists):
                     sites.append((pos, off, n.lineno))
                     cap.idiom = "explicit"
                     aux_attr = me._dotted(n.comparators[0])
@@ -1035,6 +1279,9 @@ def capture(ctx: Context, key: ClassKey) -> Capture | None:
     cap.shift = norm.pop() if len(norm) == 1 else None
     if not sites:
         cap.note = "the layer loop compares no index with aux ids"
+        fw = forward_of(ctx, lo.key) if idiom is not None else None
+        if fw is not None and Mechanism.FLAG in fw.mechanisms:
+            cap.note = "the layer loop collects through per-layer flags set by the setter, not by comparing its index"
     # Does anything depend on the order of the configured ids?
     if aux_attr:
         for n in ast.walk(fnode):

@@ -17,7 +17,9 @@ import pytest
 PKG = Path(__file__).resolve().parent.parent / "eagle3_lint"
 ENGINE_NAMES = re.compile(
     r"vllm|sglang|SupportsEagle3|supports_eagle3|set_eagle3_layers_to_capture|model_executor|gpu_model_runner"
-    r"|EntryClass|init_vllm_registered_model",
+    r"|EntryClass|init_vllm_registered_model"
+    # SGLang's collection names (``engine.CollectionIdiom``): the semantic model and the rules get them from the engine.
+    r"|layers_to_capture|_is_layer_to_capture|capture_aux_hidden_states|dflash",
     re.IGNORECASE,
 )
 

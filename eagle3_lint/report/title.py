@@ -37,7 +37,13 @@ def title(f: Finding) -> str:
     # Each rule's sentence, then shorter forms for long names: the first that fits is used, so a title is
     # only ever clipped when even the shortest form is too long.
     forms: list[str]
-    if r == "EGL003":
+    if r == "EGL003" and "has the EAGLE-3 plumbing but not" in f.message:
+        forms = [f"{sym or who} has the EAGLE-3 plumbing but no setter, so {check} fails",
+                 f"{sym or who} has the EAGLE-3 plumbing but no setter"]
+    elif r == "EGL004" and "so it captures nothing" in f.message:
+        forms = [f"{who}: the setter feeds a collection mechanism the layer owner's forward does not read",
+                 f"{who}: the setter feeds a mechanism the decoder does not read"]
+    elif r == "EGL003":
         forms = [f"{sym or who} carries part of the EAGLE-3 interface but not all of it, so {check} is False",
                  f"{sym or who} carries part of the EAGLE-3 interface, so {check} is False"]
     elif r == "EGL004":

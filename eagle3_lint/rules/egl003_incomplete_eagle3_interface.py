@@ -11,6 +11,12 @@ Flags a class that carries part of the EAGLE-3 contract but not all of it:
 The fallback getter the runner calls is EGL006's business; a wrapper whose inner model supports
 the contract is EGL002's.
 
+On an engine whose models collect through a list or per-layer flags and whose runner checks only
+for the setter (SGLang): a class without the setter whose ``forward`` unpacks
+``(hidden_states, aux_hidden_states)`` behind the capture flag has the plumbing and lacks the
+setter (SGLang 0.4.10 - 0.5.23 ``ArceeForCausalLM``; 0.5.19 ``LagunaForCausalLM`` with only a
+DFlash setter).
+
 ## Why is this bad?
 The runner refuses the model after it has loaded (``RuntimeError: Model does not support EAGLE3
 interface``), or accepts it and then the drafter gets no aux hidden states.
@@ -32,7 +38,9 @@ it; the message lists the affected architectures. Pooling models and drafters ar
 ## Fix safety
 Adding the marker base (and its import) where every method exists is safe. Adding methods is
 unsafe: their bodies follow the analysed version (explicit ``self.model.aux_hidden_state_layers =
-layers`` with stub-bodied Protocols, the mixin setter with default bodies).
+layers`` with stub-bodied Protocols, the mixin setter with default bodies). On SGLang the new
+setter is written in the release's own style (the default layers, else the drafter's ids + 1, and
+the capture flag), or hands the ids to the class's DFlash setter where it has one.
 """
 
 from __future__ import annotations
@@ -43,9 +51,9 @@ from typing import TYPE_CHECKING
 from eagle3_lint import fixgen
 from eagle3_lint import semantic as sem
 from eagle3_lint.contract import CheckKind
-from eagle3_lint.engine import Capability
+from eagle3_lint.engine import Capability, Mechanism
 from eagle3_lint.graph import ClassKey
-from eagle3_lint.model import Applicability, Edit, Finding, Fix, Severity, Status
+from eagle3_lint.model import Applicability, Edit, Finding, Fix, Severity, Status, Step
 from eagle3_lint.rules import RuleMeta, make
 from eagle3_lint.rules import _interface as shared
 
@@ -54,7 +62,7 @@ if TYPE_CHECKING:
 
 META = RuleMeta("EGL003", "incomplete-eagle3-interface", Severity.ERROR, True,
                 "A class carries part of the EAGLE-3 contract but not all of it.",
-                needs=frozenset({Capability.AUX_PLUMBING}))
+                needs=frozenset({Capability.AUX_COLLECTION}))
 
 
 def check(ctx: Context) -> Iterator[Finding]:
@@ -68,6 +76,8 @@ def _pairs(ctx: Context) -> list[tuple[Finding, shared.Group]]:
 
 def _compute(ctx: Context) -> shared.Groups:
     groups = shared.Groups()
+    if ctx.engine.collection is not None:
+        return _compute_plumbing(ctx, groups)
     for arch, key in sem.scoped_archs(ctx):
         st = sem.status(ctx, arch)
         if st is Status.PARTIAL:
@@ -87,6 +97,29 @@ def _compute(ctx: Context) -> shared.Groups:
     return groups
 
 
+def _compute_plumbing(ctx: Context, groups: shared.Groups) -> shared.Groups:
+    """Engines that collect through lists or per-layer flags (``Engine.collection``) and check only for the setter:
+    a class without the setter whose ``forward`` unpacks ``(hidden, aux)`` behind the capture flag lacks the setter
+    (and, where its layer owner's ``forward`` does not collect, the collection too). Reported on the class."""
+    idiom = ctx.engine.collection
+    assert idiom is not None
+    for arch, key in sem.scoped_archs(ctx):
+        if sem.status(ctx, arch) is not Status.UNSUPPORTED or sem.setter_effect(ctx, key).kind != "missing":
+            continue
+        own = sem.owner(ctx, key)
+        top_fw = sem.forward_of(ctx, key)
+        unpacks = top_fw is not None and f"self.{idiom.capture_flag}" in top_fw.method.reads
+        fw = sem.forward_of(ctx, own.key) if own is not None else None
+        collects = fw is not None and bool(fw.mechanisms)
+        if not unpacks:
+            continue  # a decoder that collects under a head that never unpacks (a pooling model) is not plumbing
+        loc = sem.class_location(ctx, key)
+        if loc is not None:
+            groups.get(loc, "no-setter", arch, key=key, top=key, owner=own, forward=fw, top_forward=top_fw,
+                       unpacks=unpacks, collects=collects)
+    return groups
+
+
 def _definer(ctx: Context, key: ClassKey, own_present: tuple[str, ...]) -> ClassKey | None:
     """The most derived class in the MRO that defines one of the contract members present."""
     origins = {}
@@ -103,6 +136,8 @@ def _definer(ctx: Context, key: ClassKey, own_present: tuple[str, ...]) -> Class
 def _finding(ctx: Context, g: shared.Group) -> Finding:
     key: ClassKey = g.data["key"]  # type: ignore[assignment]  # Group.data: what _pairs stored
     c = ctx.contract
+    if g.kind == "no-setter":
+        return _plumbing_finding(ctx, g, key)
     if g.kind == "partial":
         missing: tuple[str, ...] = g.data["missing"]  # type: ignore[assignment]  # Group.data: what _pairs stored
         present: tuple[str, ...] = g.data["present"]  # type: ignore[assignment]  # Group.data: what _pairs stored
@@ -120,11 +155,99 @@ def _finding(ctx: Context, g: shared.Group) -> Finding:
                 architecture=shared.primary_arch(ctx, g.archs), symbol=key.name)
 
 
+def _plumbing_finding(ctx: Context, g: shared.Group, key: ClassKey) -> Finding:
+    idiom = ctx.engine.collection
+    assert idiom is not None
+    own: sem.Owner | None = g.data["owner"]  # type: ignore[assignment]  # Group.data: what _pairs stored
+    fw: sem.Forward | None = g.data["forward"]  # type: ignore[assignment]  # Group.data: what _pairs stored
+    top_fw: sem.Forward | None = g.data["top_forward"]  # type: ignore[assignment]  # Group.data: what _pairs stored
+    have: list[str] = []
+    related: list[Step] = []
+    if g.data["unpacks"] and top_fw is not None:
+        have.append(f"{top_fw.owner.name}.forward unpacks (hidden_states, aux_hidden_states) when "
+                    f"self.{idiom.capture_flag} is set")
+        related.append(Step("forward", "unpacks the aux hidden states", sem.method_location(ctx, top_fw.owner,
+                                                                                            top_fw.line)))
+    if g.data["collects"] and fw is not None and own is not None:
+        how = " and ".join(f"per-layer `{idiom.layer_flags[0]}` flags" if m is Mechanism.FLAG
+                           else f"`idx in self.{idiom.list_attrs[0]}`" for m in sorted(fw.mechanisms))
+        have.append(f"its layer owner {own.key.name}.forward collects them ({how})")
+        related.append(Step("forward", f"collects through {how}", sem.method_location(ctx, fw.owner, fw.line)))
+    site = ctx.runner.primary
+    fails = f" ({site.error or 'an error'} at {site.path}:{site.line})" if site is not None else ""
+    msg = (f"{key.name} has the EAGLE-3 plumbing but not {ctx.contract.setter}(): {'; '.join(have)}, yet nothing "
+           f"sets the layers to capture, so {ctx.contract.check_name} fails at start-up{fails}; "
+           f"architectures: {shared.arch_list(g.archs)}")
+    return make(META, msg, g.location, severity=shared.severity_for(ctx, g.archs, META.severity, past_interface=False),
+                architecture=shared.primary_arch(ctx, g.archs), symbol=key.name, related=tuple(related))
+
+
+def _plumbing_fix(ctx: Context, g: shared.Group) -> Fix | None:
+    """A setter in the engine's own style (``CollectionIdiom.setter_body``) writing the list on the layer owner,
+    plus the per-layer flags where the owner's forward reads those (through its own flag-setting method, SGLang's
+    DFlash setter, where it has one). Only when both halves of the plumbing are there: the top-level forward
+    unpacks the states and the owner's forward collects them."""
+    idiom = ctx.engine.collection
+    key: ClassKey = g.data["key"]  # type: ignore[assignment]  # Group.data: what _pairs stored
+    own: sem.Owner | None = g.data["owner"]  # type: ignore[assignment]  # Group.data: what _pairs stored
+    fw: sem.Forward | None = g.data["forward"]  # type: ignore[assignment]  # Group.data: what _pairs stored
+    setter = ctx.contract.setter
+    if idiom is None or not setter or own is None or fw is None or not (g.data["unpacks"] and g.data["collects"]):
+        return None
+    mh = _setter_header(ctx, key, setter)
+    if mh is None or len(mh.params) != 1:
+        return None
+    p = fixgen.path_expr(own.path)
+    attr = idiom.list_attrs[0]
+    param = mh.params[0]
+    sibling = sem.sibling_setter(ctx, key, own, fw.mechanisms)
+    if sibling is not None:
+        # The class already sets the layers for another algorithm (the DFlash setter): hand it the ids, the
+        # engine's default layers (2, n // 2, n - 3, states entering those layers) as ids it adds 1 to.
+        body = [f"if {param} is None:", f"    num_layers = len({p}.layers)",
+                f"    {param} = [1, num_layers // 2 - 1, num_layers - 4]", f"self.{sibling}({param})"]
+        edits = fixgen.header_imports(ctx, key, mh) + fixgen.add_method(ctx, key, mh.header, body)
+        return Fix(f"add {setter}() to {key.name}, handing the ids to its {sibling}()", tuple(edits),
+                   Applicability.UNSAFE)
+    body = [line.format(param=param, path=p, list=attr, flag=idiom.capture_flag) for line in idiom.setter_body]
+    if f"self.{idiom.capture_flag}" in fw.method.reads:
+        body.append(f"{p}.{idiom.capture_flag} = True")  # the owner's loop collects only behind its own flag
+    if Mechanism.FLAG in fw.mechanisms and Mechanism.LIST not in fw.mechanisms:
+        feeder = sem.flag_feeder(ctx, own.key)
+        body += [f"{p}.{feeder}({p}.{attr})"] if feeder else \
+            [f"for layer_id in {p}.{attr}:", f"    setattr({p}.layers[layer_id], \"{idiom.layer_flags[0]}\", True)"]
+    edits = fixgen.header_imports(ctx, key, mh) + fixgen.add_method(ctx, key, mh.header, body)
+    if Mechanism.LIST in fw.mechanisms:
+        edits = fixgen.init_attr(ctx, own.key, attr, "[]") + edits
+    return Fix(f"add {setter}() to {key.name}", tuple(edits), Applicability.UNSAFE)
+
+
+def _setter_header(ctx: Context, key: ClassKey, setter: str) -> fixgen.MethodHeader | None:
+    """The header of a setter of the tree to copy: one in ``key``'s own module first, else the first in path order
+    (one ids parameter with a default)."""
+    own_path = ctx.graph.path_of(key)
+    classes = sorted(ctx.model_classes(), key=lambda kr: (kr[1] != own_path, kr[1], kr[0].qualname))
+    for k, _rel in classes:
+        cf = ctx.graph.class_facts(k)
+        m = cf.members.get(setter) if cf is not None else None
+        if m is None or m.kind != "def":
+            continue
+        mh = fixgen.method_header(ctx, k, setter)
+        if mh is not None and len(mh.params) == 1 and "=" in mh.header:
+            return mh
+    return None
+
+
 def fix(ctx: Context, finding: Finding) -> Fix | None:
     g = shared.group_of(_pairs(ctx), finding)
     if g is None or not shared.wants_fix(ctx, g.archs):
         return None
     key: ClassKey = g.data["key"]  # type: ignore[assignment]  # Group.data: what _pairs stored
+    if g.kind == "no-setter":
+        others = [o.data["key"] for _f, o in _pairs(ctx) if o.kind == "no-setter" and o.data["key"] != key]
+        if any(ctx.graph.in_mro(key, o) for o in others):  # type: ignore[arg-type]  # Group.data: a ClassKey
+            return None  # the base's new setter is inherited
+        return _plumbing_fix(ctx, g)
     top: ClassKey = g.data["top"]  # type: ignore[assignment]  # Group.data: what _pairs stored
     flavor = fixgen.flavor(ctx)
     own = sem.owner(ctx, top)

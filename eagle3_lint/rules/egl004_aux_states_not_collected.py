@@ -10,6 +10,13 @@ that owns the decoder layers and flags the first broken link:
 - the contract's default setter (0.18+) unwraps to a holder that is not the ``EagleModelMixin`` it
   asserts, so ``set_aux_hidden_state_layers`` raises at runtime.
 
+On an engine whose decoders collect through a list attribute or per-layer flags (SGLang's
+``layers_to_capture`` and ``_is_layer_to_capture``), the setter must feed, on the layer owner, the
+mechanism its forward reads: a setter that writes the list while the decoder reads only the flags
+captures nothing (SGLang 0.5.11 - 0.5.21 ``Qwen3_5ForConditionalGeneration``, PR #25408), and a
+setter inherited from a base whose ``self.model`` is another decoder may reach one that never
+collects (0.5.2 - 0.5.4 ``Glm4vForConditionalGeneration`` over ``Glm4Model``).
+
 Checked for classes that pass the check, and for those whose EGL003/EGL002 fix would make them
 pass (a partial class, a wrapper around a supporting inner model): their forward must work too.
 Reported once where the defect is (the forward, the setter, or the holder class), with every
@@ -36,7 +43,9 @@ Unsafe: the fix adds a collection loop in ``forward`` at absolute layer indices
 (``enumerate(..., start=self.start_layer)``) and the ``(hidden_states, aux_hidden_states)``
 return, in the analysed version's idiom (an explicit ``idx in self.aux_hidden_state_layers`` test,
 or the mixin's ``_maybe_add_hidden_state``), or makes the holder an ``EagleModelMixin``. A setter
-that writes the wrong object or attribute gets no automatic fix.
+that writes the wrong object or attribute gets no automatic fix. A setter feeding the list to a
+flag-reading decoder gets the flags set as well: through the decoder's own DFlash setter where it
+has one (else a ``setattr`` loop), in an override calling ``super()`` on each class inheriting it.
 """
 
 from __future__ import annotations
@@ -46,7 +55,7 @@ from typing import TYPE_CHECKING
 
 from eagle3_lint import fixgen
 from eagle3_lint import semantic as sem
-from eagle3_lint.engine import Capability
+from eagle3_lint.engine import Capability, Mechanism
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import (
     Applicability,
@@ -69,7 +78,7 @@ META = RuleMeta(
     Severity.ERROR,
     True,
     "The interface is claimed, but the layer owner's forward never collects or returns the aux hidden states.",
-    needs=frozenset({Capability.AUX_PLUMBING}),
+    needs=frozenset({Capability.AUX_COLLECTION}),
 )
 
 
@@ -84,6 +93,8 @@ def _pairs(ctx: Context) -> list[tuple[Finding, shared.Group]]:
 
 def _compute(ctx: Context) -> shared.Groups:
     groups = shared.Groups()
+    if ctx.engine.collection is not None:
+        return _compute_mechanisms(ctx, groups)
     for arch, key in sem.scoped_archs(ctx):
         # Supported classes, and those that claim the interface without passing yet: a partial
         # class (methods, no marker) or a wrapper around a supporting inner model. Their EGL003 /
@@ -133,6 +144,48 @@ def _compute(ctx: Context) -> shared.Groups:
     return groups
 
 
+def _compute_mechanisms(ctx: Context, groups: shared.Groups) -> shared.Groups:
+    """Engines whose decoders collect through a list attribute or per-layer flags (``Engine.collection``): the
+    setter must feed, on the layer owner, a mechanism its forward reads, and that forward must return the states.
+    Wrapper gaps are EGL002's (their fix delegates to an inner model checked as its own architecture)."""
+    for arch, key in sem.scoped_archs(ctx):
+        if sem.status(ctx, arch) is not Status.SUPPORTED:
+            continue
+        own = sem.owner(ctx, key)
+        eff = sem.setter_effect(ctx, key)
+        if own is None or eff.kind != "writes" or eff.method_owner is None:
+            continue
+        fw = sem.forward_of(ctx, own.key)
+        if fw is None:
+            continue
+        fed = eff.fed(own.path)
+        setter_loc = sem.method_location(ctx, eff.method_owner, eff.line)
+        if not fw.mechanisms:
+            groups.get(sem.method_location(ctx, fw.owner, fw.line), "no-collect", arch,
+                       top=key, owner=own, forward=fw, attr=eff.attr or _list_attr(ctx), effect=eff)
+            continue
+        if not fed & fw.mechanisms:
+            kind = "wrong-mechanism" if fed else "wrong-object"
+            groups.get(setter_loc, kind, arch, top=key, effect=eff, owner=own, forward=fw)
+        # Reported as well: fixing the mechanism alone would leave states that never reach the caller.
+        if not fw.returns_aux:
+            groups.get(sem.method_location(ctx, fw.owner, fw.line), "no-return", arch,
+                       top=key, owner=own, forward=fw, effect=eff)
+    return groups
+
+
+def _list_attr(ctx: Context) -> str:
+    idiom = ctx.engine.collection
+    return idiom.list_attrs[0] if idiom is not None and idiom.list_attrs else "aux_hidden_state_layers"
+
+
+def _inherited(ctx: Context, top: ClassKey, eff: sem.Effect | None) -> str:
+    """`` (inherited from X)`` when the setter in effect is a base's."""
+    if eff is None or eff.method_owner is None or eff.method_owner == top:
+        return ""
+    return f" ({top.name} inherits it from {eff.method_owner.name})"
+
+
 def _expected_attr(ctx: Context, owner: ClassKey) -> str:
     flavor = fixgen.flavor(ctx)
     mixin_key = sem.mixin_key(ctx)
@@ -152,12 +205,31 @@ def _finding(ctx: Context, g: shared.Group) -> Finding:
     if eff is not None and eff.method_owner is not None and eff.line:
         related.append(Step("setter", eff.detail, sem.method_location(ctx, eff.method_owner, eff.line)))
     symbol = own.key.name
+    idiom = ctx.engine.collection
     if g.kind == "no-collect":
         fw: sem.Forward = g.data["forward"]  # type: ignore[assignment]  # Group.data: what _pairs stored
         symbol = f"{fw.owner.name}.forward"
-        msg = (f"{fw.owner.name}.forward, the forward of the layer owner {owner_txt}, never collects hidden states "
-               f"at the configured aux layers (no `idx in self.{g.data['attr']}` test, no "
-               f"{ctx.contract.mixin_collector or 'collector'} call), so the drafter gets none")
+        if idiom is not None and eff is not None:
+            flags = " or ".join(f"`{f}`" for f in idiom.layer_flags)
+            msg = (f"{eff.detail}{_inherited(ctx, top, eff)}, but {fw.owner.name}.forward, the forward of the layer "
+                   f"owner {owner_txt}, never collects hidden states (no `idx in self.{g.data['attr']}` test, no "
+                   f"per-layer {flags} read), so the drafter gets none")
+        else:
+            msg = (f"{fw.owner.name}.forward, the forward of the layer owner {owner_txt}, never collects hidden "
+                   f"states at the configured aux layers (no `idx in self.{g.data['attr']}` test, no "
+                   f"{ctx.contract.mixin_collector or 'collector'} call), so the drafter gets none")
+    elif g.kind == "wrong-mechanism":
+        fw = g.data["forward"]  # type: ignore[assignment]  # Group.data: what _pairs stored
+        assert eff is not None and idiom is not None
+        reads = " and ".join(f"per-layer `{idiom.layer_flags[0]}` flags" if m is Mechanism.FLAG
+                             else f"`self.{_list_attr(ctx)}`" for m in sorted(fw.mechanisms))
+        fed = " and ".join("per-layer flags" if m is Mechanism.FLAG else f"the `{eff.attr or _list_attr(ctx)}` list"
+                           for m in sorted(eff.fed(own.path)))
+        msg = (f"{eff.detail}{_inherited(ctx, top, eff)}: it feeds {fed} of {owner_txt}, but "
+               f"{fw.owner.name}.forward reads only {reads}, so it captures nothing")
+        symbol = f"{top.name}.{ctx.contract.setter}"
+        related.append(Step("forward", f"{fw.owner.name}.forward reads {reads}",
+                            sem.method_location(ctx, fw.owner, fw.line)))
     elif g.kind == "no-return":
         fw = g.data["forward"]  # type: ignore[assignment]  # Group.data: what _pairs stored
         symbol = f"{fw.owner.name}.forward"
@@ -196,6 +268,8 @@ def fix(ctx: Context, finding: Finding) -> Fix | None:
         if not edits:
             return None
         return Fix(f"collect aux hidden states in {fw.owner.name}.forward", tuple(edits), Applicability.UNSAFE)
+    if g.kind == "wrong-mechanism":
+        return _feed_flags_fix(ctx, g)
     if g.kind == "no-return":
         fw = g.data["forward"]  # type: ignore[assignment]  # Group.data: what _pairs stored
         ed = fixgen.collection(ctx, fw.owner, "", collect=False, ret=True, mixin_idiom=False)
@@ -218,6 +292,49 @@ def fix(ctx: Context, finding: Finding) -> Fix | None:
     return None
 
 
+def _feed_flags_fix(ctx: Context, g: shared.Group) -> Fix | None:
+    """The setter in effect also sets the per-layer flags from the list it writes: through the decoder's own
+    flag-setting method where it has one (SGLang's DFlash setter, ``set_dflash_layers_to_capture``), else with
+    ``setattr`` on each listed layer. An override calling ``super()`` on each affected class that inherits the
+    setter (a base's setter also serves decoders that read the list), the lines appended where the class owns it."""
+    idiom = ctx.engine.collection
+    eff: sem.Effect = g.data["effect"]  # type: ignore[assignment]  # Group.data: what _pairs stored
+    setter = sem.setter_name(ctx)
+    if idiom is None or setter is None or eff.method_owner is None or not idiom.layer_flags:
+        return None
+    tops = [k for a in g.archs if (k := ctx.keys.get(a)) is not None]
+    # A class inheriting the setter through another affected class is fixed by that class's override.
+    tops = sorted({t for t in tops if not any(o != t and ctx.graph.in_mro(t, o) for o in tops)},
+                  key=lambda k: (ctx.graph.path_of(k), k.qualname))
+    mh = fixgen.method_header(ctx, eff.method_owner, setter)
+    edits: list[Edit] = []
+    for top in tops:
+        own = sem.owner(ctx, top)
+        top_eff = sem.setter_effect(ctx, top)
+        if own is None or top_eff.method_owner != eff.method_owner or top_eff.fed(own.path) != {Mechanism.LIST}:
+            return None
+        p = fixgen.path_expr(own.path)
+        attr = eff.attr or _list_attr(ctx)
+        ids = f"{p}.{attr}" if sem.attr_initialised(ctx, own.key, attr) else f"getattr({p}, \"{attr}\", [])"
+        feeder = sem.flag_feeder(ctx, own.key)
+        lines = [f"{p}.{feeder}({ids})"] if feeder else \
+            [f"for layer_id in {ids}:", f"    setattr({p}.layers[layer_id], \"{idiom.layer_flags[0]}\", True)"]
+        if top == eff.method_owner:
+            more = fixgen.append_to_method(ctx, top, setter, lines)
+        elif mh is not None:
+            more = fixgen.header_imports(ctx, top, mh) + fixgen.add_method(
+                ctx, top, mh.header, [f"super().{setter}({', '.join(mh.params)})", *lines])
+        else:
+            more = []
+        if not more:
+            return None
+        edits += more
+    if not edits:
+        return None
+    return Fix(f"set the per-layer {idiom.layer_flags[0]} flags from {eff.attr or _list_attr(ctx)} as well",
+               tuple(edits), Applicability.UNSAFE)
+
+
 def collect_edits(
     ctx: Context, forward_owner: ClassKey, layer_owner: ClassKey, attr: str, *, ret: bool
 ) -> list[Edit] | None:
@@ -234,5 +351,7 @@ def collect_edits(
     if edits is None:
         return None
     if not mixin:
-        edits = fixgen.init_attr(ctx, layer_owner, attr) + edits
+        # An engine with its own collection idiom initialises the list as its decoders do (``= []``).
+        value = "[]" if ctx.engine.collection is not None else None
+        edits = fixgen.init_attr(ctx, layer_owner, attr, value) + edits
     return edits

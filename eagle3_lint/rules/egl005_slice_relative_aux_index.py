@@ -92,7 +92,7 @@ META = RuleMeta(
     True,
     "A forward loop over a slice of the layers compares the slice-relative enumerate index with absolute "
     "aux-layer ids.",
-    needs=frozenset({Capability.AUX_PLUMBING}),
+    needs=frozenset({Capability.AUX_COLLECTION}),
 )
 
 
@@ -110,8 +110,11 @@ def _meets_aux(ctx: Context, u: Use) -> bool:
     """``u`` compares with aux-layer ids: membership in an aux attribute, or an argument to a collector."""
     tail = u.target.rsplit(".", 1)[-1]
     low = u.target.lower()
+    idiom = ctx.engine.collection
     if u.kind is UseKind.IN:
-        return bool(u.target) and ("aux" in low or "hidden_state" in low)
+        # Also the engine's own list of layers to capture (SGLang's ``layers_to_capture``).
+        return bool(u.target) and ("aux" in low or "hidden_state" in low
+                                   or (idiom is not None and tail in idiom.list_attrs))
     return u.kind is UseKind.CALL and (tail == ctx.contract.mixin_collector or "aux" in low or "hidden_state" in low)
 
 

@@ -1,5 +1,6 @@
 """``check`` on real SGLang trees: the core's verdicts against SGLang's own (the CPU oracle snapshots), and the
-findings the rules give on SGLang (EGL001/EGL002 with SGLang's names; no rule SGLang is not modelled for).
+findings the rules give on SGLang (EGL001/EGL002 with SGLang's names, EGL003-EGL005 on its collection; no rule
+SGLang is not modelled for).
 
 The oracle snapshots (tests/differential/oracle/sglang-<V>.json) were recorded by importing every registered
 class in a CPU venv of that release and asking ``hasattr(cls, "set_eagle3_layers_to_capture")``.
@@ -20,8 +21,9 @@ from eagle3_lint.source import DirSource
 
 ORACLE = Path(__file__).resolve().parents[1] / "differential" / "oracle"
 SETTER = "set_eagle3_layers_to_capture"
-# What runs on SGLang trees today (engine.Capability: the others rest on vLLM's plumbing, gates or serving chain).
-SGLANG_RULES = {"EGL000", "EGL001", "EGL002", "EGL008", "EGL100"}
+# What runs on SGLang trees today (engine.Capability: the others rest on vLLM's plumbing, gates or serving chain;
+# EGL003-EGL005 on SGLang's collection, tests/sglang/test_aux_collection.py).
+SGLANG_RULES = {"EGL000", "EGL001", "EGL002", "EGL003", "EGL004", "EGL005", "EGL008", "EGL100"}
 
 
 def _analyze(root: Path, targets: tuple[str, ...] = ()) -> analysis.Context:

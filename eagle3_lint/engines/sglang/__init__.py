@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from eagle3_lint.contract import ContractMember
-from eagle3_lint.engine import Capability, Derived, Engine, ErrorRecord, safely
+from eagle3_lint.engine import Capability, CollectionIdiom, Derived, Engine, ErrorRecord, safely
 
 if TYPE_CHECKING:
     import os
@@ -34,11 +34,30 @@ class SglangEngine(Engine):
     registry_module = "sglang.srt.models.registry"
     check_words = "that release's own check (`set_eagle3_layers_to_capture` on the class, through its MRO)"
     pp_partition_env = "SGLANG_PP_LAYER_PARTITION"  # pp.PARTITION_ENV
-    # Registry, the MRO check and delegation are the core's and agree with SGLang itself; drafter ids (the runner's
-    # eagle_config read, the setter's +1 and its heuristics, the decoder's collection, PP) are read by drafter.py
-    # and pp.py. The aux plumbing the neutral rules model (vLLM's aux_hidden_state_layers) and config-time
-    # model_type gates are not SGLang's, so the rules on them do not run (docs/sglang-check.md).
-    capabilities: frozenset[Capability] = frozenset({Capability.DRAFTER_IDS})
+    # Registry, the MRO check and delegation are the core's and agree with SGLang itself; so does collection
+    # (``layers_to_capture`` lists and per-layer ``_is_layer_to_capture`` flags, below): EGL003-EGL005 run.
+    # Drafter ids (the runner's eagle_config read, the setter's +1 and its heuristics, the decoder's collection,
+    # PP) are read by drafter.py and pp.py. SGLang has no fallback getter (the setter picks the default ids,
+    # engines/sglang/setter.py), no Protocol default bodies and no mixin (AUX_PLUMBING), and no config-time
+    # model_type gate (CONFIG_GATES), so the rules on those do not run (docs/sglang-check.md).
+    capabilities: frozenset[Capability] = frozenset({Capability.DRAFTER_IDS, Capability.AUX_COLLECTION})
+    collection = CollectionIdiom(
+        list_attrs=("layers_to_capture",),
+        layer_flags=("_is_layer_to_capture",),
+        capture_flag="capture_aux_hidden_states",
+        # As LlamaForCausalLM.set_eagle3_layers_to_capture writes it (sglang/srt/models/llama.py:891 in 0.5.19):
+        # the default layers, else the drafter's ids + 1 (SGLang captures the state entering a layer).
+        setter_body=(
+            "if {param} is None:",
+            "    num_layers = len({path}.layers)",
+            "    {path}.{list} = [2, num_layers // 2, num_layers - 3]",
+            "else:",
+            "    # we plus 1 here because in sglang, for the ith layer, it takes the output",
+            "    # of the (i-1)th layer as aux hidden state",
+            "    {path}.{list} = [val + 1 for val in {param}]",
+            "self.{flag} = True",
+        ),
+    )
 
     def tree_root(self, path: Path) -> Path | None:
         """A folder holding ``sglang/srt/`` (site-packages, unpacked wheel), ``sglang/`` itself, or a checkout."""
