@@ -54,7 +54,7 @@ from eagle3_lint.contract import CheckKind
 from eagle3_lint.engine import Capability, Mechanism
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import Applicability, Edit, Finding, Fix, Severity, Status, Step
-from eagle3_lint.rules import RuleMeta, make
+from eagle3_lint.rules import RuleMeta, fit, make
 from eagle3_lint.rules import _interface as shared
 
 if TYPE_CHECKING:
@@ -145,14 +145,19 @@ def _finding(ctx: Context, g: shared.Group) -> Finding:
             "the runner calls every one of them"
         msg = (f"{key.name} defines {', '.join(present)} but not {', '.join(missing)}: "
                f"{c.check_function}() is False ({why})")
+        title = fit(f"{key.name} carries part of the EAGLE-3 interface but not all of it, so {c.check_name} is False",
+                    f"{key.name} carries part of the EAGLE-3 interface, so {c.check_name} is False")
     else:
         eff: sem.Effect = g.data["effect"]  # type: ignore[assignment]  # Group.data: what _pairs stored
         msg = (f"{key.name} inherits {c.protocol} but not a real {c.setter}(): {eff.detail}, and the Protocol's "
                f"bodies are stubs in this version, so {c.check_function}() passes and the runner's "
                f"{c.setter}(...) sets nothing")
+        # The check passes here: what is wrong is that the setter it finds is the Protocol's stub.
+        title = fit(f"{key.name} passes {c.check_name} with the Protocol's stub {c.setter}(), which sets nothing",
+                    f"{key.name}: the Protocol's stub {c.setter}() sets nothing")
     msg += f"; architectures: {shared.arch_list(g.archs)}"
     return make(META, msg, g.location, severity=shared.severity_for(ctx, g.archs, META.severity, past_interface=False),
-                architecture=shared.primary_arch(ctx, g.archs), symbol=key.name)
+                architecture=shared.primary_arch(ctx, g.archs), symbol=key.name, title=title)
 
 
 def _plumbing_finding(ctx: Context, g: shared.Group, key: ClassKey) -> Finding:
@@ -178,8 +183,11 @@ def _plumbing_finding(ctx: Context, g: shared.Group, key: ClassKey) -> Finding:
     msg = (f"{key.name} has the EAGLE-3 plumbing but not {ctx.contract.setter}(): {'; '.join(have)}, yet nothing "
            f"sets the layers to capture, so {ctx.contract.check_name} fails at start-up{fails}; "
            f"architectures: {shared.arch_list(g.archs)}")
+    check = ctx.contract.check_name
     return make(META, msg, g.location, severity=shared.severity_for(ctx, g.archs, META.severity, past_interface=False),
-                architecture=shared.primary_arch(ctx, g.archs), symbol=key.name, related=tuple(related))
+                architecture=shared.primary_arch(ctx, g.archs), symbol=key.name, related=tuple(related),
+                title=fit(f"{key.name} has the EAGLE-3 plumbing but no setter, so {check} fails",
+                          f"{key.name} has the EAGLE-3 plumbing but no setter"))
 
 
 def _plumbing_fix(ctx: Context, g: shared.Group) -> Fix | None:

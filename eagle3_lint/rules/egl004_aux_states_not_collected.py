@@ -66,7 +66,7 @@ from eagle3_lint.model import (
     Status,
     Step,
 )
-from eagle3_lint.rules import RuleMeta, make
+from eagle3_lint.rules import RuleMeta, fit, make
 from eagle3_lint.rules import _interface as shared
 
 if TYPE_CHECKING:
@@ -252,9 +252,21 @@ def _finding(ctx: Context, g: shared.Group) -> Finding:
         msg = f"{eff.detail} ({top.name} inherits the default {ctx.contract.setter}())"
         symbol = holder.name
     msg += f"; architectures: {shared.arch_list(g.archs)}" + shared.unreachable_note(ctx, g.archs)
+    arch = shared.primary_arch(ctx, g.archs)
+    who = arch or symbol
+    owner = f" {symbol}" if symbol != arch else ""
+    if g.kind == "wrong-mechanism":
+        forms = [f"{who}: the setter feeds a collection mechanism the layer owner's forward does not read",
+                 f"{who}: the setter feeds a mechanism the decoder does not read"]
+    elif g.kind == "no-return":
+        forms = [f"{who}:{owner} collects the aux hidden states but never returns them",
+                 f"{who}: the aux hidden states are collected but never returned"]
+    else:
+        forms = [f"{who}: the layer owner{owner} never collects or returns the aux hidden states",
+                 f"{who}:{owner} never collects the aux hidden states"]
     return make(META, msg, g.location, severity=shared.severity_for(ctx, g.archs, META.severity),
-                architecture=shared.primary_arch(ctx, g.archs), symbol=symbol,
-                related=tuple(related))
+                architecture=arch, symbol=symbol, related=tuple(related),
+                title=fit(*forms, f"{who}: the aux hidden states are never collected"))
 
 
 def fix(ctx: Context, finding: Finding) -> Fix | None:

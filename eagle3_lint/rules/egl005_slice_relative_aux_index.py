@@ -79,7 +79,7 @@ from eagle3_lint.model import (
     Severity,
     Step,
 )
-from eagle3_lint.rules import RuleMeta, make
+from eagle3_lint.rules import RuleMeta, fit, make
 from eagle3_lint.runner import RunnerKind
 
 if TYPE_CHECKING:
@@ -318,13 +318,19 @@ def check(ctx: Context) -> Iterator[Finding]:
                 sev = Severity.WARNING
                 why += " (no architecture named with --arch runs this forward, so no fix is attached)"
             msg = f"{head} {why[0].upper()}{why[1:]}."
+            sym = f"{key.name}.forward"
+            risk, short = (("wrong layers with pipeline parallelism", "wrong layers under PP")
+                           if sev is Severity.ERROR else ("latent", "latent"))
             yield make(
                 META,
                 msg,
                 Location(rel, loop.line, loop.col, loop.end_line, loop.end_col),
                 severity=sev,
-                symbol=f"{key.name}.forward",
+                symbol=sym,
                 related=tuple(related),
+                title=fit(f"{sym} compares a slice-relative index with absolute aux-layer ids ({risk})",
+                          f"{sym} compares a slice-relative index with absolute aux-layer ids ({short})",
+                          f"{sym}: slice-relative index vs absolute aux-layer ids ({short})"),
             )
 
 
