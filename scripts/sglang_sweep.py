@@ -70,8 +70,9 @@ def section(rows: list[str], clean: int, total: float) -> str:
         "targeted (EGL001 counts the unsupported in-scope ones), read from the release's wheel, never imported.",
         "A status is what SGLang's own check says of the registered class: `set_eagle3_layers_to_capture`",
         "present through its MRO (the runner calls it on the top-level model); wrapper-gap: absent, but a model",
-        "the class holds has it. The rules on aux plumbing, drafter ids, config gates and the serving chain do",
-        "not run on SGLang yet (docs/sglang-check.md); EGL002 fixes copy the release's own delegating setter.",
+        "the class holds has it. EGL003-EGL005 read SGLang's collection (`layers_to_capture` lists, per-layer",
+        "flags); EGL007 and the serving chain need a drafter config, EGL006 and EGL009 do not run on SGLang",
+        "(docs/sglang-check.md); EGL002 fixes copy the release's own delegating setter.",
         "",
         "| release | registered | supported | wrapper-gap | unsupported | unknown | EGL001 | EGL002 | other rules "
         "| runner call sites | runner notes | internal errors | s |",
