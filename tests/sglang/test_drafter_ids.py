@@ -69,6 +69,8 @@ def test_kimi_k25_off_by_one_before_and_after_pr_25454(sglang_trees: Any, tmp_pa
     sv = old.serving[KIMI]
     assert sv.outcome.value == "wrong-layers" and sv.engine == "sglang"
     assert sv.aux_layer_ids == (3, 31, 59) and sv.drafter_trained_ids == (2, 30, 58)
+    # The next step names the ids that deepseek_v2.py:2541's +1 turns into [2, 30, 58].
+    assert sv.next_step is not None and "eagle_aux_hidden_state_layer_ids = [1, 29, 57]" in sv.next_step
     ids = _step(old, KIMI, "aux-ids")
     assert (ids.location.path, ids.location.line) == ("sglang/srt/model_executor/model_runner.py", 436)
     cap = _step(old, KIMI, "capture")

@@ -398,6 +398,9 @@ class SglDraft:
     pp_refusal: pp_mod.Refusal | None = None
     lost_pp: tuple[int, ...] = ()  # stored indices on ranks before the last (never captured)
     notes: list[str] = field(default_factory=list)
+    # eagle_config ids this release's setter turns into the trained layers, when the layers are wrong and such
+    # ids exist: the next step names them.
+    want_ids: tuple[int, ...] | None = None
 
 
 def _ids(ids: Any) -> str:
@@ -541,6 +544,7 @@ def _judge(ctx: Context, sd: SglDraft) -> None:
         how = f"{h.owner.name}.{SETTER} ({h.path}:{h.transform.line}) stores {_ids(stored)}"
         how += f" for eagle_config ids {_ids(read.ids)}" if read.ids is not None else " (its default)"
         want = ids_for(sd.hops, tr.layers, n, coll.shift if coll is not None else 0)
+        sd.want_ids = want
         fix = f"; eagle_config.{IDS_KEY} = {_ids(want)} would capture them here" if want is not None else ""
         issues.append(IdIssue(
             f"SGLang captures the states entering layers {_ids(captured)}, but the drafter was trained on "

@@ -122,7 +122,15 @@ def _finish(ctx: Context, arch: str, steps: list[ServingStep], sd: sdr.SglDraft 
 
 
 def with_next_step(ctx: Context, sv: ServingVerdict) -> ServingVerdict:
-    nxt = next_step(ctx, sv.architecture, sv.outcome, sv.stage, list(sv.steps), HINTS)
+    hints = HINTS
+    sd = sdr.analyze(ctx, sv.architecture) if sv.outcome is Outcome.WRONG_LAYERS else None
+    if sd is not None and sd.want_ids is not None:
+        # The ids that make this release's setter store the trained layers: the one thing to set.
+        want = ", ".join(str(i) for i in sd.want_ids)
+        hints = {**HINTS, Outcome.WRONG_LAYERS: f"set eagle_config.{IDS_KEY} = [{want}] (this SGLang's setter then "
+                 "stores the trained layers), or state the drafter's numbering with --drafter-convention if the tool "
+                 "assumed it"}
+    nxt = next_step(ctx, sv.architecture, sv.outcome, sv.stage, list(sv.steps), hints)
     return sv if nxt == sv.next_step else dataclasses.replace(sv, next_step=nxt)
 
 
