@@ -31,6 +31,23 @@ class Split:
     note: str = ""
 
 
+def split_ranges(fn: Any, world: Any, num_layers: int, pp_size: int, name: str) -> list[tuple[int, int]]:
+    """Each rank's ``[start, end)`` from the tree's own layer-split function ``fn`` (a ``minieval`` function
+    value, called as ``name(num_layers, rank, pp_size)``, as both engines' ``get_pp_indices`` are), evaluated
+    in ``world`` (what the engine's environment reads answer). Raises ``minieval.EvalRaise`` when the tree's
+    code raises for this layout and ``minieval.Unsupported`` when it cannot be followed or returns no pair."""
+    from eagle3_lint import minieval as me
+
+    interp = me.Interpreter(world, strict=True)
+    ranges: list[tuple[int, int]] = []
+    for r in range(pp_size):
+        res = interp.call(fn, [num_layers, r, pp_size])
+        if not (isinstance(res, tuple) and len(res) == 2 and all(isinstance(x, int) for x in res)):
+            raise me.Unsupported(f"{name} returned {res!r}")
+        ranges.append((res[0], res[1]))
+    return ranges
+
+
 @dataclass(frozen=True)
 class IdsField:
     path: tuple[str, ...]

@@ -283,3 +283,24 @@ def run_case(case: Path, dest: Path, settings: Any = None) -> tuple[Any, Any]:
                    pp_partition=meta.get("pp_partition"))
     ctx = analyze(DirSource(root), opts)
     return ctx, finalize(ctx, settings or Settings())
+
+
+def patched_copy(source: Any, fixed: Sequence[Any], tmp_path: Path) -> Path:
+    """A writable copy of the (read-only) release tree ``source`` reads, with the fixes of ``fixed`` applied by
+    ``git apply`` as a user would apply ``--fix`` output; every file they touch must compile. Returns the copy."""
+    import py_compile
+    import shutil
+
+    from eagle3_lint import fixes
+
+    patch = fixes.unified_diff(fixes.plan(source, list(fixed), unsafe=True))
+    copy = tmp_path / "tree"
+    shutil.copytree(source.root, copy)
+    for p in copy.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    (tmp_path / "fix.patch").write_text(patch)
+    run = subprocess.run(["git", "apply", str(tmp_path / "fix.patch")], cwd=copy, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    for rel in sorted({e.path for f in fixed for e in f.fix.edits}):
+        py_compile.compile(str(copy / rel), doraise=True)
+    return copy

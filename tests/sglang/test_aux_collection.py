@@ -38,16 +38,14 @@ Expectations read from SGLang's source (paths under ``sglang/srt/models/``):
 
 from __future__ import annotations
 
-import py_compile
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from eagle3_lint import analysis, fixes
+from eagle3_lint import analysis
 from eagle3_lint.model import Status
 from eagle3_lint.source import DirSource
+from tests import cihelp
 
 AUX = ("EGL003", "EGL004", "EGL005")
 QWEN35 = {"Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration"}
@@ -149,16 +147,7 @@ def test_fixes_apply_compile_and_recheck_clean_0_5_19(sglang_trees, tmp_path: Pa
     before = _analyze(root)
     fixed = [f for f in before.findings if f.fix is not None]
     assert {f.rule for f in fixed} == {"EGL003", "EGL004"}
-    patch = fixes.unified_diff(fixes.plan(before.source, fixed, unsafe=True))
-    copy = tmp_path / "tree"
-    shutil.copytree(root, copy)
-    for p in copy.rglob("*"):
-        p.chmod(0o755 if p.is_dir() else 0o644)
-    (tmp_path / "fix.patch").write_text(patch)
-    run = subprocess.run(["git", "apply", str(tmp_path / "fix.patch")], cwd=copy, capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr
-    for rel in sorted({e.path for f in fixed for e in f.fix.edits}):
-        py_compile.compile(str(copy / rel), doraise=True)
+    copy = cihelp.patched_copy(before.source, fixed, tmp_path)
     after = _analyze(copy)
     assert not after.errors
     # What is left had no fix (a subclass whose base got the setter is fixed through it and is gone too).

@@ -18,6 +18,7 @@ import pytest
 from eagle3_lint import analysis
 from eagle3_lint.model import Severity, Status
 from eagle3_lint.source import DirSource
+from tests import cihelp
 
 ORACLE = Path(__file__).resolve().parents[1] / "differential" / "oracle"
 SETTER = "set_eagle3_layers_to_capture"
@@ -146,10 +147,7 @@ def test_cli_json_names_the_engine(sglang_trees, tmp_path: Path) -> None:
 def test_egl002_fix_applies_compiles_and_rechecks_clean_0_5_23(sglang_trees, tmp_path: Path) -> None:
     """The EGL002 fixes of 0.5.23 (the release's own delegating setter copied onto each wrapper) apply with
     ``git apply`` on a copy of the tree, compile, make the fixed wrappers pass, and break nothing that passed."""
-    import py_compile
-    import shutil
 
-    from eagle3_lint import fixes
 
     root = sglang_trees.get("0.5.23")
     before = _analyze(root)
@@ -160,17 +158,7 @@ def test_egl002_fix_applies_compiles_and_rechecks_clean_0_5_23(sglang_trees, tmp
     (edit,) = kimi.fix.edits  # kimi_vl.py imports Optional and List already: the method alone
     assert "def set_eagle3_layers_to_capture(self, layer_ids: Optional[List[int]] = None):" in edit.new_text
     assert 'if hasattr(self.language_model, "set_eagle3_layers_to_capture"):' in edit.new_text
-    patch = fixes.unified_diff(fixes.plan(before.source, fixed, unsafe=True))
-    copy = tmp_path / "tree"
-    shutil.copytree(root, copy)
-    for p in copy.rglob("*"):
-        p.chmod(0o755 if p.is_dir() else 0o644)
-    (tmp_path / "fix.patch").write_text(patch)
-    run = subprocess.run(["git", "apply", str(tmp_path / "fix.patch")], cwd=copy, capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr
-    changed = sorted({e.path for f in fixed for e in f.fix.edits})
-    for rel in changed:
-        py_compile.compile(str(copy / rel), doraise=True)
+    copy = cihelp.patched_copy(before.source, fixed, tmp_path)
     after = _analyze(copy)
     assert not after.errors
     ok_before = {a for a, v in before.verdicts.items() if v.status is Status.SUPPORTED}

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from eagle3_lint import minieval as me
-from eagle3_lint.drafter import Split
+from eagle3_lint.drafter import Split, split_ranges
 from eagle3_lint.facts import decode_source
 from eagle3_lint.source import SourceTree
 
@@ -185,14 +185,8 @@ def split(source: SourceTree, num_layers: int, pp_size: int, partition: str | No
                 return partition
             return me.NOTHING
 
-        interp = me.Interpreter(me.World(call=call), strict=True)
-        ranges: list[tuple[int, int]] = []
         try:
-            for r in range(pp_size):
-                res = interp.call(fn, [num_layers, r, pp_size])
-                if not (isinstance(res, tuple) and len(res) == 2 and all(isinstance(x, int) for x in res)):
-                    raise me.Unsupported(f"{PP_FUNCTION} returned {res!r}")
-                ranges.append((res[0], res[1]))
+            ranges = split_ranges(fn, me.World(call=call), num_layers, pp_size, PP_FUNCTION)
         except me.EvalRaise as exc:
             return Split(num_layers, pp_size, (), "tree", rel, fn.node.lineno, reads_env, partition,
                          f"{PP_FUNCTION} raises for this layout: {exc.message}")
