@@ -191,8 +191,10 @@ def layer_loop(node: ast.For, local_slices: Mapping[str, ast.expr] | None = None
     if not isinstance(tgt, ast.Name):
         return None
     if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range":
-        # ``layer = seq[i]`` in the body: the first that indexes a layer list, else the first at all.
-        picks = [(st.targets[0].id, st.value.value) for st in node.body
+        # ``layer = seq[i]`` in the body (or in a ``with`` block of it: SGLang's DeepSeek-V2 wraps each layer in
+        # ``with ctx:``): the first that indexes a layer list, else the first at all.
+        body = [s for st in node.body for s in (st.body if isinstance(st, (ast.With, ast.AsyncWith)) else [st])]
+        picks = [(st.targets[0].id, st.value.value) for st in body
                  if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)
                  and isinstance(st.value, ast.Subscript) and isinstance(st.value.slice, ast.Name)
                  and st.value.slice.id == tgt.id]

@@ -1107,7 +1107,12 @@ class Capture:
     loop_line: int = 0
     idiom: str = "none"  # explicit | mixin | none
     shift: int | None = None  # id k -> state entering layer k + shift
-    sites: tuple[tuple[str, int, int], ...] = ()  # (before|after|pre-loop, offset, line)
+    # (before|after|pre-loop|post-loop, offset, line): a test or collector call in the loop before or after the
+    # layer call, a collector call before the loop, a membership test after it (the last layer's output).
+    sites: tuple[tuple[str, int, int], ...] = ()
+    # In-loop reads of the engine's per-layer capture flags (``layer._is_layer_to_capture``), as sites: the
+    # layers collected are those the setter flags, not an index compared with ids.
+    flag_sites: tuple[tuple[str, int, int], ...] = ()
     absolute: bool = True  # enumerate(..., start=self.start_layer)
     residual_none_at_start: bool = False  # explicit ``h + residual`` while residual is None before layer 0
     residual_line: int = 0
@@ -1120,9 +1125,11 @@ class Capture:
     def valid_ids(self, n: int) -> set[int]:
         """Ids this forward can capture with ``n`` layers (PP-independent, absolute indices)."""
         out: set[int] = set()
-        for pos, off, _line in self.sites:
+        for pos, off, _line in (*self.sites, *self.flag_sites):
             if pos == "pre-loop":
                 out.add(0)
+            elif pos == "post-loop":
+                out.add(n)
             elif pos in ("before", "after"):
                 out.update(range(off, n + off))
         if self.residual_none_at_start:
@@ -1201,17 +1208,22 @@ def _is_collector(call: ast.Call, collectors: tuple[str, ...]) -> bool:
 
 
 def capture(ctx: Context, key: ClassKey) -> Capture | None:
+    """How the decoder that owns ``key``'s layers collects (``owner``), or None when no class owns them."""
     lo = owner(ctx, key)
-    if lo is None:
-        return None
-    hit = ctx.graph.method(lo.key, "forward")
+    return None if lo is None else capture_in(ctx, key, lo.key)
+
+
+def capture_in(ctx: Context, key: ClassKey, decoder: ClassKey) -> Capture:
+    """How ``decoder``'s forward collects for the top-level class ``key`` (whose setter may sort the ids): the one
+    reading of capture points, for the layer owner (``capture``) and for the object an engine's setter feeds."""
+    hit = ctx.graph.method(decoder, "forward")
     if hit is None:
-        return Capture(lo.key, ctx.graph.path_of(lo.key), 0, note=f"{lo.key.name} has no forward the tool can read")
+        return Capture(decoder, ctx.graph.path_of(decoder), 0, note=f"{decoder.name} has no forward the tool can read")
     mowner, md = hit
     path = ctx.graph.path_of(mowner)
     tree = read_module(ctx, path)
     fnode = me.function_at(tree, md.line) if tree is not None else None  # type: ignore[attr-defined]  # md: a MethodDef
-    cap = Capture(lo.key, path, md.line)  # type: ignore[attr-defined]  # md: a MethodDef
+    cap = Capture(decoder, path, md.line)  # type: ignore[attr-defined]  # md: a MethodDef
     if fnode is None:
         cap.note = "cannot read the forward body"
         return cap
@@ -1236,10 +1248,27 @@ def capture(ctx: Context, key: ClassKey) -> Capture | None:
         None,
     )
     sites: list[tuple[str, int, int]] = []
+    flag_sites: list[tuple[str, int, int]] = []
+    flags = idiom.layer_flags if idiom is not None else ()
     aux_attr = None
+    # Where the layer is called: a test on an earlier line, or in the call's own arguments (SGLang 0.5.23's
+    # DeepSeek-V2 passes ``captured_last_layer_outputs=aux if i in self.layers_to_capture else None``), reads
+    # the state entering the layer; a later one the state leaving it. By line, not by statement: a ``with`` block
+    # can hold both the test and the call (SGLang's DeepSeek-V2 loop).
+    calls = [c for c in ast.walk(loop.body[layer_pos]) if isinstance(c, ast.Call) and (
+        isinstance(c.func, ast.Name) and c.func.id == elem or isinstance(c.func, ast.Subscript))] \
+        if layer_pos is not None else []
+    layer_line = min((c.lineno for c in calls), default=loop.body[layer_pos].lineno) \
+        if layer_pos is not None else None
+    in_args = {id(x) for c in calls for a in (*c.args, *(k.value for k in c.keywords)) for x in ast.walk(a)}
     for i, st in enumerate(loop.body):
-        pos = "before" if layer_pos is None or i < layer_pos else "after"
         for n in ast.walk(st):
+            pos = "before" if layer_line is None or id(n) in in_args or getattr(n, "lineno", 0) < layer_line \
+                else "after"
+            if flags and (isinstance(n, ast.Attribute) and n.attr in flags or isinstance(n, ast.Call)
+                          and me._dotted(n.func) == "getattr" and len(n.args) >= 2
+                          and isinstance(n.args[1], ast.Constant) and n.args[1].value in flags):
+                flag_sites.append((pos, 0, n.lineno))
             if isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], ast.In):
                 off = index_offset(n.left, idx)
                 if off is not None and _is_ids(n.comparators[0], lists):
@@ -1272,14 +1301,21 @@ def capture(ctx: Context, key: ClassKey) -> Capture | None:
                 )
             ):
                 sites.append(("pre-loop", 0, n.lineno))
+    # A membership test after the loop with no loop index in it: the last layer's output (index n).
+    for n in ast.walk(fnode):
+        if isinstance(n, ast.Compare) and n.lineno > (loop.end_lineno or loop.lineno) and len(n.ops) == 1 \
+                and isinstance(n.ops[0], ast.In) and _is_ids(n.comparators[0], lists) \
+                and index_offset(n.left, idx) is None:
+            sites.append(("post-loop", 0, n.lineno))
     cap.sites = tuple(sites)
+    cap.flag_sites = tuple(flag_sites)
     shifts = {off if pos == "before" else off - 1 for pos, off, _ in sites if pos in ("before", "after")}
     # shift s: id k captures the state entering layer k - s ... normalise to "k -> k + shift".
     norm = {-s for s in shifts}
     cap.shift = norm.pop() if len(norm) == 1 else None
     if not sites:
         cap.note = "the layer loop compares no index with aux ids"
-        fw = forward_of(ctx, lo.key) if idiom is not None else None
+        fw = forward_of(ctx, decoder) if idiom is not None else None
         if fw is not None and Mechanism.FLAG in fw.mechanisms:
             cap.note = "the layer loop collects through per-layer flags set by the setter, not by comparing its index"
     # Does anything depend on the order of the configured ids?
@@ -1289,7 +1325,7 @@ def capture(ctx: Context, key: ClassKey) -> Capture | None:
                 cap.order_dependent = True
                 cap.order_why = f"forward iterates {aux_attr} (line {n.iter.lineno}): states come out in the ids' order"
     if cap.order_dependent:
-        sorts = _setter_sorts(ctx, key, lo.key)
+        sorts = _setter_sorts(ctx, key, decoder)
         if sorts is not None:
             cap.order_dependent = False
             cap.order_why = f"{cap.order_why}, but {sorts} stores them sorted, so their configured order is irrelevant"
@@ -1300,10 +1336,10 @@ def capture(ctx: Context, key: ClassKey) -> Capture | None:
     # Pipeline relay of states captured on earlier ranks.
     flag = ctx.contract.pp_flag
     if flag:
-        m = ctx.graph.member_origin(lo.key, flag)
+        m = ctx.graph.member_origin(decoder, flag)
         cap.relays_pp = bool(m and m[1].value == "True")
-        cap.relay_why = (f"{lo.key.name}.{flag} = True" if cap.relays_pp else
-                         f"{lo.key.name} does not set {flag} = True")
+        cap.relay_why = (f"{decoder.name}.{flag} = True" if cap.relays_pp else
+                         f"{decoder.name} does not set {flag} = True")
     else:
         # ignore below: md is a MethodDef (graph.method types it object)
         returns = [text for kind, text, _l in md.returns if "IntermediateTensors" in text]  # type: ignore[attr-defined]

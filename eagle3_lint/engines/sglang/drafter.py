@@ -49,7 +49,7 @@ from eagle3_lint.engines.sglang.runner import IDS_KEY, SETTER, IdSource, id_sour
 from eagle3_lint.engines.sglang.setter import IdTransform, capture_indices, default_indices, read_setter
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import Severity
-from eagle3_lint.semantic import Where, delegate, read_module
+from eagle3_lint.semantic import Where, capture_in, delegate, read_module
 
 if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
@@ -259,43 +259,21 @@ def collection(ctx: Context, hops: list[SetterHop]) -> Collection:
         dec = delegate(ctx, dec, part) if dec is not None else None
     if dec is None:
         return Collection(None, note=f"{head} of {last.holder.name} cannot be followed to a class")
-    hit = ctx.graph.method(dec, "forward")
-    if hit is None:
-        return Collection(dec, note=f"{dec.name} has no forward the tool can read")
-    mowner, md = hit
-    path = ctx.graph.path_of(mowner)
-    tree = read_module(ctx, path)
-    fline = getattr(md, "line", 0)
-    fnode = me.function_at(tree, fline) if tree is not None else None
-    if fnode is None:
-        return Collection(dec, path, fline, note="cannot read the forward body")
-    loops = [n for n in ast.walk(fnode) if isinstance(n, ast.For)]
-    site_line = final_line = 0
-    in_loop = False
-    shift = 0
-    for n in ast.walk(fnode):
-        if not isinstance(n, (ast.Compare, ast.Attribute, ast.Call)):
-            continue
-        hit_list = isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], ast.In) \
-            and me._dotted(n.comparators[0]) == f"self.{attr}"
-        hit_flag = flags and ((isinstance(n, ast.Attribute) and n.attr == FLAG) or (
-            isinstance(n, ast.Call) and me._dotted(n.func) == "getattr" and len(n.args) >= 2
-            and isinstance(n.args[1], ast.Constant) and n.args[1].value == FLAG))
-        if not (hit_list or hit_flag):
-            continue
-        # The innermost loop around the test.
-        loop = max((lp for lp in loops if lp.lineno <= n.lineno <= (lp.end_lineno or lp.lineno)),
-                   key=lambda lp: lp.lineno, default=None)
-        left = n.left if isinstance(n, ast.Compare) else None
-        idx_in_loop = loop is not None and (left is None or (
-            isinstance(left, ast.Name) and isinstance(loop.target, (ast.Name, ast.Tuple))
-            and left.id in {x.id for x in ast.walk(loop.target) if isinstance(x, ast.Name)}))
-        if idx_in_loop and loop is not None:
-            in_loop = True
-            site_line = site_line or n.lineno
-            shift = _after_layer_call(loop, n)
-        elif left is not None:
-            final_line = final_line or n.lineno
+    # The decoder's capture points, read once by the semantic model (semantic.capture_in); here only those that
+    # read what this setter feeds: membership in the list it writes, or the per-layer flags it sets.
+    cap = capture_in(ctx, last.holder, dec)
+    if cap.forward_line == 0 and cap.note:
+        return Collection(dec, note=cap.note)
+    path, fline = cap.path, cap.forward_line
+    loop_sites = [(pos, off, line) for pos, off, line in cap.sites if pos in ("before", "after")]
+    if flags:
+        loop_sites += [(pos, off, line) for pos, off, line in cap.flag_sites]
+    in_loop = bool(loop_sites)
+    site_line = min((line for _p, _o, line in loop_sites), default=0)
+    # ``cap.shift``: id k -> the state entering layer k + shift; a test after the layer call is the state leaving
+    # layer i, which is what the list's index i then holds.
+    shift = 1 if any(pos == "after" for pos, _o, _l in loop_sites) else 0
+    final_line = next((line for pos, _o, line in cap.sites if pos == "post-loop"), 0)
     index_error = False
     flags_line = 0
     if flags:
@@ -307,20 +285,6 @@ def collection(ctx: Context, hops: list[SetterHop]) -> Collection:
                 break
     note = "" if in_loop or final_line else f"{dec.name}.forward tests neither self.{attr} nor a {FLAG} flag"
     return Collection(dec, path, fline, site_line, in_loop, shift, final_line, index_error, flags_line, note)
-
-
-def _after_layer_call(loop: ast.For, test: ast.AST) -> int:
-    """1 when ``test`` sits in a statement after the loop body's layer call (``h = layer(...)``), else 0."""
-    call_at = next((i for i, st in enumerate(loop.body) if any(
-        isinstance(c, ast.Call) and ("layer" in me._dotted(c.func).rsplit(".", 1)[-1]
-                                     or isinstance(c.func, ast.Subscript)) for c in ast.walk(st))), None)
-    test_at = next((i for i, st in enumerate(loop.body)
-                    if any(x is test for x in ast.walk(st))), None)
-    if call_at is None or test_at is None:
-        return 0
-    if test_at > call_at:
-        return 1
-    return 0
 
 
 # -- 4. the trained layers ------------------------------------------------------------------------------
