@@ -43,13 +43,14 @@ from typing import TYPE_CHECKING, Any
 from eagle3_lint import minieval as me
 from eagle3_lint.checkpoint import text_config
 from eagle3_lint.drafter import OUTPUT, DraftAnalysis, IdIssue, IdsField, PPLayout, Split
+from eagle3_lint.engine import Mechanism
 from eagle3_lint.engines.drafter_fields import id_fields
 from eagle3_lint.engines.sglang import pp as pp_mod
 from eagle3_lint.engines.sglang.runner import IDS_KEY, SETTER, IdSource, id_sources
 from eagle3_lint.engines.sglang.setter import IdTransform, capture_indices, default_indices, read_setter
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import Severity
-from eagle3_lint.semantic import Where, capture_in, delegate, read_module
+from eagle3_lint.semantic import Where, capture_in, collection_effect, delegate, read_module, resolve_self_path
 
 if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
@@ -236,27 +237,22 @@ class Collection:
         return {i for i in out if 0 <= i <= n}
 
 
-def _written(t: IdTransform) -> tuple[str, str] | None:
-    """(receiver, list attribute) the setter stores the ids in: ``("self.model", "layers_to_capture")``."""
-    for w in t.writes:
-        head, _, last = w.rpartition(".")
-        if "capture" in last and last != FLAG and "aux_hidden_states" not in last and head.startswith("self"):
-            return head, last
-    return None
-
-
 def collection(ctx: Context, hops: list[SetterHop]) -> Collection:
     if not hops:
         return Collection(None, note="no setter")
     last = hops[-1]
-    written = _written(last.transform)
-    flags = any(FLAG in w for w in last.transform.writes)
-    if written is None and not flags:
+    # What the last setter feeds, and on which object, is the semantic model's (semantic.collection_effect: list
+    # writes and per-layer flag sets through every method it calls), as EGL004 reads it.
+    eff = collection_effect(ctx, last.holder, SETTER)
+    fed = next((f for f in eff.feeds if f[0] is Mechanism.LIST), eff.feeds[0] if eff.feeds else None)
+    if fed is None:
         return Collection(None, note=f"{last.owner.name}.{SETTER} stores the ids in no list or flag the tool knows")
-    head, attr = written if written is not None else ("self", "layers_to_capture")
-    dec: ClassKey | None = last.holder
-    for part in head.split(".")[1:]:
-        dec = delegate(ctx, dec, part) if dec is not None else None
+    flags = any(m is Mechanism.FLAG for m, _p in eff.feeds)
+    idiom = ctx.engine.collection
+    attr = idiom.list_attrs[0] if idiom is not None else ""
+    head = ".".join(("self", *fed[1]))
+    res = resolve_self_path(ctx, last.holder, head)
+    dec: ClassKey | None = last.holder if not fed[1] else (res[0][-1].key if res and res[0] and not res[1] else None)
     if dec is None:
         return Collection(None, note=f"{head} of {last.holder.name} cannot be followed to a class")
     # The decoder's capture points, read once by the semantic model (semantic.capture_in); here only those that
