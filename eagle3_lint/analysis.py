@@ -6,6 +6,7 @@ recorded, so the other rules' findings still reach the report.
 
 from __future__ import annotations
 
+import functools
 import time
 import traceback
 from collections.abc import Callable, Iterable
@@ -13,11 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from eagle3_lint import engines
+from eagle3_lint import deps, engines
 from eagle3_lint.contract import Contract
 from eagle3_lint.engine import Engine
 from eagle3_lint.graph import ClassGraph, ClassKey
 from eagle3_lint.model import Finding, Status, Verdict
+from eagle3_lint.queries import Queries
 from eagle3_lint.registry import Registry
 from eagle3_lint.runner import RunnerPath
 from eagle3_lint.semantic import Memo
@@ -54,6 +56,41 @@ class InternalError:
     traceback: str = ""
 
 
+class ArchTable(dict[str, Any]):
+    """``ctx.keys`` and ``ctx.verdicts``: an architecture's entry is what its verdict query read, so reading
+    it (not testing membership, which the registry decides) adds those files to the answer being computed."""
+
+    __slots__ = ("_queries",)
+
+    def __init__(self, queries: Queries | None = None) -> None:
+        super().__init__()
+        self._queries = queries
+
+    def _touch(self, arch: str) -> None:
+        if deps.frame is not None and self._queries is not None:
+            self._queries.note_answer(("verdict", arch))
+
+    def __getitem__(self, arch: str) -> Any:
+        self._touch(arch)
+        return super().__getitem__(arch)
+
+    def get(self, arch: str, default: Any = None) -> Any:
+        self._touch(arch)
+        return super().get(arch, default)
+
+    def items(self) -> Any:
+        if deps.frame is not None:
+            for a in self:
+                self._touch(a)
+        return super().items()
+
+    def values(self) -> Any:
+        if deps.frame is not None:
+            for a in self:
+                self._touch(a)
+        return super().values()
+
+
 @dataclass
 class Context:
     source: SourceTree
@@ -66,8 +103,8 @@ class Context:
     options: Options
     version: str
     engine: Engine
-    verdicts: dict[str, Verdict] = field(default_factory=dict)
-    keys: dict[str, ClassKey | None] = field(default_factory=dict)
+    verdicts: dict[str, Verdict] = field(default_factory=ArchTable)
+    keys: dict[str, ClassKey | None] = field(default_factory=ArchTable)
     findings: list[Finding] = field(default_factory=list)
     errors: list[InternalError] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
@@ -77,6 +114,9 @@ class Context:
     memo: Memo = field(default_factory=Memo)
     # The serving verdict per targeted architecture (serving.py), made after the rules ran.
     serving: dict[str, ServingVerdict] = field(default_factory=dict)
+    # The analysis' queries (queries.py), and what keeping them for the next check needs.
+    queries: Queries = field(default_factory=Queries)
+    keep: Keep | None = None
 
     @property
     def targeted(self) -> tuple[str, ...]:
@@ -130,22 +170,54 @@ def sub_config_architectures(cfg: dict[str, Any], expr: str) -> tuple[str, ...]:
     return tuple(a for a in archs if isinstance(a, str)) if isinstance(archs, list) else ()
 
 
+@dataclass(frozen=True)
+class Keep:
+    """Where and under what this analysis' answers are kept for the next check (queries.save)."""
+
+    cache_dir: Path
+    head: str
+    files: dict[str, bytes | None]
+    global_atoms: frozenset[str]
+
+
+def _options_key(options: Options) -> tuple[object, ...]:
+    """The request's options as the kept answers depend on them (not where the cache is, nor the progress bar)."""
+    return (options.targets, options.target_config, options.target_config_path, options.draft_config,
+            options.draft_config_path, options.pipeline_parallel, options.pp_partition, options.runner,
+            options.tensor_parallel, options.drafter_convention, options.debug)
+
+
 def build(source: SourceTree, options: Options, store: FactStore | None = None) -> Context:
     """``store``: one the caller already opened on ``source`` (to hash the tree first), else a new one."""
+    from eagle3_lint import queries as queries_mod
+    from eagle3_lint.source import DirSource, ZipSource
+
     t0 = time.perf_counter()
     if store is None:
         store = FactStore(source, options.cache_dir)
     engine = engines.for_package(source.package)
+    version = engine.version(source)
+    # Answers are kept for plain trees only: a tree overlaid with plugins is never cached (reportcache.py).
+    keep_dir = options.cache_dir if type(source) in (DirSource, ZipSource) and not store.rebuilt else None
+    files = queries_mod.file_digests(source, store) if keep_dir is not None else {}
+    head = queries_mod.header(source, engine.name, version, _options_key(options)) if keep_dir is not None else ""
+    queries, changed = queries_mod.load(keep_dir, source, head, files)
     t1 = t0
 
     def preload() -> None:
         nonlocal t1
-        store.preload([rel for rel in source.py_files() if engine.is_model_file(rel)], options.progress)
+        model_files = [rel for rel in source.py_files() if engine.is_model_file(rel)]
+        if queries.seeded:
+            # Answers of the last check are reused: facts load when an answer that must be recomputed reads
+            # them. The changed files load now, so that a bug of ours in their facts is reported as always.
+            model_files = [rel for rel in model_files if rel in changed]
+        store.preload(model_files, options.progress)
         t1 = time.perf_counter()
 
     # The engine parses the model files (``preload``) when it suits its derivations: vLLM's reads the
-    # runner path in a second process meanwhile.
-    derived = engine.derive(source, store, preload)
+    # runner path in a second process meanwhile. What the derivations read is what every answer rests on.
+    with deps.recording() as global_atoms:
+        derived = engine.derive(source, store, preload)
     registry, contract, runner = derived.registry, derived.contract, derived.runner
     t2 = time.perf_counter()
 
@@ -162,15 +234,23 @@ def build(source: SourceTree, options: Options, store: FactStore | None = None) 
         return sub_config_architectures(options.target_config, expr)
 
     graph = ClassGraph(loader=store.load, registered=registered, checkpoint_archs=checkpoint_archs,
-                       package=engine.package, registered_model_helpers=engine.registered_model_helpers)
+                       package=engine.package, registered_model_helpers=engine.registered_model_helpers,
+                       queries=queries)
     judge = Judge(graph, contract, runner)
-    ctx = Context(source, store, graph, contract, runner, registry, judge, options, engine.version(source), engine)
+    ctx = Context(source, store, graph, contract, runner, registry, judge, options, version, engine,
+                  verdicts=ArchTable(queries), keys=ArchTable(queries), memo=Memo(queries), queries=queries,
+                  keep=Keep(keep_dir, head, files, frozenset(global_atoms)) if keep_dir is not None else None)
     ctx.errors.extend(InternalError(*e) for e in derived.errors)
+
+    def judged(arch: str, e: Any) -> tuple[ClassKey | None, Verdict]:
+        key, note = resolve_entry(graph, e.module, e.class_name)
+        return key, judge.verdict(e, key, note, getattr(e, "path", "") or registry.path)
+
     for arch, e in registry.entries.items():
         try:
-            key, note = resolve_entry(graph, e.module, e.class_name)
-            ctx.keys[arch] = key
-            ctx.verdicts[arch] = judge.verdict(e, key, note, getattr(e, "path", "") or registry.path)
+            key, verdict = queries.get(("verdict", arch), functools.partial(judged, arch, e), persist=True)
+            dict.__setitem__(ctx.keys, arch, key)
+            dict.__setitem__(ctx.verdicts, arch, verdict)
         except Exception as exc:  # noqa: BLE001 - one architecture must not sink the others
             ctx.keys.setdefault(arch, None)
             ctx.errors.append(InternalError(f"verdict {arch}", f"{type(exc).__name__}: {exc}", traceback.format_exc()))
@@ -241,4 +321,15 @@ def analyze(source: SourceTree, options: Options, select: Callable[[str], bool] 
                 msg, _, tb = err.partition("\n")
                 ctx.errors.append(InternalError(f"facts {mf.path}", msg, tb))
         ctx.timings["rules"] = time.perf_counter() - t
+        keep_answers(ctx)
     return ctx
+
+
+def keep_answers(ctx: Context) -> None:
+    """Save the answers for the next check; after an internal error, drop them (the next check starts afresh)."""
+    from eagle3_lint import queries as queries_mod
+
+    k = ctx.keep
+    if k is None:
+        return
+    queries_mod.save(k.cache_dir, ctx.source, k.head, k.files, k.global_atoms, None if ctx.errors else ctx.queries)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from eagle3_lint import deps
 from eagle3_lint.facts import LoopForm, dotted, layer_loop
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import Edit
@@ -203,6 +204,7 @@ class Text:
 def text_of(ctx: Context, rel: str) -> Text | None:
     """The file's text (read and parsed once per analysis)."""
     cache: dict[str, Text | None] = ctx.memo.get("fixgen-texts", dict)
+    deps.note(rel)  # read once per analysis: whoever asks now read that file too
     if rel not in cache:
         try:
             cache[rel] = Text(rel, ctx.read_text(rel))

@@ -26,6 +26,7 @@ from eagle3_lint.facts import (
     Method,
     ModuleFacts,
 )
+from eagle3_lint.queries import Queries
 
 # Which of several conditional bindings of one name the runtime picks: an unconditional binding or
 # the branch the platform model decides is taken (facts.platform_test), else the final ``else`` of an
@@ -106,10 +107,10 @@ class ClassGraph:
     package: str = ""
     # The engine's functions that build an inner model from the registry by architecture (engine.Engine).
     registered_model_helpers: tuple[str, ...] = ()
-    _mro: dict[ClassKey, MroResult] = field(default_factory=dict)
+    # The analysis' memo (queries.py): MROs and delegations are kept between runs with the files they read.
+    queries: Queries = field(default_factory=Queries)
     _resolving: set[tuple[str, str]] = field(default_factory=set)
     _mro_depth: int = 0
-    _deleg: dict[ClassKey, list[Delegation]] = field(default_factory=dict)
 
     # -- facts -----------------------------------------------------------------------------------
     def module(self, name: str) -> ModuleFacts | None:
@@ -281,23 +282,22 @@ class ClassGraph:
         return out
 
     def mro(self, key: ClassKey) -> MroResult:
-        cached = self._mro.get(key)
-        if cached is not None:
-            return cached
-        if self._mro_depth >= _MAX_MRO_DEPTH:
+        hit = self.queries.hit(("mro", key))  # the common case, asked tens of thousands of times
+        if hit is not None:
+            return hit
+        if self._mro_depth >= _MAX_MRO_DEPTH and not self.queries.has(("mro", key)):
             # A generated 5,000-class chain would otherwise hit RecursionError (and C3 is cubic on it).
             # Not cached: the same class reached from a shallower start gets its real MRO.
             return MroResult([key, Resolved("unresolved", name=f"bases of {key.qualname}",
                                             note=f"inheritance deeper than {_MAX_MRO_DEPTH} levels")],
                              error=f"inheritance deeper than {_MAX_MRO_DEPTH} levels; the tool stops there")
-        self._mro[key] = MroResult([key], error="circular inheritance")  # guard for cycles
         self._mro_depth += 1
         try:
-            res = self._c3(key)
+            # A class reached again while its own MRO is being worked out is circular inheritance.
+            return self.queries.get(("mro", key), lambda: self._c3(key), persist=True,
+                                    cycle=MroResult([key], error="circular inheritance"))
         finally:
             self._mro_depth -= 1
-        self._mro[key] = res
-        return res
 
     def _c3(self, key: ClassKey) -> MroResult:
         seqs: list[list[ClassKey | Resolved]] = []
@@ -339,6 +339,10 @@ class ClassGraph:
 
     def member_origin(self, key: ClassKey, name: str, *, attribute_only: bool = True) -> tuple[ClassKey, Member] | None:
         """The first class in the MRO that defines ``name`` (an annotation alone defines no attribute)."""
+        return self.queries.get(("member", key, name, attribute_only),
+                                lambda: self._member_origin(key, name, attribute_only), persist=True)
+
+    def _member_origin(self, key: ClassKey, name: str, attribute_only: bool) -> tuple[ClassKey, Member] | None:
         for e in self.mro(key).entries:
             if isinstance(e, ClassKey):
                 cf = self.class_facts(e)
@@ -369,14 +373,13 @@ class ClassGraph:
     def delegations(self, key: ClassKey) -> list[Delegation]:
         """Wrapper-to-inner edges: attributes that hold another model, from ``__init__``, ``get_language_model``
         and ``__getattr__``."""
-        hit = self._deleg.get(key)
-        if hit is not None:
-            return hit
-        res = self._delegations(key)
-        self._deleg[key] = res
-        return res
+        return self._delegations_and_lm(key)[0]
 
-    def _delegations(self, key: ClassKey) -> list[Delegation]:
+    def _delegations_and_lm(self, key: ClassKey) -> tuple[list[Delegation], frozenset[str]]:
+        """The delegations and the attributes ``get_language_model`` returns, found in one walk of the MRO."""
+        return self.queries.get(("delegations", key), lambda: self._delegations(key), persist=True)
+
+    def _delegations(self, key: ClassKey) -> tuple[list[Delegation], frozenset[str]]:
         out: list[Delegation] = []
         seen: set[str] = set()
         lm_attrs: set[str] = set()
@@ -435,15 +438,10 @@ class ClassGraph:
                 t = by_attr[d.attr]
                 d = Delegation(d.attr, DelegationHow.GETATTR, t.target, d.detail, d.path, d.line)
             result.append(d)
-        self._lm_attrs[key] = lm_attrs
-        return result
+        return result, frozenset(lm_attrs)
 
-    _lm_attrs: dict[ClassKey, set[str]] = field(default_factory=dict)
-
-    def language_model_attrs(self, key: ClassKey) -> set[str]:
-        if key not in self._lm_attrs:
-            self.delegations(key)
-        return self._lm_attrs.get(key, set())
+    def language_model_attrs(self, key: ClassKey) -> frozenset[str]:
+        return self._delegations_and_lm(key)[1]
 
     def _delegation_from_assign(self, owner: ClassKey, attr: str, sa: object, path: str,
                                 top: ClassKey | None = None) -> Delegation | None:

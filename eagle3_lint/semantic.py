@@ -22,12 +22,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from eagle3_lint import deps
 from eagle3_lint import minieval as me
 from eagle3_lint.checkpoint import text_config
 from eagle3_lint.engine import Mechanism
 from eagle3_lint.facts import ClassFacts, LoopForm, Method, UseKind, decode_source, index_offset, layer_loop
 from eagle3_lint.graph import ClassKey, Delegation, DelegationHow
 from eagle3_lint.model import Location, Status
+from eagle3_lint.queries import Queries
 
 if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
@@ -56,20 +58,26 @@ _POOLING_DICT_WORDS = (
 
 
 class Memo:
-    """Per-analysis answers, so ``fix(ctx, finding)`` and the serving verdict reuse what a rule computed."""
+    """Per-analysis answers, so ``fix(ctx, finding)`` and the serving verdict reuse what a rule computed.
 
-    def __init__(self) -> None:
-        self._store: dict[str, Any] = {}
+    A view of the analysis' queries (queries.py): an answer found here adds the files it read to whoever
+    asks, so answers kept between runs know what they rest on. These are not kept between runs themselves.
+    """
+
+    def __init__(self, queries: Queries | None = None) -> None:
+        self._queries = queries if queries is not None else Queries()
 
     def get(self, name: str, compute: Callable[[], T]) -> T:
-        if name not in self._store:
-            self._store[name] = compute()
-        return self._store[name]
+        return self._queries.get(("memo", name), compute)
 
 
 # -- scope ------------------------------------------------------------------------------------
 def in_scope(ctx: Context, arch: str) -> bool:
     """An architecture the runner may interrogate as an EAGLE-3 *target* (or one the user targets)."""
+    return ctx.queries.get(("in-scope", arch), lambda: _in_scope(ctx, arch), persist=True)
+
+
+def _in_scope(ctx: Context, arch: str) -> bool:
     if ctx.is_targeted(arch):
         return True
     entry = ctx.registry.entries.get(arch)
@@ -198,11 +206,8 @@ class Owner:
 
 
 def delegations(ctx: Context, key: ClassKey) -> list[Delegation]:
-    """``graph.delegations``, computed once per class per analysis (the graph does not cache it)."""
-    cache: dict[ClassKey, list[Delegation]] = ctx.memo.get("delegations", dict)
-    if key not in cache:
-        cache[key] = ctx.graph.delegations(key)
-    return cache[key]
+    """``graph.delegations`` (kept with the analysis' queries)."""
+    return ctx.graph.delegations(key)
 
 
 def delegate(ctx: Context, key: ClassKey, attr: str) -> ClassKey | None:
@@ -305,10 +310,8 @@ def reached(ctx: Context, key: ClassKey) -> tuple[ClassKey, ...]:
             ):
                 yield from walk(d.target, hops + 1, seen | {k})
 
-    cache: dict[ClassKey, tuple[ClassKey, ...]] = ctx.memo.get("reached", dict)
-    if key not in cache:
-        cache[key] = tuple(dict.fromkeys(walk(key, 0, frozenset())))
-    return cache[key]
+    return ctx.graph.queries.get(("reached", key), lambda: tuple(dict.fromkeys(walk(key, 0, frozenset()))),
+                                 persist=True)
 
 
 def resolve_self_path(ctx: Context, key: ClassKey, expr: str) -> tuple[tuple[Hop, ...], tuple[str, ...]] | None:
@@ -426,10 +429,8 @@ def setter_effect(ctx: Context, key: ClassKey) -> Effect:
         return Effect("unknown", detail="the contract names no setter")
     idiom = ctx.engine.collection
     if idiom is not None:
-        cache: dict[ClassKey, Effect] = ctx.memo.get("collection-effect", dict)
-        if key not in cache:
-            cache[key] = collection_effect(ctx, key, name)
-        return cache[key]
+        return ctx.graph.queries.get(("collection-effect", key, name), lambda: collection_effect(ctx, key, name),
+                                     persist=True)
     return _method_effect(ctx, key, name, 0)
 
 
@@ -990,6 +991,7 @@ def read_module(ctx: Context, rel: str) -> ast.Module | None:
     """The parsed module the model evaluates code of (default ids, the capture loop, the drafter's fc): parsed once
     per analysis, since several questions read the same large model file."""
     cache: dict[str, ast.Module | None] = ctx.memo.get("parsed-modules", dict)
+    deps.note(rel)  # a syntax tree parsed for an earlier question: whoever asks now read that file too
     if rel not in cache:
         if len(cache) >= _PARSED_KEEP:
             del cache[next(iter(cache))]  # the oldest: questions about one class come together, ASTs are large

@@ -13,6 +13,7 @@ import zipfile
 from abc import ABC, abstractmethod
 from pathlib import Path
 
+from eagle3_lint import deps
 from eagle3_lint.errors import TargetError
 
 # Generated files this large are not model code; reading them would only cost time.
@@ -51,6 +52,7 @@ class SourceTree(ABC):
         return []
 
     def exists(self, rel: str) -> bool:
+        deps.note(rel)
         return rel in self._index()
 
     def _index(self) -> set[str]:
@@ -156,6 +158,7 @@ class DirSource(SourceTree):
         return sorted(out)
 
     def py_files(self) -> list[str]:
+        deps.note(deps.LISTING)
         if self._files is None:
             self._files = self._walk()
         return self._files
@@ -171,6 +174,7 @@ class DirSource(SourceTree):
             return []
 
     def read_bytes(self, rel: str) -> bytes:
+        deps.note(rel)
         full = self.root / rel
         st = os.stat(full)
         if not stat.S_ISREG(st.st_mode):
@@ -197,12 +201,14 @@ class ZipSource(SourceTree):
         self._other = sorted(n for n in names if n.endswith(".dist-info/METADATA"))
 
     def py_files(self) -> list[str]:
+        deps.note(deps.LISTING)
         return self._py
 
     def other_files(self) -> list[str]:
         return self._other
 
     def read_bytes(self, rel: str) -> bytes:
+        deps.note(rel)
         try:
             info = self._zip.getinfo(rel)
             if info.file_size > MAX_FILE_BYTES:

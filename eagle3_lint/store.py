@@ -48,7 +48,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from eagle3_lint import FACTS_VERSION, __version__
+from eagle3_lint import FACTS_VERSION, __version__, deps
 from eagle3_lint.source import DirSource, SourceTree, ZipSource
 
 if TYPE_CHECKING:
@@ -368,6 +368,8 @@ class FactStore:
         return mf
 
     def load_path(self, rel: str) -> ModuleFacts | None:
+        if deps.frame is not None:
+            deps.frame.add(rel)
         if rel in self._facts:
             return self._facts[rel]
         mf = self._cached_facts(rel) if self.cache_dir is not None else None
@@ -381,12 +383,15 @@ class FactStore:
 
     def load(self, module: str) -> ModuleFacts | None:
         # The graph asks for the same modules tens of thousands of times; resolve each name once.
+        if deps.frame is not None:
+            deps.frame.add(module)  # present or missing: the answer rests on it either way
         try:
             return self._by_module[module]
         except KeyError:
             pass
-        rel = self.source.module_path(module)
-        mf = None if rel is None else self.load_path(rel)
+        with deps.unrecorded():  # the module's name stands for its file (queries.changed_atoms)
+            rel = self.source.module_path(module)
+            mf = None if rel is None else self.load_path(rel)
         self._by_module[module] = mf
         return mf
 
@@ -402,7 +407,8 @@ class FactStore:
         rels = list(rels)
         # Freezing pays for a whole release (~1 CPU-s of a warm 0.33.0 check); for a handful of
         # files the thaw a later analysis in the same process needs would cost more than it saves.
-        with no_gc(keep=len(rels) >= _FREEZE_MIN_FILES):
+        # Loading is not reading: an answer depends on the facts it asks for (load, load_path), not on these.
+        with no_gc(keep=len(rels) >= _FREEZE_MIN_FILES), deps.unrecorded():
             todo: list[str] = []
             for rel in rels:
                 if rel in self._facts:
@@ -507,9 +513,10 @@ class FactStore:
         ``tree`` reads through this store, so on a miss each file is read once and its hash is
         recorded as a side effect; the key is then built from the bytes the computation saw.
         """
+        files = list(files)
+        deps.note_all(files)  # what the value rests on, whether it is computed or found
         if self.cache_dir is None:
             return compute(self.source)
-        files = list(files)
         hit = self._derived.get(name)
         if hit is not None and hit[0] == self._memo_key(name, params, files):
             try:
@@ -536,6 +543,7 @@ class FactStore:
         returned function computes in place, and an error of ``compute`` is raised from there.
         """
         files = list(files)
+        deps.note_all(files)
 
         def in_place() -> T:
             return self.memo(name, params, files, compute)

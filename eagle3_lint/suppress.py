@@ -14,6 +14,8 @@ EGL000 finding) is scanned line by line.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import io
 import re
 import tokenize
@@ -21,6 +23,7 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from eagle3_lint import deps
 from eagle3_lint.facts import SUPPRESSION_MARKER, decode_source
 from eagle3_lint.model import Edit, Finding, Fix, Location
 from eagle3_lint.rules import make
@@ -113,23 +116,29 @@ def collect(ctx: Context, findings: Collection[Finding]) -> dict[str, list[Direc
         files.add(ctx.contract.path)
     out: dict[str, list[Directive]] = {}
     for rel in sorted(files):
-        mf = ctx.store.loaded_facts(rel)
-        if mf is not None and not mf.mentions_marker:
-            continue  # its facts, made from the bytes this run hashed, say no comment can be there
-        try:
-            data = ctx.source.read_bytes(rel)
-        except OSError:
-            continue
-        if MARKER not in data:
-            continue
-        try:
-            text = decode_source(data)
-        except (UnicodeError, LookupError, SyntaxError):
-            text = data.decode("utf-8", "replace")
-        found = scan(text, rel)
+        # One answer per file, kept between runs; ``used`` is this run's own (marked as findings meet it).
+        found = ctx.queries.get(("directives", rel), functools.partial(_directives_in, ctx, rel), persist=True)
         if found:
-            out[rel] = found
+            out[rel] = [dataclasses.replace(d, used=set()) for d in found]
     return out
+
+
+def _directives_in(ctx: Context, rel: str) -> list[Directive]:
+    deps.note(rel)  # also when the loaded facts answer without reading the bytes
+    mf = ctx.store.loaded_facts(rel)
+    if mf is not None and not mf.mentions_marker:
+        return []  # its facts, made from the bytes this run hashed, say no comment can be there
+    try:
+        data = ctx.source.read_bytes(rel)
+    except OSError:
+        return []
+    if MARKER not in data:
+        return []
+    try:
+        text = decode_source(data)
+    except (UnicodeError, LookupError, SyntaxError):
+        text = data.decode("utf-8", "replace")
+    return scan(text, rel)
 
 
 def _removal(d: Directive, keep: list[str]) -> Edit:

@@ -32,7 +32,6 @@ class Judge:
         self.graph = graph
         self.contract = contract
         self.runner = runner
-        self._cache: dict[ClassKey, ClassCheck] = {}
 
     def protocol_key(self) -> ClassKey:
         return ClassKey(self.contract.module, self.contract.protocol)
@@ -46,12 +45,7 @@ class Judge:
         )
 
     def check_class(self, key: ClassKey) -> ClassCheck:
-        hit = self._cache.get(key)
-        if hit is not None:
-            return hit
-        res = self._check(key)
-        self._cache[key] = res
-        return res
+        return self.graph.queries.get(("check", key), lambda: self._check(key), persist=True)
 
     def _check(self, key: ClassKey) -> ClassCheck:
         c = self.contract

@@ -48,7 +48,9 @@ class Rule:
         for f in self._check(ctx):
             f = dataclasses.replace(f, engine=ctx.engine.name, check=ctx.contract.check_name)
             if self._fix is not None and f.fix is None:
-                fx = self._fix(ctx, f)
+                # A fix re-reads whole files (fixgen), so it is kept between runs with the files it read.
+                fx = ctx.queries.get(("fix", self.meta.id, f), lambda f=f: self._fix(ctx, f),  # type: ignore[misc]
+                                     persist=True)
                 if fx is not None and fx.edits:
                     f = dataclasses.replace(f, fix=fx)
             yield f

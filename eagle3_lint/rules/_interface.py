@@ -7,11 +7,13 @@ groups one defect's affected architectures at one place and decides severity and
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from eagle3_lint import deps
 from eagle3_lint import semantic as sem
+from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import Finding, Location, Severity
 
 if TYPE_CHECKING:
@@ -27,6 +29,8 @@ class Group:
     kind: str
     archs: list[str] = field(default_factory=list)
     data: dict[str, object] = field(default_factory=dict)
+    # The queries whose answers made the group (each_arch): what a fix made from it depends on (group_for).
+    sources: list[Hashable] = field(default_factory=list)
 
     def add(self, arch: str) -> None:
         if arch not in self.archs:
@@ -48,6 +52,32 @@ class Groups:
 
     def __iter__(self) -> Iterator[Group]:
         return iter(sorted(self._by.values(), key=lambda g: (g.location.path, g.location.line, g.kind)))
+
+
+class Sink:
+    """What one architecture contributes to a rule's groups: ``get`` as on ``Groups``, recorded (each_arch)."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[Location, str, dict[str, object]]] = []
+
+    def get(self, location: Location, kind: str, arch: str, **data: object) -> None:
+        self.items.append((location, kind, data))
+
+
+def each_arch(ctx: Context, rule: str, groups: Groups, one: Callable[[str, ClassKey, Sink], None],
+              archs: Iterable[tuple[str, ClassKey]]) -> None:
+    """``one(arch, key, sink)`` for each architecture, into ``groups`` in that order. Each architecture's
+    contribution is one answer of the analysis' queries, kept between runs with the files it read: a re-check
+    after an edit recomputes only the architectures whose files changed (queries.py)."""
+    for arch, key in archs:
+        def compute(arch: str = arch, key: ClassKey = key) -> list[tuple[Location, str, dict[str, object]]]:
+            sink = Sink()
+            one(arch, key, sink)
+            return sink.items
+
+        q = (rule, arch, key)
+        for loc, kind, data in ctx.queries.get(q, compute, persist=True):
+            groups.get(loc, kind, arch, **data).sources.append(q)
 
 
 def primary_arch(ctx: Context, archs: Iterable[str]) -> str | None:
@@ -98,6 +128,19 @@ def arch_list(archs: list[str], limit: int = 4) -> str:
     s = sorted(archs)
     more = f" and {len(s) - limit} more" if len(s) > limit else ""
     return ", ".join(s[:limit]) + more
+
+
+def group_for(ctx: Context, pairs: Callable[[], list[tuple[Finding, Group]]], finding: Finding) -> Group | None:
+    """The group ``finding`` was made from, for its fix, which then depends on what the group's architectures
+    contributed rather than on everything the rule read: fixes are kept between runs under their finding, and an
+    architecture joining or leaving the group changes the finding (its architecture list and count)."""
+    with deps.unrecorded():
+        g = group_of(pairs(), finding)
+    if g is None or not g.sources:
+        return group_of(pairs(), finding)  # recorded in full: nothing narrower is known
+    for q in g.sources:
+        ctx.queries.note_answer(q)
+    return g
 
 
 def group_of(pairs: list[tuple[Finding, Group]], finding: Finding) -> Group | None:

@@ -18,6 +18,7 @@ No automatic fix: the file needs a human.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -33,9 +34,15 @@ META = RuleMeta("EGL000", "unparsable-file", Severity.ERROR, False,
 
 def check(ctx: Context) -> Iterator[Finding]:
     for rel in ctx.model_files():
-        mf = ctx.store.load_path(rel)
-        if mf is None:
-            why = ctx.store.read_errors.get(rel, "cannot be read")
-            yield make(META, f"{rel} cannot be read: {why}", Location(rel, 1))
-        elif mf.error:
-            yield make(META, f"{rel}: {mf.error}", Location(rel, max(1, mf.error_line)))
+        # One answer per file, kept between runs: an unchanged file's facts are not even loaded.
+        yield from ctx.queries.get((META.id, rel), functools.partial(_in_file, ctx, rel), persist=True)
+
+
+def _in_file(ctx: Context, rel: str) -> list[Finding]:
+    mf = ctx.store.load_path(rel)
+    if mf is None:
+        why = ctx.store.read_errors.get(rel, "cannot be read")
+        return [make(META, f"{rel} cannot be read: {why}", Location(rel, 1))]
+    if mf.error:
+        return [make(META, f"{rel}: {mf.error}", Location(rel, max(1, mf.error_line)))]
+    return []

@@ -79,7 +79,7 @@ def _compute(ctx: Context) -> shared.Groups:
     groups = shared.Groups()
     # Targeted architectures first: a group shared by several (one wrapper class, subclasses with other inner
     # models) names the inner model of the one the user asked about.
-    for arch, key in sorted(sem.scoped_archs(ctx), key=lambda ak: not ctx.is_targeted(ak[0])):
+    def one(arch: str, key: ClassKey, groups: shared.Sink) -> None:
         st = sem.status(ctx, arch)
         if st is Status.WRAPPER_GAP:
             inner = sem.supporting_inner(ctx, key)
@@ -90,17 +90,34 @@ def _compute(ctx: Context) -> shared.Groups:
         elif st is Status.SUPPORTED and ctx.engine.has(Capability.AUX_PLUMBING):
             inner = sem.supporting_inner(ctx, key)
             if not inner:
-                continue
+                return
             eff = sem.setter_effect(ctx, key)
             if eff.kind in ("missing", "unknown"):
-                continue
+                return
             own = sem.owner(ctx, key)
             if eff.kind == "writes" and (own is None or eff.path == own.path):
-                continue
+                return
             loc = sem.class_location(ctx, key)
             if loc is not None:
                 groups.get(loc, "no-reach", arch, key=key, inner=inner, effect=eff, owner=own)
+    shared.each_arch(ctx, "EGL002", groups, one,
+                     sorted(sem.scoped_archs(ctx), key=lambda ak: not ctx.is_targeted(ak[0])))
     return groups
+
+
+def _failing_heirs(ctx: Context) -> dict[ClassKey, list[tuple[str, ClassKey]]]:
+    """For each class, the scoped architectures that fail the check and whose class inherits it (in scope order):
+    worked out once, not once per wrapper."""
+    def compute() -> dict[ClassKey, list[tuple[str, ClassKey]]]:
+        out: dict[ClassKey, list[tuple[str, ClassKey]]] = {}
+        for a, k in sem.scoped_archs(ctx):
+            if sem.status(ctx, a) is Status.UNSUPPORTED:
+                for e in ctx.graph.mro(k).entries:
+                    if isinstance(e, ClassKey):
+                        out.setdefault(e, []).append((a, k))
+        return out
+
+    return ctx.memo.get("EGL002-failing-heirs", compute)
 
 
 def _definer(ctx: Context, key: ClassKey, inner: list[tuple[sem.Hop, ...]]) -> ClassKey:
@@ -129,8 +146,7 @@ def _finding(ctx: Context, g: shared.Group) -> Finding:
         fails = f"fails {check_fn}" if ctx.contract.found else "lacks the methods the runner calls"
         msg = (f"{key.name} {fails} ({chk.reason}), but the inner model it delegates to "
                f"({inner_txt}) supports the contract; the runner asks the wrapper")
-        exposed = [a for a, k in sem.scoped_archs(ctx) if a not in g.archs and k != key
-                   and ctx.graph.in_mro(k, key) and sem.status(ctx, a) is Status.UNSUPPORTED]
+        exposed = [a for a, k in _failing_heirs(ctx).get(key, ()) if a not in g.archs and k != key]
         if exposed:
             msg += (
                 f" (note: {shared.arch_list(exposed)} {'inherits' if len(exposed) == 1 else 'inherit'} {key.name} "
@@ -163,7 +179,7 @@ def _finding(ctx: Context, g: shared.Group) -> Finding:
 
 
 def fix(ctx: Context, finding: Finding) -> Fix | None:
-    g = shared.group_of(_pairs(ctx), finding)
+    g = shared.group_for(ctx, lambda: _pairs(ctx), finding)
     if g is None or not shared.wants_fix(ctx, g.archs):
         return None
     key: ClassKey = g.data["key"]  # type: ignore[assignment]  # Group.data: what _pairs stored
@@ -194,7 +210,7 @@ def idiom_fix(ctx: Context, key: ClassKey, path: tuple[sem.Hop, ...]) -> Fix | N
     holds an inner model without the method (it would pass the check and capture nothing)."""
     if len(path) != 1 or path[0].key not in set(ctx.keys.values()):
         return None
-    if any(ctx.graph.in_mro(k, key) and sem.status(ctx, a) is Status.UNSUPPORTED for a, k in sem.scoped_archs(ctx)):
+    if _failing_heirs(ctx).get(key):
         return None
     made = fixgen.add_delegating_setter(ctx, key, path[0].attr)
     if made is None or not made[0]:

@@ -78,7 +78,7 @@ def _compute(ctx: Context) -> shared.Groups:
     groups = shared.Groups()
     if ctx.engine.collection is not None:
         return _compute_plumbing(ctx, groups)
-    for arch, key in sem.scoped_archs(ctx):
+    def one(arch: str, key: ClassKey, groups: shared.Sink) -> None:
         st = sem.status(ctx, arch)
         if st is Status.PARTIAL:
             chk = ctx.judge.check_class(key)
@@ -89,11 +89,12 @@ def _compute(ctx: Context) -> shared.Groups:
         elif st is Status.SUPPORTED and not ctx.contract.methods_have_defaults:
             eff = sem.setter_effect(ctx, key)
             if eff.kind != "stub" or sem.supporting_inner(ctx, key):
-                continue
+                return
             where = sem.claimer(ctx, key) if eff.from_protocol else eff.method_owner
             loc = sem.class_location(ctx, where) if where else None
             if loc is not None:
                 groups.get(loc, "stub-setter", arch, key=where, top=key, effect=eff)
+    shared.each_arch(ctx, "EGL003", groups, one, sem.scoped_archs(ctx))
     return groups
 
 
@@ -103,20 +104,21 @@ def _compute_plumbing(ctx: Context, groups: shared.Groups) -> shared.Groups:
     (and, where its layer owner's ``forward`` does not collect, the collection too). Reported on the class."""
     idiom = ctx.engine.collection
     assert idiom is not None
-    for arch, key in sem.scoped_archs(ctx):
+    def one(arch: str, key: ClassKey, groups: shared.Sink) -> None:
         if sem.status(ctx, arch) is not Status.UNSUPPORTED or sem.setter_effect(ctx, key).kind != "missing":
-            continue
+            return
         own = sem.owner(ctx, key)
         top_fw = sem.forward_of(ctx, key)
         unpacks = top_fw is not None and f"self.{idiom.capture_flag}" in top_fw.method.reads
         fw = sem.forward_of(ctx, own.key) if own is not None else None
         collects = fw is not None and bool(fw.mechanisms)
         if not unpacks:
-            continue  # a decoder that collects under a head that never unpacks (a pooling model) is not plumbing
+            return  # a decoder that collects under a head that never unpacks (a pooling model) is not plumbing
         loc = sem.class_location(ctx, key)
         if loc is not None:
             groups.get(loc, "no-setter", arch, key=key, top=key, owner=own, forward=fw, top_forward=top_fw,
                        unpacks=unpacks, collects=collects)
+    shared.each_arch(ctx, "EGL003-plumbing", groups, one, sem.scoped_archs(ctx))
     return groups
 
 
@@ -247,7 +249,7 @@ def _setter_header(ctx: Context, key: ClassKey, setter: str) -> fixgen.MethodHea
 
 
 def fix(ctx: Context, finding: Finding) -> Fix | None:
-    g = shared.group_of(_pairs(ctx), finding)
+    g = shared.group_for(ctx, lambda: _pairs(ctx), finding)
     if g is None or not shared.wants_fix(ctx, g.archs):
         return None
     key: ClassKey = g.data["key"]  # type: ignore[assignment]  # Group.data: what _pairs stored

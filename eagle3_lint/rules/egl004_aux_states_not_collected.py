@@ -95,22 +95,22 @@ def _compute(ctx: Context) -> shared.Groups:
     groups = shared.Groups()
     if ctx.engine.collection is not None:
         return _compute_mechanisms(ctx, groups)
-    for arch, key in sem.scoped_archs(ctx):
+    def one(arch: str, key: ClassKey, groups: shared.Sink) -> None:
         # Supported classes, and those that claim the interface without passing yet: a partial
         # class (methods, no marker) or a wrapper around a supporting inner model. Their EGL003 /
         # EGL002 fixes make the runner accept them, so the forward they reach must work too.
         st = sem.status(ctx, arch)
         if st not in (Status.SUPPORTED, Status.PARTIAL, Status.WRAPPER_GAP):
-            continue
+            return
         own = sem.owner(ctx, key)
         if own is None:
-            continue
+            return
         inner = sem.supporting_inner(ctx, key)
         wrapper_case = bool(inner)
         eff = sem.setter_effect(ctx, key)
         if st is Status.WRAPPER_GAP:
             if not inner:
-                continue
+                return
             # The wrapper has no setter yet; the one its fix delegates to decides the attribute.
             sub = sem.setter_effect(ctx, inner[0][-1].key)
             eff = sem.Effect("unknown", attr=sub.attr if sub.kind == "writes" else None)
@@ -121,15 +121,15 @@ def _compute(ctx: Context) -> shared.Groups:
             loc = sem.class_location(ctx, holder)
             if loc is not None and eff.kind == "not-mixin" and mixin_key is not None:
                 groups.get(loc, "not-mixin", arch, holder=holder, top=key, effect=eff, owner=own)
-            continue
+            return
         if eff.kind == "writes" and eff.path != own.path:
             if not wrapper_case and eff.method_owner is not None:
                 loc = sem.method_location(ctx, eff.method_owner, eff.line)
                 groups.get(loc, "wrong-object", arch, top=key, effect=eff, owner=own)
-            continue
+            return
         fw = sem.forward_of(ctx, own.key)
         if fw is None:
-            continue
+            return
         if not fw.collects:
             attr = eff.attr if eff.attr else _expected_attr(ctx, own.key)
             groups.get(sem.method_location(ctx, fw.owner, fw.line), "no-collect", arch,
@@ -141,6 +141,7 @@ def _compute(ctx: Context) -> shared.Groups:
         elif not fw.returns_aux:
             groups.get(sem.method_location(ctx, fw.owner, fw.line), "no-return", arch,
                        top=key, owner=own, forward=fw, effect=eff)
+    shared.each_arch(ctx, "EGL004", groups, one, sem.scoped_archs(ctx))
     return groups
 
 
@@ -148,22 +149,22 @@ def _compute_mechanisms(ctx: Context, groups: shared.Groups) -> shared.Groups:
     """Engines whose decoders collect through a list attribute or per-layer flags (``Engine.collection``): the
     setter must feed, on the layer owner, a mechanism its forward reads, and that forward must return the states.
     Wrapper gaps are EGL002's (their fix delegates to an inner model checked as its own architecture)."""
-    for arch, key in sem.scoped_archs(ctx):
+    def one(arch: str, key: ClassKey, groups: shared.Sink) -> None:
         if sem.status(ctx, arch) is not Status.SUPPORTED:
-            continue
+            return
         own = sem.owner(ctx, key)
         eff = sem.setter_effect(ctx, key)
         if own is None or eff.kind != "writes" or eff.method_owner is None:
-            continue
+            return
         fw = sem.forward_of(ctx, own.key)
         if fw is None:
-            continue
+            return
         fed = eff.fed(own.path)
         setter_loc = sem.method_location(ctx, eff.method_owner, eff.line)
         if not fw.mechanisms:
             groups.get(sem.method_location(ctx, fw.owner, fw.line), "no-collect", arch,
                        top=key, owner=own, forward=fw, attr=eff.attr or _list_attr(ctx), effect=eff)
-            continue
+            return
         if not fed & fw.mechanisms:
             kind = "wrong-mechanism" if fed else "wrong-object"
             groups.get(setter_loc, kind, arch, top=key, effect=eff, owner=own, forward=fw)
@@ -171,6 +172,7 @@ def _compute_mechanisms(ctx: Context, groups: shared.Groups) -> shared.Groups:
         if not fw.returns_aux:
             groups.get(sem.method_location(ctx, fw.owner, fw.line), "no-return", arch,
                        top=key, owner=own, forward=fw, effect=eff)
+    shared.each_arch(ctx, "EGL004-mechanisms", groups, one, sem.scoped_archs(ctx))
     return groups
 
 
@@ -270,7 +272,7 @@ def _finding(ctx: Context, g: shared.Group) -> Finding:
 
 
 def fix(ctx: Context, finding: Finding) -> Fix | None:
-    g = shared.group_of(_pairs(ctx), finding)
+    g = shared.group_for(ctx, lambda: _pairs(ctx), finding)
     if g is None or not shared.wants_fix(ctx, g.archs):
         return None
     own: sem.Owner = g.data["owner"]  # type: ignore[assignment]  # Group.data: what _pairs stored

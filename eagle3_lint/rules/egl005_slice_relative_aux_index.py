@@ -61,6 +61,7 @@ architecture runs is a warning without a fix, so the patch stays about the targe
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -276,17 +277,24 @@ def _severity(ctx: Context, key: ClassKey, runners: list[_Runner]) -> tuple[Seve
     return Severity.WARNING, msg, related
 
 
-def check(ctx: Context) -> Iterator[Finding]:
-    runners: dict[ClassKey, list[_Runner]] | None = None
-    targeted = _targeted_forwards(ctx) if ctx.targeted else set()
-    seen: set[tuple[str, int]] = set()
-    for key, rel in ctx.model_classes():
+def _loops_in(ctx: Context, rel: str) -> list[tuple[ClassKey, Loop, str]]:
+    """The file's ``forward`` loops that compare a slice-relative index with aux-layer ids, with what the message
+    says about each. One answer per file, kept between runs: an unchanged file's facts are not loaded."""
+    out: list[tuple[ClassKey, Loop, str]] = []
+    mf = ctx.store.load_path(rel)
+    if mf is None or mf.error:
+        return out
+    seen: set[int] = set()
+    for qn, cf in mf.classes.items():
+        if cf.nested_in is not None:
+            continue
+        key = ClassKey(mf.module, qn)
         class_facts = ctx.graph.class_facts(key)
         method_facts = class_facts.methods.get("forward") if class_facts is not None else None
         if not isinstance(method_facts, Method):
             continue
         for loop in method_facts.loops:
-            if (rel, loop.line) in seen or not loop.sliced or loop.rebinds:
+            if loop.line in seen or not loop.sliced or loop.rebinds:
                 continue
             start = loop.slice_lower
             if start is None:
@@ -309,7 +317,16 @@ def check(ctx: Context) -> Iterator[Finding]:
                 continue
             if not uses:
                 continue
-            seen.add((rel, loop.line))
+            seen.add(loop.line)
+            out.append((key, loop, head))
+    return out
+
+
+def check(ctx: Context) -> Iterator[Finding]:
+    runners: dict[ClassKey, list[_Runner]] | None = None
+    targeted = _targeted_forwards(ctx) if ctx.targeted else set()
+    for rel in ctx.model_files():
+        for key, loop, head in ctx.queries.get(("EGL005", rel), functools.partial(_loops_in, ctx, rel), persist=True):
             if runners is None:
                 runners = _runners(ctx)
             sev, why, related = _severity(ctx, key, runners.get(key, []))

@@ -78,10 +78,10 @@ def _compute(ctx: Context) -> shared.Groups:
     names = sem.getter_names(ctx)
     if not names:
         return groups
-    for arch, key in sem.scoped_archs(ctx):
+    def one(arch: str, key: ClassKey, groups: shared.Sink) -> None:
         # A class that claims the interface but fails the check is EGL003's (or EGL002's).
         if sem.status(ctx, arch) is not Status.SUPPORTED:
-            continue
+            return
         stale = sem.stale_getters(ctx, key)
         for name in names:
             st = sem.getter_state(ctx, key, name)
@@ -104,6 +104,7 @@ def _compute(ctx: Context) -> shared.Groups:
                 for cls, old, line in stale:
                     groups.get(sem.method_location(ctx, cls, line), "stale", arch,
                                key=cls, top=key, old=old, new=name, state=st)
+    shared.each_arch(ctx, "EGL006", groups, one, sem.scoped_archs(ctx))
     return groups
 
 
@@ -151,7 +152,7 @@ def _broken_text(st: sem.GetterState) -> str:
 
 
 def fix(ctx: Context, finding: Finding) -> Fix | None:
-    g = shared.group_of(_pairs(ctx), finding)
+    g = shared.group_for(ctx, lambda: _pairs(ctx), finding)
     if g is None or not shared.wants_fix(ctx, g.archs):
         return None
     key: ClassKey = g.data["key"]  # type: ignore[assignment]  # Group.data: what _pairs stored

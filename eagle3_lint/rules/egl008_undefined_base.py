@@ -30,6 +30,7 @@ candidates.
 from __future__ import annotations
 
 import builtins
+import functools
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -95,9 +96,17 @@ def _problem(ctx: Context, mf: ModuleFacts, class_facts: ClassFacts, name: str) 
 
 def check(ctx: Context) -> Iterator[Finding]:
     for rel in ctx.model_files():
-        mf = ctx.store.load_path(rel)
-        if mf is None or mf.error:
-            continue
+        # One answer per file, kept between runs with the files it read (its star imports, say).
+        yield from ctx.queries.get((META.id, rel), functools.partial(_in_file, ctx, rel), persist=True)
+
+
+def _in_file(ctx: Context, rel: str) -> list[Finding]:
+    return list(_findings_in(ctx, rel))
+
+
+def _findings_in(ctx: Context, rel: str) -> Iterator[Finding]:
+    mf = ctx.store.load_path(rel)
+    if mf is not None and not mf.error:
         archs: list[str] | None = None  # who cannot load: only worked out for a file with a finding
         reported: set[tuple[str, int]] = set()
         for class_facts in mf.classes.values():
