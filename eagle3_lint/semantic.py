@@ -23,13 +23,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from eagle3_lint import deps
-from eagle3_lint import minieval as me
 from eagle3_lint.checkpoint import text_config
 from eagle3_lint.engine import Mechanism
 from eagle3_lint.facts import ClassFacts, LoopForm, Method, UseKind, decode_source, index_offset, layer_loop
 from eagle3_lint.graph import ClassKey, Delegation, DelegationHow
+from eagle3_lint.lazyimport import lazy
 from eagle3_lint.model import Location, Status
 from eagle3_lint.queries import Queries
+
+if TYPE_CHECKING:
+    from eagle3_lint import minieval as me
+else:
+    me = lazy("eagle3_lint.minieval")  # imported on first use (lazyimport.py)
 
 if TYPE_CHECKING:
     from eagle3_lint.analysis import Context

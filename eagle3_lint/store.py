@@ -29,12 +29,20 @@ is keyed by content hash; the stat tuple only remembers "this file, unchanged si
 A stat is never recorded for a file changed within ``_RACY_NS`` of reading it (git's "racily
 clean" case: a second write inside the same timestamp tick), so such files are hashed next time.
 
+A check that changes a few entries writes them to a side file, ``<tag>.delta`` (same layout, payload
+``{"header", "base", "files"}``: ``base`` is the checksum of the pack it applies to, ``files[rel]`` an
+entry, or None for a deleted file), instead of rewriting the whole pack: the pack of vLLM 0.33.0 is 9 MB,
+and rewriting it was 40 ms of a 0.7 s one-edit re-check. The delta folds into the pack once it holds
+``_DELTA_MAX`` files, or when the derived results change. A delta whose base is not the pack on disk
+is ignored (its entries are recomputed).
+
 Damage of any kind (bad magic, checksum, header, unpicklable blob, wrong type) means: rebuild
 that part, never trust it. A cache that cannot be written only costs time.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import hashlib
 import os
@@ -62,6 +70,7 @@ _DIGEST_LEN = 32
 # same timestamp tick (coarse kernel clocks, 2 s on FAT); its stat is not trusted next time.
 _RACY_NS = 2_000_000_000
 # Parallel extraction only pays above this much work (fork + result transfer cost ~30 ms).
+_DELTA_MAX = 64  # files a delta holds before it folds into the pack
 _PARALLEL_MIN_FILES = 48
 _PARALLEL_MIN_BYTES = 2 * 1024 * 1024
 _PROGRESS_MIN_FILES = 100
@@ -209,6 +218,10 @@ class FactStore:
         self._digests: dict[str, bytes | None] = {}  # this run's content hashes (None: unreadable)
         self._wheel_stat: tuple[int, ...] | None = None
         self._dirty = False
+        # Since the pack was read: entries changed (None: deleted), and whether a derived result changed.
+        self._delta: dict[str, FileEntry | None] = {}
+        self._derived_dirty = False
+        self._pack_sum: bytes | None = None  # the checksum of the pack on disk, which a delta applies to
         self.read_errors: dict[str, str] = {}
         self.hits = 0
         self.misses = 0
@@ -248,10 +261,36 @@ class FactStore:
             if not isinstance(files, dict) or not isinstance(derived, dict):
                 raise ValueError("bad body")
             self._files, self._derived = files, derived
+            self._pack_sum = raw[len(MAGIC): head]
         except Exception:  # noqa: BLE001 - any damage to the pack means: rebuild it
             self._files, self._derived = {}, {}
             self.rebuilt = True
             self._dirty = True
+            return
+        self._load_delta(p.with_suffix(".delta"))
+
+    def _load_delta(self, p: Path) -> None:
+        if not trusted_file(p):
+            return
+        try:
+            raw = p.read_bytes()
+            head = len(MAGIC) + _DIGEST_LEN
+            payload = memoryview(raw)[head:]
+            if raw[: len(MAGIC)] != MAGIC or hashlib.sha256(payload).digest() != raw[len(MAGIC): head]:
+                return
+            with no_gc():
+                body = pickle.loads(payload)
+            if body.get("header") != self._header() or body.get("base") != self._pack_sum:
+                return  # made for another pack: its entries are recomputed
+            delta = body["files"]
+            for rel, e in delta.items():
+                if e is None:
+                    self._files.pop(rel, None)
+                else:
+                    self._files[rel] = e
+            self._delta = dict(delta)
+        except Exception:  # noqa: BLE001 - a damaged delta costs a recomputation, nothing else
+            return
 
     def _header(self) -> tuple[str, str, str]:
         return ("eagle3-lint-facts", self.source.root_label, fingerprint())
@@ -261,13 +300,29 @@ class FactStore:
         if p is None or not self._dirty:
             return
         present = set(self.source.py_files())
-        files = {rel: e for rel, e in self._files.items() if rel in present}  # forget deleted files
+        for rel in [rel for rel in self._files if rel not in present]:  # forget deleted files
+            del self._files[rel]
+            self._delta[rel] = None
+        dp = p.with_suffix(".delta")
+        if self._pack_sum is not None and not self._derived_dirty and len(self._delta) <= _DELTA_MAX:
+            with no_gc():
+                payload = pickle.dumps({"header": self._header(), "base": self._pack_sum, "files": self._delta},
+                                       protocol=pickle.HIGHEST_PROTOCOL)
+            try:
+                write_private(dp, (MAGIC, hashlib.sha256(payload).digest(), payload))
+                self._dirty = False
+                return
+            except OSError:
+                pass  # then the whole pack
         with no_gc():
-            payload = pickle.dumps({"header": self._header(), "files": files, "derived": self._derived},
+            payload = pickle.dumps({"header": self._header(), "files": self._files, "derived": self._derived},
                                    protocol=pickle.HIGHEST_PROTOCOL)
         try:
             write_private(p, (MAGIC, hashlib.sha256(payload).digest(), payload))
-            self._dirty = False
+            self._pack_sum = hashlib.sha256(payload).digest()
+            self._delta, self._derived_dirty, self._dirty = {}, False, False
+            with contextlib.suppress(OSError):
+                dp.unlink()
         except OSError:
             pass  # a cache that cannot be written only costs time
 
@@ -330,6 +385,7 @@ class FactStore:
         new = (self._stat(rel), digest, blob)
         if self._files.get(rel) != new:
             self._files[rel] = new
+            self._delta[rel] = new
             self._dirty = True
 
     # -- facts -----------------------------------------------------------------------------------
@@ -349,7 +405,7 @@ class FactStore:
         except Exception:  # noqa: BLE001 - a damaged entry is rebuilt, not trusted
             mf = None
         if not isinstance(mf, ModuleFacts) or mf.path != rel:
-            self._files[rel] = (e[0], e[1], None)
+            self._files[rel] = self._delta[rel] = (e[0], e[1], None)
             self._dirty = True
             return None
         return mf
@@ -528,7 +584,7 @@ class FactStore:
         value = compute(_Reading(self))
         self._derived[name] = (self._memo_key(name, params, files),
                                pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
-        self._dirty = True
+        self._dirty = self._derived_dirty = True
         return value
 
     def memo_in_background(self, name: str, params: tuple[Any, ...], files: Iterable[str],
@@ -595,7 +651,7 @@ class FactStore:
                     e = self._files.get(rel)
                     self._remember(rel, d, e[2] if e is not None and e[1] == d else None)
             self._derived[name] = (self._memo_key(name, params, files), blob)
-            self._dirty = True
+            self._dirty = self._derived_dirty = True
             return value
 
         return collect

@@ -53,10 +53,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from eagle3_lint import fixgen
 from eagle3_lint import semantic as sem
 from eagle3_lint.engine import Capability, Mechanism
 from eagle3_lint.graph import ClassKey
+from eagle3_lint.lazyimport import lazy
 from eagle3_lint.model import (
     Applicability,
     Edit,
@@ -68,6 +68,11 @@ from eagle3_lint.model import (
 )
 from eagle3_lint.rules import RuleMeta, fit, make
 from eagle3_lint.rules import _interface as shared
+
+if TYPE_CHECKING:
+    from eagle3_lint import fixgen
+else:
+    fixgen = lazy("eagle3_lint.fixgen")  # imported on first use (lazyimport.py)
 
 if TYPE_CHECKING:
     from eagle3_lint.analysis import Context

@@ -66,11 +66,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from eagle3_lint import fixgen
 from eagle3_lint import semantic as sem
 from eagle3_lint.engine import Capability
 from eagle3_lint.facts import Loop, Method, Use, UseKind
 from eagle3_lint.graph import ClassKey
+from eagle3_lint.lazyimport import lazy
 from eagle3_lint.model import (
     Applicability,
     Edit,
@@ -82,6 +82,11 @@ from eagle3_lint.model import (
 )
 from eagle3_lint.rules import RuleMeta, fit, make
 from eagle3_lint.runner import RunnerKind
+
+if TYPE_CHECKING:
+    from eagle3_lint import fixgen
+else:
+    fixgen = lazy("eagle3_lint.fixgen")  # imported on first use (lazyimport.py)
 
 if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
@@ -165,17 +170,26 @@ def _runners(ctx: Context) -> dict[ClassKey, list[_Runner]]:
         key = ctx.keys.get(arch)
         if v.supports_eagle3 is not True or key is None:
             continue
-        pp: bool | None = None
-        if marker is not None:
-            m = ctx.graph.member_origin(key, marker)
-            pp = m is not None and m[1].value == "True"
-        for inner in sem.reached(ctx, key):
-            hit = ctx.graph.method(inner, "forward")
-            if hit is None:
-                continue
-            lst = out.setdefault(hit[0], [])
+        runs = ctx.queries.get(("EGL005-runs", arch, key, marker), functools.partial(_runs, ctx, arch, key, marker),
+                               persist=True)
+        for owner, runner in runs:
+            lst = out.setdefault(owner, [])
             if all(r.arch != arch for r in lst):
-                lst.append(_Runner(arch, inner, pp))
+                lst.append(runner)
+    return out
+
+
+def _runs(ctx: Context, arch: str, key: ClassKey, marker: str | None) -> list[tuple[ClassKey, _Runner]]:
+    """The forwards ``arch`` runs, each with its owner class. One answer per architecture, kept between runs."""
+    pp: bool | None = None
+    if marker is not None:
+        m = ctx.graph.member_origin(key, marker)
+        pp = m is not None and m[1].value == "True"
+    out: list[tuple[ClassKey, _Runner]] = []
+    for inner in sem.reached(ctx, key):
+        hit = ctx.graph.method(inner, "forward")
+        if hit is not None:
+            out.append((hit[0], _Runner(arch, inner, pp)))
     return out
 
 

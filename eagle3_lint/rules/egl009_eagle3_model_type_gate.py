@@ -36,8 +36,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from eagle3_lint import fixgen
 from eagle3_lint.engine import Capability
+from eagle3_lint.lazyimport import lazy
 from eagle3_lint.model import (
     Applicability,
     Finding,
@@ -48,6 +48,11 @@ from eagle3_lint.model import (
 )
 from eagle3_lint.rules import RuleMeta, make
 from eagle3_lint.runner import Gate
+
+if TYPE_CHECKING:
+    from eagle3_lint import fixgen
+else:
+    fixgen = lazy("eagle3_lint.fixgen")  # imported on first use (lazyimport.py)
 
 if TYPE_CHECKING:
     from eagle3_lint.analysis import Context

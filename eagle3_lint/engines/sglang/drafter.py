@@ -40,7 +40,6 @@ import ast
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from eagle3_lint import minieval as me
 from eagle3_lint.checkpoint import text_config
 from eagle3_lint.drafter import OUTPUT, DraftAnalysis, IdIssue, IdsField, PPLayout, Split
 from eagle3_lint.engine import Mechanism
@@ -49,8 +48,14 @@ from eagle3_lint.engines.sglang import pp as pp_mod
 from eagle3_lint.engines.sglang.runner import IDS_KEY, SETTER, IdSource, id_sources
 from eagle3_lint.engines.sglang.setter import IdTransform, capture_indices, default_indices, read_setter
 from eagle3_lint.graph import ClassKey
+from eagle3_lint.lazyimport import lazy
 from eagle3_lint.model import Severity
 from eagle3_lint.semantic import Where, capture_in, collection_effect, delegate, read_module, resolve_self_path
+
+if TYPE_CHECKING:
+    from eagle3_lint import minieval as me
+else:
+    me = lazy("eagle3_lint.minieval")  # imported on first use (lazyimport.py)
 
 if TYPE_CHECKING:
     from eagle3_lint.analysis import Context

@@ -21,10 +21,15 @@ import ast
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from eagle3_lint import minieval as me
 from eagle3_lint.drafter import Split, split_ranges
 from eagle3_lint.facts import decode_source
+from eagle3_lint.lazyimport import lazy
 from eagle3_lint.source import SourceTree
+
+if TYPE_CHECKING:
+    from eagle3_lint import minieval as me
+else:
+    me = lazy("eagle3_lint.minieval")  # imported on first use (lazyimport.py)
 
 if TYPE_CHECKING:
     from eagle3_lint.analysis import Context

@@ -37,15 +37,20 @@ import ast
 import json
 from typing import TYPE_CHECKING, Any
 
-from eagle3_lint import minieval as me
 from eagle3_lint.checkpoint import text_config
 from eagle3_lint.drafter import DraftAnalysis, FcInfo, PPLayout
 from eagle3_lint.engines.drafter_fields import id_fields
 from eagle3_lint.engines.vllm import pp as pp_mod
 from eagle3_lint.engines.vllm import runnerchoice
 from eagle3_lint.graph import ClassKey
+from eagle3_lint.lazyimport import lazy
 from eagle3_lint.runner import RunnerKind, RunnerSite
 from eagle3_lint.semantic import Capture, Where, capture, default_ids, read_module
+
+if TYPE_CHECKING:
+    from eagle3_lint import minieval as me
+else:
+    me = lazy("eagle3_lint.minieval")  # imported on first use (lazyimport.py)
 
 if TYPE_CHECKING:
     from eagle3_lint.analysis import Context

@@ -14,10 +14,17 @@ when the tree's function cannot be evaluated; the result says which one was used
 
 from __future__ import annotations
 
-from eagle3_lint import minieval as me
+from typing import TYPE_CHECKING
+
 from eagle3_lint.drafter import Split, split_ranges
 from eagle3_lint.facts import decode_source
+from eagle3_lint.lazyimport import lazy
 from eagle3_lint.source import SourceTree
+
+if TYPE_CHECKING:
+    from eagle3_lint import minieval as me
+else:
+    me = lazy("eagle3_lint.minieval")  # imported on first use (lazyimport.py)
 
 PP_MODULE_PATHS = ("vllm/distributed/utils.py",)
 PP_FUNCTION = "get_pp_indices"
