@@ -258,6 +258,7 @@ def child_edit_phases(tree: Path, cache: Path, out: Path) -> None:
     wrap(oc, "json_report", "render")
     wrap(an, "run_rules", "rules+save")
     wrap(an, "serving_verdicts", "serving")
+    wrap(an, "keep_answers", "keep answers")
     build = an.build
     built: dict[str, float] = {}
 

@@ -19,7 +19,7 @@ from eagle3_lint.contract import Contract
 from eagle3_lint.engine import Engine
 from eagle3_lint.graph import ClassGraph, ClassKey
 from eagle3_lint.model import Finding, Status, Verdict
-from eagle3_lint.queries import Queries
+from eagle3_lint.queries import Queries, Table
 from eagle3_lint.registry import Registry
 from eagle3_lint.runner import RunnerPath
 from eagle3_lint.semantic import Memo
@@ -174,7 +174,7 @@ def sub_config_architectures(cfg: dict[str, Any], expr: str) -> tuple[str, ...]:
 class Keep:
     """Where and under what this analysis' answers are kept for the next check (queries.save)."""
 
-    cache_dir: Path
+    table: Table
     head: str
     files: dict[str, bytes | None]
     global_atoms: frozenset[str]
@@ -198,10 +198,10 @@ def build(source: SourceTree, options: Options, store: FactStore | None = None) 
     engine = engines.for_package(source.package)
     version = engine.version(source)
     # Answers are kept for plain trees only: a tree overlaid with plugins is never cached (reportcache.py).
-    keep_dir = options.cache_dir if type(source) in (DirSource, ZipSource) and not store.rebuilt else None
+    keep_dir = options.cache_dir if type(source) in (DirSource, ZipSource) else None
     files = queries_mod.file_digests(source, store) if keep_dir is not None else {}
     head = queries_mod.header(source, engine.name, version, _options_key(options)) if keep_dir is not None else ""
-    queries, changed = queries_mod.load(keep_dir, source, head, files)
+    queries, changed, table = queries_mod.load(keep_dir, source, head, files)
     t1 = t0
 
     def preload() -> None:
@@ -239,7 +239,7 @@ def build(source: SourceTree, options: Options, store: FactStore | None = None) 
     judge = Judge(graph, contract, runner)
     ctx = Context(source, store, graph, contract, runner, registry, judge, options, version, engine,
                   verdicts=ArchTable(queries), keys=ArchTable(queries), memo=Memo(queries), queries=queries,
-                  keep=Keep(keep_dir, head, files, frozenset(global_atoms)) if keep_dir is not None else None)
+                  keep=Keep(table, head, files, frozenset(global_atoms)) if table is not None else None)
     ctx.errors.extend(InternalError(*e) for e in derived.errors)
 
     def judged(arch: str, e: Any) -> tuple[ClassKey | None, Verdict]:
@@ -332,4 +332,4 @@ def keep_answers(ctx: Context) -> None:
     k = ctx.keep
     if k is None:
         return
-    queries_mod.save(k.cache_dir, ctx.source, k.head, k.files, k.global_atoms, None if ctx.errors else ctx.queries)
+    queries_mod.save(k.table, k.head, k.files, k.global_atoms, None if ctx.errors else ctx.queries)

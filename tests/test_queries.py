@@ -1,0 +1,190 @@
+"""Answers kept between runs (queries.py, deps.py): reused exactly where the files they read did not change.
+
+Each test runs the analysis on a small engine-shaped tree (a sample case, plus an unrelated model where a
+test needs one), edits it, and compares the cached run with a run without any cache, byte for byte, as
+well as which answers were reused and which recomputed.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+from pathlib import Path
+
+import pytest
+
+from eagle3_lint import deps, queries
+from eagle3_lint import store as store_mod
+from eagle3_lint.analysis import Context, Options, analyze
+from eagle3_lint.report import build_report
+from eagle3_lint.source import DirSource
+from tests.conftest import SAMPLES, materialize
+
+MODELS = "vllm/model_executor/models"
+
+OTHER = '''from torch import nn
+
+from .interfaces import SupportsEagle3
+
+
+class OtherForCausalLM(nn.Module, SupportsEagle3):
+    def __init__(self, config):
+        super().__init__()
+'''
+
+
+@pytest.fixture(autouse=True)
+def old_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Trust stat memos at once: freshly written test files are otherwise 'racily clean'."""
+    monkeypatch.setattr(store_mod, "_RACY_NS", 0)
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    root = materialize(SAMPLES / "core" / "wrapper_inner_supports", tmp_path / "tree")
+    (root / MODELS / "other.py").write_text(OTHER)
+    reg = root / MODELS / "registry.py"
+    reg.write_text(reg.read_text().replace(
+        '"InnerForCausalLM": ("inner", "InnerForCausalLM"),',
+        '"InnerForCausalLM": ("inner", "InnerForCausalLM"),\n    "OtherForCausalLM": ("other", "OtherForCausalLM"),'))
+    return root
+
+
+def run(root: Path, cache: Path | None) -> Context:
+    return analyze(DirSource(root), Options(cache_dir=cache))
+
+
+def report(ctx: Context) -> str:
+    return json.dumps(build_report(ctx, ctx.findings), indent=2)
+
+
+def reused(ctx: Context) -> set[object]:
+    return {k for k, e in ctx.queries._run.items() if e.layer is not None}
+
+
+def computed(ctx: Context) -> set[object]:
+    return {k for k, e in ctx.queries._run.items() if e.persist and e.layer is None}
+
+
+def same_as_fresh(root: Path, cache: Path) -> Context:
+    ctx = run(root, cache)
+    assert report(ctx) == report(run(root, None))
+    return ctx
+
+
+def test_recordings_nest_and_keep_what_a_failing_computation_read() -> None:
+    with deps.recording() as outer:
+        deps.note("a.py")
+        with pytest.raises(ValueError), deps.recording() as inner:
+            deps.note("b.py")
+            raise ValueError
+        with deps.unrecorded():
+            deps.note("c.py")
+    assert inner == {"b.py"}
+    assert outer == {"a.py", "b.py"}  # whoever caught the error read b.py too; c.py was not a read
+    deps.note("d.py")  # nothing records: a no-op
+    assert deps.frame is None
+
+
+def test_an_unchanged_tree_reuses_every_answer(tree: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    first = run(tree, cache)
+    assert not reused(first) and ("verdict", "InnerForCausalLM") in computed(first)
+    second = same_as_fresh(tree, cache)
+    assert not computed(second)
+    assert {("verdict", a) for a in first.verdicts} <= reused(second)
+    # Facts load only for what is computed afresh (the findings' messages): no finding is about other.py.
+    loaded = {mf.path for mf in second.store.loaded()}
+    assert f"{MODELS}/other.py" in {mf.path for mf in first.store.loaded()} and f"{MODELS}/other.py" not in loaded
+
+
+def test_an_edit_recomputes_the_answers_that_read_the_file_and_only_those(tree: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    run(tree, cache)
+    inner = tree / MODELS / "inner.py"
+    inner.write_text(inner.read_text().replace("SupportsPP, SupportsEagle3)", "SupportsPP)"))
+    ctx = same_as_fresh(tree, cache)
+    assert ctx.verdicts["InnerForCausalLM"].status.value == "partial"  # the methods without the marker
+    now = computed(ctx)
+    # The wrapper builds the inner model through the registry: its verdict read inner.py too.
+    assert {("verdict", "InnerForCausalLM"), ("verdict", "WrapForConditionalGeneration")} <= now
+    assert ("verdict", "OtherForCausalLM") in reused(ctx)
+    assert not any(isinstance(k, tuple) and "OtherForCausalLM" in k for k in now)
+    # And back: the answers the first run made on this content are valid again.
+    inner.write_text(inner.read_text().replace("SupportsPP)", "SupportsPP, SupportsEagle3)"))
+    back = same_as_fresh(tree, cache)
+    assert back.verdicts["InnerForCausalLM"].status.value == "supported"
+
+
+def test_a_registry_edit_starts_afresh(tree: Path, tmp_path: Path) -> None:
+    """The registry is read before any answer (its files are the table's global atoms): nothing is reused."""
+    cache = tmp_path / "cache"
+    run(tree, cache)
+    reg = tree / MODELS / "registry.py"
+    reg.write_text(reg.read_text().replace('    "OtherForCausalLM": ("other", "OtherForCausalLM"),\n', ""))
+    ctx = same_as_fresh(tree, cache)
+    assert not reused(ctx) and "OtherForCausalLM" not in ctx.verdicts
+
+
+def test_added_and_deleted_files_change_what_names_resolve_to(tree: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    run(tree, cache)
+    (tree / MODELS / "other.py").unlink()  # the registry still names it: its verdict says it is missing
+    assert same_as_fresh(tree, cache).verdicts["OtherForCausalLM"].status.value == "unknown"
+    (tree / MODELS / "other.py").write_text(OTHER)
+    assert same_as_fresh(tree, cache).verdicts["OtherForCausalLM"].status.value == "supported"
+
+
+def test_checks_write_a_delta_that_folds_into_the_table(tree: Path, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "cache"
+    run(tree, cache)
+    (table,) = (cache / "queries").glob("*.pickle")
+    delta = table.with_suffix(".delta")
+    assert not delta.exists()
+    inner = tree / MODELS / "inner.py"
+    for n in range(3):
+        inner.write_text(inner.read_text() + f"\n\ndef _edit_{n}():\n    return {n}\n")
+        table_bytes = table.read_bytes()
+        same_as_fresh(tree, cache)
+        assert delta.exists() and table.read_bytes() == table_bytes  # only the delta was written
+    monkeypatch.setattr(queries, "_DELTA_MAX", 0)
+    inner.write_text(inner.read_text() + "\n\ndef _edit_fold():\n    return 0\n")
+    same_as_fresh(tree, cache)  # the delta now holds more than a quarter of the table: it folds
+    assert not delta.exists()
+    assert not computed(same_as_fresh(tree, cache))
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "foreign delta"])
+def test_a_damaged_table_costs_a_full_analysis_only(tree: Path, tmp_path: Path, damage: str) -> None:
+    cache = tmp_path / "cache"
+    run(tree, cache)
+    inner = tree / MODELS / "inner.py"
+    inner.write_text(inner.read_text() + "\n\ndef _edit():\n    return 1\n")
+    run(tree, cache)  # writes a delta
+    (table,) = (cache / "queries").glob("*.pickle")
+    delta = table.with_suffix(".delta")
+    if damage == "truncate":
+        table.write_bytes(table.read_bytes()[:100])
+    elif damage == "garbage":
+        delta.write_bytes(b"\x80\x05not a pickle")
+    else:  # a delta left by another table: its answers must not be mixed into this one
+        data = pickle.loads(delta.read_bytes())
+        data["base"] = "not this table"
+        delta.write_bytes(pickle.dumps(data))
+    inner.write_text(inner.read_text().replace("SupportsPP, SupportsEagle3)", "SupportsPP)"))
+    same_as_fresh(tree, cache)
+
+
+def test_an_internal_error_drops_the_table(tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "cache"
+    run(tree, cache)
+    from eagle3_lint.rules import all_rules
+
+    def broken(ctx: Context) -> object:
+        raise RuntimeError("a bug of ours")
+
+    monkeypatch.setattr(next(r for r in all_rules() if r.meta.id == "EGL002"), "_check", broken)
+    ctx = run(tree, cache)
+    assert ctx.errors
+    assert not list((cache / "queries").glob("*.pickle"))  # the next check starts afresh
