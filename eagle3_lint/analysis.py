@@ -202,6 +202,8 @@ def build(source: SourceTree, options: Options, store: FactStore | None = None) 
     files = queries_mod.file_digests(source, store) if keep_dir is not None else {}
     head = queries_mod.header(source, engine.name, version, _options_key(options)) if keep_dir is not None else ""
     queries, changed, table = queries_mod.load(keep_dir, source, head, files)
+    if store.rebuilt:
+        queries = Queries()  # a damaged facts cache is rebuilt whole, by a full analysis (its answers are kept)
     t1 = t0
 
     def preload() -> None:

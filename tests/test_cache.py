@@ -96,10 +96,16 @@ def test_real_release_reports_identical_without_cold_and_warm(real_trees: object
     assert check_json(root, "--cache-dir", str(cache)) == plain
     assert pack.stat().st_size == size
     # The CLI's warm run above replayed the report (reportcache.py); the analysis on warm facts, too,
-    # gives the report an analysis without any cache gives.
+    # gives the report an analysis without any cache gives, and so does one reusing the answers kept.
+    shutil.rmtree(cache / "queries")
+    fresh = report(run(root, None))
     warm_ctx = run(root, cache)
-    assert warm_ctx.store.misses == 0 and warm_ctx.store.hits > 200
-    assert report(warm_ctx) == report(run(root, None))
+    assert warm_ctx.store.misses == 0 and warm_ctx.store.hits > 200 and not warm_ctx.queries.reused
+    assert report(warm_ctx) == fresh
+    kept_ctx = run(root, cache)
+    assert kept_ctx.store.misses == 0 and kept_ctx.queries.reused > 1000 and not kept_ctx.queries.computed_entries(
+        lambda atoms: ())
+    assert report(kept_ctx) == fresh
 
 
 # -- damage is detected and rebuilt ----------------------------------------------------------------
@@ -249,6 +255,10 @@ def test_deleted_file_is_forgotten(sample: Path, tmp_path: Path) -> None:
     (sample / victim).unlink()
     ctx = run(sample, cache)
     ctx.store._dirty = True
+    ctx.store.save()
+    assert victim in ctx.store._delta  # recorded as deleted, in the pack's delta
+    assert victim not in FactStore(DirSource(sample), cache)._files  # and gone from what the next run reads
+    ctx.store._dirty = ctx.store._derived_dirty = True  # folded into the pack itself
     ctx.store.save()
     raw = pack_of(cache).read_bytes()
     body = pickle.loads(raw[len(store_mod.MAGIC) + 32:])
