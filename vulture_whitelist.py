@@ -85,4 +85,6 @@ is_plugin_display_path  # tests/test_plugins.py
 by_id  # tests/test_real_rules_pp_gate.py
 misses  # tests/test_cache.py, bench/bench.py
 derived_hits  # tests/test_cache.py
+reused  # Queries counters: tests/test_cache.py, bench/bench.py --phases
+computed  # Queries counters: bench/bench.py --phases
 _.SGLANG  # enum member (eagle3_lint/engines/__init__.py): engines are iterated (all_engines) and looked up by value
