@@ -302,7 +302,9 @@ def apply_suppressions(ctx: Context, ran: set[str]) -> None:
 
 
 def analyze(source: SourceTree, options: Options, select: Callable[[str], bool] | None = None,
-            store: FactStore | None = None) -> Context:
+            store: FactStore | None = None, keep: bool = True) -> Context:
+    """The analysis of ``source``. Its answers are kept for the next check at the end (``keep``), or by the caller
+    with ``keep_answers`` once it has asked for more (the JSON report's rows, outcome.json_text)."""
     from eagle3_lint import guard
     from eagle3_lint.rules import all_rules
 
@@ -323,7 +325,8 @@ def analyze(source: SourceTree, options: Options, select: Callable[[str], bool] 
                 msg, _, tb = err.partition("\n")
                 ctx.errors.append(InternalError(f"facts {mf.path}", msg, tb))
         ctx.timings["rules"] = time.perf_counter() - t
-        keep_answers(ctx)
+        if keep:
+            keep_answers(ctx)
     return ctx
 
 

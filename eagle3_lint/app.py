@@ -78,7 +78,8 @@ def cache_dir(req: CheckRequest) -> Path | None:
     return None if req.no_cache else target_mod.cache_root(req.cache_dir)
 
 
-def run_check(req: CheckRequest, source: SourceTree | None = None, store: FactStore | None = None) -> Context:
+def run_check(req: CheckRequest, source: SourceTree | None = None, store: FactStore | None = None,
+              keep: bool = True) -> Context:
     """Analyze ``req``'s target (or ``source``, already opened, with ``store`` already holding its hashes)."""
     from eagle3_lint.analysis import Options, analyze
 
@@ -108,7 +109,7 @@ def run_check(req: CheckRequest, source: SourceTree | None = None, store: FactSt
                    draft_config=dcfg, draft_config_path=draft_path, debug=req.debug, progress=req.progress,
                    pipeline_parallel=req.pipeline_parallel, pp_partition=req.pp_partition, runner=req.runner,
                    tensor_parallel=req.tensor_parallel, drafter_convention=req.drafter_convention)
-    ctx = analyze(source, opts, req.select, store)
+    ctx = analyze(source, opts, req.select, store, keep)
     reg_broken = any(f.location.path == ctx.registry.path for f in ctx.findings if f.rule == "EGL000")
     if ctx.registry.path and not ctx.registry.entries and not reg_broken:  # a broken registry is an EGL000 finding
         raise UsageError(
@@ -246,7 +247,11 @@ def _report_once(req: CheckRequest, settings: Settings, render: Callable[[Contex
     if hit is not None:
         store.save()  # keeps refreshed stat memos (a touched but unchanged file is not hashed again)
         return hit
-    result = render(run_check(req, source, store))
+    from eagle3_lint.analysis import keep_answers
+
+    ctx = run_check(req, source, store, keep=False)
+    result = render(ctx)
+    keep_answers(ctx)  # after rendering: the report's own answers are kept too (outcome.json_text)
     if result.code != 2:
         cache.put(result)
     return result

@@ -420,9 +420,7 @@ def _render(ctx: Context, settings: config_mod.Settings, fmt: str, console: Cons
     out = outcome_mod.finalize(ctx, settings)
     findings = out.findings
     if fmt == "json":
-        from eagle3_lint.report.jsondump import dumps
-
-        report = dumps(outcome_mod.json_report(ctx, out)) + "\n"  # == json.dumps(..., indent=2)
+        report = outcome_mod.json_text(ctx, out) + "\n"  # == json.dumps(..., indent=2)
     elif fmt == "sarif":
         from eagle3_lint.report.jsondump import dumps
         from eagle3_lint.report.sarif import build_sarif

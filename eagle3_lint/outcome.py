@@ -12,6 +12,7 @@ fingerprints, baselines and configuration globs see the tree-relative paths.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, overload
@@ -192,15 +193,45 @@ def finalize(ctx: Context, settings: Settings) -> Outcome:
     return Outcome(active, active_fps, suppressed, status, paths, settings)
 
 
-def json_report(ctx: Context, out: Outcome) -> dict[str, Any]:
-    """The JSON report (report/build.py) with fingerprints, suppressed findings and baseline state."""
+# Where a row of "architectures" sits in the JSON report: {"architectures": [ {row} ]}.
+_ROW_PAD = "    "
+
+
+def json_text(ctx: Context, out: Outcome) -> str:
+    """The JSON report's text (``json.dumps(json_report(...), indent=2)``). The text of each architecture's row is
+    an answer kept between runs with its verdict (queries.py): the rows are 1.1 MB of the 1.2 MB report of vLLM
+    0.33.0, and encoding them was most of rendering it after a one-file edit."""
+    from eagle3_lint.report.build import sorted_verdicts
+    from eagle3_lint.report.jsondump import Fragment, dumps
+
+    rep = json_report(ctx, out, rows=False)
+    key = repr(out.paths)
+    rep["architectures"] = [
+        Fragment(_ROW_PAD, ctx.queries.get(("json-row", v.architecture, key),
+                                           functools.partial(_row_text, ctx, out.paths, v.architecture), persist=True))
+        for v in sorted_verdicts(ctx)]
+    return dumps(rep)
+
+
+def _row_text(ctx: Context, paths: PathMap, arch: str) -> str:
+    from eagle3_lint.report.build import verdict_model
+    from eagle3_lint.report.jsondump import dumps_at
+    from eagle3_lint.report.schema import dump
+
+    # Read through ctx.verdicts: the row is the verdict's, so it rests on the files the verdict read.
+    return dumps_at(paths.json(dump(verdict_model(ctx.verdicts[arch]))), _ROW_PAD)
+
+
+def json_report(ctx: Context, out: Outcome, rows: bool = True) -> dict[str, Any]:
+    """The JSON report (report/build.py) with fingerprints, suppressed findings and baseline state (``rows``
+    False: without the architectures' rows, see json_text)."""
     from eagle3_lint.report.build import report_model
     from eagle3_lint.report.schema import dump_object
 
     model = report_model(ctx, out.findings, fingerprints=out.fingerprints,
                          suppressed=[(s.finding, s.fingerprint, s.suppression) for s in out.suppressed],
                          baseline=out.baseline,
-                         config=str(out.settings.config_path) if out.settings.config_path else None)
+                         config=str(out.settings.config_path) if out.settings.config_path else None, rows=rows)
     rep = dump_object(model)
     from eagle3_lint.report.title import title
 

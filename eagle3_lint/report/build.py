@@ -133,9 +133,10 @@ def report_model(ctx: Context, findings: Sequence[Finding] | None = None, *,
                  fingerprints: Sequence[str] | None = None,
                  suppressed: Sequence[tuple[Finding, str, Suppression]] | None = None,
                  baseline: BaselineStatus | None | rs.Absent = rs.ABSENT,
-                 config: str | None | rs.Absent = rs.ABSENT) -> rs.Report:
+                 config: str | None | rs.Absent = rs.ABSENT, rows: bool = True) -> rs.Report:
     """The report as the typed model. ``fingerprints`` (aligned with ``findings``), ``suppressed``,
-    ``baseline`` and ``config`` come from outcome.finalize; without them those keys are left out."""
+    ``baseline`` and ``config`` come from outcome.finalize; without them those keys are left out. ``rows``
+    False leaves "architectures" empty, for a caller that has their text (outcome.json_text)."""
     fs = list(ctx.findings if findings is None else findings)
     counts: dict[str, int] = {s.value: 0 for s in Status}
     for v in ctx.verdicts.values():
@@ -167,7 +168,7 @@ def report_model(ctx: Context, findings: Sequence[Finding] | None = None, *,
         registry=rs.Registry(path=ctx.registry.path, architectures=len(ctx.registry.entries), note=ctx.registry.note),
         summary=rs.Summary(statuses=rs.StatusCounts(wrapper_gap=counts.pop(Status.WRAPPER_GAP.value), **counts),
                            findings=rs.SeverityCounts(**sev), targeted=list(ctx.targeted)),
-        architectures=[verdict_model(v) for v in sorted_verdicts(ctx)],
+        architectures=[verdict_model(v) for v in sorted_verdicts(ctx)] if rows else [],
         findings=[finding_model(f, fp) for f, fp in zip(fs, fps, strict=True)],
         errors=[rs.ErrorEntry(where=e.where, message=e.message) for e in ctx.errors],
         draft=draft,

@@ -20,6 +20,21 @@ from typing import Any
 _INF = float("inf")
 
 
+class Fragment:
+    """A value whose text at one indentation is known already (kept between runs): emitted as that text when it
+    sits at that indentation, else encoded from its value (parsed back from the text) like any other."""
+
+    __slots__ = ("pad", "text")
+
+    def __init__(self, pad: str, text: str) -> None:
+        self.pad = pad
+        self.text = text
+
+    @property
+    def value(self) -> Any:
+        return json.loads(self.text)
+
+
 class _Unsupported(Exception):
     """An object this encoder does not handle: the caller falls back to ``json.dumps``."""
 
@@ -95,15 +110,38 @@ def _emit(o: Any, out: list[str], pad: str) -> None:
             out.append(": ")
             _emit(v, out, inner)
         out.append("\n" + pad + "}")
+    elif type(o) is Fragment:
+        if o.pad == pad:
+            out.append(o.text)
+        else:
+            _emit(o.value, out, pad)
     else:
         raise _Unsupported
 
 
+def _plain(o: Any) -> Any:
+    """``o`` with its fragments replaced by their values (for the library's own encoder)."""
+    if type(o) is Fragment:
+        return _plain(o.value)
+    if isinstance(o, dict):
+        return {k: _plain(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_plain(v) for v in o]
+    return o
+
+
 def dumps(obj: Any) -> str:
-    """``json.dumps(obj, indent=2)``."""
+    """``json.dumps(obj, indent=2)`` (``Fragment`` values as their values)."""
     out: list[str] = []
     try:
         _emit(obj, out, "")
     except (_Unsupported, RecursionError):
-        return json.dumps(obj, indent=2)
+        return json.dumps(_plain(obj), indent=2)
+    return "".join(out)
+
+
+def dumps_at(obj: Any, pad: str) -> str:
+    """The text ``dumps`` writes for ``obj`` where it sits at indentation ``pad`` (a ``Fragment``'s text)."""
+    out: list[str] = []
+    _emit(obj, out, pad)
     return "".join(out)
