@@ -137,6 +137,7 @@ def test_report_differences_are_named_by_their_first_path() -> None:
     b["findings"].append({"rule": "EGL001"})
     assert json_difference(json.dumps(a), json.dumps(b)) == \
         '/findings: 0 items != 1; the second goes on with {"rule": "EGL001"}'
-    assert str(json_difference(json.dumps(a), json.dumps(a, indent=1))).startswith("same data, bytes differ at offset 1")
+    spaced = json_difference(json.dumps(a), json.dumps(a, indent=1))
+    assert spaced is not None and spaced.startswith("same data, bytes differ at offset 1"), spaced
     assert json_difference(json.dumps(a), json.dumps(a)) is None
     assert text_difference("x\ny\n", "x\nz\n") == "line 2: 'y' != 'z'"
