@@ -15,7 +15,8 @@ Measured, each in its own subprocess (so one measurement's heap cannot slow the 
   also once with ``EAGLE3_LINT_JOBS=1`` to show what the parallel parse buys;
 - warm: the same command again, cache hit (the report is replayed: reportcache.py);
 - warm-analysis: the same with the report cache emptied first (facts cache hit, whole analysis);
-- one edit: a COPY of the tree, primed, then one model file edited and checked again;
+- one edit: a COPY of the tree, primed, then one model file edited and checked again (``--edit-kind``:
+  ``append`` a function, the default, or ``class``: a method of ``LlamaModel`` added and the previous removed);
 - peak RSS of the cold check (``ru_maxrss`` from ``os.wait4``: the process and its workers);
 - sweep: every cached release 0.9.2 .. 0.33.0 checked warm, total seconds;
 - comparisons: astroid ``string_build`` of the same files (what a pylint plugin pays before it
@@ -287,19 +288,63 @@ def measure_floor(tree: Path, repeat: int) -> dict[str, Any]:
     return min(runs, key=lambda d: d["wall"])
 
 
-def edit_one_file(tree: Path, n: int) -> str:
-    """A real edit of one model file: a module-level function is appended (new content every time).
+EDIT_KINDS = ("append", "class")
+# The class the ``class`` edit changes in the edited file (the decoder of llama.py in both engines); a tree
+# without it (a sample tree) gets the file's first module-level class instead.
+EDIT_CLASS = "LlamaModel"
+PROBE = "_bench_probe_"
 
-    Appending keeps every line number before it, so the edited file's classes read as they did; the
-    file's facts still change (a new binding), and the check re-derives everything from them."""
+
+def edit_one_file(tree: Path, n: int, kind: str = "append") -> str:
+    """A real edit of one model file (new content every time), and what it was: ``path (kind: detail)``.
+
+    ``append``: a module-level function is appended. That keeps every line number before it, so the edited
+    file's classes read as they did; the file's facts still change (a new binding), and the check re-derives
+    everything from them.
+
+    ``class``: a class the analysis reads changes. ``LlamaModel`` gains a method ``_bench_probe_<n>`` and
+    loses the one the previous round added: every round leaves a state of the tree no run has seen, where
+    adding and then only removing the method would bring back the primed tree, whose report is replayed
+    from the report cache. The lines after the class move, so the report changes too."""
     rel = LAYOUTS[engine_of(tree) or "vllm"][2]
     p = tree / rel
     if not p.is_file():
         p = max(model_files(tree), key=lambda f: f.stat().st_size)
         rel = p.relative_to(tree).as_posix()
     text = p.read_text(encoding="utf-8")
-    p.write_text(text + f"\n\ndef _bench_edit_{n}() -> int:\n    return {n}\n", encoding="utf-8")
-    return rel
+    if kind == "append":
+        p.write_text(text + f"\n\ndef _bench_edit_{n}() -> int:\n    return {n}\n", encoding="utf-8")
+        return f"{rel} (append: def _bench_edit_{n}())"
+    text, detail = _edit_class(text, n)
+    p.write_text(text, encoding="utf-8")
+    return f"{rel} (class: {detail})"
+
+
+def _edit_class(text: str, n: int) -> tuple[str, str]:
+    """``text`` with the probe method of round ``n`` added to the class and the earlier probe removed."""
+    import ast
+
+    classes = [c for c in ast.parse(text).body if isinstance(c, ast.ClassDef)]
+    cls = next((c for c in classes if c.name == EDIT_CLASS), classes[0] if classes else None)
+    if cls is None or cls.end_lineno is None:
+        raise SystemExit("bench: --edit-kind class needs a module-level class in the edited file")
+    # Lines as ast counts them (read_text gave "\n" endings; str.splitlines would also break at "\f" and the like).
+    lines = re.findall(r"[^\n]*\n|[^\n]+\Z", text)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    indent = " " * cls.body[0].col_offset
+    # Inserted at the class's end, then the old probe deleted: it sits above, so the insertion point holds.
+    lines[cls.end_lineno:cls.end_lineno] = [f"\n{indent}def {PROBE}{n}(self) -> int:\n",
+                                             f"{indent}    return {n}\n"]
+    old = [f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name.startswith(PROBE)]
+    for f in reversed(old):
+        assert f.end_lineno is not None
+        start = f.lineno - 1
+        if start > 0 and not lines[start - 1].strip():
+            start -= 1  # the blank line added with it
+        del lines[start:f.end_lineno]
+    gone = ", ".join(f.name for f in old)
+    return "".join(lines), f"{cls.name}.{PROBE}{n} added" + (f", {gone} removed" if gone else "")
 
 
 def copy_tree(src: Path, dest: Path) -> None:
@@ -418,17 +463,17 @@ def bench(args: argparse.Namespace) -> Results:
         edit_runs = []
         edited = ""
         for i in range(max(args.repeat, 3)):
-            edited = edit_one_file(copy, i)
+            edited = edit_one_file(copy, i, args.edit_kind)
             log(f"one edit {i + 1}: {edited}")
             r = run_measured(lint_cmd(copy, ecache, out), cwd=str(work))
             check_rc(r, "one-edit check")
             edit_runs.append(r)
         ed = best(edit_runs)
         row(res, "one-edit", ed.wall, "s", ed.wall / floor, ed.cpu / floor_cpu,
-            detail=f"cpu {ed.cpu:.2f} s; edited {edited}")
+            detail=f"cpu {ed.cpu:.2f} s; edit kind {args.edit_kind}; edited {edited}")
         if args.phases:
             # Where a one-edit check spends its time, as fractions of the floor (one more edit, in-process).
-            edit_one_file(copy, 99)
+            edit_one_file(copy, 99, args.edit_kind)
             r = run_measured([sys.executable, __file__, "--child-edit-phases", str(copy), str(ecache), str(out)],
                              cwd=str(work))
             if r.rc == 0:
@@ -567,6 +612,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-compare", action="store_true", help="skip the astroid and import-through-vLLM comparisons")
     ap.add_argument("--no-serial", action="store_true",
                     help="skip the forced serial and forced parallel cold checks (EAGLE3_LINT_JOBS=1 and =CPUs)")
+    ap.add_argument("--edit-kind", choices=EDIT_KINDS, default="append",
+                    help="the one-edit measure's edit of llama.py: append a function (default), or change a class "
+                         "the analysis reads (LlamaModel gains a method and loses the previous round's)")
     ap.add_argument("--phases", action="store_true", help="also print the in-process phase timings of a warm check")
     ap.add_argument("--no-snapshot", action="store_true",
                     help="run the checkout's code directly instead of a frozen copy of it")
