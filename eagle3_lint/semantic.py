@@ -33,12 +33,10 @@ from eagle3_lint.queries import Queries
 
 if TYPE_CHECKING:
     from eagle3_lint import minieval as me
-else:
-    me = lazy("eagle3_lint.minieval")  # imported on first use (lazyimport.py)
-
-if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
     from eagle3_lint.engine import CollectionIdiom
+else:
+    me = lazy("eagle3_lint.minieval")  # imported on first use (lazyimport.py)
 
 T = TypeVar("T")
 

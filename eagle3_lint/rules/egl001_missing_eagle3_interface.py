@@ -51,11 +51,9 @@ from eagle3_lint.rules import RuleMeta, fit, make
 
 if TYPE_CHECKING:
     from eagle3_lint import fixgen
+    from eagle3_lint.analysis import Context
 else:
     fixgen = lazy("eagle3_lint.fixgen")  # imported on first use (lazyimport.py)
-
-if TYPE_CHECKING:
-    from eagle3_lint.analysis import Context
 
 META = RuleMeta("EGL001", "missing-eagle3-interface", Severity.ERROR, True,
                 "A targeted architecture, and every model it delegates to, fails the engine's EAGLE-3 check.")

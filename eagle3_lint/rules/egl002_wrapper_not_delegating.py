@@ -56,11 +56,9 @@ from eagle3_lint.rules import _interface as shared
 
 if TYPE_CHECKING:
     from eagle3_lint import fixgen
+    from eagle3_lint.analysis import Context
 else:
     fixgen = lazy("eagle3_lint.fixgen")  # imported on first use (lazyimport.py)
-
-if TYPE_CHECKING:
-    from eagle3_lint.analysis import Context
 
 META = RuleMeta(
     "EGL002",
@@ -84,6 +82,7 @@ def _compute(ctx: Context) -> shared.Groups:
     groups = shared.Groups()
     # Targeted architectures first: a group shared by several (one wrapper class, subclasses with other inner
     # models) names the inner model of the one the user asked about.
+    # One architecture's contribution: an answer kept between runs with the files it read (each_arch).
     def one(arch: str, key: ClassKey, groups: shared.Sink) -> None:
         st = sem.status(ctx, arch)
         if st is Status.WRAPPER_GAP:

@@ -59,11 +59,9 @@ from eagle3_lint.rules import _interface as shared
 
 if TYPE_CHECKING:
     from eagle3_lint import fixgen
+    from eagle3_lint.analysis import Context
 else:
     fixgen = lazy("eagle3_lint.fixgen")  # imported on first use (lazyimport.py)
-
-if TYPE_CHECKING:
-    from eagle3_lint.analysis import Context
 
 META = RuleMeta("EGL003", "incomplete-eagle3-interface", Severity.ERROR, True,
                 "A class carries part of the EAGLE-3 contract but not all of it.",
@@ -83,6 +81,7 @@ def _compute(ctx: Context) -> shared.Groups:
     groups = shared.Groups()
     if ctx.engine.collection is not None:
         return _compute_plumbing(ctx, groups)
+    # One architecture's contribution: an answer kept between runs with the files it read (each_arch).
     def one(arch: str, key: ClassKey, groups: shared.Sink) -> None:
         st = sem.status(ctx, arch)
         if st is Status.PARTIAL:
@@ -109,6 +108,7 @@ def _compute_plumbing(ctx: Context, groups: shared.Groups) -> shared.Groups:
     (and, where its layer owner's ``forward`` does not collect, the collection too). Reported on the class."""
     idiom = ctx.engine.collection
     assert idiom is not None
+    # One architecture's contribution: an answer kept between runs with the files it read (each_arch).
     def one(arch: str, key: ClassKey, groups: shared.Sink) -> None:
         if sem.status(ctx, arch) is not Status.UNSUPPORTED or sem.setter_effect(ctx, key).kind != "missing":
             return

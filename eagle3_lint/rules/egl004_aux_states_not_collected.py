@@ -71,11 +71,9 @@ from eagle3_lint.rules import _interface as shared
 
 if TYPE_CHECKING:
     from eagle3_lint import fixgen
+    from eagle3_lint.analysis import Context
 else:
     fixgen = lazy("eagle3_lint.fixgen")  # imported on first use (lazyimport.py)
-
-if TYPE_CHECKING:
-    from eagle3_lint.analysis import Context
 
 META = RuleMeta(
     "EGL004",
@@ -100,6 +98,7 @@ def _compute(ctx: Context) -> shared.Groups:
     groups = shared.Groups()
     if ctx.engine.collection is not None:
         return _compute_mechanisms(ctx, groups)
+    # One architecture's contribution: an answer kept between runs with the files it read (each_arch).
     def one(arch: str, key: ClassKey, groups: shared.Sink) -> None:
         # Supported classes, and those that claim the interface without passing yet: a partial
         # class (methods, no marker) or a wrapper around a supporting inner model. Their EGL003 /
@@ -154,6 +153,7 @@ def _compute_mechanisms(ctx: Context, groups: shared.Groups) -> shared.Groups:
     """Engines whose decoders collect through a list attribute or per-layer flags (``Engine.collection``): the
     setter must feed, on the layer owner, a mechanism its forward reads, and that forward must return the states.
     Wrapper gaps are EGL002's (their fix delegates to an inner model checked as its own architecture)."""
+    # One architecture's contribution: an answer kept between runs with the files it read (each_arch).
     def one(arch: str, key: ClassKey, groups: shared.Sink) -> None:
         if sem.status(ctx, arch) is not Status.SUPPORTED:
             return

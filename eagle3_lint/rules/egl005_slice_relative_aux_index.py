@@ -85,11 +85,9 @@ from eagle3_lint.runner import RunnerKind
 
 if TYPE_CHECKING:
     from eagle3_lint import fixgen
+    from eagle3_lint.analysis import Context
 else:
     fixgen = lazy("eagle3_lint.fixgen")  # imported on first use (lazyimport.py)
-
-if TYPE_CHECKING:
-    from eagle3_lint.analysis import Context
 
 META = RuleMeta(
     "EGL005",

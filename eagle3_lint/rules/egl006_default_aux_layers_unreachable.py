@@ -51,11 +51,9 @@ from eagle3_lint.rules import _interface as shared
 
 if TYPE_CHECKING:
     from eagle3_lint import fixgen
+    from eagle3_lint.analysis import Context
 else:
     fixgen = lazy("eagle3_lint.fixgen")  # imported on first use (lazyimport.py)
-
-if TYPE_CHECKING:
-    from eagle3_lint.analysis import Context
 
 META = RuleMeta(
     "EGL006",
@@ -83,6 +81,7 @@ def _compute(ctx: Context) -> shared.Groups:
     names = sem.getter_names(ctx)
     if not names:
         return groups
+    # One architecture's contribution: an answer kept between runs with the files it read (each_arch).
     def one(arch: str, key: ClassKey, groups: shared.Sink) -> None:
         # A class that claims the interface but fails the check is EGL003's (or EGL002's).
         if sem.status(ctx, arch) is not Status.SUPPORTED:

@@ -51,11 +51,9 @@ from eagle3_lint.runner import Gate
 
 if TYPE_CHECKING:
     from eagle3_lint import fixgen
+    from eagle3_lint.analysis import Context
 else:
     fixgen = lazy("eagle3_lint.fixgen")  # imported on first use (lazyimport.py)
-
-if TYPE_CHECKING:
-    from eagle3_lint.analysis import Context
 
 META = RuleMeta("EGL009", "eagle3-model-type-gate", Severity.ERROR, True,
                 "The tree refuses EAGLE-3 at config time for this target's HF model_type.",

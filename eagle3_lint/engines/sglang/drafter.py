@@ -54,11 +54,9 @@ from eagle3_lint.semantic import Where, capture_in, collection_effect, delegate,
 
 if TYPE_CHECKING:
     from eagle3_lint import minieval as me
+    from eagle3_lint.analysis import Context
 else:
     me = lazy("eagle3_lint.minieval")  # imported on first use (lazyimport.py)
-
-if TYPE_CHECKING:
-    from eagle3_lint.analysis import Context
 
 USE_AUX_KEY = "use_aux_hidden_state"
 FLAG = "_is_layer_to_capture"

@@ -28,11 +28,9 @@ from eagle3_lint.source import SourceTree
 
 if TYPE_CHECKING:
     from eagle3_lint import minieval as me
+    from eagle3_lint.analysis import Context
 else:
     me = lazy("eagle3_lint.minieval")  # imported on first use (lazyimport.py)
-
-if TYPE_CHECKING:
-    from eagle3_lint.analysis import Context
 
 PP_MODULE_PATHS = ("sglang/srt/distributed/utils.py",)
 PP_FUNCTION = "get_pp_indices"

@@ -49,11 +49,9 @@ from eagle3_lint.semantic import Capture, Where, capture, default_ids, read_modu
 
 if TYPE_CHECKING:
     from eagle3_lint import minieval as me
+    from eagle3_lint.analysis import Context
 else:
     me = lazy("eagle3_lint.minieval")  # imported on first use (lazyimport.py)
-
-if TYPE_CHECKING:
-    from eagle3_lint.analysis import Context
 
 SPECULATORS_BASE = "vllm/transformers_utils/configs/speculators/base.py"
 SPECULATORS_ALGOS = "vllm/transformers_utils/configs/speculators/algos.py"

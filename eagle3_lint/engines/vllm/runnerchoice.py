@@ -29,11 +29,9 @@ from eagle3_lint.source import SourceTree
 
 if TYPE_CHECKING:
     from eagle3_lint import minieval as me
+    from eagle3_lint.analysis import Context
 else:
     me = lazy("eagle3_lint.minieval")  # imported on first use (lazyimport.py)
-
-if TYPE_CHECKING:
-    from eagle3_lint.analysis import Context
 
 VLLM_CONFIG = "vllm/config/vllm.py"
 ENVS = "vllm/envs.py"
