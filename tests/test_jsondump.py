@@ -73,3 +73,15 @@ def test_real_release_reports(real_trees: Any) -> None:
         text = dumps(obj)
         assert len(text) > 100_000
         assert text == json.dumps(obj, indent=2)
+
+
+def test_fragments_are_their_values() -> None:
+    """A Fragment (a row kept between runs, outcome.json_text) prints as its value would, wherever it sits."""
+    from eagle3_lint.report.jsondump import Fragment, dumps_at
+
+    row = {"name": "LlamaForCausalLM", "evidence": [{"kind": "class", "line": 3}], "inner": []}
+    at_row = Fragment("    ", dumps_at(row, "    "))
+    assert dumps({"architectures": [at_row]}) == json.dumps({"architectures": [row]}, indent=2)
+    assert dumps([[at_row]]) == json.dumps([[row]], indent=2)  # another depth: encoded from its value
+    with pytest.raises(TypeError):  # the library's fallback sees the values too
+        dumps({"architectures": [at_row], "bad": object()})

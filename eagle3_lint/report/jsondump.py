@@ -136,7 +136,11 @@ def dumps(obj: Any) -> str:
     try:
         _emit(obj, out, "")
     except (_Unsupported, RecursionError):
-        return json.dumps(_plain(obj), indent=2)
+        try:
+            plain = _plain(obj)
+        except RecursionError:
+            plain = obj  # a cycle: the library reports it as it would have
+        return json.dumps(plain, indent=2)
     return "".join(out)
 
 
