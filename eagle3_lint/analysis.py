@@ -177,7 +177,7 @@ class Keep:
     table: Table
     head: str
     files: dict[str, bytes | None]
-    global_atoms: frozenset[str]
+    derived: str  # queries.derived_digest of what the engine derived before the first answer
 
 
 def _options_key(options: Options) -> tuple[object, ...]:
@@ -217,10 +217,16 @@ def build(source: SourceTree, options: Options, store: FactStore | None = None) 
         t1 = time.perf_counter()
 
     # The engine parses the model files (``preload``) when it suits its derivations: vLLM's reads the
-    # runner path in a second process meanwhile. What the derivations read is what every answer rests on.
-    with deps.recording() as global_atoms:
-        derived = engine.derive(source, store, preload)
+    # runner path in a second process meanwhile.
+    derived = engine.derive(source, store, preload)
     registry, contract, runner = derived.registry, derived.contract, derived.runner
+    # Every answer rests on what was derived (registry, contract, runner path, gates) without reading it: the
+    # answers kept are reused only if that is what the last check derived. An edit of a model file that leaves
+    # the registry as it was keeps them (SGLang's registry is read from every model file).
+    digest = queries_mod.derived_digest(derived) if table is not None else ""
+    if queries.seeded and table is not None and table.derived != digest:
+        queries = Queries()
+        store.preload([rel for rel in source.py_files() if engine.is_model_file(rel)], options.progress)
     t2 = time.perf_counter()
 
     def registered(arch: str) -> ClassKey | None:
@@ -241,7 +247,7 @@ def build(source: SourceTree, options: Options, store: FactStore | None = None) 
     judge = Judge(graph, contract, runner)
     ctx = Context(source, store, graph, contract, runner, registry, judge, options, version, engine,
                   verdicts=ArchTable(queries), keys=ArchTable(queries), memo=Memo(queries), queries=queries,
-                  keep=Keep(table, head, files, frozenset(global_atoms)) if table is not None else None)
+                  keep=Keep(table, head, files, digest) if table is not None else None)
     ctx.errors.extend(InternalError(*e) for e in derived.errors)
 
     def judged(arch: str, e: Any) -> tuple[ClassKey | None, Verdict]:
@@ -337,4 +343,4 @@ def keep_answers(ctx: Context) -> None:
     k = ctx.keep
     if k is None:
         return
-    queries_mod.save(k.table, k.head, k.files, k.global_atoms, None if ctx.errors else ctx.queries)
+    queries_mod.save(k.table, k.head, k.files, k.derived, None if ctx.errors else ctx.queries)

@@ -12,22 +12,31 @@ them (``load``) and reuses each one whose files all kept their content hash, and
 whole table is dropped, and everything recomputed, when anything the answers rest on without reading it
 changes:
 
-- the tool (its code fingerprint), the engine, the release, the request's options;
-- what the engine derived before the first answer (registry, contract, runner path, gates): the files that
-  derivation read are the table's *global* atoms;
+- the tool (its code fingerprint), the engine, the release, the request's options (the table's key);
+- what the engine derived before the first answer (registry, contract, runner path, gates): its value, not
+  the files it was read from (``derived_digest``), so an edit that leaves the registry as it was keeps the
+  answers; SGLang's registry is read from every model file;
 - a check that ended with an internal error is not saved.
 
 A file the tree gains or loses changes the module it would define and the listing of the tree, so answers
 that looked a module up (even one that was missing) or listed the tree are recomputed.
 
-``tests/test_cache_incremental.py`` and ``tests/test_incremental_mutations.py`` are the differential
-tests of this: after edits of every kind, a check that reuses answers prints byte for byte what a check
-without any cache prints.
+What this cannot see, and so must not happen: an answer that depends on the order answers are asked in.
+Two guards of the class graph could make one: the MRO's depth limit (an inheritance chain deeper than
+``graph._MAX_MRO_DEPTH`` is cut where the walk started) and the guard against circular name resolution. A
+no-cache run asks in one fixed order, a re-check in the same order minus what it reuses, so the two agree
+unless an edit breaks a cycle of imports or a chain that deep; no released tree has either.
+
+``tests/test_queries.py``, ``tests/test_cache_incremental.py`` and ``tests/test_incremental_mutations.py``
+are the tests of this: after edits of every kind, a check that reuses answers prints byte for byte what a
+check without any cache prints, and reuses exactly the answers whose files did not change.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import enum
 import hashlib
 import os
 import pickle
@@ -245,6 +254,28 @@ def file_digests(source: SourceTree, store: FactStore) -> dict[str, bytes | None
     return {rel: store.digest(rel) for rel in source.py_files()}
 
 
+def derived_digest(value: object) -> str:
+    """A digest of what an engine derived (``engine.Derived``) that is the same in every process for the same
+    value: sets are sorted (their order follows the string hash seed), dataclasses and enums named."""
+    return hashlib.sha256(repr(_canonical(value)).encode()).hexdigest()
+
+
+def _canonical(v: object) -> object:
+    if isinstance(v, enum.Enum):
+        return (type(v).__name__, v.value)
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return (type(v).__name__, tuple((f.name, _canonical(getattr(v, f.name))) for f in dataclasses.fields(v)))
+    if isinstance(v, dict):
+        return ("dict", tuple((_canonical(k), _canonical(x)) for k, x in v.items()))
+    if isinstance(v, (set, frozenset)):
+        return ("set", tuple(sorted(repr(_canonical(x)) for x in v)))
+    if isinstance(v, (list, tuple)):
+        return tuple(_canonical(x) for x in v)
+    if v is None or isinstance(v, (str, int, float, bool, bytes)):
+        return v
+    return (type(v).__name__, str(v))  # Path and the like; anything else changes the digest, so nothing is reused
+
+
 def changed_atoms(source: SourceTree, old: dict[str, bytes | None], new: dict[str, bytes | None]) -> set[str]:
     """The atoms an edit from ``old`` to ``new`` (file -> content hash) invalidates."""
     out: set[str] = set()
@@ -274,6 +305,7 @@ class Table:
         self.delta_path = path.with_suffix(".delta")
         self.base = ""  # the id of the table on disk, "" when there is none
         self.files: dict[str, bytes | None] = {}  # the digests the table was made on
+        self.derived = ""  # derived_digest of the last check's derivations
 
 
 def _read(p: Path, head: str) -> dict[str, Any] | None:
@@ -300,9 +332,8 @@ def load(cache_dir: Path | None, source: SourceTree, head: str,
         if delta is not None and delta["base"] == table.base:
             last, delta_entries = delta, delta["entries"]
         names: list[str] = last["names"]
+        table.derived = last["derived"]
         changed = changed_atoms(source, last["files"], files)
-        if any(names[i] in changed for i in last["global"]):
-            return Queries(), changed, table  # the registry, contract, runner or gates may differ: start afresh
         since_table = changed if last is main else changed_atoms(source, main["files"], files)
         return (Queries(Layer(main["entries"], (i for i, n in enumerate(names) if n in since_table)),
                         Layer(delta_entries, (i for i, n in enumerate(names) if n in changed)), names),
@@ -311,7 +342,7 @@ def load(cache_dir: Path | None, source: SourceTree, head: str,
         return Queries(), set(), table
 
 
-def save(table: Table | None, head: str, files: dict[str, bytes | None], global_atoms: Iterable[str],
+def save(table: Table | None, head: str, files: dict[str, bytes | None], derived: str,
          queries: Queries | None) -> None:
     """Keep this check's answers for the next one (``queries`` None: drop the table, nothing may be reused)."""
     if table is None:
@@ -337,19 +368,18 @@ def save(table: Table | None, head: str, files: dict[str, bytes | None], global_
 
     with no_gc():
         new = queries.computed_entries(ids)
-        g = ids(global_atoms)
         try:
             delta = queries.kept(queries.delta)
             delta.update(new)
             if queries.seeded and table.base and len(delta) <= max(_DELTA_MAX, len(queries.table.entries) // 4):
-                body: dict[str, Any] = {"header": head, "base": table.base, "files": files, "global": g,
+                body: dict[str, Any] = {"header": head, "base": table.base, "files": files, "derived": derived,
                                         "names": names, "entries": delta}
                 target = table.delta_path
             else:
                 entries = queries.kept(queries.table)
                 entries.update(delta)
-                body = {"header": head, "id": os.urandom(16).hex(), "files": files, "global": g, "names": names,
-                        "entries": entries}
+                body = {"header": head, "id": os.urandom(16).hex(), "files": files, "derived": derived,
+                        "names": names, "entries": entries}
                 target = table.path
             payload = pickle.dumps(body, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception:  # noqa: BLE001 - a key that cannot be pickled: no table, a full analysis next time
