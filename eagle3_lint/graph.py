@@ -339,8 +339,9 @@ class ClassGraph:
 
     def member_origin(self, key: ClassKey, name: str, *, attribute_only: bool = True) -> tuple[ClassKey, Member] | None:
         """The first class in the MRO that defines ``name`` (an annotation alone defines no attribute)."""
+        # Not kept between runs: cheap to recompute, and asked for thousands of times per check.
         return self.queries.get(("member", key, name, attribute_only),
-                                lambda: self._member_origin(key, name, attribute_only), persist=True)
+                                lambda: self._member_origin(key, name, attribute_only))
 
     def _member_origin(self, key: ClassKey, name: str, attribute_only: bool) -> tuple[ClassKey, Member] | None:
         for e in self.mro(key).entries:

@@ -58,6 +58,7 @@ _MISSING: Any = object()
 # Answers common enough that recognising their bytes beats unpickling them (a fresh list each time: values are
 # not shared between answers).
 _CONSTANTS: dict[bytes, Any] = {pickle.dumps(v, protocol=pickle.HIGHEST_PROTOCOL): v for v in (None, True, False, ())}
+_BLOBS = {v: b for b, v in _CONSTANTS.items()}
 _EMPTY_LIST = pickle.dumps([], protocol=pickle.HIGHEST_PROTOCOL)
 
 
@@ -205,10 +206,15 @@ class Queries:
         out: Entries = {}
         for key, e in self._run.items():
             if e.persist and e.layer is None:
-                try:
-                    out[key] = (ids(e.atoms), pickle.dumps(e.value, protocol=pickle.HIGHEST_PROTOCOL))
-                except Exception:  # noqa: BLE001 - an answer that cannot be pickled is recomputed next time
-                    continue
+                v = e.value
+                if v is None or v is True or v is False or (type(v) in (list, tuple) and not v):
+                    blob = _EMPTY_LIST if type(v) is list else _BLOBS[v]  # most answers: nothing found
+                else:
+                    try:
+                        blob = pickle.dumps(v, protocol=pickle.HIGHEST_PROTOCOL)
+                    except Exception:  # noqa: BLE001 - an answer that cannot be pickled is recomputed next time
+                        continue
+                out[key] = (ids(e.atoms), blob)
         return out
 
     def kept(self, layer: Layer) -> Entries:

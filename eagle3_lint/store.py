@@ -445,9 +445,14 @@ class FactStore:
             return self._by_module[module]
         except KeyError:
             pass
-        with deps.unrecorded():  # the module's name stands for its file (queries.changed_atoms)
+        # Not recorded (deps.unrecorded(), spelled out: this runs once per module): the module's name stands for
+        # its file (queries.changed_atoms).
+        outer, deps.frame = deps.frame, None
+        try:
             rel = self.source.module_path(module)
             mf = None if rel is None else self.load_path(rel)
+        finally:
+            deps.frame = outer
         self._by_module[module] = mf
         return mf
 
