@@ -83,13 +83,16 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from eagle3_lint import drafter as dr
 from eagle3_lint.engine import Capability
+from eagle3_lint.lazyimport import lazy
 from eagle3_lint.model import Finding, Location, Severity, Step
 from eagle3_lint.rules import RuleMeta, fit, make
 
 if TYPE_CHECKING:
+    from eagle3_lint import drafter as dr
     from eagle3_lint.analysis import Context
+else:
+    dr = lazy("eagle3_lint.drafter")  # imported on first use (lazyimport.py): only with a drafter config
 
 META = RuleMeta("EGL007", "draft-layer-ids-invalid", Severity.ERROR, False,
                 "The drafter config's aux-layer ids do not fit the target model as this engine collects them.",
@@ -106,6 +109,8 @@ def _ids(ids: Sequence[object] | None) -> str:
 
 
 def check(ctx: Context) -> Iterator[Finding]:
+    if ctx.options.draft_config is None:
+        return  # no drafter to check (and the drafter analysis need not even be imported)
     da = analysis(ctx)
     if da is None:
         return
