@@ -126,7 +126,8 @@ class Context:
         return arch is not None and arch in self.options.targets
 
     def model_files(self) -> list[str]:
-        return [f for f in self.source.py_files() if self.engine.is_model_file(f)]
+        # Asked by every per-file rule; the listing is the same all through a check.
+        return self.memo.get("model-files", lambda: [f for f in self.source.py_files() if self.engine.is_model_file(f)])
 
     def model_classes(self) -> Iterable[tuple[ClassKey, str]]:
         """Every class defined at module level in the model files, with its file."""

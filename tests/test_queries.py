@@ -8,7 +8,10 @@ well as which answers were reused and which recomputed.
 from __future__ import annotations
 
 import json
+import os
 import pickle
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -188,3 +191,19 @@ def test_an_internal_error_drops_the_table(tree: Path, tmp_path: Path, monkeypat
     ctx = run(tree, cache)
     assert ctx.errors
     assert not list((cache / "queries").glob("*.pickle"))  # the next check starts afresh
+
+
+@pytest.mark.parametrize("case", ["core/wrapper_inner_supports", "aux-states-not-collected/good_v033",
+                                  "aux-states-not-collected/sglang_flags_no_feeder"])
+def test_the_derived_digest_is_the_same_in_every_process(case: str, tmp_path: Path) -> None:
+    """Kept answers are reused only if the engine derived the same registry, contract and runner as the last
+    check (queries.derived_digest): a digest that changed with the string hash seed would never match."""
+    root = materialize(SAMPLES / case, tmp_path / "tree")
+    code = ("import sys; from pathlib import Path; from eagle3_lint import engines, queries; "
+            "from eagle3_lint.source import DirSource; from eagle3_lint.store import FactStore; "
+            "src = DirSource(Path(sys.argv[1])); "
+            "d = engines.for_package(src.package).derive(src, FactStore(src, None), lambda: None); "
+            "assert d.registry.entries, 'no registry'; print(queries.derived_digest(d))")
+    digests = {subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True, check=True,
+                              env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2", "3")}
+    assert len(digests) == 1, digests
