@@ -358,6 +358,8 @@ def save(table: Table | None, head: str, files: dict[str, bytes | None], derived
 
     with no_gc():
         new = queries.computed_entries(ids)
+        if not new and queries.seeded and not queries.delta.changed and not queries.table.changed:
+            return  # nothing was recomputed and no file changed: what is on disk is this check's table
         try:
             delta = queries.kept(queries.delta)
             delta.update(new)
