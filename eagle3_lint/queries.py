@@ -175,6 +175,21 @@ class Queries:
             if cycle is _MISSING:
                 raise RecursionError(f"query {key!r} asks for itself")
             return cycle
+        if persist and deps.frame is None:
+            # Asked outside any computation (a rule's loop), so no one records what it read: an earlier answer
+            # that found nothing is returned as it is, left where it was (it is kept, see ``kept``).
+            old = self.delta.entries.get(key)
+            layer = self.delta
+            if old is None:
+                old = self.table.entries.get(key)
+                layer = self.table
+            if old is not None and layer.valid(old[0]):
+                if old[1] == _EMPTY_LIST:
+                    self.reused += 1
+                    return []  # type: ignore[return-value]
+                if old[1] in _CONSTANTS:
+                    self.reused += 1
+                    return _CONSTANTS[old[1]]
         if persist:
             e = self._earlier(key)
             if e is not None:
