@@ -35,20 +35,25 @@ def note_all(atoms: Iterable[str]) -> None:
         frame.update(atoms)
 
 
-@contextmanager
-def recording() -> Iterator[set[str]]:
+class recording:  # noqa: N801 - used as a function: ``with deps.recording() as read:``
     """Record the atoms read inside the block into a new set; on leaving, they join the enclosing recording
-    too (also when the block raises: whoever catches the error read them)."""
-    global frame
-    outer = frame
-    mine: set[str] = set()
-    frame = mine
-    try:
-        yield mine
-    finally:
-        frame = outer
-        if outer is not None:
-            outer.update(mine)
+    too (also when the block raises: whoever catches the error read them). A class, not a generator: it runs
+    for every answer an analysis computes."""
+
+    __slots__ = ("mine", "outer")
+
+    def __enter__(self) -> set[str]:
+        global frame
+        self.outer = frame
+        self.mine: set[str] = set()
+        frame = self.mine
+        return self.mine
+
+    def __exit__(self, *exc: object) -> None:
+        global frame
+        frame = self.outer
+        if self.outer is not None:
+            self.outer |= self.mine
 
 
 @contextmanager

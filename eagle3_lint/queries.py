@@ -198,17 +198,11 @@ class Queries:
                     deps.frame.update(e.atoms)
                 self.reused += 1
                 return e.value
-        # deps.recording(), spelled out: this runs for every answer computed.
         self._busy.add(key)
-        outer = deps.frame
-        got: set[str] = set()
-        deps.frame = got
         try:
-            value = compute()
+            with deps.recording() as got:
+                value = compute()
         finally:
-            deps.frame = outer
-            if outer is not None:
-                outer |= got
             self._busy.discard(key)
         self._run[key] = _Entry(value, frozenset(got), None, self.names, None, persist)
         self.computed += 1

@@ -120,7 +120,7 @@ def test_an_edit_recomputes_the_answers_that_read_the_file_and_only_those(tree: 
 
 
 def test_a_registry_edit_starts_afresh(tree: Path, tmp_path: Path) -> None:
-    """The registry is read before any answer (its files are the table's global atoms): nothing is reused."""
+    """The registry is derived before any answer, and kept answers rest on its value: a changed one reuses nothing."""
     cache = tmp_path / "cache"
     run(tree, cache)
     reg = tree / MODELS / "registry.py"
