@@ -183,13 +183,10 @@ class Queries:
             if old is None:
                 old = self.table.entries.get(key)
                 layer = self.table
-            if old is not None and layer.valid(old[0]):
-                if old[1] == _EMPTY_LIST:
-                    self.reused += 1
-                    return []  # type: ignore[return-value]
-                if old[1] in _CONSTANTS:
-                    self.reused += 1
-                    return _CONSTANTS[old[1]]
+            if old is not None and layer.valid(old[0]) and (old[1] == _EMPTY_LIST or old[1] in _CONSTANTS):
+                self.reused += 1
+                nothing: Any = [] if old[1] == _EMPTY_LIST else _CONSTANTS[old[1]]
+                return nothing
         if persist:
             e = self._earlier(key)
             if e is not None:
