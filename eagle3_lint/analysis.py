@@ -257,9 +257,8 @@ def build(source: SourceTree, options: Options, store: FactStore | None = None) 
 
     for arch, e in registry.entries.items():
         try:
-            key, verdict = queries.get(("verdict", arch), functools.partial(judged, arch, e), persist=True)
-            dict.__setitem__(ctx.keys, arch, key)
-            dict.__setitem__(ctx.verdicts, arch, verdict)
+            ctx.keys[arch], ctx.verdicts[arch] = queries.get(("verdict", arch), functools.partial(judged, arch, e),
+                                                             persist=True)
         except Exception as exc:  # noqa: BLE001 - one architecture must not sink the others
             ctx.keys.setdefault(arch, None)
             ctx.errors.append(InternalError(f"verdict {arch}", f"{type(exc).__name__}: {exc}", traceback.format_exc()))

@@ -115,11 +115,9 @@ class Queries:
         self._busy: set[Hashable] = set()
         self.reused = 0
         self.computed = 0
-
-    @property
-    def seeded(self) -> bool:
-        """Whether answers of earlier checks may be reused (facts then load only when read)."""
-        return bool(self.table.entries or self.delta.entries)
+        # Whether answers of earlier checks may be reused (facts then load only when read); fixed at the start,
+        # as answers are taken out of the layers when they are reused.
+        self.seeded = bool(self.table.entries or self.delta.entries)
 
     def note_answer(self, key: Hashable) -> None:
         """Add what the answer under ``key`` read to the computation running now (ctx.verdicts reads)."""
