@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from eagle3_lint import deps
-from eagle3_lint.store import fingerprint, no_gc, trusted_file, write_private
+from eagle3_lint.store import fingerprint, no_gc, seal, trusted_file, unseal, write_private
 
 if TYPE_CHECKING:
     from eagle3_lint.source import SourceTree
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-_VERSION = 1
+_VERSION = 2  # 2: sealed files (store.seal)
 _MISSING: Any = object()
 # Answers common enough that recognising their bytes beats unpickling them (a fresh list each time: values are
 # not shared between answers).
@@ -306,7 +306,7 @@ def _read(p: Path, head: str) -> dict[str, Any] | None:
     if not trusted_file(p):
         return None  # unpickling runs code: only a table this user wrote
     with no_gc():
-        body = pickle.loads(p.read_bytes())
+        body = pickle.loads(unseal(p.read_bytes()))  # a flipped byte inside an answer is caught here
     return body if isinstance(body, dict) and body.get("header") == head else None
 
 
@@ -381,7 +381,7 @@ def save(table: Table | None, head: str, files: dict[str, bytes | None], derived
         except Exception:  # noqa: BLE001 - a key that cannot be pickled: no table, a full analysis next time
             return
     try:
-        write_private(target, (payload,))
+        write_private(target, seal(payload))
         if target == table.path:
             table.delta_path.unlink(missing_ok=True)
             _trim(table.path)

@@ -66,6 +66,23 @@ T = TypeVar("T")
 
 MAGIC = b"E3LFACTS\x02"
 _DIGEST_LEN = 32
+
+
+def seal(payload: bytes) -> tuple[bytes, bytes, bytes]:
+    """A cache file's chunks: ``MAGIC``, the payload's sha256, the payload (the facts pack, its delta, the answers
+    table and its delta all use it; ``unseal`` reads it back)."""
+    return MAGIC, hashlib.sha256(payload).digest(), payload
+
+
+def unseal(raw: bytes) -> memoryview:
+    """The payload of a sealed file; ValueError if it is not one, or truncated or corrupted."""
+    head = len(MAGIC) + _DIGEST_LEN
+    if raw[: len(MAGIC)] != MAGIC or len(raw) < head:
+        raise ValueError("not a sealed cache file")
+    payload = memoryview(raw)[head:]
+    if hashlib.sha256(payload).digest() != raw[len(MAGIC): head]:
+        raise ValueError("checksum mismatch (truncated or corrupted)")
+    return payload
 # A file whose mtime/ctime is this close to the moment it was hashed may still change within the
 # same timestamp tick (coarse kernel clocks, 2 s on FAT); its stat is not trusted next time.
 _RACY_NS = 2_000_000_000
@@ -247,12 +264,7 @@ class FactStore:
         except OSError:
             return  # no pack yet (or unreadable): start empty
         try:
-            head = len(MAGIC) + _DIGEST_LEN
-            if raw[: len(MAGIC)] != MAGIC or len(raw) < head:
-                raise ValueError("not a pack")
-            payload = memoryview(raw)[head:]
-            if hashlib.sha256(payload).digest() != raw[len(MAGIC): head]:
-                raise ValueError("checksum mismatch (truncated or corrupted)")
+            payload = unseal(raw)
             with no_gc():
                 body = pickle.loads(payload)
             if not isinstance(body, dict) or body.get("header") != self._header():
@@ -261,7 +273,7 @@ class FactStore:
             if not isinstance(files, dict) or not isinstance(derived, dict):
                 raise ValueError("bad body")
             self._files, self._derived = files, derived
-            self._pack_sum = raw[len(MAGIC): head]
+            self._pack_sum = raw[len(MAGIC): len(MAGIC) + _DIGEST_LEN]
         except Exception:  # noqa: BLE001 - any damage to the pack means: rebuild it
             self._files, self._derived = {}, {}
             self.rebuilt = True
@@ -273,11 +285,7 @@ class FactStore:
         if not trusted_file(p):
             return
         try:
-            raw = p.read_bytes()
-            head = len(MAGIC) + _DIGEST_LEN
-            payload = memoryview(raw)[head:]
-            if raw[: len(MAGIC)] != MAGIC or hashlib.sha256(payload).digest() != raw[len(MAGIC): head]:
-                return
+            payload = unseal(p.read_bytes())
             with no_gc():
                 body = pickle.loads(payload)
             if body.get("header") != self._header() or body.get("base") != self._pack_sum:
@@ -309,7 +317,7 @@ class FactStore:
                 payload = pickle.dumps({"header": self._header(), "base": self._pack_sum, "files": self._delta},
                                        protocol=pickle.HIGHEST_PROTOCOL)
             try:
-                write_private(dp, (MAGIC, hashlib.sha256(payload).digest(), payload))
+                write_private(dp, seal(payload))
                 self._dirty = False
                 return
             except OSError:
@@ -318,8 +326,9 @@ class FactStore:
             payload = pickle.dumps({"header": self._header(), "files": self._files, "derived": self._derived},
                                    protocol=pickle.HIGHEST_PROTOCOL)
         try:
-            write_private(p, (MAGIC, hashlib.sha256(payload).digest(), payload))
-            self._pack_sum = hashlib.sha256(payload).digest()
+            chunks = seal(payload)
+            write_private(p, chunks)
+            self._pack_sum = chunks[1]
             self._delta, self._derived_dirty, self._dirty = {}, False, False
             with contextlib.suppress(OSError):
                 dp.unlink()

@@ -158,7 +158,7 @@ def test_checks_write_a_delta_that_folds_into_the_table(tree: Path, tmp_path: Pa
     assert not computed(same_as_fresh(tree, cache))
 
 
-@pytest.mark.parametrize("damage", ["truncate", "garbage", "foreign delta"])
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "flipped byte", "foreign delta"])
 def test_a_damaged_table_costs_a_full_analysis_only(tree: Path, tmp_path: Path, damage: str) -> None:
     cache = tmp_path / "cache"
     run(tree, cache)
@@ -171,10 +171,14 @@ def test_a_damaged_table_costs_a_full_analysis_only(tree: Path, tmp_path: Path, 
         table.write_bytes(table.read_bytes()[:100])
     elif damage == "garbage":
         delta.write_bytes(b"\x80\x05not a pickle")
+    elif damage == "flipped byte":  # inside an answer: the checksum catches what unpickling would not
+        raw = bytearray(table.read_bytes())
+        raw[len(raw) // 2] ^= 1
+        table.write_bytes(bytes(raw))
     else:  # a delta left by another table: its answers must not be mixed into this one
-        data = pickle.loads(delta.read_bytes())
+        data = pickle.loads(store_mod.unseal(delta.read_bytes()))
         data["base"] = "not this table"
-        delta.write_bytes(pickle.dumps(data))
+        delta.write_bytes(b"".join(store_mod.seal(pickle.dumps(data))))
     inner.write_text(inner.read_text().replace("SupportsPP, SupportsEagle3)", "SupportsPP)"))
     same_as_fresh(tree, cache)
 
