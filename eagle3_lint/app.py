@@ -110,12 +110,18 @@ def run_check(req: CheckRequest, source: SourceTree | None = None, store: FactSt
                    pipeline_parallel=req.pipeline_parallel, pp_partition=req.pp_partition, runner=req.runner,
                    tensor_parallel=req.tensor_parallel, drafter_convention=req.drafter_convention)
     ctx = analyze(source, opts, req.select, store, keep)
-    reg_broken = any(f.location.path == ctx.registry.path for f in ctx.findings if f.rule == "EGL000")
-    if ctx.registry.path and not ctx.registry.entries and not reg_broken:  # a broken registry is an EGL000 finding
+    # A broken registry, or (where the registry is read from the model files) broken model files, are EGL000
+    # findings the report shows: an empty registry is then their consequence, not a tree the tool misread.
+    broken = any(f.rule == "EGL000" for f in ctx.findings)
+    if ctx.registry.path and not ctx.registry.entries and not broken:
         raise UsageError(
             f"no architectures could be read from {ctx.registry.path} (no *_MODELS dict the tool understands)"
         )
-    unknown = [a for a in archs if a not in ctx.verdicts]
+    # A target no registry entry names but a broken model file does is not a typo: its entry could not be read,
+    # and the serving verdict says so (semantic.broken_on_path).
+    from eagle3_lint import semantic as sem
+
+    unknown = [a for a in archs if a not in ctx.verdicts and not sem.broken_on_path(ctx, a)]
     if unknown:
         hints = []
         for a in unknown:

@@ -982,7 +982,9 @@ def _extract(path: str, module: str, is_package: bool, data: bytes) -> ModuleFac
     try:
         text = decode_source(data)
     except (UnicodeError, LookupError, SyntaxError) as exc:
-        return ModuleFacts(path, module, is_package, error=f"cannot decode: {exc}", error_line=1)
+        # The line holding the first byte that does not decode, where an editor shows the damage.
+        line = data[: exc.start].count(b"\n") + 1 if isinstance(exc, UnicodeDecodeError) else 1
+        return ModuleFacts(path, module, is_package, error=f"cannot decode: {exc}", error_line=line)
     try:
         tree = ast.parse(text, filename=path)
     except SyntaxError as exc:

@@ -88,6 +88,9 @@ class Delegation:
     detail: str
     path: str
     line: int
+    # A registered-model helper's candidates: the architectures it names, or that the target config's sub-config
+    # names; the registry builds one of them (semantic.broken_on_path follows those whose module does not load).
+    archs: tuple[str, ...] = ()
 
 
 @dataclass
@@ -497,6 +500,8 @@ class ClassGraph:
         if helper is not None:
             archs = sa.kwargs.get("architectures", "")
             names = [a.strip().strip("'\"") for a in archs.strip("[]()").split(",") if a.strip()]
+            hf = sa.kwargs.get("hf_config", "")
+            candidates = tuple(names) or (self.checkpoint_archs(top or owner, hf) if hf else ())
             for arch in names:
                 k = self.registered(arch)
                 if k is not None:
@@ -507,14 +512,14 @@ class ClassGraph:
                         f"self.{attr} = {helper}(architectures=[{arch!r}])",
                         path,
                         sa.line,
+                        candidates,
                     )
-            hf = sa.kwargs.get("hf_config", "")
-            for arch in (self.checkpoint_archs(top or owner, hf) if hf and not names else ()):
+            for arch in (candidates if hf and not names else ()):
                 k = self.registered(arch)
                 if k is not None:
                     return Delegation(attr, DelegationHow.REGISTERED_MODEL, k,
                                       f"self.{attr} = {helper}(hf_config={hf}): {arch} "
-                                      "from the target config", path, sa.line)
+                                      "from the target config", path, sa.line, candidates)
             return Delegation(
                 attr,
                 DelegationHow.REGISTERED_MODEL,
@@ -522,6 +527,7 @@ class ClassGraph:
                 f"self.{attr} = {helper}(...): architecture chosen by the checkpoint config",
                 path,
                 sa.line,
+                candidates,
             )
         return None
 

@@ -25,7 +25,18 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from eagle3_lint import deps
 from eagle3_lint.checkpoint import text_config
 from eagle3_lint.engine import Mechanism
-from eagle3_lint.facts import ClassFacts, LoopForm, Method, UseKind, decode_source, index_offset, layer_loop
+from eagle3_lint.facts import (
+    ELSE,
+    MAIN,
+    TRY,
+    ClassFacts,
+    LoopForm,
+    Method,
+    UseKind,
+    decode_source,
+    index_offset,
+    layer_loop,
+)
 from eagle3_lint.graph import ClassKey, Delegation, DelegationHow
 from eagle3_lint.lazyimport import lazy
 from eagle3_lint.model import Location, Status
@@ -315,6 +326,88 @@ def reached(ctx: Context, key: ClassKey) -> tuple[ClassKey, ...]:
 
     return ctx.graph.queries.get(("reached", key), lambda: tuple(dict.fromkeys(walk(key, 0, frozenset()))),
                                  persist=True)
+
+
+@dataclass(frozen=True)
+class Broken:
+    """A model file the engine imports to serve an architecture that cannot be read or parsed."""
+
+    path: str
+    line: int
+    why: str  # "does not parse: invalid syntax" | "cannot be read: [Errno 13] Permission denied"
+
+
+# Import statements that run when a module is imported: the module body, a ``try`` body and its ``else``. Not
+# ``if TYPE_CHECKING`` (never at run time), nor ``except`` or ``if`` arms (they run on a condition the tree alone
+# does not settle, and a broken file behind one must not block every target).
+_IMPORT_RUNS = (MAIN, TRY, ELSE)
+
+
+def broken_on_path(ctx: Context, arch: str) -> tuple[Broken, ...]:
+    """Model files that importing ``arch``'s module (the registry entry's, its packages' ``__init__``, and every
+    model module they import at load time, transitively) or a class it reaches runs into, and that cannot be read
+    or parsed: the engine's import of the model fails there, so the architecture cannot load at all."""
+    return ctx.queries.get(("broken-on-path", arch), lambda: _broken_on_path(ctx, arch), persist=True)
+
+
+def _broken_on_path(ctx: Context, arch: str) -> tuple[Broken, ...]:
+    entry = ctx.registry.entries.get(arch)
+    if entry is None:
+        # Not registered: where the registry is read from the model files themselves (SGLang's EntryClass), a
+        # broken file that names the architecture is where its entry would have come from.
+        return tuple(b for rel in ctx.model_files() if (b := _broken(ctx, rel)) is not None and _names(ctx, rel, arch))
+    todo = [entry.module]
+    key = ctx.keys.get(arch)
+    if key is not None:
+        for k in reached(ctx, key):
+            todo.append(k.module)
+            todo += [e.module for e in ctx.graph.mro(k).entries if isinstance(e, ClassKey)]
+            # An inner model the registry builds but cannot resolve (its module does not parse): its module still.
+            todo += [ctx.registry.entries[a].module for d in delegations(ctx, k) if d.target is None
+                     for a in d.archs if a in ctx.registry.entries]
+    seen: set[str] = set()
+    out: list[Broken] = []
+    while todo:
+        module = todo.pop(0)
+        if module in seen:
+            continue
+        seen.add(module)
+        # Importing a.b.c runs a/__init__.py and a/b/__init__.py first.
+        parts = module.split(".")
+        todo += [".".join(parts[:i]) for i in range(1, len(parts))]
+        rel = ctx.source.module_path(module)
+        if rel is None or not ctx.engine.is_model_file(rel):
+            continue  # outside the tree, or engine code every target imports (not a model file)
+        broken = _broken(ctx, rel)
+        if broken is not None:
+            out.append(broken)
+            continue
+        mf = ctx.store.load_path(rel)
+        assert mf is not None
+        for bindings in mf.bindings.values():
+            for imp in bindings:
+                if imp.kind != "import" or imp.branch not in _IMPORT_RUNS:
+                    continue
+                todo.append(imp.target)
+                if imp.attr:
+                    todo.append(f"{imp.target}.{imp.attr}")  # ``from . import llama``: a submodule, if it is one
+    return tuple(sorted(set(out), key=lambda b: (b.path, b.line)))
+
+
+def _broken(ctx: Context, rel: str) -> Broken | None:
+    mf = ctx.store.load_path(rel)
+    if mf is None:
+        return Broken(rel, 1, "cannot be read: " + ctx.store.read_errors.get(rel, "not readable"))
+    if mf.error:
+        return Broken(rel, max(1, mf.error_line), mf.error)
+    return None
+
+
+def _names(ctx: Context, rel: str, name: str) -> bool:
+    try:
+        return name.encode() in ctx.source.read_bytes(rel)
+    except OSError:
+        return True  # unreadable: it may name it, and nothing else can be said
 
 
 def resolve_self_path(ctx: Context, key: ClassKey, expr: str) -> tuple[tuple[Hop, ...], tuple[str, ...]] | None:

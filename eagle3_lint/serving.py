@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 class Outcome(str, Enum):
     UNREGISTERED = "unregistered"
+    UNIMPORTABLE = "unimportable"
     REFUSED_AT_CONFIG = "refused-at-config"
     DRAFTER_UNLOADABLE = "drafter-unloadable"
     REFUSED_AT_LOAD = "refused-at-load"
@@ -46,6 +47,7 @@ class StepResult(str, Enum):
 
 class Gate(str, Enum):
     REGISTRY = "registry"
+    IMPORT = "import"  # the engine imports the model module (and what it imports) to load the class
     CONFIG_GATE = "config-gate"
     DRAFTER_CLASS = "drafter-class"
     RUNNER_INTERFACE = "runner-interface"
@@ -60,6 +62,7 @@ class Gate(str, Enum):
 # What failing each gate means for serving (the order of ``Gate`` is vLLM's serving order).
 FAILS_AS = {
     Gate.REGISTRY: Outcome.UNREGISTERED,
+    Gate.IMPORT: Outcome.UNIMPORTABLE,
     Gate.CONFIG_GATE: Outcome.REFUSED_AT_CONFIG,
     Gate.DRAFTER_CLASS: Outcome.DRAFTER_UNLOADABLE,
     Gate.RUNNER_INTERFACE: Outcome.REFUSED_AT_LOAD,
@@ -108,6 +111,40 @@ class ServingVerdict:
         return next((s for s in self.steps if s.gate is gate), None)
 
 
+def import_step(ctx: Context, arch: str) -> ServingStep | None:
+    """The engine's import of the model module, failing at the first file on ``arch``'s import path that cannot be
+    read or parsed (semantic.broken_on_path); None when every such file parses (the step is shown only failing)."""
+    from eagle3_lint import semantic as sem
+
+    broken = sem.broken_on_path(ctx, arch)
+    if not broken:
+        return None
+    b = broken[0]
+    more = f" (and {len(broken) - 1} more file{'s' if len(broken) > 2 else ''})" if len(broken) > 1 else ""
+    return ServingStep(Gate.IMPORT, StepResult.FAIL,
+                       f"loading {arch} imports {b.path}, which {_broken_words(b.why)}{more}: the import fails, so "
+                       f"{ctx.engine.display} cannot load the model", Location(b.path, b.line))
+
+
+def unregistered_step(ctx: Context, arch: str, registry: Location | None) -> ServingStep:
+    """The registry step of an architecture no entry names: at the broken model file that names it, if one does
+    (its entry could not be read from there), else at the registry."""
+    from eagle3_lint import semantic as sem
+
+    broken = sem.broken_on_path(ctx, arch)
+    if broken:
+        b = broken[0]
+        return ServingStep(Gate.REGISTRY, StepResult.FAIL,
+                           f"{arch} is not in this {ctx.engine.display}'s model registry: {b.path}, which names it, "
+                           f"{_broken_words(b.why)}", Location(b.path, b.line))
+    return ServingStep(Gate.REGISTRY, StepResult.FAIL, f"{arch} is not in this {ctx.engine.display}'s model registry",
+                       registry)
+
+
+def _broken_words(why: str) -> str:
+    return why if why.startswith("cannot ") else f"does not parse ({why})"
+
+
 def outcome_of(steps: Iterable[ServingStep]) -> tuple[Outcome, Gate | None]:
     """The first step that fails or that the tree leaves unknown decides; else unchecked steps; else servable."""
     steps = list(steps)
@@ -137,6 +174,12 @@ def next_step(ctx: Context, arch: str, outcome: Outcome, stage: Gate | None, ste
             needs.append("--draft-config <drafter>/config.json")
         return (f"pass {' and '.join(needs)} to check {', '.join(unchecked)}" if needs
                 else f"not checked: {', '.join(unchecked)}")
+    if outcome in (Outcome.UNIMPORTABLE, Outcome.UNREGISTERED):
+        from eagle3_lint import semantic as sem
+
+        broken = sem.broken_on_path(ctx, arch)
+        if broken:
+            return f"repair {broken[0].path}:{broken[0].line} by hand (no automatic fix), then check again"
     fixable = [f for f in ctx.findings if f.architecture == arch and f.fix is not None]
     if fixable and stage in (Gate.CONFIG_GATE, Gate.RUNNER_INTERFACE, Gate.CAPTURE, Gate.AUX_IDS):
         unsafe = any(f.fix is not None and f.fix.applicability.value == "unsafe" for f in fixable)

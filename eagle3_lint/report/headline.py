@@ -29,6 +29,7 @@ _MAX_HOPS = 6
 # Serving outcomes (the serving-verdict contract) in words for the verdict line.
 _OUTCOME_WORDS = {
     "unregistered": "not registered, so the engine cannot load it",
+    "unimportable": "cannot be imported",
     "refused-at-config": "refused at config time",
     "drafter-unloadable": "the drafter cannot be built",
     "refused-at-load": "refused at load",
@@ -42,7 +43,8 @@ _OUTCOME_WORDS = {
 }
 # A failing serving step named by its gate, for the second and later failures on one line.
 _STEP_WORDS = {
-    "registry": "not registered", "config-gate": "at config time", "drafter-class": "at drafter load",
+    "registry": "not registered", "import": "at import", "config-gate": "at config time",
+    "drafter-class": "at drafter load",
     "runner-interface": "at load", "pp-verifier": "with pipeline parallelism", "drafter-fc": "at the drafter's fc",
     "pp-relay": "across pipeline ranks", "trained-layers": "trained layers differ",
 }
@@ -92,9 +94,13 @@ def reached_classes(ctx: Context, arch: str) -> set[ClassKey]:
 
 def _on_path(ctx: Context, arch: str) -> tuple[set[str], set[tuple[str, str]]]:
     """Files the target's classes live in, and (file, class name) of those classes."""
+    from eagle3_lint import semantic as sem
+
     keys = reached_classes(ctx, arch)
     pairs = {(ctx.graph.path_of(k), k.name) for k in keys}
-    return {p for p, _ in pairs}, pairs
+    # A file that cannot be read or parsed on the target's import path stops it loading at all (EGL000).
+    broken = {b.path for b in sem.broken_on_path(ctx, arch)}
+    return {p for p, _ in pairs} | broken, pairs
 
 
 def concerns(ctx: Context, f: Finding, arch: str) -> bool:
@@ -235,6 +241,10 @@ def next_step(ctx: Context, arch: str, findings: Sequence[Finding], invocation: 
     """The one command to run next for ``arch`` (a patch, a config to pass), or None when done."""
     sv = serving_of(ctx, arch)
     hint = getattr(sv, "next_step", None) if sv is not None else None
+    from eagle3_lint import semantic as sem
+
+    if hint and sem.broken_on_path(ctx, arch):
+        return str(hint)  # nothing else matters until the engine can import the model: no fix reaches that far
     mine = [f for f in findings if concerns(ctx, f, arch)]
     now, later = fixable(mine, unsafe)
     parts: list[str] = []

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from eagle3_lint.model import Finding, Location, Severity
-from eagle3_lint.rules import RuleMeta, make
+from eagle3_lint.rules import RuleMeta, fit, make
 
 if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
@@ -41,8 +41,12 @@ def check(ctx: Context) -> Iterator[Finding]:
 def _in_file(ctx: Context, rel: str) -> list[Finding]:
     mf = ctx.store.load_path(rel)
     if mf is None:
-        why = ctx.store.read_errors.get(rel, "cannot be read")
-        return [make(META, f"{rel} cannot be read: {why}", Location(rel, 1))]
+        why = ctx.store.read_errors.get(rel, "not readable")
+        return [make(META, f"{rel} cannot be read ({why}), so the engine cannot import it", Location(rel, 1),
+                     title=fit(f"{rel} cannot be read ({why}).", f"{rel} cannot be read."))]
     if mf.error:
-        return [make(META, f"{rel}: {mf.error}", Location(rel, max(1, mf.error_line)))]
+        words = mf.error if mf.error.startswith("cannot ") else f"does not parse ({mf.error})"
+        short = "cannot be decoded" if mf.error.startswith("cannot decode") else "does not parse"
+        return [make(META, f"{rel} {words}, so the engine cannot import it", Location(rel, max(1, mf.error_line)),
+                     title=fit(f"{rel} {words}.", f"{rel} {short}."))]
     return []

@@ -28,7 +28,17 @@ from eagle3_lint.engines.sglang import pp as pp_mod
 from eagle3_lint.engines.sglang.runner import IDS_KEY, SETTER
 from eagle3_lint.model import Location
 from eagle3_lint.runner import MODEL_CLASS
-from eagle3_lint.serving import Gate, Outcome, ServingStep, ServingVerdict, StepResult, next_step, outcome_of
+from eagle3_lint.serving import (
+    Gate,
+    Outcome,
+    ServingStep,
+    ServingVerdict,
+    StepResult,
+    import_step,
+    next_step,
+    outcome_of,
+    unregistered_step,
+)
 
 if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
@@ -67,11 +77,14 @@ def _verdict(ctx: Context, arch: str) -> ServingVerdict:
     entry = ctx.registry.entries.get(arch)
     sd = sdr.analyze(ctx, arch) if ctx.options.draft_config is not None else None
     if entry is None:
-        steps.append(ServingStep(Gate.REGISTRY, StepResult.FAIL, f"{arch} is not in this SGLang's model registry",
-                                 _loc(ctx.registry.path, 1)))
+        steps.append(unregistered_step(ctx, arch, _loc(ctx.registry.path, 1)))
         return _finish(ctx, arch, steps, sd, None)
     steps.append(ServingStep(Gate.REGISTRY, StepResult.PASS, f"{arch} -> {entry.module}.{entry.class_name}",
                              _loc(getattr(entry, "path", "") or ctx.registry.path, entry.line)))
+    imported = import_step(ctx, arch)
+    if imported is not None:
+        steps.append(imported)
+        return _finish(ctx, arch, steps, sd, None)
     if pp > 1:
         steps.append(_pp_refusal(ctx, pp))
     steps.append(_interface(ctx, arch))

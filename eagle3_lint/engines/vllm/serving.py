@@ -33,7 +33,17 @@ from eagle3_lint.engines.vllm import gates as vgates
 from eagle3_lint.engines.vllm import runnerchoice
 from eagle3_lint.model import Location
 from eagle3_lint.runner import RunnerKind
-from eagle3_lint.serving import Gate, Outcome, ServingStep, ServingVerdict, StepResult, next_step, outcome_of
+from eagle3_lint.serving import (
+    Gate,
+    Outcome,
+    ServingStep,
+    ServingVerdict,
+    StepResult,
+    import_step,
+    next_step,
+    outcome_of,
+    unregistered_step,
+)
 
 if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
@@ -107,11 +117,14 @@ def _verdict(ctx: Context, arch: str, kind: RunnerKind | None) -> ServingVerdict
     da = vdr.analyze(ctx, arch, kind) if opts.draft_config is not None else None
     # 1. registry
     if entry is None:
-        steps.append(ServingStep(Gate.REGISTRY, StepResult.FAIL, f"{arch} is not in this vLLM's model registry",
-                                 _loc(ctx.registry.path, 1)))
+        steps.append(unregistered_step(ctx, arch, _loc(ctx.registry.path, 1)))
         return _finish(ctx, arch, kind, reason, steps, da, None)
     steps.append(ServingStep(Gate.REGISTRY, StepResult.PASS, f"{arch} -> {entry.module}.{entry.class_name}",
                              _loc(getattr(entry, "path", "") or ctx.registry.path, entry.line)))
+    imported = import_step(ctx, arch)
+    if imported is not None:
+        steps.append(imported)
+        return _finish(ctx, arch, kind, reason, steps, da, None)
     steps.append(_config_gate(ctx, arch))
     steps.append(_drafter_class(ctx, da))
     if pp > 1:
