@@ -102,6 +102,14 @@ def run_check(req: CheckRequest, source: SourceTree | None = None, store: FactSt
         if dcfg is not None:
             raise UsageError("give the drafter either with --draft-config or in --speculative-config, not both")
         dcfg, draft_path = speculative_draft(req.speculative_config)
+    # Every config handed in is checked against the types the tool reads before anything reads it (userconfig.py).
+    from eagle3_lint import userconfig
+
+    if tcfg is not None:
+        userconfig.validate_target(tcfg, f"--target-config {req.target_config}")
+    if dcfg is not None:
+        userconfig.validate_drafter(dcfg, f"--draft-config {draft_path}" if req.speculative_config is None
+                                    else f"--speculative-config (drafter {draft_path})")
     archs = tuple(req.archs)
     if not archs and tcfg and isinstance(tcfg.get("architectures"), list):
         archs = tuple(str(a) for a in tcfg["architectures"])
@@ -149,6 +157,9 @@ def speculative_draft(text: str) -> tuple[dict[str, Any], str]:
         raise UsageError(f"--speculative-config is not JSON: {exc}") from None
     if not isinstance(spec, dict):
         raise UsageError("--speculative-config must be a JSON object")
+    from eagle3_lint import userconfig
+
+    userconfig.validate_speculative(spec, "--speculative-config")
     method = spec.get("method")
     if method not in ("eagle3", None):
         raise UsageError(f"--speculative-config method {method!r}: eagle3-lint checks EAGLE-3 (method \"eagle3\")")
@@ -270,6 +281,18 @@ def exit_code(findings: list[Finding], fail_on: str, errors: int) -> int:
     return 1 if any(f.severity.rank >= level for f in findings) else 0
 
 
+def check_output(output: str | None) -> None:
+    """``--output`` must name a file in a folder that exists: a typo in the folder is the user's mistake to see,
+    not a tree of folders to create (checked before the analysis, and again when writing)."""
+    if output is None or output == "-":
+        return
+    p = Path(output)
+    if p.exists() and p.is_dir():
+        raise UsageError(f"cannot write {output}: it is a folder")
+    if not p.parent.is_dir():
+        raise UsageError(f"cannot write {output}: folder {p.parent} does not exist")
+
+
 def write_output(text: str, output: str | None) -> None:
     if output is None or output == "-":
         sys.stdout.write(text)
@@ -283,7 +306,7 @@ def write_output(text: str, output: str | None) -> None:
             with open(p, "w", encoding="utf-8") as fh:
                 fh.write(text)
             return
-        p.parent.mkdir(parents=True, exist_ok=True)
+        check_output(output)
         tmp = p.with_name(p.name + ".tmp")
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, p)

@@ -21,7 +21,7 @@ import click
 
 from eagle3_lint import __version__
 from eagle3_lint import config as config_mod
-from eagle3_lint.app import CheckRequest, exit_code, report_once, run_check, write_output
+from eagle3_lint.app import CheckRequest, check_output, exit_code, report_once, run_check, write_output
 from eagle3_lint.engines import EngineName
 from eagle3_lint.errors import UsageError
 from eagle3_lint.guard import printable
@@ -255,6 +255,7 @@ def check(target: str | None, archs: tuple[str, ...], fmt: str | None, output: s
             raise UsageError(f"--format {fmt} and --output-format {output_format} disagree; give one")
         kind = output_format or fmt or "text"
         machine = kind in ("json", "sarif", "github")
+        check_output(output)
         if do_apply and not do_fix:
             raise UsageError("--apply needs --fix")
         if into and not do_apply:

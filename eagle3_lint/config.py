@@ -227,64 +227,47 @@ def parse(table: Mapping[str, Any], where: str, path: Path | None = None) -> Fil
             hint = f" (did you mean {close[0]!r}?)" if close else f" (known keys: {', '.join(KEYS)})"
             raise UsageError(f"{where}: unknown key {key!r}{hint}")
 
-    def str_list(key: str) -> tuple[str, ...] | None:
-        v = table.get(key)
-        if v is None:
-            return None
-        if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-            raise UsageError(f"{where}: {key} must be a list of strings")
-        return tuple(v)
+    # Types first, by the schema below (msgspec, as userconfig.py checks the JSON configs): one line naming the key,
+    # what it must be and what was found. What the types cannot say (rule ids, levels) is checked after.
+    from eagle3_lint import userconfig
 
-    def sels(key: str) -> tuple[str, ...] | None:
-        v = str_list(key)
-        return None if v is None else check_selectors(v, f"{where} {key}", known)
+    typed = userconfig.convert(dict(table), userconfig.ToolTable, where)
 
-    def level(key: str, v: Any) -> str:
-        if not isinstance(v, str) or v.lower() not in LEVELS:
+    def sels(values: list[str] | None, key: str) -> tuple[str, ...] | None:
+        return None if values is None else check_selectors(values, f"{where} {key}", known)
+
+    def level(key: str, v: str) -> str:
+        if v.lower() not in LEVELS:
             raise UsageError(f"{where}: {key} must be one of {', '.join(LEVELS)}, not {v!r}")
         return v.lower()
 
-    def sel_map(key: str) -> dict[str, tuple[str, ...]]:
-        v = table.get(key, {})
-        if not isinstance(v, dict):
-            raise UsageError(f"{where}: {key} must be a table of lists of rule ids")
-        out: dict[str, tuple[str, ...]] = {}
-        for k, ids in v.items():
-            if not isinstance(ids, list) or not all(isinstance(x, str) for x in ids):
-                raise UsageError(f"{where}: {key}.{k} must be a list of rule ids")
-            out[str(k)] = check_selectors(ids, f"{where} {key}.{k}", known)
-        return out
+    def sel_map(key: str, v: dict[str, list[str]]) -> dict[str, tuple[str, ...]]:
+        return {str(k): check_selectors(ids, f"{where} {key}.{k}", known) for k, ids in v.items()}
 
-    sev_table = table.get("severity", {})
-    if not isinstance(sev_table, dict):
-        raise UsageError(f"{where}: severity must be a table of rule id = \"error|warning|note\"")
     severity: dict[str, Severity] = {}
-    for k, v in sev_table.items():
+    for k, v in typed.severity.items():
         (sel,) = check_selectors([k], f"{where} severity", known)
         severity[sel] = Severity(level(f"severity.{k}", v))
 
-    fail_on = level("fail-on", table["fail-on"]) if "fail-on" in table else None
-    unsafe = table.get("unsafe-fixes")
-    if unsafe is not None and not isinstance(unsafe, bool):
-        raise UsageError(f"{where}: unsafe-fixes must be true or false")
-    baseline = table.get("baseline")
+    fail_on = level("fail-on", typed.fail_on) if typed.fail_on is not None else None
+    baseline = typed.baseline
     if baseline is not None:
-        if not isinstance(baseline, str) or not baseline:
-            raise UsageError(f"{where}: baseline must be a file path")
+        if not baseline:
+            raise UsageError(f"{where}: baseline: expected a file path, found \"\"")
         if path is not None and not os.path.isabs(baseline):
             baseline = str(path.parent / baseline)
     return FileConfig(
         path=path,
-        select=sels("select"),
-        ignore=sels("ignore") or (),
-        extend_select=sels("extend-select") or (),
+        select=sels(typed.select, "select"),
+        ignore=sels(typed.ignore, "ignore") or (),
+        extend_select=sels(typed.extend_select, "extend-select") or (),
         fail_on=fail_on,
-        architectures=str_list("architectures"),
-        per_arch_ignores=sel_map("per-arch-ignores"),
-        per_file_ignores=sel_map("per-file-ignores"),
+        architectures=None if typed.architectures is None else tuple(typed.architectures),
+        per_arch_ignores=sel_map("per-arch-ignores", typed.per_arch_ignores),
+        per_file_ignores=sel_map("per-file-ignores", typed.per_file_ignores),
         severity=severity,
         baseline=baseline,
-        unsafe_fixes=unsafe,
+        unsafe_fixes=typed.unsafe_fixes,
     )
 
 

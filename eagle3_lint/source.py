@@ -139,7 +139,12 @@ class DirSource(SourceTree):
         top = self.root / self.package
         base = str(top)
         # followlinks=False plus an inode set: a symlink loop cannot make the walk spin.
-        for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+        def unreadable(exc: OSError) -> None:
+            # A folder the walk cannot list hides every file in it: no verdict can rest on what is left.
+            rel = (self.package + str(exc.filename or top)[len(base):]).replace(os.sep, "/")
+            raise TargetError(f"{self.root_label}: {rel}/ is not readable ({exc.strerror or exc})")
+
+        for dirpath, dirnames, filenames in os.walk(top, onerror=unreadable, followlinks=False):
             try:
                 st = os.stat(dirpath)
                 key = (st.st_dev, st.st_ino)

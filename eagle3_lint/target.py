@@ -83,8 +83,14 @@ def fetch_release(
     spec = f"{package}=={version}"
     if (dest / COMPLETE_MARKER).is_file():
         return dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=dest.parent, prefix=".dl-") as td:
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        probe = tempfile.TemporaryDirectory(dir=dest.parent, prefix=".dl-")
+    except OSError as exc:
+        # A read-only or foreign cache: the user's to fix, said in their words, not an internal error.
+        raise TargetError(f"cannot fetch {spec}: the cache folder {dest.parent} is not writable "
+                          f"({exc.strerror or exc}); pass --cache-dir DIR") from None
+    with probe as td:
         if progress:
             progress(f"downloading {spec} with pip (hundreds of MB, once)")
         # --only-binary: for an sdist pip would run the package's build backend to read its

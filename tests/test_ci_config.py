@@ -63,12 +63,12 @@ def test_discovery_from_cwd_upward(bad_tree: Path, tmp_path: Path) -> None:
     ('ignore = ["E5"]', "ignore: unknown rule id or prefix 'E5'"),
     ('extend-select = ["EGL9"]', "extend-select: unknown rule id or prefix 'EGL9'"),
     ('[per-file-ignores]\n"*.py" = ["EGL777"]', "per-file-ignores.*.py: unknown rule id or prefix 'EGL777'"),
-    ('[per-arch-ignores]\nBad = "EGL001"', "per-arch-ignores.Bad must be a list of rule ids"),
+    ('[per-arch-ignores]\nBad = "EGL001"', "per-arch-ignores.Bad: expected a list, found \"EGL001\""),
     ('[severity]\nEGL001 = "fatal"', "severity.EGL001 must be one of error, warning, note, not 'fatal'"),
     ('[severity]\nEGL998 = "note"', "severity: unknown rule id or prefix 'EGL998'"),
     ('fail-on = "info"', "fail-on must be one of error, warning, note, not 'info'"),
-    ("unsafe-fixes = 1", "unsafe-fixes must be true or false"),
-    ('architectures = "Bad"', "architectures must be a list of strings"),
+    ("unsafe-fixes = 1", "unsafe-fixes: expected true or false, found 1"),
+    ('architectures = "Bad"', "architectures: expected a list, found \"Bad\""),
     ("select = [", "invalid TOML"),
 ])
 def test_bad_config_is_a_clear_error(tmp_path: Path, text: str, message: str) -> None:
