@@ -88,3 +88,18 @@ derived_hits  # tests/test_cache.py
 reused  # Queries counters: tests/test_cache.py, bench/bench.py --phases
 computed  # Queries counters: bench/bench.py --phases
 _.SGLANG  # enum member (eagle3_lint/engines/__init__.py): engines are iterated (all_engines) and looked up by value
+# userconfig.py: msgspec Struct fields are the schema, read by msgspec.convert, never by name in our code.
+num_hidden_layers  # userconfig.HFConfig
+hidden_size  # userconfig.HFConfig
+vocab_size  # userconfig.HFConfig
+draft_vocab_size  # userconfig.HFConfig
+target_hidden_size  # userconfig.HFConfig
+generator  # userconfig.HFConfig (a text sub-config key)
+llm_config  # userconfig.HFConfig
+language_config  # userconfig.HFConfig
+thinker_config  # userconfig.HFConfig
+use_aux_hidden_state  # userconfig.EagleConfig
+eagle_config  # userconfig.DrafterConfig
+transformer_layer_config  # userconfig.DrafterConfig
+num_speculative_tokens  # userconfig.SpeculativeConfig
+hf_overrides  # userconfig.SpeculativeConfig
