@@ -44,6 +44,7 @@ class Options:
     runner: str = "auto"  # --runner auto|v1|v2: the model runner the serving verdict and EGL007 model
     tensor_parallel: int | None = None  # --tensor-parallel-size: recorded; it does not change what is captured
     drafter_convention: str | None = None  # --drafter-convention vllm|sglang: how the drafter's ids number layers
+    platform: str = "cuda"  # --platform: what a platform dispatch in the tree and the runner choice are evaluated for
     debug: bool = False
     # progress(message) for a step, progress(message, done, total) for a counted one (cli.py renders it).
     progress: Callable[..., None] | None = None
@@ -185,7 +186,7 @@ def _options_key(options: Options) -> tuple[object, ...]:
     """The request's options as the kept answers depend on them (not where the cache is, nor the progress bar)."""
     return (options.targets, options.target_config, options.target_config_path, options.draft_config,
             options.draft_config_path, options.pipeline_parallel, options.pp_partition, options.runner,
-            options.tensor_parallel, options.drafter_convention, options.debug)
+            options.tensor_parallel, options.drafter_convention, options.debug, options.platform)
 
 
 def build(source: SourceTree, options: Options, store: FactStore | None = None) -> Context:
@@ -244,7 +245,7 @@ def build(source: SourceTree, options: Options, store: FactStore | None = None) 
 
     graph = ClassGraph(loader=store.load, registered=registered, checkpoint_archs=checkpoint_archs,
                        package=engine.package, registered_model_helpers=engine.registered_model_helpers,
-                       queries=queries)
+                       queries=queries, platform=options.platform)
     judge = Judge(graph, contract, runner)
     ctx = Context(source, store, graph, contract, runner, registry, judge, options, version, engine,
                   verdicts=ArchTable(queries), keys=ArchTable(queries), memo=Memo(queries), queries=queries,

@@ -29,6 +29,10 @@ if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
 
 
+# --platform's choices (facts.PLATFORMS adds vLLM's "unspecified" fallback, which the runtime oracle runs on).
+CLI_PLATFORMS = ("cuda", "rocm", "cpu", "xpu")
+
+
 @dataclass
 class CheckRequest:
     target: str | None = None
@@ -46,6 +50,7 @@ class CheckRequest:
     pipeline_parallel: int | None = None
     pp_partition: str | None = None
     runner: str = "auto"  # --runner auto|v1|v2
+    platform: str = "cuda"  # --platform cuda|rocm|cpu|xpu (facts.PLATFORMS)
     drafter_convention: str | None = None  # --drafter-convention vllm|sglang
     speculative_config: str | None = None  # --speculative-config JSON, as `vllm serve` takes it
     tensor_parallel: int | None = None  # --tensor-parallel-size: recorded, it does not change what is captured
@@ -116,6 +121,7 @@ def run_check(req: CheckRequest, source: SourceTree | None = None, store: FactSt
     opts = Options(targets=archs, cache_dir=cache_dir(req), target_config=tcfg, target_config_path=req.target_config,
                    draft_config=dcfg, draft_config_path=draft_path, debug=req.debug, progress=req.progress,
                    pipeline_parallel=req.pipeline_parallel, pp_partition=req.pp_partition, runner=req.runner,
+                   platform=req.platform,
                    tensor_parallel=req.tensor_parallel, drafter_convention=req.drafter_convention)
     ctx = analyze(source, opts, req.select, store, keep)
     # A broken registry, or (where the registry is read from the model files) broken model files, are EGL000
@@ -251,7 +257,7 @@ def _report_once(req: CheckRequest, settings: Settings, render: Callable[[Contex
     key = (
         rendering, settings, req.target, req.archs, req.pipeline_parallel, req.pp_partition,
         req.target_config, req.draft_config,  # as given: reports show these paths
-        req.runner, req.drafter_convention, req.speculative_config, req.tensor_parallel,
+        req.runner, req.platform, req.drafter_convention, req.speculative_config, req.tensor_parallel,
         file_token(_config_file(req.target_config)), file_token(_config_file(req.draft_config)),
         file_token(_config_file(_spec_model(req.speculative_config))), file_token(settings.baseline),
         # The environment reaches a report in two places: CI=true makes a stale baseline fail,

@@ -21,7 +21,7 @@ import click
 
 from eagle3_lint import __version__
 from eagle3_lint import config as config_mod
-from eagle3_lint.app import CheckRequest, check_output, exit_code, report_once, run_check, write_output
+from eagle3_lint.app import CLI_PLATFORMS, CheckRequest, check_output, exit_code, report_once, run_check, write_output
 from eagle3_lint.engines import EngineName
 from eagle3_lint.errors import UsageError
 from eagle3_lint.guard import printable
@@ -204,7 +204,10 @@ TEXT_FORMATS = ["concise", "full", "grouped"]
 @click.option("--tensor-parallel-size", "-tp", "tensor_parallel", type=click.IntRange(min=1), default=None,
               help="Recorded in the serving verdict; tensor parallelism does not change which layers are captured.")
 @click.option("--runner", type=click.Choice(["auto", "v1", "v2"]), default="auto", show_default=True,
-              help="vLLM model runner to model: auto = what the release picks for a plain EAGLE-3 set-up on CUDA.")
+              help="vLLM model runner to model: auto = what the release picks for a plain EAGLE-3 set-up on the "
+                   "--platform.")
+@click.option("--platform", type=click.Choice(list(CLI_PLATFORMS)), default="cuda", show_default=True,
+              help="The platform vLLM serves on: the runner it picks and the model classes it dispatches to.")
 @click.option("--drafter-convention", type=click.Choice(["vllm", "sglang"]), default=None,
               help="How the drafter's aux ids number layers (vllm: state entering layer k; sglang/SpecForge: output "
                    "of layer k). Default: from where the ids sit in its config.")
@@ -247,7 +250,7 @@ def check(target: str | None, archs: tuple[str, ...], fmt: str | None, output: s
           show_context: bool = False, verbose: bool = False, quiet: bool = False, statistics: bool = False,
           show_fixes: bool = False, color: str = "auto", speculative_config: str | None = None,
           tensor_parallel: int | None = None, runner: str = "auto", drafter_convention: str | None = None,
-          engine: str | None = None) -> None:
+          engine: str | None = None, platform: str = "cuda") -> None:
     """Check TARGET: a site-packages or vllm/ folder, a checkout, a .whl, vllm==X.Y.Z, or the installed vllm."""
 
     def run() -> int:
@@ -270,7 +273,7 @@ def check(target: str | None, archs: tuple[str, ...], fmt: str | None, output: s
         req = CheckRequest(target, settings.archs, cache_dir, no_cache, target_config, draft_config, debug,
                            select=settings.selection, progress=_progress(not machine and not do_fix and not quiet),
                            plugins=plugins, pipeline_parallel=pipeline_parallel, pp_partition=pp_partition,
-                           runner=runner, drafter_convention=drafter_convention,
+                           runner=runner, platform=platform, drafter_convention=drafter_convention,
                            speculative_config=speculative_config, tensor_parallel=tensor_parallel, engine=engine)
         if do_fix:
             return _fix(req, settings, output, do_apply, into, backup, debug, exit_zero, color)
@@ -464,6 +467,8 @@ def _render(ctx: Context, settings: config_mod.Settings, fmt: str, console: Cons
               default=None, help="Pipeline-parallel size for the serving chain.")
 @click.option("--runner", type=click.Choice(["auto", "v1", "v2"]), default="auto", show_default=True,
               help="vLLM model runner to model.")
+@click.option("--platform", type=click.Choice(list(CLI_PLATFORMS)), default="cuda", show_default=True,
+              help="The platform vLLM serves on: the runner it picks and the model classes it dispatches to.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "dot", "mermaid"]), default="text",
               show_default=True, help="json for tools, dot for Graphviz, mermaid to paste into a pull request.")
 @click.option("--plugin", "plugins", multiple=True, metavar="PATH_OR_DIST",
@@ -472,7 +477,7 @@ def _render(ctx: Context, settings: config_mod.Settings, fmt: str, console: Cons
 def trace(args: tuple[str, ...], arch_opt: str | None, target_config: str | None, cache_dir: str | None,
           no_cache: bool, debug: bool, plugins: tuple[str, ...] = (), draft_config: str | None = None,
           pipeline_parallel: int | None = None, runner: str = "auto", fmt: str = "text",
-          engine: str | None = None) -> None:
+          engine: str | None = None, platform: str = "cuda") -> None:
     """Show how the runner reaches an architecture: the serving chain, gates, call site, MRO, delegation,
     aux-state loop.
 
@@ -499,7 +504,8 @@ def trace(args: tuple[str, ...], arch_opt: str | None, target_config: str | None
             raise UsageError(f"trace takes ARCH [TARGET] or [TARGET] --arch ARCH, got {len(args)} arguments")
         ctx = run_check(CheckRequest(target, (arch,), cache_dir, no_cache, target_config, draft_config, debug,
                                      progress=_progress(fmt == "text"), plugins=plugins,
-                                     pipeline_parallel=pipeline_parallel, runner=runner, engine=engine))
+                                     pipeline_parallel=pipeline_parallel, runner=runner, engine=engine,
+                                     platform=platform))
         node = trace_mod.build(ctx, arch)
         if fmt == "json":
             write_output(json_mod.dumps(trace_mod.to_json(node), indent=2) + "\n", None)

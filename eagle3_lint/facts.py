@@ -13,7 +13,7 @@ import ast
 import codecs
 import dataclasses
 import pickle
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -23,33 +23,42 @@ from eagle3_lint._compat import TRY_NODES
 
 # Branch tags for bindings made under control flow; resolution prefers the runtime default.
 MAIN, ELSE, TRY, IF, TYPE_CHECKING, EXCEPT = "", "else", "try", "if", "type-checking", "except"
-# A branch of a platform dispatch that the static platform model decides: taken, or not.
-TAKEN, SKIPPED = "taken", "skipped"
+# A branch of a platform dispatch that the static platform model decides: ``platform:cuda,cpu`` runs on those
+# platforms only (platform_branch; ``platform:`` on none).
+PLATFORM_PREFIX = "platform:"
 
 
-def platform_test(node: ast.AST) -> bool | None:
-    """Evaluate a dispatch condition on vLLM's unspecified platform, or None when it is not one.
+# The platforms a dispatch is evaluated for (``--platform``). ``unspecified`` is vLLM's fallback when no accelerator
+# is detected (the runtime oracle's regular wheel on a CPU machine): every ``is_<x>()`` is False there.
+PLATFORMS = ("cuda", "rocm", "cpu", "xpu", "unspecified")
+# ``current_platform.device_type`` per platform (ROCm reports "cuda", as torch does).
+_DEVICE_TYPE = {"cuda": "cuda", "rocm": "cuda", "cpu": "cpu", "xpu": "xpu", "unspecified": ""}
+# ``is_cuda_alike()`` is true on CUDA and ROCm.
+_ALIKE = {"cuda_alike": ("cuda", "rocm")}
 
-    vLLM falls back to ``UnspecifiedPlatform`` when no accelerator is detected (as in the runtime
-    oracle on CPU machines): every ``current_platform.is_<x>()`` is False and ``device_type`` matches
-    no literal. ``TYPE_CHECKING`` is False at runtime. So ``if TYPE_CHECKING or not
-    current_platform.is_rocm():`` takes its body, which is the NVIDIA implementation.
+
+def platform_test(node: ast.AST, platform: str) -> bool | None:
+    """Evaluate a dispatch condition on ``platform`` (one of ``PLATFORMS``), or None when it is not one.
+
+    ``current_platform.is_<x>()`` is true on platform x (``is_cuda_alike()`` on CUDA and ROCm), ``device_type``
+    is the platform's, and ``TYPE_CHECKING`` is False at runtime: so ``if TYPE_CHECKING or not
+    current_platform.is_rocm():`` takes its body everywhere but on ROCm.
     """
     if isinstance(node, ast.Name) and node.id == "TYPE_CHECKING" or \
             isinstance(node, ast.Attribute) and node.attr == "TYPE_CHECKING":
         return False
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr.startswith("is_") \
             and dotted(node.func.value).endswith("current_platform") and not node.args:
-        return False
+        return platform_is(platform, node.func.attr[len("is_"):])
     if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.Eq, ast.NotEq)) \
             and dotted(node.left).endswith("current_platform.device_type") \
             and isinstance(node.comparators[0], ast.Constant):
-        return isinstance(node.ops[0], ast.NotEq)
+        return (_DEVICE_TYPE[platform] == node.comparators[0].value) != isinstance(node.ops[0], ast.NotEq)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        v = platform_test(node.operand)
+        v = platform_test(node.operand, platform)
         return None if v is None else not v
     if isinstance(node, ast.BoolOp):
-        vals = [platform_test(v) for v in node.values]
+        vals = [platform_test(v, platform) for v in node.values]
         if isinstance(node.op, ast.Or):
             if any(v is True for v in vals):
                 return True
@@ -58,6 +67,24 @@ def platform_test(node: ast.AST) -> bool | None:
             return False
         return True if all(v is True for v in vals) else None
     return None
+
+
+def platform_is(platform: str, name: str) -> bool:
+    """``current_platform.is_<name>()`` on ``platform``."""
+    return platform in _ALIKE.get(name, (name,))
+
+
+def platform_branch(platforms: Iterable[str]) -> str:
+    """The branch tag of a block that runs on exactly these platforms."""
+    return PLATFORM_PREFIX + ",".join(p for p in PLATFORMS if p in set(platforms))
+
+
+def branch_platforms(branch: str) -> frozenset[str] | None:
+    """The platforms a block tagged ``branch`` runs on, or None when no platform dispatch decides it."""
+    if not branch.startswith(PLATFORM_PREFIX):
+        return None
+    rest = branch[len(PLATFORM_PREFIX):]
+    return frozenset(rest.split(",")) if rest else frozenset()
 
 
 @dataclass
@@ -578,24 +605,31 @@ class _Extractor:
                         self._dict(t.id, value, st.lineno)
         elif isinstance(st, ast.If):
             test = dotted(st.test)
-            decided = None if test.endswith("TYPE_CHECKING") or branch == SKIPPED else platform_test(st.test)
-            if decided is not None:
-                self._block(st.body, TAKEN if decided else SKIPPED, scope)
+            # Within a platform branch, only its platforms reach this test.
+            reach = branch_platforms(branch)
+            within = [p for p in PLATFORMS if reach is None or p in reach]
+            decided = {} if test.endswith("TYPE_CHECKING") else {p: platform_test(st.test, p) for p in within}
+            if reach is not None and not within:
+                self._block(st.body, branch, scope)  # a branch no platform takes: nothing under it runs either
+                self._block(st.orelse, branch, scope)
+            elif decided and any(v is not None for v in decided.values()):
+                # A platform the condition leaves undecided (``is_rocm() and envs.X`` on ROCm) does not take it.
+                taken = [p for p, v in decided.items() if v]
+                self._block(st.body, platform_branch(taken), scope)
+                rest = [p for p in within if p not in taken]
                 if st.orelse:
-                    if len(st.orelse) == 1 and isinstance(st.orelse[0], ast.If) and not decided:
-                        self._stmt(st.orelse[0], branch, scope)
+                    if len(st.orelse) == 1 and isinstance(st.orelse[0], ast.If):
+                        self._stmt(st.orelse[0], platform_branch(rest), scope)
                     else:
-                        self._block(st.orelse, SKIPPED if decided else TAKEN, scope)
-            elif test.endswith("TYPE_CHECKING"):
-                self._block(st.body, TYPE_CHECKING, scope)
+                        self._block(st.orelse, platform_branch(rest), scope)
             else:
-                self._block(st.body, IF, scope)
-            if st.orelse:
-                # ``elif`` chains nest; only a final plain ``else`` is the runtime default.
-                if len(st.orelse) == 1 and isinstance(st.orelse[0], ast.If):
-                    self._stmt(st.orelse[0], branch or IF, scope)
-                else:
-                    self._block(st.orelse, ELSE if branch in (MAIN, IF, TYPE_CHECKING) else branch, scope)
+                self._block(st.body, TYPE_CHECKING if test.endswith("TYPE_CHECKING") else IF, scope)
+                if st.orelse:
+                    # ``elif`` chains nest; only a final plain ``else`` is the runtime default.
+                    if len(st.orelse) == 1 and isinstance(st.orelse[0], ast.If):
+                        self._stmt(st.orelse[0], branch or IF, scope)
+                    else:
+                        self._block(st.orelse, ELSE if branch in (MAIN, IF, TYPE_CHECKING) else branch, scope)
         elif isinstance(st, TRY_NODES):
             self._block(st.body, TRY if branch == MAIN else branch, scope)
             for h in st.handlers:

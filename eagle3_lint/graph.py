@@ -16,8 +16,6 @@ from eagle3_lint.facts import (
     EXCEPT,
     IF,
     MAIN,
-    SKIPPED,
-    TAKEN,
     TRY,
     TYPE_CHECKING,
     Binding,
@@ -25,13 +23,23 @@ from eagle3_lint.facts import (
     Member,
     Method,
     ModuleFacts,
+    branch_platforms,
 )
 from eagle3_lint.queries import Queries
 
 # Which of several conditional bindings of one name the runtime picks: an unconditional binding or
 # the branch the platform model decides is taken (facts.platform_test), else the final ``else`` of an
 # if/elif dispatch, else the ``try`` side of an optional import.
-_BRANCH_PREFERENCE = {MAIN: 0, TAKEN: 0, ELSE: 1, TRY: 2, IF: 3, TYPE_CHECKING: 4, EXCEPT: 5, SKIPPED: 6}
+_BRANCH_PREFERENCE = {MAIN: 0, ELSE: 1, TRY: 2, IF: 3, TYPE_CHECKING: 4, EXCEPT: 5}
+_TAKEN, _SKIPPED = 0, 6  # a platform branch on the platform asked for, or on others
+
+
+def branch_rank(branch: str, platform: str) -> int:
+    """How much the runtime prefers a binding made under ``branch`` on ``platform`` (lower first)."""
+    runs_on = branch_platforms(branch)
+    if runs_on is not None:
+        return _TAKEN if platform in runs_on else _SKIPPED
+    return _BRANCH_PREFERENCE.get(branch, 9)
 _MAX_DEPTH = 40
 # Real vLLM class hierarchies are under 15 levels deep; this bounds recursion on generated ones.
 _MAX_MRO_DEPTH = 60
@@ -112,6 +120,8 @@ class ClassGraph:
     registered_model_helpers: tuple[str, ...] = ()
     # The analysis' memo (queries.py): MROs and delegations are kept between runs with the files they read.
     queries: Queries = field(default_factory=Queries)
+    # The platform (--platform) a platform dispatch in the tree is resolved for (facts.PLATFORMS).
+    platform: str = "cuda"
     _resolving: set[tuple[str, str]] = field(default_factory=set)
     _mro_depth: int = 0
 
@@ -130,9 +140,8 @@ class ClassGraph:
         return mf.path if mf else key.module.replace(".", "/") + ".py"
 
     # -- name resolution ---------------------------------------------------------------------------
-    @staticmethod
-    def _pick(bindings: list[Binding]) -> Binding:
-        return min(enumerate(bindings), key=lambda ib: (_BRANCH_PREFERENCE.get(ib[1].branch, 9), -ib[0]))[1]
+    def _pick(self, bindings: list[Binding]) -> Binding:
+        return min(enumerate(bindings), key=lambda ib: (branch_rank(ib[1].branch, self.platform), -ib[0]))[1]
 
     def resolve_name(self, module: str, name: str, depth: int = 0,
                      binds: tuple[tuple[str, ClassKey], ...] = ()) -> Resolved:

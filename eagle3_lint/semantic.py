@@ -33,6 +33,7 @@ from eagle3_lint.facts import (
     LoopForm,
     Method,
     UseKind,
+    branch_platforms,
     decode_source,
     index_offset,
     layer_loop,
@@ -386,7 +387,9 @@ def _broken_on_path(ctx: Context, arch: str) -> tuple[Broken, ...]:
         assert mf is not None
         for bindings in mf.bindings.values():
             for imp in bindings:
-                if imp.kind != "import" or imp.branch not in _IMPORT_RUNS:
+                runs = branch_platforms(imp.branch)
+                if imp.kind != "import" or not (imp.branch in _IMPORT_RUNS if runs is None
+                                                else ctx.graph.platform in runs):
                     continue
                 todo.append(imp.target)
                 if imp.attr:

@@ -102,6 +102,7 @@ class ServingVerdict:
     pipeline_parallel: int = 1
     tensor_parallel: int | None = None
     trained_convention: str | None = None  # how the drafter's ids were read: "vllm" | "sglang" (assumed or stated)
+    platform: str = "cuda"  # what the chain was evaluated for (--platform)
 
     @property
     def blockers(self) -> tuple[ServingStep, ...]:

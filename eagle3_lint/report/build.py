@@ -123,6 +123,7 @@ def serving_model(sv: ServingVerdict) -> rs.ServingVerdict:
         drafter_convention=sv.trained_convention,  # type: ignore[arg-type]  # likewise
         drafter_architecture=sv.drafter_architecture,
         pipeline_parallel=sv.pipeline_parallel, tensor_parallel=sv.tensor_parallel,
+        platform=sv.platform,  # type: ignore[arg-type]  # a str in serving.py, a Literal in the model
         steps=[rs.ServingStep(gate=s.gate.value, result=s.result.value,
                               path=s.location.path if s.location else None,
                               line=s.location.line if s.location else None, message=s.message) for s in sv.steps],

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
 
 GATE_RULE = "EGL009"
+PLATFORM_LABEL = {"cuda": "CUDA", "rocm": "ROCm", "cpu": "CPU", "xpu": "XPU", "unspecified": "no accelerator"}
 _MAX_HOPS = 6
 # Serving outcomes (the serving-verdict contract) in words for the verdict line.
 _OUTCOME_WORDS = {
@@ -216,11 +217,13 @@ def verdict_line(ctx: Context, arch: str, findings: Sequence[Finding] | None = N
     elif blockers:
         tail = f" -- {_count(blockers, 'blocker')}"
     elif failing:
-        # The chain fails but no error finding is shown: the rules that report it were left out or silenced.
-        tail = f" -- {_count(failing, 'blocker')} not reported (rules ignored, suppressed or in the baseline)"
+        # The chain fails but no error finding is shown: the rules that report it were left out or silenced, or no
+        # rule covers the step (the platform's runner refusing speculative decoding).
+        tail = (f" -- {_count(failing, 'blocker')} no finding reports (a rule ignored, suppressed or in the baseline, "
+                "or a step no rule covers)")
     else:
         tail = " -- no blocker found"
-    return f"{arch} on {ctx.engine.display} {ctx.version}: {what}{tail}"
+    return f"{arch} on {ctx.engine.display} {ctx.version} ({PLATFORM_LABEL[ctx.options.platform]}): {what}{tail}"
 
 
 def fixable(findings: Iterable[Finding], unsafe: bool) -> tuple[int, int]:

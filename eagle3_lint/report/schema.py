@@ -470,6 +470,9 @@ class ServingVerdict:
     drafter_architecture: str | None
     pipeline_parallel: int = fld(minimum=1)
     tensor_parallel: int | None = fld(description="Recorded from -tp; it does not change what is captured.")
+    platform: Literal["cuda", "rocm", "cpu", "xpu", "unspecified"] = fld(required=False, description=(
+        "The platform the chain was evaluated for (--platform): the runner vLLM picks there and the model classes "
+        "a platform dispatch in the tree resolves to."))
     steps: list[ServingStep]
     next_step: str | None
 

@@ -131,7 +131,7 @@ def _finish(ctx: Context, arch: str, steps: list[ServingStep], sd: sdr.SglDraft 
         drafter_architecture=None, steps=tuple(steps),
         next_step=next_step(ctx, arch, outcome, stage, steps, HINTS), captured_layers=captured,
         pipeline_parallel=ctx.options.pipeline_parallel or 1, tensor_parallel=ctx.options.tensor_parallel,
-        trained_convention=tr.convention if tr is not None else None)
+        trained_convention=tr.convention if tr is not None else None, platform=ctx.options.platform)
 
 
 def with_next_step(ctx: Context, sv: ServingVerdict) -> ServingVerdict:

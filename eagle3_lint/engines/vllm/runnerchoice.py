@@ -22,7 +22,7 @@ import ast
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from eagle3_lint.facts import decode_source
+from eagle3_lint.facts import decode_source, platform_is
 from eagle3_lint.lazyimport import lazy
 from eagle3_lint.runner import RunnerKind, RunnerPath
 from eagle3_lint.source import SourceTree
@@ -52,6 +52,8 @@ PLAIN_EAGLE3: dict[tuple[str, ...], Any] = {
     ("self", "model_config", "is_hybrid"): False,
     ("self", "model_config", "is_attention_free"): False,
 }
+PLATFORM_WORDS = {"cuda": "CUDA with Triton", "rocm": "ROCm with Triton", "xpu": "XPU with Triton",
+                  "cpu": "CPU without Triton", "unspecified": "an unspecified platform"}
 # Keys a Hugging Face text config uses for its routed-expert count (Mixtral, Qwen-MoE, DeepSeek, ...).
 _MOE_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
 
@@ -126,8 +128,13 @@ def env_default(source: SourceTree) -> tuple[Any, int]:
     return me.NOTHING, 0
 
 
+# Triton on each platform: CUDA, ROCm and XPU builds ship it; vLLM's CPU builds do not (the CPU worker then logs
+# "Model Runner V2 requires Triton; using the V1 model runner instead", vllm/config/vllm.py:752-756 in 0.33.0).
+HAS_TRITON = {"cuda": True, "rocm": True, "xpu": True, "cpu": False, "unspecified": False}
+
+
 def choose(source: SourceTree, runner: RunnerPath, arch: str | None, text_config: dict[str, Any] | None,
-           pp: int) -> RunnerChoice:
+           pp: int, platform: str = "cuda") -> RunnerChoice:
     kinds = runner.kinds
     if not kinds:
         return RunnerChoice(None, "", 0, "no runner of this tree asks the model for aux hidden states")
@@ -144,7 +151,7 @@ def choose(source: SourceTree, runner: RunnerPath, arch: str | None, text_config
             return RunnerChoice(None, ENVS, env_line, f"the default of {ENV_VAR} cannot be read")
         kind = RunnerKind.V2 if default else RunnerKind.V1
         return RunnerChoice(kind, ENVS, env_line, f"{ENV_VAR} defaults to {default!r} and nothing else decides")
-    env = me.ModuleEnv.of(tree, VLLM_CONFIG, {"HAS_TRITON": True, **_constant_sets(tree)})
+    env = me.ModuleEnv.of(tree, VLLM_CONFIG, {"HAS_TRITON": HAS_TRITON[platform], **_constant_sets(tree)})
     facts = dict(PLAIN_EAGLE3)
     facts[("self", "parallel_config", "pipeline_parallel_size")] = pp
     facts[("self", "model_config", "architectures")] = [arch] if arch else []
@@ -168,10 +175,8 @@ def choose(source: SourceTree, runner: RunnerPath, arch: str | None, text_config
     def call(path: tuple[str, ...], args: list[Any], kwargs: dict[str, Any]) -> Any:
         if path[0] == "logger":
             return None
-        if path == ("current_platform", "is_unspecified"):
-            return False  # a CUDA machine
-        if path == ("current_platform", "is_cuda"):
-            return True
+        if len(path) == 2 and path[0] == "current_platform" and path[1].startswith("is_") and not args:
+            return platform_is(platform, path[1][len("is_"):])
         if path[0] == "self" and len(path) == 2:
             fn = me.find_function(tree, path[1], "VllmConfig")
             if fn is not None:
@@ -194,8 +199,32 @@ def choose(source: SourceTree, runner: RunnerPath, arch: str | None, text_config
         )
     kind = RunnerKind.V2 if res else RunnerKind.V1
     return RunnerChoice(kind, VLLM_CONFIG, prop.lineno,
-                        f"VllmConfig.{PROPERTY} is {res} for a plain EAGLE-3 set-up on CUDA with Triton "
+                        f"VllmConfig.{PROPERTY} is {res} for a plain EAGLE-3 set-up on {PLATFORM_WORDS[platform]} "
                         f"and {ENV_VAR} unset")
+
+
+# vLLM's CPU worker builds this runner (vllm/v1/worker/cpu_worker.py); before 0.19 its ``__init__`` asserted that no
+# speculative config was given (0.16.0 cpu_model_runner.py:25: ``assert self.speculative_config is None``).
+CPU_RUNNER = "vllm/v1/worker/cpu_model_runner.py"
+
+
+def platform_refusal(ctx: Context) -> tuple[str, int, str] | None:
+    """Where the model runner of ``--platform`` refuses speculative decoding outright, read from the tree: (path,
+    line, the statement), or None."""
+    if ctx.options.platform != "cpu":
+        return None
+
+    def compute() -> tuple[str, int, str] | None:
+        tree = _parse(ctx.source, CPU_RUNNER)
+        for node in ast.walk(tree) if tree is not None else ():
+            if isinstance(node, ast.Assert) and isinstance(node.test, ast.Compare) \
+                    and len(node.test.ops) == 1 and isinstance(node.test.ops[0], ast.Is) \
+                    and isinstance(node.test.comparators[0], ast.Constant) and node.test.comparators[0].value is None \
+                    and isinstance(node.test.left, ast.Attribute) and node.test.left.attr == "speculative_config":
+                return CPU_RUNNER, node.lineno, ast.unparse(node)
+        return None
+
+    return ctx.memo.get("cpu-runner-refusal", compute)
 
 
 def chosen(ctx: Context, arch: str | None) -> RunnerChoice:
@@ -203,7 +232,7 @@ def chosen(ctx: Context, arch: str | None) -> RunnerChoice:
     from eagle3_lint.checkpoint import text_config
 
     pp = ctx.options.pipeline_parallel or 1
-    key = f"runner-choice:{arch}:{pp}:{ctx.options.runner}"
+    key = f"runner-choice:{arch}:{pp}:{ctx.options.runner}:{ctx.options.platform}"
 
     def compute() -> RunnerChoice:
         asked = ctx.options.runner
@@ -213,6 +242,6 @@ def chosen(ctx: Context, arch: str | None) -> RunnerChoice:
             if site is None:
                 return RunnerChoice(None, "", 0, f"--runner {asked}: this tree has no {asked.upper()} runner call site")
             return RunnerChoice(kind, site.path, site.line, f"--runner {asked}")
-        return choose(ctx.source, ctx.runner, arch, text_config(ctx.options.target_config), pp)
+        return choose(ctx.source, ctx.runner, arch, text_config(ctx.options.target_config), pp, ctx.options.platform)
 
     return ctx.memo.get(key, compute)

@@ -131,6 +131,13 @@ def _verdict(ctx: Context, arch: str, kind: RunnerKind | None) -> ServingVerdict
         steps.append(_drafter_pp(ctx, da, pp))
     key = ctx.keys.get(arch)
     site = vdr.runner_site(ctx, kind)
+    refusal = runnerchoice.platform_refusal(ctx)
+    if refusal is not None:
+        path, line, stmt = refusal
+        steps.append(ServingStep(Gate.RUNNER_INTERFACE, StepResult.FAIL, "the "
+                                 f"{ctx.options.platform.upper()} model runner refuses speculative decoding: {stmt}",
+                                 Location(path, line)))
+        return _finish(ctx, arch, kind, reason, steps, da, None)
     steps.append(_interface(ctx, arch, site))
     steps.append(_pp_verifier(ctx, key, site, pp))
     captured: tuple[int, ...] | None = None
@@ -176,7 +183,7 @@ def _finish(ctx: Context, arch: str, kind: RunnerKind | None, reason: str, steps
         outcome=outcome, stage=stage, aux_layer_ids=ids, aux_layer_ids_source=source, drafter_trained_ids=trained,
         drafter_architecture=drafter_arch, steps=tuple(steps), next_step=_next_step(ctx, arch, outcome, stage, steps),
         captured_layers=captured, pipeline_parallel=ctx.options.pipeline_parallel or 1,
-        tensor_parallel=ctx.options.tensor_parallel, trained_convention=conv)
+        tensor_parallel=ctx.options.tensor_parallel, trained_convention=conv, platform=ctx.options.platform)
 
 
 def _config_gate(ctx: Context, arch: str) -> ServingStep:

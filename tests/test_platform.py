@@ -1,0 +1,100 @@
+"""``--platform cuda|rocm|cpu|xpu``: the runner vLLM picks there and the model classes a platform dispatch resolves to.
+
+Expectations from the releases' source:
+
+- vLLM 0.33.0 ``vllm/models/deepseek_v4/__init__.py`` imports ``DeepseekV4ForCausalLM`` from ``.amd.model`` under
+  ``if current_platform.is_rocm():``, ``.xpu.model`` under ``elif current_platform.is_xpu():``, ``.cpu.model``
+  under ``elif current_platform.is_cpu():`` and ``.nvidia.model`` in the final ``else``; the registry names
+  ``("vllm.models.deepseek_v4", "DeepseekV4ForCausalLM")``.
+- vLLM 0.33.0 ``vllm/models/minimax_m3/__init__.py``: ``if TYPE_CHECKING or not current_platform.is_rocm():``
+  imports the NVIDIA classes, ``else`` the AMD ones.
+- vLLM 0.33.0 ``VllmConfig.use_v2_model_runner`` (``vllm/config/vllm.py:731-767``) returns False when
+  ``not HAS_TRITON and not current_platform.is_unspecified()`` (752): vLLM's CPU builds have no Triton, so the CPU
+  worker builds the V1 ``CPUModelRunner`` (``vllm/v1/worker/cpu_worker.py:164``), a ``GPUModelRunner`` subclass
+  (``vllm/v1/worker/cpu_model_runner.py:23``); on CUDA with Triton a plain EAGLE-3 set-up gets V2.
+- vLLM 0.16.0 ``vllm/v1/worker/cpu_model_runner.py:25``: ``assert self.speculative_config is None, "spec decode is
+  not supported."``, so on CPU an EAGLE-3 set-up never reaches the model.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+
+from eagle3_lint.app import CLI_PLATFORMS
+from eagle3_lint.facts import PLATFORMS, branch_platforms, extract, platform_test
+from tests.cihelp import run_cli
+
+
+def report(root: Path, tmp: Path, *args: str) -> dict:
+    proc = run_cli(["check", str(root), "--format", "json", *args], cwd=tmp)
+    assert proc.returncode in (0, 1), proc.stderr
+    return json.loads(proc.stdout)
+
+
+def arch_row(rep: dict, name: str) -> dict:
+    return next(a for a in rep["architectures"] if a["name"] == name)
+
+
+def test_platform_choices_are_evaluated() -> None:
+    assert set(CLI_PLATFORMS) < set(PLATFORMS)
+    cond = ast.parse("TYPE_CHECKING or not current_platform.is_rocm()", mode="eval").body
+    assert {p: platform_test(cond, p) for p in PLATFORMS} == {
+        "cuda": True, "rocm": False, "cpu": True, "xpu": True, "unspecified": True}
+    alike = ast.parse("current_platform.is_cuda_alike()", mode="eval").body
+    assert [p for p in PLATFORMS if platform_test(alike, p)] == ["cuda", "rocm"]
+    dev = ast.parse("current_platform.device_type == 'cpu'", mode="eval").body
+    assert [p for p in PLATFORMS if platform_test(dev, p)] == ["cpu"]
+
+
+def test_an_elif_dispatch_gives_each_platform_one_binding() -> None:
+    src = ("if current_platform.is_rocm():\n    from .amd import M\nelif current_platform.is_cpu():\n"
+           "    from .cpu import M\nelse:\n    from .nvidia import M\n")
+    mf = extract("vllm/models/x/__init__.py", "vllm.models.x", True, src.encode())
+    got = {b.target: branch_platforms(b.branch) for b in mf.bindings["M"]}
+    assert got == {"vllm.models.x.amd": {"rocm"}, "vllm.models.x.cpu": {"cpu"},
+                   "vllm.models.x.nvidia": {"cuda", "xpu", "unspecified"}}
+
+
+@pytest.mark.real
+def test_platform_dispatched_classes_on_vllm_0_33_0(real_trees, tmp_path: Path) -> None:  # noqa: ANN001
+    root = real_trees.get("0.33.0")
+    want = {"cuda": "nvidia", "rocm": "amd", "cpu": "cpu", "xpu": "xpu"}
+    for platform, vendor in want.items():
+        rep = report(root, tmp_path, "--arch", "DeepseekV4ForCausalLM", "--platform", platform)
+        row = arch_row(rep, "DeepseekV4ForCausalLM")
+        assert row["path"] == f"vllm/models/deepseek_v4/{vendor}/model.py", (platform, row)
+        assert rep["serving"][0]["platform"] == platform
+    for platform, vendor in {"cuda": "nvidia", "rocm": "amd", "cpu": "nvidia"}.items():
+        rep = report(root, tmp_path, "--arch", "MiniMaxM3SparseForCausalLM", "--platform", platform)
+        assert arch_row(rep, "MiniMaxM3SparseForCausalLM")["path"] == f"vllm/models/minimax_m3/{vendor}/model.py"
+
+
+@pytest.mark.real
+def test_runner_choice_follows_the_platform_on_vllm_0_33_0(real_trees, tmp_path: Path) -> None:  # noqa: ANN001
+    root = real_trees.get("0.33.0")
+    cuda = report(root, tmp_path, "--arch", "LlamaForCausalLM")["serving"][0]
+    cpu = report(root, tmp_path, "--arch", "LlamaForCausalLM", "--platform", "cpu")["serving"][0]
+    assert (cuda["runner"], cuda["platform"]) == ("v2", "cuda")
+    assert (cpu["runner"], cpu["platform"]) == ("v1", "cpu")
+    assert "on CPU without Triton" in cpu["runner_reason"]
+    text = run_cli(["check", str(root), "--arch", "LlamaForCausalLM", "--platform", "cpu"], cwd=tmp_path).stdout
+    assert text.startswith("LlamaForCausalLM on vLLM 0.33.0 (CPU): ")
+    trace = run_cli(["trace", str(root), "--arch", "LlamaForCausalLM", "--platform", "cpu"], cwd=tmp_path).stdout
+    assert "on the V1 runner" in trace and "CPU without Triton" in trace
+
+
+@pytest.mark.real
+def test_cpu_runner_refuses_speculative_decoding_on_vllm_0_16_0(real_trees, tmp_path: Path) -> None:  # noqa: ANN001
+    root = real_trees.get("0.16.0")
+    sv = report(root, tmp_path, "--arch", "LlamaForCausalLM", "--platform", "cpu")["serving"][0]
+    assert (sv["outcome"], sv["stage"]) == ("refused-at-load", "runner-interface")
+    step = next(s for s in sv["steps"] if s["gate"] == "runner-interface")
+    assert (step["path"], step["line"]) == ("vllm/v1/worker/cpu_model_runner.py", 25)
+    assert "assert self.speculative_config is None" in step["message"]
+    # On CUDA the same target passes that step.
+    sv = report(root, tmp_path, "--arch", "LlamaForCausalLM")["serving"][0]
+    assert next(s for s in sv["steps"] if s["gate"] == "runner-interface")["result"] == "pass"
