@@ -1109,8 +1109,9 @@ def _parse_module(ctx: Context, rel: str) -> ast.Module | None:
 
 
 # -- the model default aux ids ----------------------------------------------------------------------------
-def same_default(ctx: Context, key: ClassKey, a: str, b: str) -> bool:
-    """Methods ``a`` and ``b`` of ``key`` return the same default aux ids (evaluated for 32 and 61 layers).
+def same_default(ctx: Context, key: ClassKey, a: str, b: str) -> bool | None:
+    """Whether methods ``a`` and ``b`` of ``key`` return the same default aux ids (evaluated for 32 and 61 layers):
+    None when either cannot be evaluated from the tree (it delegates to an inner model the checkpoint chooses).
 
     Cached in the facts store under the hashes of every file the evaluation can read (the MROs of the class
     and of the models it reaches), because each evaluation parses whole model files.
@@ -1118,15 +1119,17 @@ def same_default(ctx: Context, key: ClassKey, a: str, b: str) -> bool:
     files = sorted({ctx.graph.path_of(e) for k in reached(ctx, key)
                     for e in ctx.graph.mro(k).entries if isinstance(e, ClassKey)})
 
-    def compute(_src: Any) -> bool:
+    def compute(_src: Any) -> bool | None:
         for n in (32, 61):
             x, y = default_ids(ctx, key, n, None, name=a)[0], default_ids(ctx, key, n, None, name=b)[0]
-            if x is None or y is None or tuple(x) != tuple(y):
+            if x is None or y is None:
+                return None
+            if tuple(x) != tuple(y):
                 return False
         return True
 
     return ctx.memo.get(f"same-default:{key}:{a}:{b}",
-                        lambda: bool(ctx.store.memo(f"same-default:{key}:{a}:{b}", (), files, compute)))
+                        lambda: ctx.store.memo(f"same-default-3:{key}:{a}:{b}", (), files, compute))
 
 
 def default_ids(ctx: Context, key: ClassKey, n: int, tcfg: dict[str, Any] | None, depth: int = 0,

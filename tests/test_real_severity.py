@@ -101,3 +101,17 @@ def test_v0330_checkpoint_chosen_inner_model(real_trees: Any) -> None:
     assert v.status.value == "wrapper-gap" and v.inner == ("vllm.model_executor.models.llama.LlamaForCausalLM",)
     # Only the targeted wrapper reads that checkpoint: another wrapper of the same shape stays open.
     assert "depends on the checkpoint" in ctx.verdicts["InternVLChatModel"].reason
+
+
+@pytest.mark.real
+@pytest.mark.parametrize("version", ["0.20.2", "0.33.0"])
+def test_dead_getter_delegating_to_the_checkpoints_model_is_a_note(real_trees: Any, version: str) -> None:
+    """``pixtral.py``: ``PixtralForConditionalGeneration.get_eagle3_aux_hidden_state_layers`` (0.33.0: line 511) is
+    dead (the runner calls ``get_eagle3_default_aux_hidden_state_layers``) and returns
+    ``self.language_model.get_eagle3_aux_hidden_state_layers()``, the ids of a language model the checkpoint
+    chooses (``init_vllm_registered_model(hf_config=config.text_config)``): nothing in the tree says they differ from
+    what runs, so it is dead code to clean up (a note), not a layer choice known to be lost (a warning)."""
+    ctx = _ctx(real_trees, version)
+    (f,) = [f for f in _find(ctx, "EGL006", "models/pixtral.py") if f.symbol and f.symbol.startswith("Pixtral")]
+    assert f.severity is Severity.NOTE, f.message
+    assert "depends on the checkpoint" in f.message

@@ -197,7 +197,8 @@ def test_pipeline_parallel_refused_at_launch(sglang_trees: Any, tmp_path: Path, 
     ctx = _check(sglang_trees.get(version), DSV3, CHECKPOINTS / "specforge-deepseek-v3-eagle3.json",
                  "deepseek-v3.json", tmp_path, pp=2)
     sv = ctx.serving[DSV3]
-    assert (sv.outcome.value, sv.stage.value if sv.stage else None) == ("refused-at-config", "config-gate")
+    # Refused because of pipeline parallelism: the pp-refused outcome (issue 24), at launch, before any weight loads.
+    assert (sv.outcome.value, sv.stage.value if sv.stage else None) == ("pp-refused", "pp-verifier")
     [f] = _egl007(ctx, DSV3)
     assert (f.location.path, f.location.line) == where and f.severity.value == "error"
     assert (f"in {via}()" in f.message) if via else "in check_" not in f.message

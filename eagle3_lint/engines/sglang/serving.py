@@ -4,16 +4,17 @@ was trained on?
 The chain has the vLLM chain's shape (``serving.py``'s gates, outcomes and grading) with SGLang's own steps, in
 the order ``sglang.launch_server`` meets them:
 
-``registry`` (``EntryClass``) -> ``config-gate`` (only with ``--pipeline-parallel``: the launch-time refusal of
-EAGLE-3 with PP, ``pp.refusal``) -> ``runner-interface`` (``set_eagle3_layers_to_capture`` on the
-top-level class through its MRO, called after the weights load) -> ``aux-ids`` (``eagle_config``'s ids as the
-runner reads them, else ``None`` and the setter's default) -> ``capture`` (the indices the setter stores, after
-its transform, against what the decoder's forward collects) -> ``pp-relay`` (ids on ranks before the last, with
-a last-rank-only setter) -> ``trained-layers`` (the captured states against the layers the drafter was trained
-on).
+``registry`` (``EntryClass``) -> ``pp-verifier`` (only with ``--pipeline-parallel``: the launch-time refusal of
+EAGLE-3 with PP, ``pp.refusal``, whose outcome is ``pp-refused``) -> ``runner-interface``
+(``set_eagle3_layers_to_capture`` on the top-level class through its MRO, called after the weights load) ->
+``aux-ids`` (``eagle_config``'s ids as the runner reads them, else ``None`` and the setter's default) ->
+``capture`` (the indices the setter stores, after its transform, against what the decoder's forward collects) ->
+``pp-relay`` (ids on ranks before the last, with a last-rank-only setter) -> ``trained-layers`` (the captured
+states against the layers the drafter was trained on).
 
 Not modelled for SGLang, so left out rather than guessed: whether SGLang can build the drafter class
-(``drafter-class``) and the drafter's fc width (``drafter-fc``); a PP verifier (SGLang has none). Every fact
+(``drafter-class``) and the drafter's fc width (``drafter-fc``); a model-side PP verifier (SGLang has none: its
+refusal is the launch-time one above). Every fact
 comes from ``drafter.py`` (the same analysis EGL007 reports) and the core's class verdicts.
 """
 
@@ -48,7 +49,7 @@ ENGINE_NAME = "sglang"
 HINTS = {
     Outcome.UNREGISTERED: "this SGLang does not know the architecture (no EntryClass names it): use a release that "
     "has it",
-    Outcome.REFUSED_AT_CONFIG: "serve without pipeline parallelism: this SGLang refuses EAGLE-3 with it",
+    Outcome.PP_REFUSED: "serve without pipeline parallelism: this SGLang refuses EAGLE-3 with it",
     # No hint of ours: the report then points at ``eagle3-lint trace`` (or the fix, when a rule holds one).
     Outcome.REFUSED_AT_LOAD: "",
     Outcome.DRAFTER_SHAPE_MISMATCH: f"choose eagle_config.{IDS_KEY} that this SGLang's setter turns into layers the "
@@ -150,10 +151,11 @@ def with_next_step(ctx: Context, sv: ServingVerdict) -> ServingVerdict:
 def _pp_refusal(ctx: Context, pp: int) -> ServingStep:
     r = pp_mod.refusal(ctx)
     if r is not None:
-        return ServingStep(Gate.CONFIG_GATE, StepResult.FAIL,
+        # A refusal because of pipeline parallelism is the pp-refused outcome, whatever stage of the launch makes it.
+        return ServingStep(Gate.PP_VERIFIER, StepResult.FAIL,
                            f"pipeline_parallel_size={pp} with EAGLE-3: {r.text} at launch"
                            + (f" (in {r.via}())" if r.via else "") + ", before any weight loads", _loc(r.path, r.line))
-    return ServingStep(Gate.CONFIG_GATE, StepResult.PASS,
+    return ServingStep(Gate.PP_VERIFIER, StepResult.PASS,
                        f"no launch-time refusal of EAGLE-3 with pipeline_parallel_size={pp} in this tree")
 
 
