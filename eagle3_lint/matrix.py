@@ -438,6 +438,7 @@ def render_table(m: Matrix, rows: list[Row], console: Any, fit: bool = True) -> 
     wraps between releases."""
     from rich import box
     from rich.cells import cell_len
+    from rich.console import JustifyMethod
     from rich.markup import escape
     from rich.table import Table
 
@@ -446,7 +447,7 @@ def render_table(m: Matrix, rows: list[Row], console: Any, fit: bool = True) -> 
     # (header, width, cells, justify, wraps): a long list of regressions wraps at its commas rather than
     # widening every table.
     regressed = [", ".join(r.regressions) or "-" for r in rows]
-    cols: list[tuple[str, int, list[str], str, bool]] = [
+    cols: list[tuple[str, int, list[str], JustifyMethod, bool]] = [
         ("since", max([len("since"), *(len(_since(r)) for r in rows)]), [_since(r) for r in rows], "left", False),
         ("regressed", min(max([len("regressed"), *(len(x) for x in regressed)]), 22,
                           max(len("regressed"), console.width - w_arch - 1) if fit else 22), regressed, "left", True),
@@ -466,7 +467,7 @@ def render_table(m: Matrix, rows: list[Row], console: Any, fit: bool = True) -> 
         t.add_column("architecture", no_wrap=True, min_width=w_arch)
         for i in block:
             head, width, _cells, justify, wraps = cols[i]
-            t.add_column(escape(head), justify=justify, no_wrap=not wraps, min_width=width,  # type: ignore[arg-type]
+            t.add_column(escape(head), justify=justify, no_wrap=not wraps, min_width=width,
                          max_width=width if wraps else None)
         for k, name in enumerate(names):
             t.add_row(escape(name), *[cols[i][2][k] if i >= 2 else escape(cols[i][2][k]) for i in block])

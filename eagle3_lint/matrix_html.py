@@ -134,6 +134,8 @@ def page(m: Matrix, rows: list[Row], command: str, engine: Engine | None = None)
     engine = engine or m.engine
     title = f"EAGLE-3 support matrix of {engine.display} releases"
     legend = ", ".join(f"{SYMBOL[s.value]} {s.value}" for s in Status) + f", {SYMBOL[None]} not registered"
+    if any(r.error for r in m.releases):
+        legend += ", ! the release could not be read"
     note = gate_note(engine, "the config gate column of the releases below") if engine.gate_note else ""
     out = [
         "<!doctype html>",
@@ -210,8 +212,8 @@ def destinations(output: str | None, engines: list[Engine]) -> list[Path | None]
     ``<engine>.html`` (``vllm.html``, ``sglang.html``)."""
     if output is None or output == "-":
         if len(engines) > 1:
-            raise UsageError(f"matrix --format html: {len(engines)} engines make {len(engines)} pages; "
-                             "give -o FOLDER to write them (FOLDER/vllm.html, FOLDER/sglang.html)")
+            raise UsageError(f"matrix --format html: {len(engines)} engines make {len(engines)} pages; give -o "
+                             f"FOLDER to write them ({', '.join(f'FOLDER/{e.name}.html' for e in engines)})")
         return [None]
     out = Path(output)
     if out.suffix.lower() in (".html", ".htm") and not out.is_dir():
