@@ -609,8 +609,11 @@ def schema(kind: str) -> None:
 @click.option("--index", "use_index", is_flag=True, help="With --releases: also ask PyPI (pip index versions vllm).")
 @click.option("--arch", "archs", multiple=True, help="Only these architectures (repeatable).")
 @click.option("--changed", is_flag=True, help="Only architectures whose status changes across the targets.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown"]), default="table", show_default=True)
-@click.option("--output", "-o", default=None, help="Write to this file (e.g. docs/compatibility.md).")
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown", "html"]), default="table",
+              show_default=True, help="html: one self-contained page per engine, filterable, reasons on hover.")
+@click.option("--output", "-o", default=None,
+              help="Write to this file (e.g. docs/compatibility.md). html: a FILE.html for one engine, or a folder "
+              "(made if missing) that gets one page per engine, FOLDER/vllm.html, FOLDER/sglang.html.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: CPU count).")
 @common
 def matrix(targets: tuple[str, ...], releases: str | None, use_index: bool, archs: tuple[str, ...], changed: bool,
@@ -644,22 +647,31 @@ def matrix(targets: tuple[str, ...], releases: str | None, use_index: bool, arch
         rows = matrix_mod.select_rows(m, archs, changed)
         if fmt == "json":
             write_output(json.dumps(matrix_mod.to_json(m, rows), indent=2, ensure_ascii=False) + "\n", output)
-        elif fmt == "markdown":
+        elif fmt in ("markdown", "html"):
             cmd = " ".join(["eagle3-lint matrix", *targets, *(["--releases", releases] if releases else []),
-                            *[f"--arch {a}" for a in archs], *(["--changed"] if changed else []), "--format markdown",
+                            *[f"--arch {a}" for a in archs], *(["--changed"] if changed else []), f"--format {fmt}",
                             *(["--output", output] if output else [])])
-            text = matrix_mod.to_markdown(m, rows, cmd)
-            if output:
-                matrix_mod.write_markdown(Path(output), text)
+            if fmt == "html":
+                from eagle3_lint import matrix_html
+
+                made = matrix_html.pages(m, rows, cmd)
+                for (_engine, page), dest in zip(made, matrix_html.destinations(output, [e for e, _p in made]),
+                                                 strict=True):
+                    write_output(page, None if dest is None else str(dest))
+                    if dest is not None:
+                        click.echo(f"eagle3-lint: wrote {dest}", err=True)
+            elif output:
+                matrix_mod.write_markdown(Path(output), matrix_mod.to_markdown(m, rows, cmd))
             else:
-                write_output(text, None)
+                write_output(matrix_mod.to_markdown(m, rows, cmd), None)
         else:
             from rich.console import Console
 
-            # One column per release: render_table gives the table the width its content needs.
+            # On a terminal (or a pipe, at $COLUMNS or 80) the tables fit its width; a file has no width, so it
+            # gets one table as wide as its content.
             if output:
                 with open(output, "w", encoding="utf-8") as fh:
-                    matrix_mod.render_table(m, rows, Console(file=fh))
+                    matrix_mod.render_table(m, rows, Console(file=fh), fit=False)
             else:
                 matrix_mod.render_table(m, rows, Console())
         failed = [r for r in m.releases if r.error]

@@ -53,6 +53,8 @@ class Release:
     version: str = "unknown"
     statuses: dict[str, str] = field(default_factory=dict)  # arch -> status
     classes: dict[str, str] = field(default_factory=dict)  # arch -> module.Class
+    reasons: dict[str, str] = field(default_factory=dict)  # arch -> the verdict's reason (the HTML page's hover)
+    locations: dict[str, str] = field(default_factory=dict)  # arch -> path:line of the judged class
     contract: str = ""
     fallback: str = ""
     gates: list[str] = field(default_factory=list)
@@ -203,6 +205,8 @@ def analyse_one(spec: str, cache_dir: str | None, use_cache: bool) -> Release:
     rel.label = ctx.version if ctx.version != "unknown" else spec
     rel.statuses = {a: v.status.value for a, v in ctx.verdicts.items()}
     rel.classes = {a: f"{v.module}.{v.class_name}" for a, v in ctx.verdicts.items()}
+    rel.reasons = {a: v.reason for a, v in ctx.verdicts.items()}
+    rel.locations = {a: str(v.location) for a, v in ctx.verdicts.items() if v.location is not None}
     c = ctx.contract
     rel.contract = f"{c.check.value}: " + ", ".join(
         m.name + ("()" if m.kind == "method" else "") + ("*" if m.kind == "method" and m.has_default else "")
@@ -352,7 +356,7 @@ def to_markdown(m: Matrix, rows: list[Row], command: str) -> str:
         "names for the architecture, as `eagle3-lint check` derives it: "
         + ", ".join(f"{SYMBOL[s]} {s}" for s in (s.value for s in Status)) + f", {SYMBOL[None]} not registered.",
         "`wrapper-gap`: the wrapper class fails while the model it delegates to passes (the runner asks the",
-        "wrapper)." + (f" {m.engine.gate_note}" if m.engine.gate_note else ""),
+        "wrapper)." + (f" {gate_note(m.engine, 'the config gate column')}" if m.engine.gate_note else ""),
         "",
         "## Releases",
         "",
@@ -397,42 +401,97 @@ def to_markdown(m: Matrix, rows: list[Row], command: str) -> str:
     return "\n".join(out)
 
 
-def render_table(m: Matrix, rows: list[Row], console: Any) -> None:
+STYLE = {"supported": "green", "unsupported": "red", "wrapper-gap": "magenta", "partial": "yellow", "unknown": "dim",
+         None: "dim"}
+
+
+def gate_note(engine: Engine, where: str) -> str:
+    """The engine's note on the config-time gate, pointing at ``where`` the gates are listed (the markdown's
+    "config gate" column, the lines under the terminal table), without backticks for the terminal."""
+    note = engine.gate_note.replace("(the gate column)", f"({where})" if where else "").replace("  ", " ")
+    return note.replace(" .", ".").replace(" ;", ";")
+
+
+def table_blocks(first: int, columns: list[int], width: int | None, gap: int = 1) -> list[list[int]]:
+    """Which columns each printed table holds, so that every table fits ``width`` cells: each table starts
+    with a column ``first`` wide (the architecture names), then as many of ``columns`` (their widths, in
+    order) as fit. A table holds at least one of them, even one that does not fit (a terminal narrower than
+    an architecture name and a release). ``width=None``: one table with everything."""
+    if width is None:
+        return [list(range(len(columns)))]
+    blocks: list[list[int]] = [[]]
+    used = first
+    for i, w in enumerate(columns):
+        if blocks[-1] and used + gap + w > width:
+            blocks.append([])
+            used = first
+        blocks[-1].append(i)
+        used += gap + w
+    return blocks
+
+
+def render_table(m: Matrix, rows: list[Row], console: Any, fit: bool = True) -> None:
+    """The matrix as terminal tables no wider than ``console.width`` (with ``fit``; otherwise, for a file, one
+    table as wide as its content). The columns after the architecture (since, regressed, one per release) go
+    into one table while they fit beside the architecture names, then into the next table, which repeats the
+    architecture column. Nothing is cut: an architecture name is never shortened, a list of regressions
+    wraps between releases."""
+    from rich import box
+    from rich.cells import cell_len
+    from rich.console import JustifyMethod
     from rich.markup import escape
     from rich.table import Table
 
-    t = Table(header_style="bold", show_lines=False)
-    # Sized to the content: every column as wide as its widest cell or header, never truncated.
-    cells = [[printable(r.arch), _since(r), ", ".join(r.regressions) or "-"] for r in rows]
-    heads = ["architecture", "since", "regressed", *m.labels]
-    widths = [max([len(h)] + [len(c[i]) for c in cells]) if i < 3 else max(len(h), 1) for i, h in enumerate(heads)]
-    console.width = max(console.width, sum(w + 3 for w in widths) + 1)
-    t.add_column("architecture", no_wrap=True)
-    t.add_column("since", no_wrap=True)
-    t.add_column("regressed", no_wrap=True)
-    for label in m.labels:
-        t.add_column(label, justify="center", no_wrap=True, min_width=len(label))
-    style = {
-        "supported": "green",
-        "unsupported": "red",
-        "wrapper-gap": "magenta",
-        "partial": "yellow",
-        "unknown": "dim",
-        None: "dim",
-    }
-    for row in rows:
-        t.add_row(escape(printable(row.arch)), _since(row), ", ".join(row.regressions) or "-",
-                  *[f"[{style[c]}]{SYMBOL[c]}[/]" for c in row.cells])
-    console.print(t)
+    names = [printable(r.arch) for r in rows]
+    w_arch = max([len("architecture"), *(cell_len(n) for n in names)])
+    # (header, width, cells, justify, wraps): a long list of regressions wraps at its commas rather than
+    # widening every table.
+    regressed = [", ".join(r.regressions) or "-" for r in rows]
+    cols: list[tuple[str, int, list[str], JustifyMethod, bool]] = [
+        ("since", max([len("since"), *(len(_since(r)) for r in rows)]), [_since(r) for r in rows], "left", False),
+        ("regressed", min(max([len("regressed"), *(len(x) for x in regressed)]), 22,
+                          max(len("regressed"), console.width - w_arch - 1) if fit else 22), regressed, "left", True),
+    ]
+    for i, label in enumerate(m.labels):
+        head = printable(label)
+        cols.append((head, max(cell_len(head), 1), [f"[{STYLE[r.cells[i]]}]{SYMBOL[r.cells[i]]}[/]" for r in rows],
+                     "center", False))
+    blocks = table_blocks(w_arch, [c[1] for c in cols], console.width if fit else None)
+    need = max(w_arch + sum(cols[i][1] + 1 for i in b) for b in blocks)
+    if not fit or need > console.width:
+        console.width = need  # a file, or a terminal narrower than one name and one column: wider, never cut
+    for n, block in enumerate(blocks):
+        # SIMPLE_HEAD without padding: one space between columns and a rule under the header, the narrowest
+        # layout that still reads as a table (the boxed one took 3 cells per column: 90 wide at 2 releases).
+        t = Table(box=box.SIMPLE_HEAD, show_edge=False, padding=(0, 0), header_style="bold")
+        t.add_column("architecture", no_wrap=True, min_width=w_arch)
+        for i in block:
+            head, width, _cells, justify, wraps = cols[i]
+            t.add_column(escape(head), justify=justify, no_wrap=not wraps, min_width=width,
+                         max_width=width if wraps else None)
+        for k, name in enumerate(names):
+            t.add_row(escape(name), *[cols[i][2][k] if i >= 2 else escape(cols[i][2][k]) for i in block])
+        if n:
+            console.print()
+        console.print(t)
     legend = ", ".join(f"{SYMBOL[s.value]} {s.value}" for s in Status) + f", {SYMBOL[None]} not registered"
-    # What the markdown legend says too: which class is judged, and what the gate column means.
-    legend += (f". A status is what {m.engine.check_words.replace('`', '')} says of the class its registry names; "
-               "wrapper-gap: the wrapper fails while the model it delegates to passes"
-               + (f". {m.engine.gate_note.replace('`', '')}".rstrip(".") if m.engine.gate_note else ""))
-    failed = [f"{r.label}: {r.error}" for r in m.releases if r.error]
-    console.print(f"[dim]{legend}. {len(rows)} architectures x {len(m.releases)} releases in {m.seconds:.1f}s.[/]")
-    for f in failed:
-        console.print(f"[red]could not read {escape(printable(f))}[/]")
+    # What each column means, as the markdown says it, and where the config gates are (lines below).
+    legend += (". since: the first release here where it is supported; regressed: the releases where a supported "
+               f"architecture stopped being supported. A status is what {m.engine.check_words.replace('`', '')} "
+               "says of the class its registry names; wrapper-gap: the wrapper fails while the model it delegates "
+               "to passes")
+    gated = [r for r in m.releases if r.gates and not r.error]
+    if m.engine.gate_note:
+        legend += ". " + gate_note(m.engine, "listed below" if gated else "").replace("`", "").rstrip(".")
+    parts = f" in {len(blocks)} tables of at most {console.width} columns" if len(blocks) > 1 else ""
+    console.print(f"[dim]{escape(legend)}. {len(rows)} architectures x {len(m.releases)} releases{parts}, "
+                  f"in {m.seconds:.1f}s.[/]")
+    for r in gated:
+        for g in r.gates:
+            console.print(f"[dim]config gate of {escape(printable(r.label))}: {escape(printable(g))}[/]")
+    for r in m.releases:
+        if r.error:
+            console.print(f"[red]could not read {escape(printable(f'{r.label}: {r.error}'))}[/]")
 
 
 def write_markdown(path: Path, text: str) -> None:

@@ -203,3 +203,121 @@ def test_missing_releases_are_named_and_fetched_once_in_order(tmp_path: Path, mo
     assert [(r.target, r.error) for r in m.releases] == [
         ("sglang==0.5.1", "TargetError: cannot fetch sglang==0.5.1: offline")]
     assert calls == [("vllm", "0.11.0"), ("sglang", "0.5.1")]  # no second attempt
+
+
+# -- the terminal table fits the terminal (issue 21, item 3) ------------------------------------------------
+LONG = "TransformersMultiModalForSequenceClassification"  # 47 characters: the longest name 0.33.0 registers
+
+
+@pytest.fixture(scope="module")
+def long_named(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    base = tmp_path_factory.mktemp("long")
+    return [
+        _release(base / "a", "0.15.0", {LONG: GOOD, "ToyForCausalLM": BAD}),
+        _release(base / "b", "0.16.0", {LONG: BAD, "ToyForCausalLM": GOOD}),
+    ]
+
+
+def _table_lines(text: str) -> list[str]:
+    """The table part of ``matrix``'s text: the lines before the legend."""
+    lines = text.splitlines()
+    return lines[:next(i for i, line in enumerate(lines) if line.startswith("✓ supported"))]
+
+
+def test_table_fits_80_columns_and_its_legend_names_its_columns(long_named: list[Path], tmp_path: Path) -> None:
+    """At 80 columns (a pipe with COLUMNS=80, and a real 80x24 tmux pane) every line of ``matrix`` fits,
+    nothing is cut, and the legend explains the columns there are (main: 90 wide for two releases, as with
+    0.16.0 and 0.33.0, and a "gate column" it does not have)."""
+    from rich.cells import cell_len
+
+    args = ["matrix", *map(str, long_named), "--no-cache", "-j", "1"]
+    p = run_cli(args, cwd=tmp_path, env={**os.environ, "COLUMNS": "80"})
+    assert p.returncode == 0, p.stderr
+    assert max(cell_len(line) for line in p.stdout.splitlines()) <= 80, p.stdout
+    table = _table_lines(p.stdout)
+    assert table[0].split() == ["architecture", "since", "regressed", "0.15.0", "0.16.0"]
+    assert f"{LONG} 0.15.0 0.16.0 ✓ ✗".split() in [line.split() for line in table]  # whole, on one line
+    assert ["ToyForCausalLM", "0.16.0", "-", "✗", "✓"] in [line.split() for line in table]
+    legend = " ".join(" ".join(p.stdout.splitlines()[len(table):]).split())  # wrapped lines joined
+    assert "gate column" not in legend
+    assert "since: the first release here where it is supported" in legend and "regressed: the releases" in legend
+    # 0.15.0 of the sample base has the model-type gate of speculative.py: the legend points at its line.
+    gate = "config gate of 0.15.0: eagle3 needs"
+    assert ("allow-list (listed below)" in legend) == (gate in legend), legend
+    if shutil.which("tmux"):
+        from tests.test_output import in_tmux
+
+        shown = in_tmux(args, tmp_path)
+        start = next(i for i, line in enumerate(shown) if line.startswith("architecture"))
+        # The pane shows the lines as printed: none wrapped at the pane's edge.
+        assert [line.rstrip() for line in shown[start:start + len(table)]] == [line.rstrip() for line in table]
+
+
+def _parse_tables(text: str) -> dict[tuple[str, str], str]:
+    """(architecture, column) -> cell, read back from every table of ``render_table``'s text by the columns'
+    positions under their headers (a centred symbol lies inside its header's span)."""
+    import re
+
+    cells: dict[tuple[str, str], str] = {}
+    for block in text.split("\n\n"):
+        lines = [line for line in block.splitlines() if line.strip()]
+        if not lines or not lines[0].startswith("architecture"):
+            continue
+        heads = [(m.group(), m.start()) for m in re.finditer(r"\S+", lines[0])]
+        spans = [(h, start, heads[i + 1][1] if i + 1 < len(heads) else None) for i, (h, start) in enumerate(heads)]
+        arch = ""
+        for line in lines[2:]:
+            if line.startswith("✓ supported"):
+                break
+            values = [line[a:b].strip() for _h, a, b in spans]
+            if not values[0]:  # a list of regressions wrapped onto the next line
+                for (h, _a, _b), v in zip(spans[1:], values[1:], strict=True):
+                    cells[(arch, h)] = f"{cells[(arch, h)]} {v}".strip() if v else cells[(arch, h)]
+                continue
+            arch = values[0]
+            for (h, _a, _b), v in zip(spans[1:], values[1:], strict=True):
+                assert (arch, h) not in cells, (arch, h)  # each column is in one table only
+                cells[(arch, h)] = v
+    return cells
+
+
+@pytest.mark.parametrize("width", [80, 60, 120])
+def test_many_releases_split_into_tables_that_fit(width: int) -> None:
+    """Twelve releases do not fit beside 47-character names at 80 columns: the columns go into several
+    tables, each repeating the architecture column, each at most ``width`` wide, every cell in one of them."""
+    import io
+
+    from rich.cells import cell_len
+    from rich.console import Console
+
+    labels = [f"0.{n}.0" for n in range(20, 32)]
+    statuses = ["supported", "unsupported", "partial", "wrapper-gap", "unknown"]
+    rels = [matrix.Release(label=v, target=f"vllm=={v}", engine="vllm", version=v,
+                           statuses={LONG: statuses[i % 5], "ToyForCausalLM": statuses[(i + 1) % 5],
+                                     **({"OldForCausalLM": "supported"} if i < 4 else {})})
+            for i, v in enumerate(labels)]
+    m = matrix.Matrix(rels, matrix.rows_of(rels))
+    out = io.StringIO()
+    matrix.render_table(m, m.rows, Console(file=out, width=width, color_system=None))
+    text = out.getvalue()
+    assert max(cell_len(line) for line in text.splitlines()) <= width, text
+    tables = [b for b in text.split("\n\n") if b.startswith("architecture")]
+    assert len(tables) > 1 and f"in {len(tables)} tables of at most {width} columns" in " ".join(text.split())
+    cells = _parse_tables(text)
+    for row in m.rows:
+        assert cells[(row.arch, "since")] == (row.first_supported or "-")
+        assert cells[(row.arch, "regressed")] == (", ".join(row.regressions) or "-")
+        for label, status in zip(labels, row.cells, strict=True):
+            assert cells[(row.arch, label)] == matrix.SYMBOL[status], (row.arch, label)
+    assert len(cells) == len(m.rows) * (2 + len(labels))
+
+
+def test_table_in_a_file_is_one_table(long_named: list[Path], tmp_path: Path) -> None:
+    """``-o FILE`` has no terminal width: one table as wide as the content, every line whole."""
+    out = tmp_path / "matrix.txt"
+    p = run_cli(["matrix", *map(str, long_named), "--no-cache", "-j", "1", "-o", str(out)], cwd=tmp_path,
+                env={**os.environ, "COLUMNS": "40"})
+    assert p.returncode == 0, p.stderr
+    table = _table_lines(out.read_text(encoding="utf-8"))
+    assert table[0].split() == ["architecture", "since", "regressed", "0.15.0", "0.16.0"]
+    assert sum(line.startswith("architecture") for line in table) == 1
