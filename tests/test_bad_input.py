@@ -2,7 +2,7 @@
 a reported finding while the rest of the tree is still analysed, and never in a traceback.
 
 The CLI runs in a subprocess (``python -m eagle3_lint``) with a private cache and no network, so
-these are the answers a user gets. The README's "Bad input" table lists the same classes.
+these are the answers a user gets. The "Bad input" table of docs/security.md lists the same classes.
 
 Tests run as root, and root ignores permission bits. Where a real permission denial matters, the
 CLI runs under ``setpriv`` with every capability dropped: still uid 0, but without

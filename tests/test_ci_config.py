@@ -193,45 +193,69 @@ def test_rule_ids_come_from_the_plugins() -> None:
     assert config.check_selectors(["egl00", "ALL", " EGL100 "], "x", ids) == ("EGL00", "ALL", "EGL100")
 
 
-def test_readme_examples_are_valid(tmp_path: Path) -> None:
-    """The README's configuration example loads, and its local pre-commit hook matches the manifest."""
+def _blocks(text: str, lang: str) -> list[str]:
     import re
 
+    return re.findall(rf"```{lang}\n(.*?)```", text, re.S)
+
+
+def _check_action_workflow(workflow: dict) -> None:
+    """A workflow using the composite action pins this release and passes only inputs action.yml declares."""
+    import yaml
+
+    from tests.cihelp import REPO
+
+    action = yaml.safe_load((REPO / "action.yml").read_text())
+    uses = [st for st in workflow["jobs"]["eagle3-lint"]["steps"] if st.get("uses", "").startswith("eagle3-lint/")]
+    assert uses, workflow
+    for st in uses:
+        assert st["uses"] == f"eagle3-lint/eagle3-lint@v{__import__('eagle3_lint').__version__}"
+        assert set(st.get("with", {})) <= set(action["inputs"])
+
+
+def test_readme_examples_are_valid(tmp_path: Path) -> None:
+    """The configuration examples load (docs/configuration.md, and the README's), the workflows use the action's
+    real inputs and commands (docs/ci.md, and the README's), and the local pre-commit hook matches the manifest."""
     import yaml
 
     from tests.cihelp import REPO
 
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("## Use in CI"):readme.index("## How it decides")]
-    (toml_block,) = re.findall(r"```toml\n(.*?)```", section, re.S)
+    docs_config = (REPO / "docs" / "configuration.md").read_text(encoding="utf-8")
+    docs_ci = (REPO / "docs" / "ci.md").read_text(encoding="utf-8")
+    (toml_block,) = _blocks(docs_config, "toml")
     (tmp_path / "pyproject.toml").write_text(toml_block)
     s = config.resolve(cwd=tmp_path)
     assert s.archs == ("Qwen3ForCausalLM", "MyModelForCausalLM") and s.severity_for("EGL005").value == "warning"
     assert not s.selection.enabled("EGL006") and s.selection.enabled("EGL001")
     assert s.baseline == str(tmp_path / "ci" / "eagle3-lint-baseline.json")
-    blocks = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", section, re.S)]
-    hooks = [b for b in blocks if "repos" in b]
-    workflows = [b for b in blocks if "jobs" in b]
-    # The composite action (action.yml) and the same steps by hand.
-    (action_flow,) = [w for w in workflows if any(st.get("uses", "").startswith("eagle3-lint/eagle3-lint@")
-                                                  for st in w["jobs"]["eagle3-lint"]["steps"])]
-    action = yaml.safe_load((REPO / "action.yml").read_text())
-    for st in action_flow["jobs"]["eagle3-lint"]["steps"]:
-        if st.get("uses", "").startswith("eagle3-lint/eagle3-lint@"):
-            assert st["uses"] == f"eagle3-lint/eagle3-lint@v{__import__('eagle3_lint').__version__}"
-            assert set(st.get("with", {})) <= set(action["inputs"])
-    (workflow,) = [w for w in workflows if w is not action_flow]
-    steps = workflow["jobs"]["eagle3-lint"]["steps"]
+    (readme_toml,) = _blocks(readme, "toml")
+    (tmp_path / "pyproject.toml").write_text(readme_toml)
+    assert config.resolve(cwd=tmp_path).archs == ("MyModelForCausalLM",)
+
+    version = __import__("eagle3_lint").__version__
+    (manifest,) = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
+    for text in (readme, docs_ci):
+        blocks = [yaml.safe_load(b) for b in _blocks(text, "yaml")]
+        hooks = [b for b in blocks if "repos" in b]
+        workflows = [b for b in blocks if "jobs" in b]
+        # The composite action (action.yml) ...
+        (action_flow,) = [w for w in workflows if any(st.get("uses", "").startswith("eagle3-lint/eagle3-lint@")
+                                                      for st in w["jobs"]["eagle3-lint"]["steps"])]
+        _check_action_workflow(action_flow)
+        published = next(h for h in hooks if h["repos"][0]["repo"].startswith("https://"))["repos"][0]
+        assert published["rev"] == f"v{version}" and published["hooks"][0]["id"] == manifest["id"]
+    # ... and, in docs/ci.md, the same steps by hand and the hook declared locally.
+    blocks = [yaml.safe_load(b) for b in _blocks(docs_ci, "yaml")]
+    by_hand = [w["jobs"]["eagle3-lint"]["steps"] for w in blocks if "jobs" in w]
+    (steps,) = [s for s in by_hand if not any(st.get("uses", "").startswith("eagle3-lint/") for st in s)]
     assert any(st.get("uses", "").startswith("github/codeql-action/upload-sarif@") for st in steps)
     commands = {"eagle3-lint check --format github",
                 "eagle3-lint check --format sarif --output eagle3-lint.sarif --exit-zero"}
     assert commands <= {st.get("run") for st in steps}
-    local = next(h for h in hooks if h["repos"][0]["repo"] == "local")["repos"][0]["hooks"][0]
-    (manifest,) = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
+    local = next(h for h in blocks if "repos" in h and h["repos"][0]["repo"] == "local")["repos"][0]["hooks"][0]
     for key in ("id", "entry", "pass_filenames", "require_serial", "files"):
         assert local[key] == manifest[key], key
-    published = next(h for h in hooks if h["repos"][0]["repo"].startswith("https://"))["repos"][0]
-    assert published["rev"] == f"v{__import__('eagle3_lint').__version__}"
 
 
 def test_ci_runs_the_readme_test_command() -> None:

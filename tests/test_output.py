@@ -277,18 +277,18 @@ def test_ci_stale_baseline_is_reported_in_every_format(tmp_path: Path) -> None:
     assert cli("check", str(root), "--baseline", str(base), "--format", "github", "--no-cache").stdout == ""
 
 
-def _readme_local_hook() -> dict[str, object]:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
+def _docs_local_hook() -> dict[str, object]:
+    text = (REPO / "docs" / "ci.md").read_text(encoding="utf-8")
     for block in re.findall(r"```yaml\n(.*?)```", text, re.S):
         doc = yaml.safe_load(block)
         if isinstance(doc, dict) and doc.get("repos") and doc["repos"][0].get("repo") == "local":
             return doc["repos"][0]["hooks"][0]
-    raise AssertionError("no local hook in the README")
+    raise AssertionError("no local hook in docs/ci.md")
 
 
 def test_hook_files_cover_the_configuration_and_the_baseline() -> None:
     (manifest,) = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))
-    local = _readme_local_hook()
+    local = _docs_local_hook()
     assert local["files"] == manifest["files"] and local["entry"] == manifest["entry"]
     files = re.compile(str(manifest["files"]))
     for path in ("pyproject.toml", "eagle3-lint.toml", "ci/eagle3-lint-baseline.json", "eagle3-lint-baseline.json",
@@ -357,7 +357,7 @@ def test_readme_hook_on_a_0_16_fork_is_short_and_reruns_on_config(real_trees: ob
     (repo / "pyproject.toml").write_text('[project]\nname = "vllm"\n\n[tool.eagle3-lint]\n'
                                          f'architectures = ["{KIMI}"]\n', encoding="utf-8")
     (repo / ".pre-commit-config.yaml").write_text(yaml.safe_dump({"repos": [{"repo": "local", "hooks": [
-        _readme_local_hook()]}]}, sort_keys=False), encoding="utf-8")
+        _docs_local_hook()]}]}, sort_keys=False), encoding="utf-8")
     git(repo, env, "init", "-q", "-b", "main")
     git(repo, env, "add", "-A")
     git(repo, env, "commit", "-q", "-m", "vLLM 0.16.0", "--no-verify")
