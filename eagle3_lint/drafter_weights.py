@@ -79,6 +79,7 @@ def built(ctx: Context, arch: str, hf_config: dict[str, Any]) -> Built:
     if key is None:
         out.note = f"{arch} does not resolve to a class in this tree"
         return out
+    out.drafter_class = key.name
     found = _owner(ctx, key)
     if found is None:
         out.note = f"{key.name} builds no self.fc"
@@ -121,10 +122,10 @@ def built(ctx: Context, arch: str, hf_config: dict[str, Any]) -> Built:
                 got = value_of(n, frame)
                 out.layers = got if isinstance(got, int) and not isinstance(got, bool) else None
                 out.layers_text = ast.unparse(n)
-                out.layers_where = Where(path, value_node.lineno, f"{owner.name}.__init__")
+                out.layers_where = Where(path, getattr(value_node, "lineno", line), f"{owner.name}.__init__")
         elif name == "self.midlayer" and out.layers_where is None:
             out.layers, out.layers_text = 1, "one midlayer"
-            out.layers_where = Where(path, value_node.lineno, f"{owner.name}.__init__")
+            out.layers_where = Where(path, getattr(value_node, "lineno", line), f"{owner.name}.__init__")
         orig(target, v, frame, value_node)
 
     # An instance attribute shadows the method for this interpreter only (as engines' fc readers do).
@@ -163,9 +164,8 @@ def _shape(s: tuple[int, ...] | list[int | None]) -> str:
 
 @dataclass(frozen=True)
 class Mismatch:
-    tensor: str  # as the checkpoint names it
-    file: str
-    message: str  # names the tensor and both shapes
+    file: str  # the file holding the tensor ("" when the tensor is missing)
+    message: str  # names the tensor and both shapes (or what is missing)
 
 
 @dataclass
@@ -184,14 +184,15 @@ def check(ck: Checkpoint, cfg: dict[str, Any], built_: Built | None, states: int
     draft_vocab = _int(cfg, "draft_vocab_size") or vocab
 
     def bad(t: Tensor, msg: str) -> None:
-        rep.mismatches.append(Mismatch(t.name, t.file, msg))
+        rep.mismatches.append(Mismatch(t.file, msg))
 
     # fc: a Linear's weight is [out, in].
     fc = by.get("fc.weight")
     if fc is None:
         if built_ is not None and built_.fc_where is not None:
-            rep.mismatches.append(Mismatch("fc.weight", "", f"the checkpoint has no fc.weight, but {built_.drafter_class} "
-                                           f"builds fc ({built_.fc_where.path}:{built_.fc_where.line})"))
+            fw = built_.fc_where
+            rep.mismatches.append(Mismatch("", f"the checkpoint has no fc.weight, but {built_.drafter_class} builds "
+                                           f"fc ({fw.path}:{fw.line})"))
     elif len(fc.shape) != 2:
         bad(fc, f"{fc.name} is {_shape(fc.shape)}, not a [out, in] matrix")
     else:
@@ -215,7 +216,7 @@ def check(ck: Checkpoint, cfg: dict[str, Any], built_: Built | None, states: int
     if built_ is not None and built_.layers is not None and idx and len(idx) != built_.layers:
         w = built_.layers_where
         first = next(t for n, t in by.items() if LAYER.match(n))
-        loc = f" ({w.path}:{w.line})" if w else ""
+        loc = f", {w.path}:{w.line}" if w else ""
         bad(first, f"the checkpoint holds {len(idx)} decoder layer(s) {idx} ({first.name}, ...), but "
                    f"{built_.drafter_class} builds {built_.layers} ({built_.layers_text}{loc})")
     elif idx and built_ is not None and built_.layers is not None:
@@ -230,7 +231,7 @@ def check(ck: Checkpoint, cfg: dict[str, Any], built_: Built | None, states: int
     if t2d is not None and vocab is not None and tuple(t2d.shape) != (vocab,):
         bad(t2d, f"{t2d.name} is {_shape(t2d.shape)}, but vocab_size is {vocab} (expected {_shape([vocab])})")
     if d2t is None and draft_vocab is not None and vocab is not None and draft_vocab != vocab:
-        rep.mismatches.append(Mismatch("d2t", "", f"draft_vocab_size {draft_vocab} differs from vocab_size {vocab}, "
+        rep.mismatches.append(Mismatch("", f"draft_vocab_size {draft_vocab} differs from vocab_size {vocab}, "
                                        "but the checkpoint has no d2t: draft ids cannot be mapped to target ids"))
     # The output head and the embedding, as the config says.
     head = by.get("lm_head.weight")
@@ -242,14 +243,14 @@ def check(ck: Checkpoint, cfg: dict[str, Any], built_: Built | None, states: int
     elif head is not None:
         rep.checked.append(f"lm_head {_shape(head.shape)}")
     elif not tied and draft_vocab is not None and vocab is not None and draft_vocab != vocab:
-        rep.mismatches.append(Mismatch("lm_head.weight", "", f"no lm_head.weight, and tie_word_embeddings is not "
+        rep.mismatches.append(Mismatch("", f"no lm_head.weight, and tie_word_embeddings is not "
                                        f"true: a draft vocabulary of {draft_vocab} needs the drafter's own head "
                                        f"({_shape([draft_vocab, hidden])}); the target's has {vocab} rows"))
     emb = by.get("embed_tokens.weight")
     if emb is not None and vocab is not None and hidden is not None and tuple(emb.shape) != (vocab, hidden):
         bad(emb, f"{emb.name} is {_shape(emb.shape)}, but vocab_size x hidden_size is {_shape([vocab, hidden])}")
     elif emb is None and tied:
-        rep.mismatches.append(Mismatch("embed_tokens.weight", "", "tie_word_embeddings is true, so lm_head is the "
+        rep.mismatches.append(Mismatch("", "tie_word_embeddings is true, so lm_head is the "
                                        "drafter's embed_tokens, but the checkpoint has no embed_tokens.weight"))
     return rep
 

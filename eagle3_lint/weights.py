@@ -132,6 +132,7 @@ def read_checkpoint(folder: str) -> Checkpoint:
         if not isinstance(wmap, dict) or not all(isinstance(v, str) for v in wmap.values()):
             raise WeightsError(f"{INDEX_FILE}: no weight_map of tensor names to shard files")
         shards = sorted(set(wmap.values()))
+        names: set[str] = set(wmap)
         for s in shards:
             if os.path.basename(s) != s or not os.path.isfile(os.path.join(folder, s)):
                 raise WeightsError(f"{INDEX_FILE} names shard {s!r}, which is not in {folder}")
@@ -144,7 +145,7 @@ def read_checkpoint(folder: str) -> Checkpoint:
                 raise WeightsError(f"tensor {name!r} is in both {ck.tensors[name].file} and {s}")
             ck.tensors[name] = t
     if ck.index is not None:
-        missing = sorted(set(wmap) - set(ck.tensors))
+        missing = sorted(names - set(ck.tensors))
         if missing:
             raise WeightsError(f"{INDEX_FILE} maps {missing[0]!r} (and {len(missing) - 1} more) to shards that do "
                                "not hold it" if len(missing) > 1 else

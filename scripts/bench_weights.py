@@ -1,4 +1,5 @@
-"""Header reading, measured: eagle3_lint.weights.read_header against safetensors' safe_open (docs/drafter-checkpoints.md).
+"""Header reading, measured: eagle3_lint.weights.read_header against safetensors' safe_open
+(docs/drafter-checkpoints.md).
 
 Writes a ~1 GB safetensors file of 300 tensors with the safetensors package (numpy needed: pip install
 safetensors numpy), then times both readers on it. Usage: python scripts/bench_weights.py [DIR]

@@ -12,17 +12,21 @@ its transform, against what the decoder's forward collects) -> ``pp-relay`` (ids
 a last-rank-only setter) -> ``trained-layers`` (the captured states against the layers the drafter was trained
 on).
 
+With ``--draft-config`` naming a checkpoint folder, ``drafter-fc`` follows ``capture``: the safetensors headers
+against the drafter class's fc width and decoder layers (``drafter_weights.py``) and the states captured.
 Not modelled for SGLang, so left out rather than guessed: whether SGLang can build the drafter class
-(``drafter-class``) and the drafter's fc width (``drafter-fc``); a PP verifier (SGLang has none). Every fact
+(``drafter-class``), the fc width without a checkpoint; a PP verifier (SGLang has none). Every fact
 comes from ``drafter.py`` (the same analysis EGL007 reports) and the core's class verdicts.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from eagle3_lint import drafter_weights as dw
 from eagle3_lint.engines.sglang import drafter as sdr
 from eagle3_lint.engines.sglang import pp as pp_mod
 from eagle3_lint.engines.sglang.runner import IDS_KEY, SETTER
@@ -96,6 +100,8 @@ def _verdict(ctx: Context, arch: str) -> ServingVerdict:
         steps.append(_aux_ids(sd))
         cap, captured = _capture(sd)
         steps.append(cap)
+        if ctx.options.draft_weights is not None:
+            steps.append(_weights(ctx, sd, captured))
         if pp > 1:
             steps.append(_relay(sd))
         steps.append(_trained(sd, captured))
@@ -213,6 +219,37 @@ def _capture(sd: sdr.SglDraft) -> tuple[ServingStep, tuple[int, ...] | None]:
     return ServingStep(Gate.CAPTURE, StepResult.PASS,
                        f"{stored}; {coll.decoder.name}.forward collects the states entering layers "
                        f"{_ids(i + coll.shift for i in sd.stored)}", cloc), got
+
+
+def _weights(ctx: Context, sd: sdr.SglDraft, captured: tuple[int, ...] | None) -> ServingStep:
+    """Only with a checkpoint folder: its headers against the drafter class this SGLang builds (its fc width and
+    decoder layers, evaluated from the class's ``__init__``) and the states the capture step hands it."""
+    ck = ctx.options.draft_weights
+    cfg = sd.da.converted or {}
+    archs = cfg.get("architectures")
+    arch = next((a for a in archs if isinstance(a, str) and a in ctx.registry.entries), None) \
+        if isinstance(archs, list) else None
+    built = dw.built(ctx, arch, cfg) if arch is not None else None
+    states = len(captured) if captured else (len(set(sd.stored)) if sd.stored else None)
+    rep = dw.check(ck, cfg, built, states, sd.da.target_hidden)
+    where = built.fc_where if built is not None else None
+    loc = _loc(where.path, where.line) if where is not None else None
+    if rep.mismatches:
+        m = rep.mismatches[0]
+        more = f" (and {len(rep.mismatches) - 1} more: {'; '.join(x.message for x in rep.mismatches[1:])})" \
+            if len(rep.mismatches) > 1 else ""
+        path = os.path.join(ck.folder, m.file or (ck.index or (ck.files[0] if ck.files else "")))
+        return ServingStep(Gate.DRAFTER_FC, StepResult.FAIL, m.message + more, _loc(path, 1))
+    text = dw.summary(rep, ck)
+    if built is None or built.fc_in is None:
+        why = built.note if built is not None else f"no registered drafter class among {archs!r}"
+        return ServingStep(Gate.DRAFTER_FC, StepResult.UNKNOWN, f"{text}; the drafter class's fc width is not "
+                           f"known ({why})", loc)
+    if states is None or sd.da.target_hidden is None:
+        return ServingStep(Gate.DRAFTER_FC, StepResult.UNCHECKED, f"{text}; how many states arrive is not known",
+                           loc)
+    return ServingStep(Gate.DRAFTER_FC, StepResult.PASS, f"{built.drafter_class}'s fc takes {built.fc_in} = "
+                       f"{states} x {sd.da.target_hidden}; {text}", loc)
 
 
 def _relay(sd: sdr.SglDraft) -> ServingStep:

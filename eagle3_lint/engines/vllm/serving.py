@@ -405,10 +405,8 @@ def _weights(ctx: Context, da: dr.DraftAnalysis, captured: tuple[int, ...] | Non
             if len(rep.mismatches) > 1 else ""
         path = os.path.join(ck.folder, m.file or (ck.index or ck.files[0] if ck.files else ""))
         return ServingStep(Gate.DRAFTER_FC, StepResult.FAIL, m.message + more, _loc(path, 1))
-    text = dw.summary(rep, ck)
-    if fc_step.result is StepResult.PASS:
-        return dataclasses.replace(fc_step, message=f"{fc_step.message}; {text}")
-    return dataclasses.replace(fc_step, message=f"{fc_step.message}; {text}")
+    # What the tree left unchecked or unknown stays so: the headers agreeing is said, not promoted to a pass.
+    return dataclasses.replace(fc_step, message=f"{fc_step.message}; {dw.summary(rep, ck)}")
 
 
 def _relay(ctx: Context, da: dr.DraftAnalysis, pp: int, site: Any) -> ServingStep:
