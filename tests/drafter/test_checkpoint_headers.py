@@ -46,7 +46,7 @@ def _safe_open_shapes(path: Path) -> dict[str, tuple[str, tuple[int, ...]]]:
 
     out = {}
     with safe_open(str(path), framework="numpy") as f:
-        for k in f.keys():
+        for k in f.keys():  # noqa: SIM118  # safe_open is not a dict: keys() is its API
             sl = f.get_slice(k)
             out[k] = (sl.get_dtype(), tuple(sl.get_shape()))
     return out
