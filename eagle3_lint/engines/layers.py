@@ -90,8 +90,8 @@ class Answer:
     def to_text(self) -> str:
         head = "; ".join(_setting(r) for r in self.rows)
         lines = [head,
-                 f"{self.architecture or 'the target'}, {self.num_layers} layers: trained on the states entering layers "
-                 f"{_ids(self.trained_layers)} (the outputs of layers {_ids(i - 1 for i in self.trained_layers)}), "
+                 f"{self.architecture or 'the target'}, {self.num_layers} layers: trained on the states entering "
+                 f"layers {_ids(self.trained_layers)} (the outputs of layers {_ids(i - 1 for i in self.trained_layers)}), "
                  f"from {self.trained_from}"]
         for r in self.rows:
             name = f"{r.engine} {r.version}" if r.derived_from_tree else f"{r.engine} (not derived from a tree)"
@@ -198,8 +198,8 @@ class _Vllm(_Tree):
         bad = [i for i in got if i not in self.cap.valid_ids(self.n)] if self.cap is not None else []
         if bad:
             return None, f"vLLM {self.version} never captures ids {_ids(bad)} of a {self.n}-layer {self.arch}"
-        return tuple(i + shift for i in got), f"vLLM {self.version} reads them at {at}, id k = the state entering " \
-            f"layer k + {shift}"
+        return tuple(i + shift for i in got), f"vLLM {self.version} reads them at {at}; id k = the state entering " \
+            + (f"layer k + {shift}" if shift else "layer k")
 
     def row(self, trained: tuple[int, ...]) -> Row:
         shift = self._shift()
