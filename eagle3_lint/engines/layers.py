@@ -89,10 +89,10 @@ class Answer:
 
     def to_text(self) -> str:
         head = "; ".join(_setting(r) for r in self.rows)
+        outs = _ids(i - 1 for i in self.trained_layers)
         lines = [head,
                  f"{self.architecture or 'the target'}, {self.num_layers} layers: trained on the states entering "
-                 f"layers {_ids(self.trained_layers)} (the outputs of layers {_ids(i - 1 for i in self.trained_layers)}), "
-                 f"from {self.trained_from}"]
+                 f"layers {_ids(self.trained_layers)} (the outputs of layers {outs}), from {self.trained_from}"]
         for r in self.rows:
             name = f"{r.engine} {r.version}" if r.derived_from_tree else f"{r.engine} (not derived from a tree)"
             lines.append(f"  {name}: {_setting(r, short=False)}")
