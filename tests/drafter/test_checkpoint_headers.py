@@ -215,3 +215,26 @@ def test_cli_a_huge_header_length_is_one_line_and_exit_2(real_trees: Any, tmp_pa
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert p.stderr.strip().count("\n") == 0, p.stderr
     assert "header length 4,611,686,018,427,387,904 is above the format's limit" in p.stderr
+
+
+@pytest.mark.real
+@pytest.mark.slow
+def test_a_replayed_report_follows_the_headers(real_trees: Any, tmp_path: Path) -> None:
+    """The report cache keys on the headers (weights.headers_token): rewriting fc's shape is not answered from the
+    report of the folder as it was."""
+    from tests.conftest import real_cache_dir
+
+    folder = drafter_folder(tmp_path / "d", YUHUILI, llama_drafter_tensors())
+    cmd = [sys.executable, "-m", "eagle3_lint", "check", str(real_trees.get("0.33.0")), "--arch", LLAMA,
+           "--target-config", str(CKPTS / "llama-3.1-8b-instruct.json"), "--draft-config", str(folder),
+           "--format", "json", "--cache-dir", str(real_cache_dir())]
+
+    def outcome() -> str:
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        assert p.returncode in (0, 1), p.stderr
+        (sv,) = json.loads(p.stdout)["serving"]
+        return str(sv["outcome"])
+
+    assert outcome() == "servable"
+    write_sparse(folder / "model.safetensors", llama_drafter_tensors(states=2))
+    assert outcome() == "drafter-shape-mismatch"
