@@ -117,6 +117,7 @@ def run_check(req: CheckRequest, source: SourceTree | None = None, store: FactSt
         if dcfg is not None:
             raise UsageError("give the drafter either with --draft-config or in --speculative-config, not both")
         dcfg, draft_path = speculative_draft(req.speculative_config)
+        weights = load_weights(_spec_model(req.speculative_config))  # a model folder's checkpoint, as --draft-config's
     archs = tuple(req.archs)
     if not archs and tcfg and isinstance(tcfg.get("architectures"), list):
         archs = tuple(str(a) for a in tcfg["architectures"])
@@ -254,7 +255,8 @@ def _report_once(req: CheckRequest, settings: Settings, render: Callable[[Contex
         req.runner, req.drafter_convention, req.speculative_config, req.tensor_parallel,
         file_token(_config_file(req.target_config)), file_token(_config_file(req.draft_config)),
         file_token(_config_file(_spec_model(req.speculative_config))), file_token(settings.baseline),
-        headers_token(req.draft_config),  # the checkpoint's tensor names and shapes, when the folder has weights
+        # The checkpoint's tensor names and shapes, when the drafter's folder has weights.
+        headers_token(req.draft_config or _spec_model(req.speculative_config)),
         # The environment reaches a report in two places: CI=true makes a stale baseline fail,
         # and EAGLE3_LINT_DOCS_URL moves the SARIF help links.
         in_ci(), help_uri("{id}"),

@@ -238,3 +238,17 @@ def test_a_replayed_report_follows_the_headers(real_trees: Any, tmp_path: Path) 
     assert outcome() == "servable"
     write_sparse(folder / "model.safetensors", llama_drafter_tensors(states=2))
     assert outcome() == "drafter-shape-mismatch"
+
+
+@pytest.mark.real
+def test_speculative_config_model_folder_has_its_headers_checked_too(real_trees: Any, tmp_path: Path) -> None:
+    from eagle3_lint import engines
+    from eagle3_lint.app import CheckRequest, run_check
+
+    folder = drafter_folder(tmp_path / "bad", YUHUILI, llama_drafter_tensors(states=2))
+    spec = json.dumps({"method": "eagle3", "model": str(folder), "num_speculative_tokens": 3})
+    ctx = run_check(CheckRequest(str(real_trees.get("0.33.0")), (LLAMA,),
+                                 target_config=str(CKPTS / "llama-3.1-8b-instruct.json"), speculative_config=spec))
+    sv = engines.for_package(ctx.source.package).serving_verdict(ctx, LLAMA)
+    assert sv.outcome is Outcome.DRAFTER_SHAPE_MISMATCH and sv.stage is Gate.DRAFTER_FC
+    assert sv.step(Gate.DRAFTER_FC).message.startswith("fc.weight is [4096, 8192]")
