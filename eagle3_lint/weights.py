@@ -81,6 +81,8 @@ def read_header(path: str) -> dict[str, Tensor]:
         doc = json.loads(raw.decode("utf-8"))
     except (UnicodeError, json.JSONDecodeError) as exc:
         raise WeightsError(f"{base}: the header is not JSON: {exc}") from None
+    except RecursionError:  # a hostile header of deeply nested arrays
+        raise WeightsError(f"{base}: the header nests too deep to be a tensor table") from None
     if not isinstance(doc, dict):
         raise WeightsError(f"{base}: the header is not a JSON object")
     data_size = size - 8 - n
@@ -126,8 +128,8 @@ def read_checkpoint(folder: str) -> Checkpoint:
         try:
             with open(index, encoding="utf-8") as fh:
                 doc = json.load(fh)
-        except (OSError, UnicodeError, json.JSONDecodeError) as exc:
-            raise WeightsError(f"{INDEX_FILE}: not readable JSON: {exc}") from None
+        except (OSError, UnicodeError, json.JSONDecodeError, RecursionError) as exc:
+            raise WeightsError(f"{INDEX_FILE}: not readable JSON: {type(exc).__name__}: {exc}") from None
         wmap = doc.get("weight_map") if isinstance(doc, dict) else None
         if not isinstance(wmap, dict) or not all(isinstance(v, str) for v in wmap.values()):
             raise WeightsError(f"{INDEX_FILE}: no weight_map of tensor names to shard files")

@@ -83,6 +83,7 @@ def test_published_shapes_written_sparse_are_files_safe_open_reads(tmp_path: Pat
     (struct.pack("<Q", 4) + b"nope", "not JSON"),
     (struct.pack("<Q", 2) + b"[]", "not a JSON object"),
     (b"\x01\x02", "shorter than the 8-byte header length"),
+    (struct.pack("<Q", 200_000) + b"[" * 100_000 + b"]" * 100_000, "nests too deep"),
 ])
 def test_a_malformed_header_is_an_error_not_a_traceback(tmp_path: Path, head: bytes, says: str) -> None:
     p = tmp_path / "model.safetensors"
