@@ -145,7 +145,15 @@ def _verdict(tree: Path, arch: str, target: str, folder: Path) -> Any:
     from eagle3_lint.app import CheckRequest, run_check
 
     ctx = run_check(CheckRequest(str(tree), (arch,), target_config=str(CKPTS / target), draft_config=str(folder)))
-    return engines.for_package(ctx.source.package).serving_verdict(ctx, arch)
+    sv = engines.for_package(ctx.source.package).serving_verdict(ctx, arch)
+    # EGL007 reports a drafter-fc failure the headers decided, at the checkpoint's file (exit 1, not 0).
+    mine = [f for f in ctx.findings if f.rule == "EGL007" and f.location.path.startswith(str(folder))]
+    fc = sv.step(Gate.DRAFTER_FC)
+    if fc is not None and fc.result is StepResult.FAIL and fc.location.path.startswith(str(folder)):
+        assert len(mine) == 1 and fc.message in mine[0].message and mine[0].severity.value == "error"
+    else:
+        assert not mine
+    return sv
 
 
 @pytest.mark.real

@@ -122,13 +122,21 @@ def _finish(ctx: Context, arch: str, steps: list[ServingStep], sd: sdr.SglDraft 
         runner_reason="SGLang has one model runner", outcome=outcome, stage=stage, aux_layer_ids=ids,
         aux_layer_ids_source=source, drafter_trained_ids=tr.layers if tr is not None else None,
         drafter_architecture=None, steps=tuple(steps),
-        next_step=next_step(ctx, arch, outcome, stage, steps, HINTS), captured_layers=captured,
+        next_step=next_step(ctx, arch, outcome, stage, steps, _hints(stage)), captured_layers=captured,
         pipeline_parallel=ctx.options.pipeline_parallel or 1, tensor_parallel=ctx.options.tensor_parallel,
         trained_convention=tr.convention if tr is not None else None)
 
 
+def _hints(stage: Gate | None) -> dict[Outcome, str]:
+    """A shape mismatch the checkpoint decided (the drafter-fc step) is not repaired by choosing other ids."""
+    if stage is Gate.DRAFTER_FC:
+        return {**HINTS, Outcome.DRAFTER_SHAPE_MISMATCH: "see the drafter-fc step: the checkpoint's tensor does not "
+                "fit what this SGLang builds and captures"}
+    return HINTS
+
+
 def with_next_step(ctx: Context, sv: ServingVerdict) -> ServingVerdict:
-    hints = HINTS
+    hints = _hints(sv.stage)
     sd = sdr.analyze(ctx, sv.architecture) if sv.outcome is Outcome.WRONG_LAYERS else None
     if sd is not None and sd.want_ids is not None:
         # The ids that make this release's setter store the trained layers: the one thing to set.
