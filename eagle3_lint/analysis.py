@@ -46,6 +46,9 @@ class Options:
     drafter_convention: str | None = None  # --drafter-convention vllm|sglang: how the drafter's ids number layers
     platform: str = "cuda"  # --platform: what a platform dispatch in the tree and the runner choice are evaluated for
     debug: bool = False
+    # The drafter checkpoint's tensors (weights.Checkpoint), read from the safetensors headers of a --draft-config
+    # folder; None without one.
+    draft_weights: Any = None
     # progress(message) for a step, progress(message, done, total) for a counted one (cli.py renders it).
     progress: Callable[..., None] | None = None
 
@@ -186,7 +189,13 @@ def _options_key(options: Options) -> tuple[object, ...]:
     """The request's options as the kept answers depend on them (not where the cache is, nor the progress bar)."""
     return (options.targets, options.target_config, options.target_config_path, options.draft_config,
             options.draft_config_path, options.pipeline_parallel, options.pp_partition, options.runner,
-            options.tensor_parallel, options.drafter_convention, options.debug, options.platform)
+            options.tensor_parallel, options.drafter_convention, options.debug, options.platform,
+            weights_key(options.draft_weights))
+
+
+def weights_key(ck: Any) -> tuple[object, ...] | None:
+    """The checkpoint as the answers depend on it: every tensor's name, dtype and shape."""
+    return None if ck is None else tuple(sorted((t.name, t.dtype, t.shape) for t in ck.tensors.values()))
 
 
 def build(source: SourceTree, options: Options, store: FactStore | None = None) -> Context:

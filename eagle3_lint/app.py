@@ -27,6 +27,7 @@ from eagle3_lint.store import FactStore, no_gc
 if TYPE_CHECKING:
     # The analysis is imported when one runs: a replayed check (report_once) never needs it.
     from eagle3_lint.analysis import Context
+    from eagle3_lint.weights import Checkpoint
 
 
 # --platform's choices (facts.PLATFORMS adds vLLM's "unspecified" fallback, which the runtime oracle runs on).
@@ -75,6 +76,19 @@ def load_json_file(path: str, what: str) -> dict[str, Any]:
     return data
 
 
+def load_weights(path: str | None) -> Checkpoint | None:
+    """The drafter checkpoint's tensor shapes when ``--draft-config`` names a folder holding safetensors files (their
+    headers only: ``weights.py``); a header that breaks the format is a one-line error."""
+    from eagle3_lint import weights as weights_mod
+
+    if not path or not os.path.isdir(path) or not weights_mod.has_weights(path):
+        return None
+    try:
+        return weights_mod.read_checkpoint(path)
+    except weights_mod.WeightsError as exc:
+        raise UsageError(f"--draft-config {path}: {exc}") from None
+
+
 def open_target(req: CheckRequest) -> SourceTree:
     return target_mod.resolve(req.target, req.cache_dir, req.progress, req.engine)
 
@@ -103,10 +117,12 @@ def run_check(req: CheckRequest, source: SourceTree | None = None, store: FactSt
     tcfg = load_json_file(req.target_config, "--target-config") if req.target_config else None
     dcfg = load_json_file(req.draft_config, "--draft-config") if req.draft_config else None
     draft_path = req.draft_config
+    weights = load_weights(req.draft_config)
     if req.speculative_config is not None:
         if dcfg is not None:
             raise UsageError("give the drafter either with --draft-config or in --speculative-config, not both")
         dcfg, draft_path = speculative_draft(req.speculative_config)
+        weights = load_weights(_spec_model(req.speculative_config))  # a model folder's checkpoint, as --draft-config's
     # Every config handed in is checked against the types the tool reads before anything reads it (userconfig.py).
     from eagle3_lint import userconfig
 
@@ -122,7 +138,8 @@ def run_check(req: CheckRequest, source: SourceTree | None = None, store: FactSt
                    draft_config=dcfg, draft_config_path=draft_path, debug=req.debug, progress=req.progress,
                    pipeline_parallel=req.pipeline_parallel, pp_partition=req.pp_partition, runner=req.runner,
                    platform=req.platform,
-                   tensor_parallel=req.tensor_parallel, drafter_convention=req.drafter_convention)
+                   tensor_parallel=req.tensor_parallel, drafter_convention=req.drafter_convention,
+                   draft_weights=weights)
     ctx = analyze(source, opts, req.select, store, keep)
     # A broken registry, or (where the registry is read from the model files) broken model files, are EGL000
     # findings the report shows: an empty registry is then their consequence, not a tree the tool misread.
@@ -250,6 +267,7 @@ def _report_once(req: CheckRequest, settings: Settings, render: Callable[[Contex
     from eagle3_lint.baseline import in_ci
     from eagle3_lint.catalog import help_uri
     from eagle3_lint.reportcache import ReportCache, file_token
+    from eagle3_lint.weights import headers_token
 
     source = open_target(req)
     store = FactStore(source, cache_dir(req))
@@ -260,6 +278,8 @@ def _report_once(req: CheckRequest, settings: Settings, render: Callable[[Contex
         req.runner, req.platform, req.drafter_convention, req.speculative_config, req.tensor_parallel,
         file_token(_config_file(req.target_config)), file_token(_config_file(req.draft_config)),
         file_token(_config_file(_spec_model(req.speculative_config))), file_token(settings.baseline),
+        # The checkpoint's tensor names and shapes, when the drafter's folder has weights.
+        headers_token(req.draft_config or _spec_model(req.speculative_config)),
         # The environment reaches a report in two places: CI=true makes a stale baseline fail,
         # and EAGLE3_LINT_DOCS_URL moves the SARIF help links.
         in_ci(), help_uri("{id}"),

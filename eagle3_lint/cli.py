@@ -682,5 +682,38 @@ def matrix(targets: tuple[str, ...], releases: str | None, use_index: bool, arch
     _guard(debug, run)
 
 
+
+@main.command()
+@click.argument("targets", nargs=-1)
+@click.option("--target-config", default=None, help="The target's config.json (its num_hidden_layers, architectures).")
+@click.option("--arch", default=None, help="The target's architecture (default: the target config's first).")
+@click.option("--num-layers", type=click.IntRange(min=1), default=None,
+              help="The target's layer count, without a --target-config.")
+@click.option("--trained-on", default=None, metavar="ENGINE:IDS",
+              help="The ids the drafter was served with correctly, as ENGINE reads them (vllm, sglang or trtllm), "
+                   "e.g. sglang:1,15,28.")
+@click.option("--draft-config", default=None,
+              help="Or: the drafter's config.json, when where its ids sit says how they number layers.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--output", "-o", default=None, help="Write to this file.")
+@common
+def layers(targets: tuple[str, ...], target_config: str | None, arch: str | None, num_layers: int | None,
+           trained_on: str | None, draft_config: str | None, fmt: str, output: str | None, cache_dir: str | None,
+           no_cache: bool, debug: bool, engine: str | None = None) -> None:
+    """The aux-layer ids to write into each engine's drafter config (TARGETS: vLLM or SGLang releases or trees,
+    e.g. vllm==0.33.0 sglang==0.5.23; TensorRT-LLM always, from its public sources) so that the drafter receives
+    the layers it was trained on."""
+
+    def run() -> int:
+        from eagle3_lint.engines import layers as layers_mod
+
+        ans = layers_mod.answer(layers_mod.Request(targets, arch, target_config, num_layers, trained_on, draft_config,
+                                                   cache_dir, no_cache))
+        write_output(ans.to_json() if fmt == "json" else ans.to_text(), output)
+        return 0
+
+    _guard(debug, run)
+
+
 if __name__ == "__main__":
     main()

@@ -44,6 +44,10 @@ refuses, are errors.
   EAGLE-3 with pipeline parallelism (the drafter gets the target's PP size and its class does not
   support PP), and a runner that never reserves the pipeline relay slots a relaying decoder needs
   (0.33's V1); and a warning where the release's two runners read the drafter differently.
+- with ``--draft-config`` naming a checkpoint folder, a tensor whose shape (read from the safetensors
+  headers) does not fit: ``fc.weight`` against the states that arrive and the fc the drafter class
+  builds, the decoder layers against the class's, ``d2t``/``t2d``/``lm_head``/``embed_tokens`` against
+  the config (the serving chain's ``drafter-fc`` step; docs/drafter-checkpoints.md).
 
 Ids that differ from the layers the drafter was trained on, when those are known (its ids' numbering
 is known from where they sit, or stated with ``--drafter-convention``), are errors (the serving
@@ -121,6 +125,8 @@ def check(ctx: Context) -> Iterator[Finding]:
             yield make(META, issue.message, Location(issue.where.path, issue.where.line), severity=issue.severity,
                        architecture=arch, symbol=issue.symbol or None,
                        title=fit(f"{arch}: {issue.title}", issue.title) if issue.title else "")
+        if arch is not None:
+            yield from _checkpoint(ctx, arch)
         return
     cfg_loc = Location(da.draft_path, 1)
 
@@ -312,6 +318,7 @@ def _serving_blockers(ctx: Context, da: dr.DraftAnalysis, arch: str) -> Iterator
     sv = ctx.engine.serving_verdict(ctx, arch)
     if sv is None:
         return
+    yield from _checkpoint(ctx, arch)
     for st in sv.steps:
         if st.result is not serving.StepResult.FAIL:
             continue
@@ -348,6 +355,23 @@ def _serving_blockers(ctx: Context, da: dr.DraftAnalysis, arch: str) -> Iterator
                 architecture=arch,
                 symbol="runner",
             )
+
+
+def _checkpoint(ctx: Context, arch: str) -> Iterator[Finding]:
+    """The serving chain's ``drafter-fc`` failure that the checkpoint's headers decided (its location is a file of
+    the checkpoint folder), as an error at that file."""
+    from eagle3_lint import serving
+
+    ck = ctx.options.draft_weights
+    sv = ctx.engine.serving_verdict(ctx, arch) if ck is not None else None
+    st = sv.step(serving.Gate.DRAFTER_FC) if sv is not None else None
+    if st is None or st.result is not serving.StepResult.FAIL or st.location is None \
+            or not st.location.path.startswith(ck.folder):
+        return
+    yield make(META, f"the drafter checkpoint does not fit what this {ctx.engine.display} builds and hands it: "
+                     f"{st.message}", st.location, architecture=arch, symbol="checkpoint",
+               title=fit(f"{arch}: the drafter checkpoint's shapes do not fit", "the drafter checkpoint's shapes "
+                         "do not fit"))
 
 
 def _intended(f: dr.IdsField) -> list[int] | None:

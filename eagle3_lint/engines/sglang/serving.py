@@ -12,18 +12,22 @@ EAGLE-3 with PP, ``pp.refusal``, whose outcome is ``pp-refused``) -> ``runner-in
 ``pp-relay`` (ids on ranks before the last, with a last-rank-only setter) -> ``trained-layers`` (the captured
 states against the layers the drafter was trained on).
 
+With ``--draft-config`` naming a checkpoint folder, ``drafter-fc`` follows ``capture``: the safetensors headers
+against the drafter class's fc width and decoder layers (``drafter_weights.py``) and the states captured.
 Not modelled for SGLang, so left out rather than guessed: whether SGLang can build the drafter class
-(``drafter-class``) and the drafter's fc width (``drafter-fc``); a model-side PP verifier (SGLang has none: its
-refusal is the launch-time one above). Every fact
+(``drafter-class``), the fc width without a checkpoint; a model-side PP verifier (SGLang has none: its refusal is
+the launch-time one above). Every fact
 comes from ``drafter.py`` (the same analysis EGL007 reports) and the core's class verdicts.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from eagle3_lint import drafter_weights as dw
 from eagle3_lint.engines.sglang import drafter as sdr
 from eagle3_lint.engines.sglang import pp as pp_mod
 from eagle3_lint.engines.sglang.runner import IDS_KEY, SETTER
@@ -110,6 +114,8 @@ def _verdict(ctx: Context, arch: str) -> ServingVerdict:
         steps.append(_aux_ids(sd))
         cap, captured = _capture(sd)
         steps.append(cap)
+        if ctx.options.draft_weights is not None:
+            steps.append(_weights(ctx, sd, captured))
         if pp > 1:
             steps.append(_relay(sd))
         steps.append(_trained(sd, captured))
@@ -130,13 +136,21 @@ def _finish(ctx: Context, arch: str, steps: list[ServingStep], sd: sdr.SglDraft 
         runner_reason="SGLang has one model runner", outcome=outcome, stage=stage, aux_layer_ids=ids,
         aux_layer_ids_source=source, drafter_trained_ids=tr.layers if tr is not None else None,
         drafter_architecture=None, steps=tuple(steps),
-        next_step=next_step(ctx, arch, outcome, stage, steps, HINTS), captured_layers=captured,
+        next_step=next_step(ctx, arch, outcome, stage, steps, _hints(stage)), captured_layers=captured,
         pipeline_parallel=ctx.options.pipeline_parallel or 1, tensor_parallel=ctx.options.tensor_parallel,
         trained_convention=tr.convention if tr is not None else None, platform=ctx.options.platform)
 
 
+def _hints(stage: Gate | None) -> dict[Outcome, str]:
+    """A shape mismatch the checkpoint decided (the drafter-fc step) is not repaired by choosing other ids."""
+    if stage is Gate.DRAFTER_FC:
+        return {**HINTS, Outcome.DRAFTER_SHAPE_MISMATCH: "see the drafter-fc step: the checkpoint's tensor does not "
+                "fit what this SGLang builds and captures"}
+    return HINTS
+
+
 def with_next_step(ctx: Context, sv: ServingVerdict) -> ServingVerdict:
-    hints = HINTS
+    hints = _hints(sv.stage)
     sd = sdr.analyze(ctx, sv.architecture) if sv.outcome is Outcome.WRONG_LAYERS else None
     if sd is not None and sd.want_ids is not None:
         # The ids that make this release's setter store the trained layers: the one thing to set.
@@ -228,6 +242,37 @@ def _capture(sd: sdr.SglDraft) -> tuple[ServingStep, tuple[int, ...] | None]:
     return ServingStep(Gate.CAPTURE, StepResult.PASS,
                        f"{stored}; {coll.decoder.name}.forward collects the states entering layers "
                        f"{_ids(i + coll.shift for i in sd.stored)}", cloc), got
+
+
+def _weights(ctx: Context, sd: sdr.SglDraft, captured: tuple[int, ...] | None) -> ServingStep:
+    """Only with a checkpoint folder: its headers against the drafter class this SGLang builds (its fc width and
+    decoder layers, evaluated from the class's ``__init__``) and the states the capture step hands it."""
+    ck = ctx.options.draft_weights
+    cfg = sd.da.converted or {}
+    archs = cfg.get("architectures")
+    arch = next((a for a in archs if isinstance(a, str) and a in ctx.registry.entries), None) \
+        if isinstance(archs, list) else None
+    built = dw.built(ctx, arch, cfg) if arch is not None else None
+    states = len(captured) if captured else (len(set(sd.stored)) if sd.stored else None)
+    rep = dw.check(ck, cfg, built, states, sd.da.target_hidden)
+    where = built.fc_where if built is not None else None
+    loc = _loc(where.path, where.line) if where is not None else None
+    if rep.mismatches:
+        m = rep.mismatches[0]
+        more = f" (and {len(rep.mismatches) - 1} more: {'; '.join(x.message for x in rep.mismatches[1:])})" \
+            if len(rep.mismatches) > 1 else ""
+        path = os.path.join(ck.folder, m.file or (ck.index or (ck.files[0] if ck.files else "")))
+        return ServingStep(Gate.DRAFTER_FC, StepResult.FAIL, m.message + more, _loc(path, 1))
+    text = dw.summary(rep, ck)
+    if built is None or built.fc_in is None:
+        why = built.note if built is not None else f"no registered drafter class among {archs!r}"
+        return ServingStep(Gate.DRAFTER_FC, StepResult.UNKNOWN, f"{text}; the drafter class's fc width is not "
+                           f"known ({why})", loc)
+    if states is None or sd.da.target_hidden is None:
+        return ServingStep(Gate.DRAFTER_FC, StepResult.UNCHECKED, f"{text}; how many states arrive is not known",
+                           loc)
+    return ServingStep(Gate.DRAFTER_FC, StepResult.PASS, f"{built.drafter_class}'s fc takes {built.fc_in} = "
+                       f"{states} x {sd.da.target_hidden}; {text}", loc)
 
 
 def _relay(sd: sdr.SglDraft) -> ServingStep:

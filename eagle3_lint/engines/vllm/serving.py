@@ -23,10 +23,12 @@ and grades them.
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from eagle3_lint import drafter as dr
+from eagle3_lint import drafter_weights as dw
 from eagle3_lint import semantic as sem
 from eagle3_lint.engines.vllm import drafter as vdr
 from eagle3_lint.engines.vllm import gates as vgates
@@ -157,7 +159,7 @@ def _verdict(ctx: Context, arch: str, kind: RunnerKind | None) -> ServingVerdict
         steps.append(_aux_ids(da, site))
         cap_step, captured = _capture(da, pp)
         steps.append(cap_step)
-        steps.append(_fc(da))
+        steps.append(_weights(ctx, da, captured, _fc(da)))
         steps.append(_relay(ctx, da, pp, site))
         steps.append(_trained(ctx, da, captured))
     return _finish(ctx, arch, kind, reason, steps, da, captured)
@@ -402,6 +404,29 @@ def _fc(da: dr.DraftAnalysis) -> ServingStep:
                            f"{da.target_hidden} = {want} arrive", _where(fc.where))
     return ServingStep(Gate.DRAFTER_FC, StepResult.PASS,
                        f"fc takes {fc.in_size} = {len(set(ids))} x {da.target_hidden}", _where(fc.where))
+
+
+def _weights(ctx: Context, da: dr.DraftAnalysis, captured: tuple[int, ...] | None, fc_step: ServingStep
+             ) -> ServingStep:
+    """The fc step, with the checkpoint's headers checked too when --draft-config names a folder with weights:
+    a shape that disagrees with what arrives or with what the drafter class builds fails the step."""
+    ck = ctx.options.draft_weights
+    if ck is None or fc_step.result is StepResult.FAIL:
+        return fc_step
+    ids = [i for i in (da.effective_ids or ()) if isinstance(i, int)]
+    states = len(captured) if captured else (len(set(ids)) if ids else None)
+    cfg = da.converted or {}
+    arch = da.fc.drafter_class if da.fc is not None else ""
+    built = dw.built(ctx, arch, cfg) if arch else None
+    rep = dw.check(ck, cfg, built, states, da.target_hidden)
+    if rep.mismatches:
+        m = rep.mismatches[0]
+        more = f" (and {len(rep.mismatches) - 1} more: {'; '.join(x.message for x in rep.mismatches[1:])})" \
+            if len(rep.mismatches) > 1 else ""
+        path = os.path.join(ck.folder, m.file or (ck.index or ck.files[0] if ck.files else ""))
+        return ServingStep(Gate.DRAFTER_FC, StepResult.FAIL, m.message + more, _loc(path, 1))
+    # What the tree left unchecked or unknown stays so: the headers agreeing is said, not promoted to a pass.
+    return dataclasses.replace(fc_step, message=f"{fc_step.message}; {dw.summary(rep, ck)}")
 
 
 def _relay(ctx: Context, da: dr.DraftAnalysis, pp: int, site: Any) -> ServingStep:

@@ -1,0 +1,261 @@
+"""A drafter checkpoint against what the release builds and what the target hands it (engine-neutral).
+
+Two halves:
+
+- **what the release's drafter class builds** for this config (``built``): the class (or the model it builds)
+  whose ``__init__`` assigns ``self.fc`` is run in ``minieval`` with the drafter config as its HF config, and
+  the assignments are watched: ``self.fc = Linear(IN, ...)`` gives fc's in-width, ``self.layers =
+  ModuleList([... for i in range(N)])`` the number of decoder layers (``self.midlayer = Layer(...)``: one).
+  Nothing is imported; an expression the interpreter cannot follow leaves that fact unknown.
+- **the checkpoint** (``check``): the shapes its safetensors headers give (``weights.py``) against those facts,
+  the number of aux states that arrive times the target's hidden size, ``draft_vocab_size`` and the config's
+  ``vocab_size``/``hidden_size``/``tie_word_embeddings``. Every mismatch names the tensor and both shapes.
+
+Tensor names are matched the way both engines' ``load_weights`` rename them: a leading ``model.`` is dropped
+and ``midlayer.`` is decoder layer 0 (vLLM 0.33.0 ``llama_eagle3.py:291``, SGLang 0.5.23
+``llama_eagle3.py:339``).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from eagle3_lint.graph import ClassKey
+from eagle3_lint.lazyimport import lazy
+from eagle3_lint.semantic import Where, read_module
+from eagle3_lint.weights import Checkpoint, Tensor
+
+if TYPE_CHECKING:
+    from eagle3_lint import minieval as me
+    from eagle3_lint.analysis import Context
+else:
+    me = lazy("eagle3_lint.minieval")  # imported on first use (lazyimport.py)
+
+
+@dataclass
+class Built:
+    """What the drafter class's ``__init__`` builds for this config (None: not known)."""
+
+    drafter_class: str = ""
+    fc_in: int | None = None
+    fc_where: Where | None = None
+    layers: int | None = None
+    layers_text: str = ""  # the expression the count comes from (``config.num_hidden_layers``)
+    layers_where: Where | None = None
+    note: str = ""
+
+
+def _owner(ctx: Context, key: ClassKey) -> tuple[ClassKey, int] | None:
+    """The class (``key`` or a model it builds) whose ``__init__`` assigns ``self.fc``."""
+    todo, seen = [key], set()
+    while todo:
+        k = todo.pop(0)
+        if k in seen:
+            continue
+        seen.add(k)
+        hit = ctx.graph.assigns_attr(k, "fc")
+        if hit is not None:
+            return hit
+        todo.extend(d.target for d in ctx.graph.delegations(k) if d.target is not None)
+    return None
+
+
+def _range_arg(value: ast.AST) -> ast.expr | None:
+    """``N`` of the ``range(N)`` a comprehension in ``value`` iterates over."""
+    for n in ast.walk(value):
+        if isinstance(n, ast.comprehension) and isinstance(n.iter, ast.Call) and isinstance(n.iter.func, ast.Name) \
+                and n.iter.func.id == "range" and len(n.iter.args) == 1:
+            return n.iter.args[0]
+    return None
+
+
+def built(ctx: Context, arch: str, hf_config: dict[str, Any]) -> Built:
+    """What the class registered as ``arch`` builds for ``hf_config`` (the drafter's, after the engine's renaming)."""
+    out = Built(drafter_class=arch)
+    key = ctx.keys.get(arch)
+    if key is None:
+        out.note = f"{arch} does not resolve to a class in this tree"
+        return out
+    out.drafter_class = key.name
+    found = _owner(ctx, key)
+    if found is None:
+        out.note = f"{key.name} builds no self.fc"
+        return out
+    owner, line = found
+    path = ctx.graph.path_of(owner)
+    tree = read_module(ctx, path)
+    cf = ctx.graph.class_facts(owner)
+    init = cf.methods.get("__init__") if cf else None
+    fnode = me.function_at(tree, init.line) if tree is not None and init is not None else None
+    if tree is None or fnode is None:
+        out.note = f"cannot read {owner.name}.__init__"
+        return out
+    view = me.ConfigView(hf_config, "draft_hf_config")
+
+    def attr(p: tuple[str, ...]) -> Any:
+        return view if p[-1] == "hf_config" else me.NOTHING
+
+    interp = me.Interpreter(me.World(attr=attr), strict=False)
+    orig = interp._assign
+
+    def value_of(node: ast.AST, frame: Any) -> Any:
+        try:
+            return interp._eval(node, frame)
+        except (me.Unsupported, me.EvalRaise):
+            return me.UNKNOWN
+
+    def assign(target: ast.AST, v: Any, frame: Any, value_node: ast.AST) -> None:
+        name = ast.unparse(target)
+        if name == "self.fc" and isinstance(value_node, ast.Call) and out.fc_where is None:
+            arg = value_node.args[0] if value_node.args else next(
+                (k.value for k in value_node.keywords if k.arg in ("input_size", "in_features")), None)
+            if arg is not None:
+                got = value_of(arg, frame)
+                out.fc_in = got if isinstance(got, int) and not isinstance(got, bool) else None
+                out.fc_where = Where(path, value_node.lineno, ast.unparse(arg))
+        elif name == "self.layers" and out.layers_where is None:
+            n = _range_arg(value_node)
+            if n is not None:
+                got = value_of(n, frame)
+                out.layers = got if isinstance(got, int) and not isinstance(got, bool) else None
+                out.layers_text = ast.unparse(n)
+                out.layers_where = Where(path, getattr(value_node, "lineno", line), f"{owner.name}.__init__")
+        elif name == "self.midlayer" and out.layers_where is None:
+            out.layers, out.layers_text = 1, "one midlayer"
+            out.layers_where = Where(path, getattr(value_node, "lineno", line), f"{owner.name}.__init__")
+        orig(target, v, frame, value_node)
+
+    # An instance attribute shadows the method for this interpreter only (as engines' fc readers do).
+    interp._assign = assign  # type: ignore[method-assign,assignment]  # a bound hook replacing a method
+    env = me.ModuleEnv.of(tree, path)
+    a = fnode.args
+    # A ``config`` parameter is the drafter's HF config (SGLang passes it in); the rest are opaque.
+    pos = [me.Record("self")] + [view if p.arg == "config" else me.Opaque((p.arg,)) for p in a.args[1:]]
+    kw = {k.arg: view if k.arg == "config" else me.Opaque((k.arg,)) for k in a.kwonlyargs}
+    try:
+        interp._call_func(me.FuncValue(fnode, env), pos, kw)
+    except (me.EvalRaise, me.Unsupported) as exc:
+        out.note = f"{owner.name}.__init__ stops early ({exc})"
+    if out.fc_where is None and not out.note:
+        out.note = f"{owner.name}.__init__ ({path}:{line}) does not reach self.fc for this config"
+    return out
+
+
+# -- the checkpoint --------------------------------------------------------------------------------------
+LAYER = re.compile(r"^layers\.(\d+)\.")
+
+
+def _name(n: str) -> str:
+    n = n[len("model."):] if n.startswith("model.") else n
+    return "layers.0." + n[len("midlayer."):] if n.startswith("midlayer.") else n
+
+
+def _int(cfg: dict[str, Any], key: str) -> int | None:
+    v = cfg.get(key)
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _shape(s: tuple[int, ...] | list[int | None]) -> str:
+    return "[" + ", ".join("?" if d is None else str(d) for d in s) + "]"
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    file: str  # the file holding the tensor ("" when the tensor is missing)
+    message: str  # names the tensor and both shapes (or what is missing)
+
+
+@dataclass
+class Report:
+    mismatches: list[Mismatch] = field(default_factory=list)
+    checked: list[str] = field(default_factory=list)  # what agreed, one short phrase each
+
+
+def check(ck: Checkpoint, cfg: dict[str, Any], built_: Built | None, states: int | None,
+          target_hidden: int | None) -> Report:
+    """``cfg``: the drafter config the engine builds from; ``states``: how many aux states reach the drafter."""
+    rep = Report()
+    by = {_name(n): t for n, t in ck.tensors.items()}
+    hidden = _int(cfg, "hidden_size")
+    vocab = _int(cfg, "vocab_size")
+    draft_vocab = _int(cfg, "draft_vocab_size") or vocab
+
+    def bad(t: Tensor, msg: str) -> None:
+        rep.mismatches.append(Mismatch(t.file, msg))
+
+    # fc: a Linear's weight is [out, in].
+    fc = by.get("fc.weight")
+    if fc is None:
+        if built_ is not None and built_.fc_where is not None:
+            fw = built_.fc_where
+            rep.mismatches.append(Mismatch("", f"the checkpoint has no fc.weight, but {built_.drafter_class} builds "
+                                           f"fc ({fw.path}:{fw.line})"))
+    elif len(fc.shape) != 2:
+        bad(fc, f"{fc.name} is {_shape(fc.shape)}, not a [out, in] matrix")
+    else:
+        out_w, in_w = fc.shape
+        want = states * target_hidden if states is not None and target_hidden is not None else None
+        if want is not None and in_w != want:
+            bad(fc, f"{fc.name} is {_shape(fc.shape)}: it takes {in_w} inputs, but {states} aux states x target "
+                    f"hidden {target_hidden} = {want} arrive (expected {_shape([out_w, want])})")
+        elif built_ is not None and built_.fc_in is not None and in_w != built_.fc_in:
+            w = built_.fc_where
+            at = f"{w.text} = {built_.fc_in} inputs ({w.path}:{w.line})" if w else f"{built_.fc_in} inputs"
+            bad(fc, f"{fc.name} is {_shape(fc.shape)}, but {built_.drafter_class} builds fc with {at}: expected "
+                    f"{_shape([out_w, built_.fc_in])}; the weight does not load")
+        elif hidden is not None and out_w != hidden:
+            bad(fc, f"{fc.name} is {_shape(fc.shape)}: its {out_w} outputs are not the drafter's hidden_size "
+                    f"{hidden} (expected {_shape([hidden, in_w])})")
+        else:
+            rep.checked.append(f"{fc.name} {_shape(fc.shape)}" + (f" = {states} x {target_hidden} in" if want else ""))
+    # Decoder layers.
+    idx = sorted({int(m.group(1)) for n in by if (m := LAYER.match(n))})
+    if built_ is not None and built_.layers is not None and idx and len(idx) != built_.layers:
+        w = built_.layers_where
+        first = next(t for n, t in by.items() if LAYER.match(n))
+        loc = f", {w.path}:{w.line}" if w else ""
+        bad(first, f"the checkpoint holds {len(idx)} decoder layer(s) {idx} ({first.name}, ...), but "
+                   f"{built_.drafter_class} builds {built_.layers} ({built_.layers_text}{loc})")
+    elif idx and built_ is not None and built_.layers is not None:
+        rep.checked.append(f"{len(idx)} decoder layer(s)")
+    # Vocabulary maps: d2t[draft_vocab] (draft id -> target id offset), t2d[vocab] (a mask over target ids).
+    d2t, t2d = by.get("d2t"), by.get("t2d")
+    if d2t is not None and draft_vocab is not None and tuple(d2t.shape) != (draft_vocab,):
+        bad(d2t, f"{d2t.name} is {_shape(d2t.shape)}, but draft_vocab_size is {draft_vocab} (expected "
+                 f"{_shape([draft_vocab])})")
+    elif d2t is not None:
+        rep.checked.append(f"d2t {_shape(d2t.shape)}")
+    if t2d is not None and vocab is not None and tuple(t2d.shape) != (vocab,):
+        bad(t2d, f"{t2d.name} is {_shape(t2d.shape)}, but vocab_size is {vocab} (expected {_shape([vocab])})")
+    if d2t is None and draft_vocab is not None and vocab is not None and draft_vocab != vocab:
+        rep.mismatches.append(Mismatch("", f"draft_vocab_size {draft_vocab} differs from vocab_size {vocab}, "
+                                       "but the checkpoint has no d2t: draft ids cannot be mapped to target ids"))
+    # The output head and the embedding, as the config says.
+    head = by.get("lm_head.weight")
+    tied = cfg.get("tie_word_embeddings") is True
+    if head is not None and draft_vocab is not None and hidden is not None \
+            and tuple(head.shape) != (draft_vocab, hidden):
+        bad(head, f"{head.name} is {_shape(head.shape)}, but draft_vocab_size x hidden_size is "
+                  f"{_shape([draft_vocab, hidden])}")
+    elif head is not None:
+        rep.checked.append(f"lm_head {_shape(head.shape)}")
+    elif not tied and draft_vocab is not None and vocab is not None and draft_vocab != vocab:
+        rep.mismatches.append(Mismatch("", f"no lm_head.weight, and tie_word_embeddings is not "
+                                       f"true: a draft vocabulary of {draft_vocab} needs the drafter's own head "
+                                       f"({_shape([draft_vocab, hidden])}); the target's has {vocab} rows"))
+    emb = by.get("embed_tokens.weight")
+    if emb is not None and vocab is not None and hidden is not None and tuple(emb.shape) != (vocab, hidden):
+        bad(emb, f"{emb.name} is {_shape(emb.shape)}, but vocab_size x hidden_size is {_shape([vocab, hidden])}")
+    elif emb is None and tied:
+        rep.mismatches.append(Mismatch("", "tie_word_embeddings is true, so lm_head is the "
+                                       "drafter's embed_tokens, but the checkpoint has no embed_tokens.weight"))
+    return rep
+
+
+def summary(rep: Report, ck: Checkpoint) -> str:
+    """One line for a step that passes."""
+    files = f"{len(ck.files)} shard(s) via {ck.index}" if ck.index else ", ".join(ck.files)
+    return f"checkpoint headers ({files}, {len(ck.tensors)} tensors) agree: " + ", ".join(rep.checked)

@@ -1,0 +1,144 @@
+"""Issue 23, item 4: ``eagle3-lint layers``, the ids each engine's drafter config needs for the trained layers.
+
+Expectations from each engine's source (the state entering layer L is the output of layer L - 1):
+
+- vLLM 0.33.0: the runner reads the drafter config's top-level ``eagle_aux_hidden_state_layer_ids``
+  (``vllm/v1/worker/gpu/spec_decode/eagle/eagle3_utils.py:119``; ``gpu_model_runner.py:5207``). Llama collects
+  ``_maybe_add_hidden_state(aux, idx + 1, ...)`` after layer ``idx`` (``models/llama.py:429-441``,
+  ``interfaces.py:1647``): id k is the state entering layer k. The default is ``(2, n // 2, n - 3)``
+  (``interfaces.py:1751-1772``): (2, 16, 29) for Llama-3.1-8B's 32 layers. DeepSeek-V2 (Kimi-K2.5's text model,
+  ``kimi_k25.py:473-474`` delegates) tests ``idx in self.aux_hidden_state_layers`` before layer ``idx``
+  (``deepseek_v2.py:1561``): id k is the state entering layer k; its default (``deepseek_v2.py:1958-1960``) is
+  (2, 30, 58) for 61 layers.
+- SGLang 0.5.23: the runner reads ``eagle_config["eagle_aux_hidden_state_layer_ids"]``
+  (``model_executor/model_runner_components/spec_aux_hidden_state.py:192-193``). Llama's setter stores
+  ``[val + 1 for val in layer_ids]`` (``models/llama.py:941``), default ``[2, n // 2, n - 3]`` (:936), and the
+  forward captures the input of layer ``i`` for ``i in self.layers_to_capture`` (:491-492, the layer's
+  ``attn_boundary.prepare(..., capture=...)`` at :402-403). DeepSeek-V2's setter adds 1 only when the first id
+  is 1 (``deepseek_v2.py:3470-3473``), default ``[2, n // 2, n - 3]`` (:3465), and its forward hands layer ``i``
+  the list when ``i in self.layers_to_capture`` (:3193-3195).
+- TensorRT-LLM (``engines/layers.TRTLLM_SOURCES``): id k is the output of layer k, default
+  ``(1, n // 2 - 1, n - 4)``: (1, 15, 28) for 32 layers, (1, 29, 57) for 61.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eagle3_lint.engines import layers
+from eagle3_lint.errors import UsageError
+from tests.drafter.ckpt import CKPTS
+
+LLAMA_CFG = str(CKPTS / "llama-3.1-8b-instruct.json")
+KIMI_CFG = str(CKPTS / "kimi-k2.5.json")
+
+
+def _answer(targets: list[Path], target_config: str, trained_on: str | None = None,
+            draft_config: str | None = None) -> dict[str, Any]:
+    ans = layers.answer(layers.Request(tuple(str(t) for t in targets), None, target_config, None, trained_on,
+                                       draft_config, None, False))
+    return dict(json.loads(ans.to_json()))
+
+
+def _rows(ans: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {r["engine"]: r for r in ans["rows"]}
+
+
+@pytest.fixture(scope="module")
+def trees(real_trees: Any, sglang_trees: Any) -> list[Path]:
+    return [real_trees.get("0.33.0"), sglang_trees.get("0.5.23")]
+
+
+@pytest.mark.real
+@pytest.mark.slow
+def test_llama_3_1_8b_trained_on_sglang_ids(trees: list[Path]) -> None:
+    ans = _answer(trees, LLAMA_CFG, "sglang:1,15,28")
+    assert ans["num_layers"] == 32 and ans["trained_layers"] == [2, 16, 29]
+    rows = _rows(ans)
+    v, s, t = rows["vllm"], rows["sglang"], rows["trtllm"]
+    assert (v["version"], v["field"], v["ids"], v["captures"]) == (
+        "0.33.0", "eagle_aux_hidden_state_layer_ids", [2, 16, 29], [2, 16, 29])
+    assert v["default_ids"] == [2, 16, 29] and v["default_is_trained"] is True and v["derived_from_tree"] is True
+    assert (s["version"], s["field"], s["ids"], s["captures"]) == (
+        "0.5.23", "eagle_config.eagle_aux_hidden_state_layer_ids", [1, 15, 28], [2, 16, 29])
+    assert s["read_at"] == "sglang/srt/model_executor/model_runner_components/spec_aux_hidden_state.py:192"
+    assert s["default_ids"] == [2, 16, 29] and s["default_layers"] == [2, 16, 29]
+    assert (t["field"], t["ids"], t["default_ids"], t["derived_from_tree"]) == (
+        "EagleDecodingConfig.eagle3_layers_to_capture", [1, 15, 28], [1, 15, 28], False)
+    assert t["sources"] and all(src.startswith("tensorrt_llm/") for src in t["sources"])
+
+
+@pytest.mark.real
+@pytest.mark.slow
+def test_llama_3_1_8b_off_default_layers_move_between_numberings(trees: list[Path]) -> None:
+    ans = _answer(trees, LLAMA_CFG, "vllm:3,17,30")
+    assert ans["trained_layers"] == [3, 17, 30]
+    rows = _rows(ans)
+    assert rows["vllm"]["ids"] == [3, 17, 30] and rows["vllm"]["default_is_trained"] is False
+    assert rows["sglang"]["ids"] == [2, 16, 29] and rows["sglang"]["captures"] == [3, 17, 30]
+    assert rows["trtllm"]["ids"] == [2, 16, 29] and rows["trtllm"]["default_is_trained"] is False
+
+
+@pytest.mark.real
+@pytest.mark.slow
+def test_kimi_k2_5_61_layers_each_engine_and_its_default(trees: list[Path]) -> None:
+    ans = _answer(trees, KIMI_CFG, "trtllm:1,29,57")
+    assert ans["architecture"] == "KimiK25ForConditionalGeneration" and ans["num_layers"] == 61
+    assert ans["trained_layers"] == [2, 30, 58]
+    rows = _rows(ans)
+    assert rows["vllm"]["ids"] == [2, 30, 58] and rows["vllm"]["default_ids"] == [2, 30, 58]
+    # DeepSeek-V2's setter keeps ids whose first is not 1 as they are (deepseek_v2.py:3472-3473).
+    assert rows["sglang"]["ids"] == [2, 30, 58] and rows["sglang"]["captures"] == [2, 30, 58]
+    assert rows["sglang"]["default_ids"] == [2, 30, 58]
+    assert rows["trtllm"]["ids"] == [1, 29, 57] and rows["trtllm"]["default_ids"] == [1, 29, 57]
+    assert all(r["default_is_trained"] for r in rows.values())
+    # SpecForge's numbering, [1, 29, 57]: the first id is 1, so the setter adds 1 (deepseek_v2.py:3470-3471).
+    assert _answer(trees, KIMI_CFG, "sglang:1,29,57")["trained_layers"] == [2, 30, 58]
+    # The SpecForge Kimi-K2.5 drafter's own ids, [2, 30, 58] in eagle_config: SGLang's default as the state
+    # entering each layer (engines/sglang/drafter.trained).
+    from_cfg = _answer(trees, KIMI_CFG, draft_config=str(CKPTS / "specforge-kimi-k25-eagle3.json"))
+    assert from_cfg["trained_layers"] == [2, 30, 58] and "training default" in from_cfg["trained_from"]
+
+
+@pytest.mark.real
+def test_cli_text_first_line_answers_and_json(real_trees: Any, tmp_path: Path) -> None:
+    tree = str(real_trees.get("0.33.0"))
+    cmd = [sys.executable, "-m", "eagle3_lint", "layers", tree, "--target-config", LLAMA_CFG, "--draft-config",
+           str(CKPTS / "yuhuili-eagle3-llama3.1-8b.json")]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    first = p.stdout.splitlines()[0]
+    assert first == ("vllm 0.33.0: eagle_aux_hidden_state_layer_ids = [2, 16, 29]; "
+                     "trtllm: EagleDecodingConfig.eagle3_layers_to_capture = {1, 15, 28}")
+    assert "trtllm (not derived from a tree)" in p.stdout
+    j = subprocess.run([*cmd, "--format", "json"], capture_output=True, text=True)
+    assert j.returncode == 0 and json.loads(j.stdout)["trained_layers"] == [2, 16, 29]
+
+
+def test_trtllm_alone_needs_no_tree() -> None:
+    ans = _answer([], KIMI_CFG, "trtllm:1,29,57")
+    (row,) = ans["rows"]
+    assert row["engine"] == "trtllm" and row["ids"] == [1, 29, 57] and row["default_is_trained"] is True
+
+
+@pytest.mark.parametrize(("trained_on", "says"), [
+    ("sglang:1,15,28", "how sglang reads ids is read from its tree"),
+    ("tgi:1,2", "ENGINE one of vllm, sglang, trtllm"),
+    ("trtllm:a,b", "must be integers"),
+    ("trtllm:1,99", "name states no 32-layer model has"),
+])
+def test_bad_trained_on_is_a_usage_error(trained_on: str, says: str) -> None:
+    with pytest.raises(UsageError, match=says):
+        _answer([], LLAMA_CFG, trained_on)
+
+
+def test_cli_bad_input_is_one_line_exit_2() -> None:
+    p = subprocess.run([sys.executable, "-m", "eagle3_lint", "layers", "--trained-on", "trtllm:1,2,3"],
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "layer count is needed" in p.stderr
