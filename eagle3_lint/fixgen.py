@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 import textwrap
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 from eagle3_lint import deps
@@ -46,6 +48,10 @@ AUX_LIST = "aux_hidden_states"
 # vLLM formats with ruff at 88 columns; generated lines that would be longer are wrapped the way
 # the formatter would (or, for imports, given a line of their own) so a patch reads like upstream's.
 LINE_LIMIT = 88
+# Before ruff, vLLM formatted with yapf at 80 columns, aligning continuation lines with the parenthesis.
+YAPF_LINE_LIMIT = 80
+_HANGING = re.compile(r"^from [\w.]+ import \(\w", re.M)
+_EXPLODED = re.compile(r"^from [\w.]+ import \($", re.M)
 
 
 @dataclass(frozen=True)
@@ -103,6 +109,16 @@ class Text:
             return ast.parse(self.text, filename=self.rel)
         except (SyntaxError, ValueError, RecursionError):
             return None
+
+    @cached_property
+    def hanging(self) -> bool:
+        """Formatted by yapf (vLLM before 0.11.1): continuation lines align with the opening parenthesis
+        (``from .utils import (AutoWeightsLoader,``) and no multi-line import opens with a bare ``(``."""
+        return bool(_HANGING.search(self.text)) and not _EXPLODED.search(self.text)
+
+    @property
+    def limit(self) -> int:
+        return YAPF_LINE_LIMIT if self.hanging else LINE_LIMIT
 
     def line(self, n: int) -> str:
         return self.lines[n - 1] if 0 < n <= len(self.lines) else ""
@@ -255,44 +271,150 @@ def _class_ctx(ctx: Context, key: ClassKey, header_only: bool = False) -> tuple[
 # -- imports --------------------------------------------------------------------------------------
 def import_name(ctx: Context, rel: str, module: str, name: str) -> list[Edit]:
     """Make ``name`` (from ``module``) bound at module level in ``rel``: extend an existing import, else add one."""
+    return import_names(ctx, rel, module, (name,))
+
+
+def import_names(ctx: Context, rel: str, module: str, names: tuple[str, ...]) -> list[Edit]:
+    """Make ``names`` (from ``module``) bound at module level in ``rel``, as isort/ruff would write it.
+
+    Each name joins an existing ``from <module> import`` at its sorted place (one edit per name, so two
+    fixes adding the same name merge, and adding different names to one statement both apply); a one-line
+    import that would overflow becomes the parenthesised one-name-per-line form ruff gives it. Without an
+    import from the module, one new statement goes into its import section (standard library, or the
+    file's relative imports of sibling modules), at its sorted place."""
     mf = ctx.store.load_path(rel)
     if mf is None or mf.error:
         return []
-    if any(b.branch in ("", "try", "else") for b in mf.bindings.get(name, [])):
+    missing = [n for n in dict.fromkeys(names)
+               if not any(b.branch in ("", "try", "else") for b in mf.bindings.get(n, []))]
+    if not missing:
         return []
     t = text_of(ctx, rel)
     head = t.head(mf.last_import_line) if t is not None else None
     if t is None or head is None:
         return []
-    target: ast.ImportFrom | None = None
     for st in head.body:
-        if isinstance(st, ast.ImportFrom) and not any(a.name == "*" for a in st.names):
-            absmod = _abs_module(mf.module, mf.is_package, st.level, st.module)
-            if absmod == module:
-                target = st
-                break
-    if target is not None:
-        last = target.names[-1]
+        if isinstance(st, ast.ImportFrom) and not any(a.name == "*" for a in st.names) \
+                and _abs_module(mf.module, mf.is_package, st.level, st.module) == module:
+            return [e for n in missing for e in _extend_import(t, rel, st, n)]
+    return _new_import(t, rel, head, mf.module, mf.is_package, mf.last_import_line, module, missing)
+
+
+def _natural(s: str) -> list[str | int]:
+    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", s)]
+
+
+def member_key(name: str) -> tuple[int, list[str | int], list[str | int]]:
+    """The order isort and ruff give the names of one ``from`` import (order-by-type, case-insensitive,
+    natural): CONSTANTS, then Classes, then everything else."""
+    kind = 0 if len(name) > 1 and name.isupper() else 1 if name[:1].isupper() else 2
+    return kind, _natural(name.lower()), _natural(name)
+
+
+def _extend_import(t: Text, rel: str, st: ast.ImportFrom, name: str) -> list[Edit]:
+    """``name`` added to the import ``st``: at its sorted place when the names are sorted (else last)."""
+    names = st.names
+    keys = [member_key(a.name) for a in names]
+    k = len(names)
+    if keys == sorted(keys):
+        k = next((i for i, key in enumerate(keys) if key > member_key(name)), len(names))
+    first, last = names[0], names[-1]
+    ln0, ln1 = st.lineno, st.end_lineno or st.lineno
+    if ln0 == ln1:
         end = t.end(last)
-        multi = (target.end_lineno or target.lineno) > target.lineno
-        after = t.line(end[0])[end[1]:]
-        if multi and after.lstrip().startswith(","):
-            comma = end[1] + after.index(",") + 1
-            return [insert(rel, (end[0], comma), f"\n{t.indent(end[0])}{name},")]
-        if multi or code_len(t.line(end[0])) + len(name) + 2 <= LINE_LIMIT:
+        if code_len(t.line(ln0)) + len(name) + 2 <= t.limit:
+            if k < len(names):
+                return [insert(rel, t.start(names[k]), f"{name}, ")]
             return [insert(rel, end, f", {name}")]
-        # A one-line import that would overflow: a sibling import line from the same module.
-        spec = "." * target.level + (target.module or "")
-        return [insert(rel, t.eol(target.end_lineno or target.lineno), f"\nfrom {spec} import {name}")]
-    # No import from that module yet: a new absolute import after the last top-level import.
-    line = mf.last_import_line
-    if line:
-        return [insert(rel, t.eol(line), f"\nfrom {module} import {name}")]
-    first = head.body[0] if head.body else None
-    if first is not None and isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
-            and isinstance(first.value.value, str):
-        return [insert(rel, t.eol(first.end_lineno or first.lineno), f"\n\nfrom {module} import {name}")]
-    return [insert(rel, (1, 0), f"from {module} import {name}\n")]
+        if t.line(ln0)[end[1]:].strip():
+            # ``import (a, b)`` or a trailing comment: a line of its own rather than a guessed layout.
+            spec = "." * st.level + (st.module or "")
+            return [insert(rel, t.eol(ln0), f"\nfrom {spec} import {name}")]
+        if t.hanging:
+            # yapf's form: the names continue under the first one, the new one last on a line of its own.
+            col = t.start(first)[1] + 1
+            return [insert(rel, t.start(first), "("), insert(rel, end, f",\n{' ' * col}{name}"),
+                    Edit(rel, ln0, len(t.line(ln0)), ln0 + 1, 0, ")\n")]
+        # Too long for one line: the parenthesised form, one name per line, as ruff formats it. Pure insertions
+        # and separator replacements that every fix adding a name here shares, so several names merge.
+        ind = t.indent(ln0) + "    "
+        edits = [insert(rel, t.start(first), f"(\n{ind}")]
+        edits += [Edit(rel, *t.end(a), *t.start(b), f",\n{ind}") for a, b in pairwise(names)]
+        if k < len(names):
+            edits.append(insert(rel, t.start(names[k]), f"{name},\n{ind}"))
+        else:
+            edits.append(insert(rel, end, f",\n{ind}{name}"))
+        edits.append(Edit(rel, ln0, len(t.line(ln0)), ln0 + 1, 0, f",\n{t.indent(ln0)})\n"))
+        return edits
+    one_per_line = all(t.line(a.lineno).strip().rstrip(",") == t.seg(a) for a in names) \
+        and len({a.lineno for a in names}) == len(names) and first.lineno > ln0
+    if one_per_line:
+        if k < len(names):
+            return [insert(rel, (names[k].lineno, 0), f"{t.indent(names[k].lineno)}{name},\n")]
+        end = t.end(last)
+        after = t.line(end[0])[end[1]:]
+        if after.lstrip().startswith(","):
+            return [insert(rel, (end[0], end[1] + after.index(",") + 1), f"\n{t.indent(end[0])}{name},")]
+        return [insert(rel, end, f",\n{t.indent(end[0])}{name}")]
+    # Several names a line (the hanging indent of yapf-era releases): in place if the line still fits, else
+    # after the last name, on a new continuation line when that one is full.
+    if k < len(names) and code_len(t.line(names[k].lineno)) + len(name) + 2 <= t.limit:
+        return [insert(rel, t.start(names[k]), f"{name}, ")]
+    end = t.end(last)
+    if code_len(t.line(end[0])) + len(name) + 2 <= t.limit:
+        return [insert(rel, end, f", {name}")]
+    cont = t.indent(end[0]) if last.lineno > ln0 else " " * t.start(first)[1]
+    return [insert(rel, end, f",\n{cont}{name}")]
+
+
+def _module_key(level: int, module: str) -> tuple[int, list[str | int]]:
+    return -level, _natural(module.lower())
+
+
+def _new_import(t: Text, rel: str, head: ast.Module, mod: str, is_package: bool, last_import: int,
+                module: str, names: list[str]) -> list[Edit]:
+    """One new ``from <module> import <names>`` statement in its section, at its sorted place."""
+    spec, level = module, 0
+    package = mod if is_package else mod.rpartition(".")[0]
+    top = [st for st in head.body if isinstance(st, (ast.Import, ast.ImportFrom))]
+    stdlib = module.split(".")[0] in sys.stdlib_module_names
+    if not stdlib and package and module.startswith(package + ".") \
+            and any(isinstance(st, ast.ImportFrom) and st.level == 1 for st in top):
+        # The file imports its siblings relatively (``from .utils import ...``): so does the fix.
+        spec, level = "." + module[len(package) + 1:], 1
+    text = f"from {spec} import {', '.join(sorted(names, key=member_key))}"
+
+    def same_section(st: ast.stmt) -> bool:
+        if isinstance(st, ast.ImportFrom) and st.level:
+            return level > 0
+        first = st.module if isinstance(st, ast.ImportFrom) else st.names[0].name  # type: ignore[attr-defined]
+        top_name = (first or "").split(".")[0]
+        if top_name == "__future__" or level:
+            return False
+        return (top_name in sys.stdlib_module_names) == stdlib and (stdlib or top_name == module.split(".")[0])
+
+    section = [st for st in top if same_section(st)]
+    froms = [st for st in section if isinstance(st, ast.ImportFrom)]
+    me = _module_key(level, module)
+    after = next((st for st in froms if _module_key(st.level, st.module or "") > me), None)
+    if after is not None:
+        # Above the first ``from`` import that sorts after it (its comments stay with it).
+        return [insert(rel, (after.lineno, 0), f"{t.indent(after.lineno)}{text}\n")]
+    if section:
+        st = froms[-1] if froms else section[-1]
+        return [insert(rel, t.eol(st.end_lineno or st.lineno), f"\n{text}")]
+    if stdlib:
+        # No standard-library import yet: a section of its own above the others (after ``__future__``).
+        first = next((st for st in top if not (isinstance(st, ast.ImportFrom) and st.module == "__future__")), None)
+        if first is not None:
+            return [insert(rel, (first.lineno, 0), f"{text}\n\n")]
+    if last_import:
+        return [insert(rel, t.eol(last_import), f"\n{text}")]
+    first_st = head.body[0] if head.body else None
+    if first_st is not None and isinstance(first_st, ast.Expr) and isinstance(first_st.value, ast.Constant) \
+            and isinstance(first_st.value.value, str):
+        return [insert(rel, t.eol(first_st.end_lineno or first_st.lineno), f"\n\n{text}")]
+    return [insert(rel, (1, 0), f"{text}\n")]
 
 
 def _abs_module(module: str, is_package: bool, level: int, name: str | None) -> str:
@@ -331,12 +453,7 @@ def add_base(ctx: Context, key: ClassKey, module: str, name: str) -> list[Edit]:
     local = bound_name(ctx, rel, module, name)
     edits = import_name(ctx, rel, module, name) if local == name else []
     if node.bases:
-        end = t.end(node.bases[-1])
-        if code_len(t.line(end[0])) + len(local) + 2 <= LINE_LIMIT:
-            edits.append(insert(rel, end, f", {local}"))
-        else:
-            ind = t.indent(end[0]) if end[0] > node.lineno else t.indent(node.lineno) + "    "
-            edits.append(insert(rel, end, f",\n{ind}{local}"))
+        edits += _append_base(rel, t, node, local)
     else:
         # ``class X:`` or ``class X():``: put the base in the parentheses.
         ln = node.lineno
@@ -351,6 +468,59 @@ def add_base(ctx: Context, key: ClassKey, module: str, name: str) -> list[Edit]:
         else:
             return []
     return edits
+
+
+def _append_base(rel: str, t: Text, node: ast.ClassDef, local: str) -> list[Edit]:
+    """``local`` after the last base, laid out as the file's formatter would: on the line if it fits, else
+    the bases on their own line under ``class X(`` and ``):`` below (ruff), one a line with a trailing comma
+    when they do not fit on one, or under the first base (yapf). Insertions at the last base's end and
+    replacements of separators and of the closing parenthesis, so two bases added to one class both apply."""
+    bases = node.bases
+    last = bases[-1]
+    end = t.end(last)
+    after = t.line(end[0])[end[1]:]
+    ind = t.indent(node.lineno)
+    if after.lstrip().startswith(","):
+        # One base a line, trailing comma: a line of its own.
+        comma = end[1] + after.index(",") + 1
+        return [insert(rel, (end[0], comma), f"\n{t.indent(end[0])}{local},")]
+    if code_len(t.line(end[0])) + len(local) + 2 <= t.limit:
+        return [insert(rel, end, f", {local}")]
+    close = _next_char(t, end)  # the ``)`` after the last base
+    if node.keywords or close is None or t.line(close[0])[close[1]] != ")" or t.hanging:
+        cont = t.indent(end[0]) if end[0] > node.lineno else " " * (t.start(bases[0])[1])
+        return [insert(rel, end, f",\n{cont}{local}")]
+    first = t.start(bases[0])
+    own_line = bases[0].lineno > node.lineno  # ``class X(\n    a, b\n):`` already
+    unit = t.indent(bases[0].lineno) if own_line else ind + "    "
+    row = ", ".join([*(t.seg(b) for b in bases), local])
+    if all(b.lineno == bases[0].lineno for b in bases) and len(unit + row) <= t.limit:
+        if own_line:
+            return [insert(rel, end, f", {local}")]
+        return [insert(rel, first, f"\n{unit}"), insert(rel, end, f", {local}"),
+                Edit(rel, *close, close[0], close[1] + 1, f"\n{ind})")]
+    # One base a line, with the trailing comma that keeps ruff from joining them again.
+    edits = [] if own_line else [insert(rel, first, f"\n{unit}")]
+    edits += [Edit(rel, *t.end(a), *t.start(b), f",\n{unit}") for a, b in pairwise(bases)]
+    edits.append(insert(rel, end, f",\n{unit}{local}"))
+    if own_line:
+        edits.append(Edit(rel, *end, *close, ",\n" + t.indent(close[0])) if close[0] > end[0] else
+                     Edit(rel, *close, close[0], close[1] + 1, f",\n{ind})"))
+    else:
+        edits.append(Edit(rel, *close, close[0], close[1] + 1, f",\n{ind})"))
+    return edits
+
+
+def _next_char(t: Text, pos: tuple[int, int]) -> tuple[int, int] | None:
+    """Where the first non-blank character at or after ``pos`` is (None past the end or at a comment)."""
+    ln, col = pos
+    while ln <= len(t.lines):
+        rest = t.line(ln)[col:]
+        if rest.strip():
+            at = (ln, col + len(rest) - len(rest.lstrip()))
+            return None if t.line(ln)[at[1]] == "#" else at
+        ln, col = ln + 1, 0
+    return None
 
 
 # -- methods ----------------------------------------------------------------------------------------
@@ -918,14 +1088,14 @@ def method_header(ctx: Context, key: ClassKey, name: str) -> MethodHeader | None
 def header_imports(ctx: Context, key: ClassKey, mh: MethodHeader) -> list[Edit]:
     """Imports ``key``'s module needs for the names of a header copied from ``mh.path``."""
     rel = ctx.graph.path_of(key)
-    edits: list[Edit] = []
     src_mf = ctx.store.load_path(mh.path)
+    wanted: dict[str, list[str]] = {}  # module -> names, so ``Optional`` and ``List`` share one new statement
     for name in mh.names:
         bl = src_mf.bindings.get(name) if src_mf is not None else None
         b = bl[0] if bl else None
         if b is not None and b.kind == "import" and b.attr is not None:
-            edits += import_name(ctx, rel, b.target, b.attr)
-    return edits
+            wanted.setdefault(b.target, []).append(b.attr)
+    return [e for module, names in wanted.items() for e in import_names(ctx, rel, module, tuple(names))]
 
 
 def append_to_method(ctx: Context, key: ClassKey, name: str, lines: list[str]) -> list[Edit]:
