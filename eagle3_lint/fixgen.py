@@ -559,6 +559,12 @@ def add_method(ctx: Context, key: ClassKey, header: str, body: list[str]) -> lis
     unit = ind[len(t.indent(node.lineno)):] or "    "
     end = node.end_lineno or node.lineno
     lines = [f"{ind}{header}"] + [f"{ind}{unit}{b}" if b else "" for b in body]
+    if len(node.body) == 1 and isinstance(first, ast.Pass) and node.lineno < first.lineno < len(t.lines) \
+            and t.line(first.lineno).strip() == "pass" and not t.line(first.lineno + 1).strip():
+        # ``class X(Base):\n    pass`` gets a body: the methods take the placeholder's place, each followed by a
+        # blank line, and the placeholder goes with the blank line after it (the same deletion for every method).
+        return [insert(rel, (first.lineno, 0), "\n".join(lines) + "\n\n"),
+                Edit(rel, first.lineno, 0, first.lineno + 2, 0, "")]
     return [insert(rel, t.eol(end), "\n\n" + "\n".join(lines))]
 
 
@@ -826,9 +832,44 @@ def collection(
     return edits
 
 
+# Empty initial values a decoder's ``__init__`` may give the aux-layer attribute, and the annotations that type
+# them right (0.10's ``tuple[int]`` claims a 1-tuple, so its form is not copied).
+_EMPTY_VALUES = frozenset({"()", "tuple()", "tuple[int, ...]()", "[]", "list()"})
+_EMPTY_ANNOTATIONS = frozenset({"tuple[int, ...]", "Tuple[int, ...]", "list[int]", "List[int]"})
+
+
+def init_idiom(ctx: Context, attr: str) -> str | None:
+    """How the tree's own decoders start ``self.<attr>`` empty in ``__init__``, as the text after ``self.<attr>``
+    (`` = tuple[int, ...]()`` in vLLM 0.11-0.17's llama.py, ``: tuple[int, ...] = ()`` in 0.32's qwen3_5.py): the
+    form most of them use, the first in path order on a tie. None when no decoder does."""
+    def compute() -> str | None:
+        pat = re.compile(rf"self\.{re.escape(attr)}\s*(?::\s*(?P<ann>[^=]+?)\s*)?=\s*(?P<val>.+?)\s*(?:#.*)?")
+        seen: dict[str, int] = {}
+        for key, rel in ctx.model_classes():
+            cf = ctx.graph.class_facts(key)
+            md = cf.methods.get("__init__") if cf is not None else None
+            if md is None:
+                continue
+            for sa in md.self_assigns:
+                if sa.target != f"self.{attr}" or sa.value_kind in ("name", "attr", "unpack"):
+                    continue
+                t = text_of(ctx, rel)
+                m = pat.fullmatch(t.line(sa.line).strip()) if t is not None else None
+                if m is None or m["val"] not in _EMPTY_VALUES or (m["ann"] and m["ann"] not in _EMPTY_ANNOTATIONS):
+                    continue
+                tail = f": {m['ann']} = {m['val']}" if m["ann"] else f" = {m['val']}"
+                seen[tail] = seen.get(tail, 0) + 1
+        if not seen:
+            return None
+        most = max(seen.values())
+        return next(tail for tail, n in seen.items() if n == most)
+    return ctx.memo.get(f"fixgen-init-idiom-{attr}", compute)
+
+
 def init_attr(ctx: Context, key: ClassKey, attr: str, value: str | None = None) -> list[Edit]:
-    """Give ``key`` ``self.<attr> = tuple[int, ...]()`` (or ``= <value>``) right after ``__init__`` builds
-    ``self.layers`` (else a class attribute)."""
+    """Give ``key`` an empty ``self.<attr>`` right after ``__init__`` builds ``self.layers`` (else a class
+    attribute), written as the tree's decoders write it (``init_idiom``); failing that ``= <value>``, or
+    ``: tuple[int, ...] = ()``."""
     from eagle3_lint import semantic as sem
 
     if sem.attr_initialised(ctx, key, attr):
@@ -837,6 +878,7 @@ def init_attr(ctx: Context, key: ClassKey, attr: str, value: str | None = None) 
     if cc is None:
         return []
     rel, t, node = cc
+    tail = init_idiom(ctx, attr) or (f" = {value}" if value else ": tuple[int, ...] = ()")
     init = t.function_node(node, "__init__")
     if init is not None:
         for st in init.body:
@@ -844,11 +886,10 @@ def init_attr(ctx: Context, key: ClassKey, attr: str, value: str | None = None) 
                 if isinstance(n, ast.Attribute) and n.attr == "layers" and isinstance(n.ctx, ast.Store) \
                         and isinstance(n.value, ast.Name) and n.value.id == "self":
                     ln = st.end_lineno or st.lineno
-                    empty = value or "tuple[int, ...]()"
-                    return [insert(rel, t.eol(ln), f"\n{t.indent(st.lineno)}self.{attr} = {empty}")]
+                    return [insert(rel, t.eol(ln), f"\n{t.indent(st.lineno)}self.{attr}{tail}")]
     first = node.body[0]
     ind = t.indent(first.lineno)
-    decl = f"{attr} = {value}" if value else f"{attr}: tuple[int, ...] = ()"
+    decl = f"{attr}{tail}"
     if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
         return [insert(rel, t.eol(first.end_lineno or first.lineno), f"\n{ind}{decl}")]
     # Above the first statement, or above its decorators (between them and the ``def`` is a syntax
