@@ -738,7 +738,7 @@ def _analyse_loop(t: Text, fn: ast.AST, loop: ast.For) -> _Loop | None:
         if lp.any_slice and start and lp.start is None:
             # Slice-relative index: make it absolute while we are here.
             end = t.end(lp.iterable)
-            header = (end, end, f", start={start}")
+            header = (end, end, start_kwarg(t, end, start))
     elif isinstance(tgt, ast.Tuple) and len(tgt.elts) == 2 and isinstance(first := tgt.elts[0], ast.Name) \
             and isinstance(second := tgt.elts[1], ast.Name) and isinstance(loop.iter, ast.Call) \
             and "enumerate" in t.seg(loop.iter.args[0] if loop.iter.args else loop.iter):
@@ -897,6 +897,22 @@ def init_attr(ctx: Context, key: ClassKey, attr: str, value: str | None = None) 
     line = min([first.lineno, *(d.lineno for d in getattr(first, "decorator_list", []))])
     gap = "\n" if isinstance(first, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else ""
     return [insert(rel, (line, 0), f"{ind}{decl}{gap}\n")]
+
+
+def start_kwarg(t: Text, pos: tuple[int, int], start: str) -> str:
+    """The text that gives ``enumerate`` its ``start=`` right after its first argument (ending at ``pos``): on the
+    line if that still fits, else on a line of its own when the argument already has one (ruff's exploded call,
+    trailing comma included). EGL005 and the collection fix both write it, so their identical insertions merge."""
+    raw = t.line(pos[0])
+    after = raw[pos[1]:]
+    if code_len(raw) + len(start) + 8 <= t.limit or t.hanging:
+        return f", start={start}"
+    nxt = _next_char(t, (pos[0], pos[1] + len(after) - len(after.lstrip(" ,"))))
+    if after.strip(" ,") or nxt is None or nxt[0] == pos[0] or t.line(nxt[0])[nxt[1]] != ")" \
+            or not t.line(pos[0] - 1).rstrip().endswith("("):
+        return f", start={start}"  # a one-line call: left as it was (one edit both fixes share)
+    ind = t.indent(pos[0])
+    return f",\n{ind}start={start}" if after.lstrip().startswith(",") else f",\n{ind}start={start},"
 
 
 def enumerate_start_point(ctx: Context, rel: str, lp: Loop) -> tuple[int, int] | None:
