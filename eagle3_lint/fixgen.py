@@ -841,10 +841,27 @@ _EMPTY_ANNOTATIONS = frozenset({"tuple[int, ...]", "Tuple[int, ...]", "list[int]
 def init_idiom(ctx: Context, attr: str) -> str | None:
     """How the tree's own decoders start ``self.<attr>`` empty in ``__init__``, as the text after ``self.<attr>``
     (`` = tuple[int, ...]()`` in vLLM 0.11-0.17's llama.py, ``: tuple[int, ...] = ()`` in 0.32's qwen3_5.py): the
-    form most of them use, the first in path order on a tie. None when no decoder does."""
+    form most of them use. On a tie the form of the contract's own class-level default wins (``EagleModelMixin``'s
+    ``aux_hidden_state_layers: tuple[int, ...] = ()``), then path order. None when no decoder does."""
+    from eagle3_lint import semantic as sem
+
     def compute() -> str | None:
-        pat = re.compile(rf"self\.{re.escape(attr)}\s*(?::\s*(?P<ann>[^=]+?)\s*)?=\s*(?P<val>.+?)\s*(?:#.*)?")
+        pat = re.compile(rf"(?:self\.)?{re.escape(attr)}\s*(?::\s*(?P<ann>[^=]+?)\s*)?=\s*(?P<val>.+?)\s*(?:#.*)?")
+
+        def form(line: str) -> str | None:
+            m = pat.fullmatch(line.strip())
+            if m is None or m["val"] not in _EMPTY_VALUES or (m["ann"] and m["ann"] not in _EMPTY_ANNOTATIONS):
+                return None
+            return f": {m['ann']} = {m['val']}" if m["ann"] else f" = {m['val']}"
+
         seen: dict[str, int] = {}
+        mk = sem.mixin_key(ctx)
+        mcf = ctx.graph.class_facts(mk) if mk is not None else None
+        member = mcf.members.get(attr) if mcf is not None else None
+        mt = text_of(ctx, ctx.graph.path_of(mk)) if mk is not None and member is not None else None
+        own = form(mt.line(member.line)) if mt is not None and member is not None else None
+        if own is not None:
+            seen[own] = 0  # first among equals
         for key, rel in ctx.model_classes():
             cf = ctx.graph.class_facts(key)
             md = cf.methods.get("__init__") if cf is not None else None
@@ -854,12 +871,10 @@ def init_idiom(ctx: Context, attr: str) -> str | None:
                 if sa.target != f"self.{attr}" or sa.value_kind in ("name", "attr", "unpack"):
                     continue
                 t = text_of(ctx, rel)
-                m = pat.fullmatch(t.line(sa.line).strip()) if t is not None else None
-                if m is None or m["val"] not in _EMPTY_VALUES or (m["ann"] and m["ann"] not in _EMPTY_ANNOTATIONS):
-                    continue
-                tail = f": {m['ann']} = {m['val']}" if m["ann"] else f" = {m['val']}"
-                seen[tail] = seen.get(tail, 0) + 1
-        if not seen:
+                tail = form(t.line(sa.line)) if t is not None else None
+                if tail is not None:
+                    seen[tail] = seen.get(tail, 0) + 1
+        if not any(seen.values()):
             return None
         most = max(seen.values())
         return next(tail for tail, n in seen.items() if n == most)

@@ -19,8 +19,8 @@ import pytest
 
 from eagle3_lint import fixes, fixgen
 from eagle3_lint.analysis import Context, Options, analyze
-from eagle3_lint.model import Applicability, Finding, Severity, Status
 from eagle3_lint.fixgen import member_key
+from eagle3_lint.model import Applicability, Finding, Severity, Status
 from eagle3_lint.source import DirSource
 
 pytestmark = pytest.mark.real
@@ -249,7 +249,10 @@ def test_every_interface_fix_applies_and_converges(real_trees: object, tmp_path:
     # are one-offs.
     ("0.16.0", " = tuple[int, ...]()"),
     # 0.33.0: interns2_mobius.py:336, mistral_large_3_eagle.py:97, qwen3_5.py:280 and qwen3_next.py:689 write
-    # ``: tuple[int, ...] = ()``; deepseek_v2.py:1493 alone keeps ``tuple[int, ...]()``.
+    # ``: tuple[int, ...] = ()``, deepseek_v2.py:1493 and the three decoders under vllm/models/ (deepseek_v32/
+    # amd/model.py:189, deepseek_v32/nvidia/model.py:235, dots3_note/nvidia/model.py:617)
+    # ``tuple[int, ...]()``: a tie, which the contract's own default breaks (interfaces.py:1610,
+    # EagleModelMixin: ``aux_hidden_state_layers: tuple[int, ...] = ()``).
     ("0.33.0", ": tuple[int, ...] = ()"),
 ])
 def test_empty_aux_layers_follow_the_release(real_trees: object, version: str, idiom: str) -> None:
