@@ -19,7 +19,6 @@ import pytest
 
 from eagle3_lint import fixes, fixgen
 from eagle3_lint.analysis import Context, Options, analyze
-from eagle3_lint.fixgen import member_key
 from eagle3_lint.model import Applicability, Finding, Severity, Status
 from eagle3_lint.source import DirSource
 
@@ -61,6 +60,12 @@ def section(patch: str, path: str) -> str:
         if on:
             out.append(ln)
     return "\n".join(out)
+
+
+def member_key(name: str) -> tuple[int, str]:
+    """isort's and ruff's default order of the names in one ``from`` import (``order-by-type``, case-insensitive):
+    CONSTANTS, then Classes, then the rest."""
+    return (0 if len(name) > 1 and name.isupper() else 1 if name[:1].isupper() else 2), name.lower()
 
 
 def review(plan: fixes.Plan, limit: int = 88) -> list[str]:
