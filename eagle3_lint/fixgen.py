@@ -50,8 +50,9 @@ AUX_LIST = "aux_hidden_states"
 LINE_LIMIT = 88
 # Before ruff, vLLM formatted with yapf at 80 columns, aligning continuation lines with the parenthesis.
 YAPF_LINE_LIMIT = 80
-_HANGING = re.compile(r"^from [\w.]+ import \(\w", re.M)
-_EXPLODED = re.compile(r"^from [\w.]+ import \($", re.M)
+# A line that opens a parenthesis, goes on after it and breaks after a comma: yapf's hanging indent, which
+# black and ruff never leave (vLLM 0.11.0's qwen2_vl.py has 52 such lines, 0.16.0's none).
+_HANGING = re.compile(r"^[^#\n]*\(\w[^()#\n]*,$", re.M)
 
 
 @dataclass(frozen=True)
@@ -113,8 +114,8 @@ class Text:
     @cached_property
     def hanging(self) -> bool:
         """Formatted by yapf (vLLM before 0.11.1): continuation lines align with the opening parenthesis
-        (``from .utils import (AutoWeightsLoader,``) and no multi-line import opens with a bare ``(``."""
-        return bool(_HANGING.search(self.text)) and not _EXPLODED.search(self.text)
+        (``from .utils import (AutoWeightsLoader,``)."""
+        return len(_HANGING.findall(self.text, 0, 200_000)) >= 2
 
     @property
     def limit(self) -> int:
@@ -331,10 +332,10 @@ def _extend_import(t: Text, rel: str, st: ast.ImportFrom, name: str) -> list[Edi
             spec = "." * st.level + (st.module or "")
             return [insert(rel, t.eol(ln0), f"\nfrom {spec} import {name}")]
         if t.hanging:
-            # yapf's form: the names continue under the first one, the new one last on a line of its own.
+            # yapf's form: parenthesised, the names filling each line and continuing under the first one. One
+            # replacement of the names, so a second name for this import in the same run is a counted conflict.
             col = t.start(first)[1] + 1
-            return [insert(rel, t.start(first), "("), insert(rel, end, f",\n{' ' * col}{name}"),
-                    Edit(rel, ln0, len(t.line(ln0)), ln0 + 1, 0, ")\n")]
+            return [Edit(rel, *t.start(first), *end, "(" + _reflow(t, names, k, name, col) + ")")]
         # Too long for one line: the parenthesised form, one name per line, as ruff formats it. Pure insertions
         # and separator replacements that every fix adding a name here shares, so several names merge.
         ind = t.indent(ln0) + "    "
@@ -357,14 +358,31 @@ def _extend_import(t: Text, rel: str, st: ast.ImportFrom, name: str) -> list[Edi
             return [insert(rel, (end[0], end[1] + after.index(",") + 1), f"\n{t.indent(end[0])}{name},")]
         return [insert(rel, end, f",\n{t.indent(end[0])}{name}")]
     # Several names a line (the hanging indent of yapf-era releases): in place if the line still fits, else
-    # after the last name, on a new continuation line when that one is full.
+    # the names filled again from the first one (one replacement), or appended when the file's order is its own.
     if k < len(names) and code_len(t.line(names[k].lineno)) + len(name) + 2 <= t.limit:
         return [insert(rel, t.start(names[k]), f"{name}, ")]
+    if k < len(names) and t.hanging and first.lineno == ln0 and t.line(ln0)[t.start(first)[1] - 1:].startswith("("):
+        return [Edit(rel, *t.start(first), *t.end(last), _reflow(t, names, k, name, t.start(first)[1]))]
     end = t.end(last)
     if code_len(t.line(end[0])) + len(name) + 2 <= t.limit:
         return [insert(rel, end, f", {name}")]
     cont = t.indent(end[0]) if last.lineno > ln0 else " " * t.start(first)[1]
     return [insert(rel, end, f",\n{cont}{name}")]
+
+
+def _reflow(t: Text, names: list[ast.alias], k: int, name: str, col: int) -> str:
+    """The names of an import with ``name`` at index ``k``, filling lines of ``t.limit`` columns from column ``col``
+    on, continuation lines under the first name (yapf's and isort's hanging grid), from the first name on."""
+    ordered = [t.seg(a) for a in names]
+    ordered.insert(k, name)
+    rows = [" " * col + ordered[0]]
+    for item in ordered[1:]:
+        if len(rows[-1]) + len(item) + 3 > t.limit:  # ", " before it, and "," or ")" after
+            rows[-1] += ","
+            rows.append(" " * col + item)
+        else:
+            rows[-1] += ", " + item
+    return "\n".join(rows)[col:]
 
 
 def _module_key(level: int, module: str) -> tuple[int, list[str | int]]:

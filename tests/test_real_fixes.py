@@ -68,7 +68,7 @@ def member_key(name: str) -> tuple[int, str]:
     return (0 if len(name) > 1 and name.isupper() else 1 if name[:1].isupper() else 2), name.lower()
 
 
-def review(plan: fixes.Plan, limit: int = 88) -> list[str]:
+def review(plan: fixes.Plan, limit: int | None = 88) -> list[str]:
     """What a maintainer reviewing the patch would send back (issue 21): a second import line from a module the
     file already imports from, a name imported twice, names of a sorted import no longer sorted (isort/ruff's
     order), an added line with trailing whitespace or longer than the formatter's limit."""
@@ -93,7 +93,7 @@ def review(plan: fixes.Plan, limit: int = 88) -> list[str]:
         notes += [f"{path}: {n} imported twice" for n in sorted({n for n in bound if bound.count(n) > 1})]
         added = [ln for ln in new.splitlines() if ln not in set(old.splitlines())]
         notes += [f"{path}: trailing whitespace: {ln!r}" for ln in added if ln != ln.rstrip()]
-        notes += [f"{path}: {len(ln)} columns: {ln.strip()}" for ln in added if len(ln) > limit]
+        notes += [f"{path}: {len(ln)} columns: {ln.strip()}" for ln in added if limit and len(ln) > limit]
     return notes
 
 
@@ -263,3 +263,34 @@ def test_every_interface_fix_applies_and_converges(real_trees: object, tmp_path:
 def test_empty_aux_layers_follow_the_release(real_trees: object, version: str, idiom: str) -> None:
     ctx = ctx_for(real_trees, version)
     assert fixgen.init_idiom(ctx, "aux_hidden_state_layers") == idiom
+
+
+def test_v011_interface_fixes_keep_yapfs_layout(real_trees: object, tmp_path: Path) -> None:
+    """0.11.0 was formatted by yapf (continuation lines under the opening parenthesis): its imports and bases are
+    extended in that form, sorted, never with a second import line, and the patch applies and compiles."""
+    root = real_trees.get("0.11.0")  # type: ignore[attr-defined]
+    tree = tmp_path / "tree"
+    shutil.copytree(root, tree)
+    mine = {"EGL001", "EGL002", "EGL003", "EGL006"}
+    ctx = analyze(DirSource(tree), Options(cache_dir=tmp_path / "cache"), lambda rid: rid in mine)
+    plan = fixes.plan(ctx.source, ctx.findings, unsafe=True)
+    assert plan.files and plan.conflicts == 0
+    assert review(plan, limit=80) == []
+    patch = fixes.unified_diff(plan)
+    # midashenglm.py:54 imports three names on one line; with SupportsEagle3 it would be 92 columns.
+    assert "-from .interfaces import MultiModalEmbeddings, SupportsMultiModal, SupportsPP\n" \
+           "+from .interfaces import (MultiModalEmbeddings, SupportsEagle3,\n" \
+           "+                         SupportsMultiModal, SupportsPP)\n" in section(patch, f"{MODELS}/midashenglm.py")
+    # qwen2_vl.py's bases continue under the first one (yapf): so does the new one.
+    assert "+                                      SupportsEagle3):" in section(patch, f"{MODELS}/qwen2_vl.py")
+    assert "\n+    SupportsEagle3" not in patch  # nothing in ruff's layout
+    subprocess.run(["git", "init", "-q"], cwd=tree, check=True)
+    subprocess.run(["git", "apply", "-"], cwd=tree, input=patch, text=True, check=True)
+    for rel in plan.files:
+        compile((tree / rel).read_text(encoding="utf-8"), rel, "exec")
+    after = analyze(DirSource(tree), Options(cache_dir=tmp_path / "cache"), lambda rid: rid in mine)
+    again = fixes.plan(after.source, after.findings, unsafe=True)
+    # Known, not a layout matter (also on main before issue 21): Qwen3VLForConditionalGeneration's new getter
+    # delegates to self.language_model, which its subclass Qwen3VLMoeForConditionalGeneration builds as a
+    # Qwen3MoeLLMForCausalLM without the getter, so EGL006 fires once more there. Everything else converges.
+    assert set(again.files) <= {f"{MODELS}/qwen3_vl.py"}, sorted(again.files)
