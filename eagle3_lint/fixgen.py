@@ -6,12 +6,16 @@ runner of that version calls, the signatures its Protocol declares, stub-era exp
 mixin idiom (``EagleModelMixin`` + ``self._maybe_add_hidden_state(...)``) where the contract has
 real default bodies that need a mixin holder.
 
-Edits are pure insertions wherever possible (a base appended after the last base, a name appended
-to an existing import, a method appended at the end of the class), so fixes from several rules
-for the same class merge instead of conflicting: identical insertions at one place are merged by
-``fixes.apply_edits``. Every builder returns ``[]`` when there is nothing to do, which is what
-makes a second ``--fix`` empty. Generated loops always index layers absolutely
-(``enumerate(..., start=<slice start>)``), never slice-relatively.
+Edits are pure insertions wherever possible (a base appended after the last base, a name put at its
+sorted place in an existing import, a method appended at the end of the class), so fixes from several
+rules for the same class merge instead of conflicting: identical insertions at one place are merged by
+``fixes.apply_edits``. Where the file's formatter would re-wrap a line the edit would overflow (ruff at
+88 columns, yapf at 80 in vLLM before 0.11.1), the wrap is written as ruff or yapf would write it, by
+separator replacements every fix shares. Text the tree already has an idiom for is written in that
+idiom: the empty aux-layer attribute as its decoders start it (``init_idiom``), setters as its own.
+Every builder returns ``[]`` when there is nothing to do, which is what makes a second ``--fix`` empty.
+Generated loops always index layers absolutely (``enumerate(..., start=<slice start>)``), never
+slice-relatively.
 
 The file text is read through ``ctx.read_text`` and parsed with ``ast`` only to find positions;
 nothing here imports or executes the tree.
