@@ -398,7 +398,7 @@ def _new_import(t: Text, rel: str, head: ast.Module, mod: str, is_package: bool,
     """One new ``from <module> import <names>`` statement in its section, at its sorted place."""
     spec, level = module, 0
     package = mod if is_package else mod.rpartition(".")[0]
-    top = [st for st in head.body if isinstance(st, (ast.Import, ast.ImportFrom))]
+    top: list[ast.Import | ast.ImportFrom] = [st for st in head.body if isinstance(st, (ast.Import, ast.ImportFrom))]
     stdlib = module.split(".")[0] in sys.stdlib_module_names
     if not stdlib and package and module.startswith(package + ".") \
             and any(isinstance(st, ast.ImportFrom) and st.level == 1 for st in top):
@@ -406,10 +406,10 @@ def _new_import(t: Text, rel: str, head: ast.Module, mod: str, is_package: bool,
         spec, level = "." + module[len(package) + 1:], 1
     text = f"from {spec} import {', '.join(sorted(names, key=member_key))}"
 
-    def same_section(st: ast.stmt) -> bool:
+    def same_section(st: ast.Import | ast.ImportFrom) -> bool:
         if isinstance(st, ast.ImportFrom) and st.level:
             return level > 0
-        first = st.module if isinstance(st, ast.ImportFrom) else st.names[0].name  # type: ignore[attr-defined]
+        first = st.module if isinstance(st, ast.ImportFrom) else st.names[0].name
         top_name = (first or "").split(".")[0]
         if top_name == "__future__" or level:
             return False
