@@ -6,12 +6,16 @@ runner of that version calls, the signatures its Protocol declares, stub-era exp
 mixin idiom (``EagleModelMixin`` + ``self._maybe_add_hidden_state(...)``) where the contract has
 real default bodies that need a mixin holder.
 
-Edits are pure insertions wherever possible (a base appended after the last base, a name appended
-to an existing import, a method appended at the end of the class), so fixes from several rules
-for the same class merge instead of conflicting: identical insertions at one place are merged by
-``fixes.apply_edits``. Every builder returns ``[]`` when there is nothing to do, which is what
-makes a second ``--fix`` empty. Generated loops always index layers absolutely
-(``enumerate(..., start=<slice start>)``), never slice-relatively.
+Edits are pure insertions wherever possible (a base appended after the last base, a name put at its
+sorted place in an existing import, a method appended at the end of the class), so fixes from several
+rules for the same class merge instead of conflicting: identical insertions at one place are merged by
+``fixes.apply_edits``. Where the file's formatter would re-wrap a line the edit would overflow (ruff at
+88 columns, yapf at 80 in vLLM before 0.11.1), the wrap is written as ruff or yapf would write it, by
+separator replacements every fix shares. Text the tree already has an idiom for is written in that
+idiom: the empty aux-layer attribute as its decoders start it (``init_idiom``), setters as its own.
+Every builder returns ``[]`` when there is nothing to do, which is what makes a second ``--fix`` empty.
+Generated loops always index layers absolutely (``enumerate(..., start=<slice start>)``), never
+slice-relatively.
 
 The file text is read through ``ctx.read_text`` and parsed with ``ast`` only to find positions;
 nothing here imports or executes the tree.
@@ -21,9 +25,11 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 import textwrap
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 from eagle3_lint import deps
@@ -46,6 +52,11 @@ AUX_LIST = "aux_hidden_states"
 # vLLM formats with ruff at 88 columns; generated lines that would be longer are wrapped the way
 # the formatter would (or, for imports, given a line of their own) so a patch reads like upstream's.
 LINE_LIMIT = 88
+# Before ruff, vLLM formatted with yapf at 80 columns, aligning continuation lines with the parenthesis.
+YAPF_LINE_LIMIT = 80
+# A line that opens a parenthesis, goes on after it and breaks after a comma: yapf's hanging indent, which
+# black and ruff never leave (vLLM 0.11.0's qwen2_vl.py has 52 such lines, 0.16.0's none).
+_HANGING = re.compile(r"^[^#\n]*\(\w[^()#\n]*,$", re.M)
 
 
 @dataclass(frozen=True)
@@ -103,6 +114,16 @@ class Text:
             return ast.parse(self.text, filename=self.rel)
         except (SyntaxError, ValueError, RecursionError):
             return None
+
+    @cached_property
+    def hanging(self) -> bool:
+        """Formatted by yapf (vLLM before 0.11.1): continuation lines align with the opening parenthesis
+        (``from .utils import (AutoWeightsLoader,``)."""
+        return len(_HANGING.findall(self.text, 0, 200_000)) >= 2
+
+    @property
+    def limit(self) -> int:
+        return YAPF_LINE_LIMIT if self.hanging else LINE_LIMIT
 
     def line(self, n: int) -> str:
         return self.lines[n - 1] if 0 < n <= len(self.lines) else ""
@@ -255,44 +276,167 @@ def _class_ctx(ctx: Context, key: ClassKey, header_only: bool = False) -> tuple[
 # -- imports --------------------------------------------------------------------------------------
 def import_name(ctx: Context, rel: str, module: str, name: str) -> list[Edit]:
     """Make ``name`` (from ``module``) bound at module level in ``rel``: extend an existing import, else add one."""
+    return import_names(ctx, rel, module, (name,))
+
+
+def import_names(ctx: Context, rel: str, module: str, names: tuple[str, ...]) -> list[Edit]:
+    """Make ``names`` (from ``module``) bound at module level in ``rel``, as isort/ruff would write it.
+
+    Each name joins an existing ``from <module> import`` at its sorted place (one edit per name, so two
+    fixes adding the same name merge, and adding different names to one statement both apply); a one-line
+    import that would overflow becomes the parenthesised one-name-per-line form ruff gives it. Without an
+    import from the module, one new statement goes into its import section (standard library, or the
+    file's relative imports of sibling modules), at its sorted place."""
     mf = ctx.store.load_path(rel)
     if mf is None or mf.error:
         return []
-    if any(b.branch in ("", "try", "else") for b in mf.bindings.get(name, [])):
+    missing = [n for n in dict.fromkeys(names)
+               if not any(b.branch in ("", "try", "else") for b in mf.bindings.get(n, []))]
+    if not missing:
         return []
     t = text_of(ctx, rel)
     head = t.head(mf.last_import_line) if t is not None else None
     if t is None or head is None:
         return []
-    target: ast.ImportFrom | None = None
     for st in head.body:
-        if isinstance(st, ast.ImportFrom) and not any(a.name == "*" for a in st.names):
-            absmod = _abs_module(mf.module, mf.is_package, st.level, st.module)
-            if absmod == module:
-                target = st
-                break
-    if target is not None:
-        last = target.names[-1]
+        if isinstance(st, ast.ImportFrom) and not any(a.name == "*" for a in st.names) \
+                and _abs_module(mf.module, mf.is_package, st.level, st.module) == module:
+            return [e for n in missing for e in _extend_import(t, rel, st, n)]
+    return _new_import(t, rel, head, mf.module, mf.is_package, mf.last_import_line, module, missing)
+
+
+def _natural(s: str) -> list[str | int]:
+    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", s)]
+
+
+def member_key(name: str) -> tuple[int, list[str | int], list[str | int]]:
+    """The order isort and ruff give the names of one ``from`` import (order-by-type, case-insensitive,
+    natural): CONSTANTS, then Classes, then everything else."""
+    kind = 0 if len(name) > 1 and name.isupper() else 1 if name[:1].isupper() else 2
+    return kind, _natural(name.lower()), _natural(name)
+
+
+def _extend_import(t: Text, rel: str, st: ast.ImportFrom, name: str) -> list[Edit]:
+    """``name`` added to the import ``st``: at its sorted place when the names are sorted (else last)."""
+    names = st.names
+    keys = [member_key(a.name) for a in names]
+    k = len(names)
+    if keys == sorted(keys):
+        k = next((i for i, key in enumerate(keys) if key > member_key(name)), len(names))
+    first, last = names[0], names[-1]
+    ln0, ln1 = st.lineno, st.end_lineno or st.lineno
+    if ln0 == ln1:
         end = t.end(last)
-        multi = (target.end_lineno or target.lineno) > target.lineno
-        after = t.line(end[0])[end[1]:]
-        if multi and after.lstrip().startswith(","):
-            comma = end[1] + after.index(",") + 1
-            return [insert(rel, (end[0], comma), f"\n{t.indent(end[0])}{name},")]
-        if multi or code_len(t.line(end[0])) + len(name) + 2 <= LINE_LIMIT:
+        if code_len(t.line(ln0)) + len(name) + 2 <= t.limit:
+            if k < len(names):
+                return [insert(rel, t.start(names[k]), f"{name}, ")]
             return [insert(rel, end, f", {name}")]
-        # A one-line import that would overflow: a sibling import line from the same module.
-        spec = "." * target.level + (target.module or "")
-        return [insert(rel, t.eol(target.end_lineno or target.lineno), f"\nfrom {spec} import {name}")]
-    # No import from that module yet: a new absolute import after the last top-level import.
-    line = mf.last_import_line
-    if line:
-        return [insert(rel, t.eol(line), f"\nfrom {module} import {name}")]
-    first = head.body[0] if head.body else None
-    if first is not None and isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
-            and isinstance(first.value.value, str):
-        return [insert(rel, t.eol(first.end_lineno or first.lineno), f"\n\nfrom {module} import {name}")]
-    return [insert(rel, (1, 0), f"from {module} import {name}\n")]
+        if t.line(ln0)[end[1]:].strip():
+            # ``import (a, b)`` or a trailing comment: a line of its own rather than a guessed layout.
+            spec = "." * st.level + (st.module or "")
+            return [insert(rel, t.eol(ln0), f"\nfrom {spec} import {name}")]
+        if t.hanging:
+            # yapf's form: parenthesised, the names filling each line and continuing under the first one. One
+            # replacement of the names, so a second name for this import in the same run is a counted conflict.
+            col = t.start(first)[1] + 1
+            return [Edit(rel, *t.start(first), *end, "(" + _reflow(t, names, k, name, col) + ")")]
+        # Too long for one line: the parenthesised form, one name per line, as ruff formats it. Pure insertions
+        # and separator replacements that every fix adding a name here shares, so several names merge.
+        ind = t.indent(ln0) + "    "
+        edits = [insert(rel, t.start(first), f"(\n{ind}")]
+        edits += [Edit(rel, *t.end(a), *t.start(b), f",\n{ind}") for a, b in pairwise(names)]
+        if k < len(names):
+            edits.append(insert(rel, t.start(names[k]), f"{name},\n{ind}"))
+        else:
+            edits.append(insert(rel, end, f",\n{ind}{name}"))
+        edits.append(Edit(rel, ln0, len(t.line(ln0)), ln0 + 1, 0, f",\n{t.indent(ln0)})\n"))
+        return edits
+    one_per_line = all(t.line(a.lineno).strip().rstrip(",") == t.seg(a) for a in names) \
+        and len({a.lineno for a in names}) == len(names) and first.lineno > ln0
+    if one_per_line:
+        if k < len(names):
+            return [insert(rel, (names[k].lineno, 0), f"{t.indent(names[k].lineno)}{name},\n")]
+        end = t.end(last)
+        after = t.line(end[0])[end[1]:]
+        if after.lstrip().startswith(","):
+            return [insert(rel, (end[0], end[1] + after.index(",") + 1), f"\n{t.indent(end[0])}{name},")]
+        return [insert(rel, end, f",\n{t.indent(end[0])}{name}")]
+    # Several names a line (the hanging indent of yapf-era releases): in place if the line still fits, else
+    # the names filled again from the first one (one replacement), or appended when the file's order is its own.
+    if k < len(names) and code_len(t.line(names[k].lineno)) + len(name) + 2 <= t.limit:
+        return [insert(rel, t.start(names[k]), f"{name}, ")]
+    if k < len(names) and t.hanging and first.lineno == ln0 and t.line(ln0)[t.start(first)[1] - 1:].startswith("("):
+        return [Edit(rel, *t.start(first), *t.end(last), _reflow(t, names, k, name, t.start(first)[1]))]
+    end = t.end(last)
+    if code_len(t.line(end[0])) + len(name) + 2 <= t.limit:
+        return [insert(rel, end, f", {name}")]
+    cont = t.indent(end[0]) if last.lineno > ln0 else " " * t.start(first)[1]
+    return [insert(rel, end, f",\n{cont}{name}")]
+
+
+def _reflow(t: Text, names: list[ast.alias], k: int, name: str, col: int) -> str:
+    """The names of an import with ``name`` at index ``k``, filling lines of ``t.limit`` columns from column ``col``
+    on, continuation lines under the first name (yapf's and isort's hanging grid), from the first name on."""
+    ordered = [t.seg(a) for a in names]
+    ordered.insert(k, name)
+    rows = [" " * col + ordered[0]]
+    for item in ordered[1:]:
+        if len(rows[-1]) + len(item) + 3 > t.limit:  # ", " before it, and "," or ")" after
+            rows[-1] += ","
+            rows.append(" " * col + item)
+        else:
+            rows[-1] += ", " + item
+    return "\n".join(rows)[col:]
+
+
+def _module_key(level: int, module: str) -> tuple[int, list[str | int]]:
+    return -level, _natural(module.lower())
+
+
+def _new_import(t: Text, rel: str, head: ast.Module, mod: str, is_package: bool, last_import: int,
+                module: str, names: list[str]) -> list[Edit]:
+    """One new ``from <module> import <names>`` statement in its section, at its sorted place."""
+    spec, level = module, 0
+    package = mod if is_package else mod.rpartition(".")[0]
+    top: list[ast.Import | ast.ImportFrom] = [st for st in head.body if isinstance(st, (ast.Import, ast.ImportFrom))]
+    stdlib = module.split(".")[0] in sys.stdlib_module_names
+    if not stdlib and package and module.startswith(package + ".") \
+            and any(isinstance(st, ast.ImportFrom) and st.level == 1 for st in top):
+        # The file imports its siblings relatively (``from .utils import ...``): so does the fix.
+        spec, level = "." + module[len(package) + 1:], 1
+    text = f"from {spec} import {', '.join(sorted(names, key=member_key))}"
+
+    def same_section(st: ast.Import | ast.ImportFrom) -> bool:
+        if isinstance(st, ast.ImportFrom) and st.level:
+            return level > 0
+        first = st.module if isinstance(st, ast.ImportFrom) else st.names[0].name
+        top_name = (first or "").split(".")[0]
+        if top_name == "__future__" or level:
+            return False
+        return (top_name in sys.stdlib_module_names) == stdlib and (stdlib or top_name == module.split(".")[0])
+
+    section = [st for st in top if same_section(st)]
+    froms = [st for st in section if isinstance(st, ast.ImportFrom)]
+    me = _module_key(level, module)
+    after = next((st for st in froms if _module_key(st.level, st.module or "") > me), None)
+    if after is not None:
+        # Above the first ``from`` import that sorts after it (its comments stay with it).
+        return [insert(rel, (after.lineno, 0), f"{t.indent(after.lineno)}{text}\n")]
+    if section:
+        st = froms[-1] if froms else section[-1]
+        return [insert(rel, t.eol(st.end_lineno or st.lineno), f"\n{text}")]
+    if stdlib:
+        # No standard-library import yet: a section of its own above the others (after ``__future__``).
+        first = next((st for st in top if not (isinstance(st, ast.ImportFrom) and st.module == "__future__")), None)
+        if first is not None:
+            return [insert(rel, (first.lineno, 0), f"{text}\n\n")]
+    if last_import:
+        return [insert(rel, t.eol(last_import), f"\n{text}")]
+    first_st = head.body[0] if head.body else None
+    if first_st is not None and isinstance(first_st, ast.Expr) and isinstance(first_st.value, ast.Constant) \
+            and isinstance(first_st.value.value, str):
+        return [insert(rel, t.eol(first_st.end_lineno or first_st.lineno), f"\n\n{text}")]
+    return [insert(rel, (1, 0), f"{text}\n")]
 
 
 def _abs_module(module: str, is_package: bool, level: int, name: str | None) -> str:
@@ -331,12 +475,7 @@ def add_base(ctx: Context, key: ClassKey, module: str, name: str) -> list[Edit]:
     local = bound_name(ctx, rel, module, name)
     edits = import_name(ctx, rel, module, name) if local == name else []
     if node.bases:
-        end = t.end(node.bases[-1])
-        if code_len(t.line(end[0])) + len(local) + 2 <= LINE_LIMIT:
-            edits.append(insert(rel, end, f", {local}"))
-        else:
-            ind = t.indent(end[0]) if end[0] > node.lineno else t.indent(node.lineno) + "    "
-            edits.append(insert(rel, end, f",\n{ind}{local}"))
+        edits += _append_base(rel, t, node, local)
     else:
         # ``class X:`` or ``class X():``: put the base in the parentheses.
         ln = node.lineno
@@ -351,6 +490,59 @@ def add_base(ctx: Context, key: ClassKey, module: str, name: str) -> list[Edit]:
         else:
             return []
     return edits
+
+
+def _append_base(rel: str, t: Text, node: ast.ClassDef, local: str) -> list[Edit]:
+    """``local`` after the last base, laid out as the file's formatter would: on the line if it fits, else
+    the bases on their own line under ``class X(`` and ``):`` below (ruff), one a line with a trailing comma
+    when they do not fit on one, or under the first base (yapf). Insertions at the last base's end and
+    replacements of separators and of the closing parenthesis, so two bases added to one class both apply."""
+    bases = node.bases
+    last = bases[-1]
+    end = t.end(last)
+    after = t.line(end[0])[end[1]:]
+    ind = t.indent(node.lineno)
+    if after.lstrip().startswith(","):
+        # One base a line, trailing comma: a line of its own.
+        comma = end[1] + after.index(",") + 1
+        return [insert(rel, (end[0], comma), f"\n{t.indent(end[0])}{local},")]
+    if code_len(t.line(end[0])) + len(local) + 2 <= t.limit:
+        return [insert(rel, end, f", {local}")]
+    close = _next_char(t, end)  # the ``)`` after the last base
+    if node.keywords or close is None or t.line(close[0])[close[1]] != ")" or t.hanging:
+        cont = t.indent(end[0]) if end[0] > node.lineno else " " * (t.start(bases[0])[1])
+        return [insert(rel, end, f",\n{cont}{local}")]
+    first = t.start(bases[0])
+    own_line = bases[0].lineno > node.lineno  # ``class X(\n    a, b\n):`` already
+    unit = t.indent(bases[0].lineno) if own_line else ind + "    "
+    row = ", ".join([*(t.seg(b) for b in bases), local])
+    if all(b.lineno == bases[0].lineno for b in bases) and len(unit + row) <= t.limit:
+        if own_line:
+            return [insert(rel, end, f", {local}")]
+        return [insert(rel, first, f"\n{unit}"), insert(rel, end, f", {local}"),
+                Edit(rel, *close, close[0], close[1] + 1, f"\n{ind})")]
+    # One base a line, with the trailing comma that keeps ruff from joining them again.
+    edits = [] if own_line else [insert(rel, first, f"\n{unit}")]
+    edits += [Edit(rel, *t.end(a), *t.start(b), f",\n{unit}") for a, b in pairwise(bases)]
+    edits.append(insert(rel, end, f",\n{unit}{local}"))
+    if own_line:
+        edits.append(Edit(rel, *end, *close, ",\n" + t.indent(close[0])) if close[0] > end[0] else
+                     Edit(rel, *close, close[0], close[1] + 1, f",\n{ind})"))
+    else:
+        edits.append(Edit(rel, *close, close[0], close[1] + 1, f",\n{ind})"))
+    return edits
+
+
+def _next_char(t: Text, pos: tuple[int, int]) -> tuple[int, int] | None:
+    """Where the first non-blank character at or after ``pos`` is (None past the end or at a comment)."""
+    ln, col = pos
+    while ln <= len(t.lines):
+        rest = t.line(ln)[col:]
+        if rest.strip():
+            at = (ln, col + len(rest) - len(rest.lstrip()))
+            return None if t.line(ln)[at[1]] == "#" else at
+        ln, col = ln + 1, 0
+    return None
 
 
 # -- methods ----------------------------------------------------------------------------------------
@@ -389,6 +581,12 @@ def add_method(ctx: Context, key: ClassKey, header: str, body: list[str]) -> lis
     unit = ind[len(t.indent(node.lineno)):] or "    "
     end = node.end_lineno or node.lineno
     lines = [f"{ind}{header}"] + [f"{ind}{unit}{b}" if b else "" for b in body]
+    if len(node.body) == 1 and isinstance(first, ast.Pass) and node.lineno < first.lineno < len(t.lines) \
+            and t.line(first.lineno).strip() == "pass" and not t.line(first.lineno + 1).strip():
+        # ``class X(Base):\n    pass`` gets a body: the methods take the placeholder's place, each followed by a
+        # blank line, and the placeholder goes with the blank line after it (the same deletion for every method).
+        return [insert(rel, (first.lineno, 0), "\n".join(lines) + "\n\n"),
+                Edit(rel, first.lineno, 0, first.lineno + 2, 0, "")]
     return [insert(rel, t.eol(end), "\n\n" + "\n".join(lines))]
 
 
@@ -562,7 +760,7 @@ def _analyse_loop(t: Text, fn: ast.AST, loop: ast.For) -> _Loop | None:
         if lp.any_slice and start and lp.start is None:
             # Slice-relative index: make it absolute while we are here.
             end = t.end(lp.iterable)
-            header = (end, end, f", start={start}")
+            header = (end, end, start_kwarg(t, end, start))
     elif isinstance(tgt, ast.Tuple) and len(tgt.elts) == 2 and isinstance(first := tgt.elts[0], ast.Name) \
             and isinstance(second := tgt.elts[1], ast.Name) and isinstance(loop.iter, ast.Call) \
             and "enumerate" in t.seg(loop.iter.args[0] if loop.iter.args else loop.iter):
@@ -656,9 +854,59 @@ def collection(
     return edits
 
 
+# Empty initial values a decoder's ``__init__`` may give the aux-layer attribute, and the annotations that type
+# them right (0.10's ``tuple[int]`` claims a 1-tuple, so its form is not copied).
+_EMPTY_VALUES = frozenset({"()", "tuple()", "tuple[int, ...]()", "[]", "list()"})
+_EMPTY_ANNOTATIONS = frozenset({"tuple[int, ...]", "Tuple[int, ...]", "list[int]", "List[int]"})
+
+
+def init_idiom(ctx: Context, attr: str) -> str | None:
+    """How the tree's own decoders start ``self.<attr>`` empty in ``__init__``, as the text after ``self.<attr>``
+    (`` = tuple[int, ...]()`` in vLLM 0.11-0.17's llama.py, ``: tuple[int, ...] = ()`` in 0.32's qwen3_5.py): the
+    form most of them use. On a tie the form of the contract's own class-level default wins (``EagleModelMixin``'s
+    ``aux_hidden_state_layers: tuple[int, ...] = ()``), then path order. None when no decoder does."""
+    from eagle3_lint import semantic as sem
+
+    def compute() -> str | None:
+        pat = re.compile(rf"(?:self\.)?{re.escape(attr)}\s*(?::\s*(?P<ann>[^=]+?)\s*)?=\s*(?P<val>.+?)\s*(?:#.*)?")
+
+        def form(line: str) -> str | None:
+            m = pat.fullmatch(line.strip())
+            if m is None or m["val"] not in _EMPTY_VALUES or (m["ann"] and m["ann"] not in _EMPTY_ANNOTATIONS):
+                return None
+            return f": {m['ann']} = {m['val']}" if m["ann"] else f" = {m['val']}"
+
+        seen: dict[str, int] = {}
+        mk = sem.mixin_key(ctx)
+        mcf = ctx.graph.class_facts(mk) if mk is not None else None
+        member = mcf.members.get(attr) if mcf is not None else None
+        mt = text_of(ctx, ctx.graph.path_of(mk)) if mk is not None and member is not None else None
+        own = form(mt.line(member.line)) if mt is not None and member is not None else None
+        if own is not None:
+            seen[own] = 0  # first among equals
+        for key, rel in ctx.model_classes():
+            cf = ctx.graph.class_facts(key)
+            md = cf.methods.get("__init__") if cf is not None else None
+            if md is None:
+                continue
+            for sa in md.self_assigns:
+                if sa.target != f"self.{attr}" or sa.value_kind in ("name", "attr", "unpack"):
+                    continue
+                t = text_of(ctx, rel)
+                tail = form(t.line(sa.line)) if t is not None else None
+                if tail is not None:
+                    seen[tail] = seen.get(tail, 0) + 1
+        if not any(seen.values()):
+            return None
+        most = max(seen.values())
+        return next(tail for tail, n in seen.items() if n == most)
+    return ctx.memo.get(f"fixgen-init-idiom-{attr}", compute)
+
+
 def init_attr(ctx: Context, key: ClassKey, attr: str, value: str | None = None) -> list[Edit]:
-    """Give ``key`` ``self.<attr> = tuple[int, ...]()`` (or ``= <value>``) right after ``__init__`` builds
-    ``self.layers`` (else a class attribute)."""
+    """Give ``key`` an empty ``self.<attr>`` right after ``__init__`` builds ``self.layers`` (else a class
+    attribute), written as the tree's decoders write it (``init_idiom``); failing that ``= <value>``, or
+    ``: tuple[int, ...] = ()``."""
     from eagle3_lint import semantic as sem
 
     if sem.attr_initialised(ctx, key, attr):
@@ -667,6 +915,7 @@ def init_attr(ctx: Context, key: ClassKey, attr: str, value: str | None = None) 
     if cc is None:
         return []
     rel, t, node = cc
+    tail = init_idiom(ctx, attr) or (f" = {value}" if value else ": tuple[int, ...] = ()")
     init = t.function_node(node, "__init__")
     if init is not None:
         for st in init.body:
@@ -674,11 +923,10 @@ def init_attr(ctx: Context, key: ClassKey, attr: str, value: str | None = None) 
                 if isinstance(n, ast.Attribute) and n.attr == "layers" and isinstance(n.ctx, ast.Store) \
                         and isinstance(n.value, ast.Name) and n.value.id == "self":
                     ln = st.end_lineno or st.lineno
-                    empty = value or "tuple[int, ...]()"
-                    return [insert(rel, t.eol(ln), f"\n{t.indent(st.lineno)}self.{attr} = {empty}")]
+                    return [insert(rel, t.eol(ln), f"\n{t.indent(st.lineno)}self.{attr}{tail}")]
     first = node.body[0]
     ind = t.indent(first.lineno)
-    decl = f"{attr} = {value}" if value else f"{attr}: tuple[int, ...] = ()"
+    decl = f"{attr}{tail}"
     if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
         return [insert(rel, t.eol(first.end_lineno or first.lineno), f"\n{ind}{decl}")]
     # Above the first statement, or above its decorators (between them and the ``def`` is a syntax
@@ -686,6 +934,22 @@ def init_attr(ctx: Context, key: ClassKey, attr: str, value: str | None = None) 
     line = min([first.lineno, *(d.lineno for d in getattr(first, "decorator_list", []))])
     gap = "\n" if isinstance(first, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else ""
     return [insert(rel, (line, 0), f"{ind}{decl}{gap}\n")]
+
+
+def start_kwarg(t: Text, pos: tuple[int, int], start: str) -> str:
+    """The text that gives ``enumerate`` its ``start=`` right after its first argument (ending at ``pos``): on the
+    line if that still fits, else on a line of its own when the argument already has one (ruff's exploded call,
+    trailing comma included). EGL005 and the collection fix both write it, so their identical insertions merge."""
+    raw = t.line(pos[0])
+    after = raw[pos[1]:]
+    if code_len(raw) + len(start) + 8 <= t.limit or t.hanging:
+        return f", start={start}"
+    nxt = _next_char(t, (pos[0], pos[1] + len(after) - len(after.lstrip(" ,"))))
+    if after.strip(" ,") or nxt is None or nxt[0] == pos[0] or t.line(nxt[0])[nxt[1]] != ")" \
+            or not t.line(pos[0] - 1).rstrip().endswith("("):
+        return f", start={start}"  # a one-line call: left as it was (one edit both fixes share)
+    ind = t.indent(pos[0])
+    return f",\n{ind}start={start}" if after.lstrip().startswith(",") else f",\n{ind}start={start},"
 
 
 def enumerate_start_point(ctx: Context, rel: str, lp: Loop) -> tuple[int, int] | None:
@@ -918,14 +1182,14 @@ def method_header(ctx: Context, key: ClassKey, name: str) -> MethodHeader | None
 def header_imports(ctx: Context, key: ClassKey, mh: MethodHeader) -> list[Edit]:
     """Imports ``key``'s module needs for the names of a header copied from ``mh.path``."""
     rel = ctx.graph.path_of(key)
-    edits: list[Edit] = []
     src_mf = ctx.store.load_path(mh.path)
+    wanted: dict[str, list[str]] = {}  # module -> names, so ``Optional`` and ``List`` share one new statement
     for name in mh.names:
         bl = src_mf.bindings.get(name) if src_mf is not None else None
         b = bl[0] if bl else None
         if b is not None and b.kind == "import" and b.attr is not None:
-            edits += import_name(ctx, rel, b.target, b.attr)
-    return edits
+            wanted.setdefault(b.target, []).append(b.attr)
+    return [e for module, names in wanted.items() for e in import_names(ctx, rel, module, tuple(names))]
 
 
 def append_to_method(ctx: Context, key: ClassKey, name: str, lines: list[str]) -> list[Edit]:

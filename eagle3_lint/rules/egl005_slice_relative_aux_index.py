@@ -384,9 +384,12 @@ def fix(ctx: Context, finding: Finding) -> Fix | None:
             if pt is None:
                 return None
             ln, col = pt
+            t = fixgen.text_of(ctx, rel)
+            if t is None:
+                return None
             # Right after the first argument: ``islice(...), start=X`` keeps any trailing comma after it.
             return Fix(f"add start={start} to enumerate()",
-                       (Edit(rel, ln, col, ln, col, f", start={start}"),), Applicability.SAFE)
+                       (Edit(rel, ln, col, ln, col, fixgen.start_kwarg(t, pt, start)),), Applicability.SAFE)
     return None
 
 
