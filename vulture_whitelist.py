@@ -88,3 +88,6 @@ derived_hits  # tests/test_cache.py
 reused  # Queries counters: tests/test_cache.py, bench/bench.py --phases
 computed  # Queries counters: bench/bench.py --phases
 _.SGLANG  # enum member (eagle3_lint/engines/__init__.py): engines are iterated (all_engines) and looked up by value
+complete  # unused variable (eagle3_lint/report/schema.py)
+findings_left_out  # unused variable (eagle3_lint/report/schema.py)
+architectures_left_out  # unused variable (eagle3_lint/report/schema.py)

@@ -100,7 +100,7 @@ def _on_path(ctx: Context, arch: str) -> tuple[set[str], set[tuple[str, str]]]:
 def concerns(ctx: Context, f: Finding, arch: str) -> bool:
     """Whether ``arch``'s serving path runs through finding ``f`` (see the module docstring)."""
     if f.architecture is not None:
-        return f.architecture == arch
+        return arch in (f.architectures or (f.architecture,))
     path = f.location.path
     if not ctx.engine.is_model_file(path):
         return True  # registry, interfaces, runner, config: every target runs through them
@@ -236,7 +236,8 @@ def next_step(ctx: Context, arch: str, findings: Sequence[Finding], invocation: 
     sv = serving_of(ctx, arch)
     hint = getattr(sv, "next_step", None) if sv is not None else None
     mine = [f for f in findings if concerns(ctx, f, arch)]
-    now, later = fixable(mine, unsafe)
+    # A note's fix is there for who wants it (the summary line counts it); it is not the next thing to do.
+    now, later = fixable([f for f in mine if f.severity is not Severity.NOTE], unsafe)
     parts: list[str] = []
     if now or later:
         flag = " --fix" + (" --unsafe-fixes" if later else "")
