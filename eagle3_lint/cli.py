@@ -364,10 +364,11 @@ def _text_console(output: str | None, color: str) -> Console:
     return Console()
 
 
-# How the report is shown, not what is checked: the next step's command leaves them out (it prints a patch).
+# How the report is shown or cached, not what is checked: the next step's command leaves them out (it prints a
+# patch, and the cache gives the same findings).
 _PRESENTATION = frozenset({"output_format", "fmt", "output", "quiet", "verbose", "show_context", "statistics",
                            "show_fixes", "color", "exit_zero", "debug", "show_all", "write_baseline", "do_fix",
-                           "do_diff", "do_apply", "into", "backup"})
+                           "do_diff", "do_apply", "into", "backup", "cache_dir", "no_cache"})
 # Old spellings (hidden): the next step writes the one spelling.
 _SPELLING = {"pipeline_parallel_old": "--pipeline-parallel-size"}
 

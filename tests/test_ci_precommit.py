@@ -168,7 +168,7 @@ def test_no_target_inside_a_checkout_checks_its_vllm(tmp_path: Path) -> None:
     env = env_for(tmp_path)
     repo = make_repo(tmp_path, env, "repos: []\n")
     for cwd in (repo, repo / "vllm" / "model_executor" / "models"):
-        p, rep = cli_json("check", "--format", "json", "--no-cache", cwd=cwd)
+        p, rep = cli_json("check", "--output-format", "json", "--no-cache", cwd=cwd)
         assert p.returncode == 0, p.stderr
         assert rep["target"]["root"] == str(repo.resolve()) and rep["summary"]["targeted"] == ["GoodForCausalLM"]
         assert rep["config"] == str((repo / "pyproject.toml").resolve())  # found walking up from cwd

@@ -1,4 +1,4 @@
-"""SARIF 2.1.0 (``--format sarif``), for GitHub code scanning and other SARIF consumers.
+"""SARIF 2.1.0 (``--output-format sarif``), for GitHub code scanning and other SARIF consumers.
 
 Shape, and the choices where SARIF leaves room:
 - ``tool.driver.rules`` lists every rule plugin: id, kebab name, short description (META.summary),

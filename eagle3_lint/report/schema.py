@@ -1,6 +1,6 @@
 """The JSON report as one typed model, and the JSON Schema generated from it.
 
-Every object of ``check --format json`` is a frozen dataclass below; ``report/build.py`` builds
+Every object of ``check --output-format json`` is a frozen dataclass below; ``report/build.py`` builds
 the report as these objects and ``dump`` turns them into the JSON-shaped dict, so the keys, their
 order and their types exist in one place. ``report_schema()`` generates the JSON Schema (draft
 2020-12) from the same classes; ``eagle3_lint/data/report.schema.json`` (what ``eagle3-lint schema
