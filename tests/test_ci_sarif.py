@@ -156,7 +156,8 @@ def test_suppressions_and_fixes_in_sarif(tmp_path: Path) -> None:
     root = sample("workflow/inline_suppression", tmp_path / "t")
     archs = ["SilencedForCausalLM", "NextLineForCausalLM", "StaleForCausalLM", "PartlyForCausalLM",
              "BlanketForCausalLM"]
-    args = ["check", str(root), "--output-format", "sarif", "--no-cache", "--target-config", str(root / "configs/target.json")]
+    args = ["check", str(root),
+                         "--output-format", "sarif", "--no-cache", "--target-config", str(root / "configs/target.json")]
     args += [a for x in archs for a in ("--arch", x)]
     p, doc = cli_json(*args, cwd=tmp_path)
     assert p.returncode == 1, p.stderr
