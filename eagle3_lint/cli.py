@@ -10,7 +10,6 @@ import dataclasses
 import io
 import json
 import os
-import re
 import shlex
 import sys
 import traceback
@@ -603,14 +602,13 @@ def trace(args: tuple[str, ...], arch_opt: str | None, target_config: str | None
     _guard(debug, run)
 
 
-_ARCH_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def _trace_args(args: tuple[str, ...], arch_opt: str | None) -> tuple[str, str | None]:
-    """(architecture, target) of ``trace [TARGET] --arch ARCH`` or the older ``trace ARCH [TARGET]``. An
-    architecture is a class name; a path, a wheel or ``vllm==X`` is a target, never read as one."""
-    def is_arch(a: str) -> bool:
-        return bool(_ARCH_NAME.match(a)) and not Path(a).exists()
+    """(architecture, target) of ``trace [TARGET] --arch ARCH`` or the older ``trace ARCH [TARGET]``. A path on
+    disk, a wheel or ``vllm==X`` is a target, never read as an architecture."""
+    def is_target(a: str) -> bool:
+        return "==" in a or a.endswith(".whl") or Path(a).exists()
 
     usage = "eagle3-lint trace [TARGET] --arch ARCH"
     if arch_opt is not None:
@@ -621,9 +619,9 @@ def _trace_args(args: tuple[str, ...], arch_opt: str | None) -> tuple[str, str |
         raise UsageError(f"trace needs an architecture: {usage}")
     if len(args) > 2:
         raise UsageError(f"trace takes [TARGET] --arch ARCH, got {len(args)} arguments")
-    if not is_arch(args[0]):
-        if len(args) == 1:
-            raise UsageError(f"trace needs --arch: eagle3-lint trace {shlex.quote(args[0])} --arch ARCH")
+    if len(args) == 1 and (is_target(args[0]) or "/" in args[0]):
+        raise UsageError(f"trace needs --arch: eagle3-lint trace {shlex.quote(args[0])} --arch ARCH")
+    if len(args) == 2 and is_target(args[0]) and not is_target(args[1]):
         raise UsageError(f"{args[0]!r} is not an architecture (a class name such as LlamaForCausalLM); "
                          f"{usage}")
     return args[0], (args[1] if len(args) > 1 else None)

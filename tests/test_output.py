@@ -27,7 +27,7 @@ from tests.cihelp import REPO, cli, cli_json, sample
 
 KIMI = "KimiK25ForConditionalGeneration"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
-FINDING = re.compile(r"^(\S+?):(\d+):(\d+): (EGL\d{3})(?: |$)")
+FINDING = re.compile(r"^(\S+?):(\d+):(\d+): (?:error|warning|note): (EGL\d{3})(?: |$)")
 
 
 def in_terminal(args: list[str], cols: int = 80, rows: int = 24, env: dict[str, str] | None = None,
@@ -196,12 +196,12 @@ def test_full_grouped_statistics_show_fixes_and_colour(tmp_path: Path) -> None:
     assert "[slice-relative-aux-index]" in full and "start_layer" in full
     assert max(len(ln) for ln in full.splitlines()) > 80  # piped: not hard-wrapped
     grouped = cli("check", str(root), "--output-format", "grouped").stdout
-    assert "vllm/model_executor/models/llama.py:\n  20:9: EGL005 [*] " in grouped
+    assert "vllm/model_executor/models/llama.py:\n  20:9: error: EGL005 [*] " in grouped
     stats = cli("check", str(root), "--statistics").stdout
-    assert stats == "    3  EGL005  [*]  slice-relative-aux-index\n", stats
+    assert stats == "    3  EGL005  error    [*]  slice-relative-aux-index\n", stats
     fixes = cli("check", str(root), "-q", "--show-fixes").stdout
     assert fixes.count("    fix (safe): add start=self.start_layer to enumerate()") == 3
-    assert fixes.splitlines()[0].startswith("vllm/model_executor/models/llama.py:20:9: EGL005 [*] ")
+    assert fixes.splitlines()[0].startswith("vllm/model_executor/models/llama.py:20:9: error: EGL005 [*] ")
     assert "Found 1 error and 2 warnings (3 fixable with --fix)." in cli("check", str(root)).stdout
     assert "\x1b[" in cli("check", str(root), "--color", "always").stdout
     assert "\x1b[" in cli("check", str(root), env={"FORCE_COLOR": "1"}).stdout
