@@ -103,3 +103,6 @@ eagle_config  # userconfig.DrafterConfig
 transformer_layer_config  # userconfig.DrafterConfig
 num_speculative_tokens  # userconfig.SpeculativeConfig
 hf_overrides  # userconfig.SpeculativeConfig
+complete  # unused variable (eagle3_lint/report/schema.py)
+findings_left_out  # unused variable (eagle3_lint/report/schema.py)
+architectures_left_out  # unused variable (eagle3_lint/report/schema.py)

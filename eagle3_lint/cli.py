@@ -136,7 +136,7 @@ def _emit(r: Replay, output: str | None) -> int:
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="eagle3-lint")
+@click.version_option(__version__, "--version", "-V", prog_name="eagle3-lint")
 def main() -> None:
     """Static EAGLE-3 compatibility analyzer for the model classes of LLM inference engines (never imports the tree)."""
 
@@ -162,22 +162,34 @@ def common(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 TEXT_FORMATS = ["concise", "full", "grouped"]
+TRACE_FORMATS = ["text", "json", "dot", "mermaid"]
+# One list, one order, for --output-format (and its old spelling --format); "text" is concise's old name.
+CHECK_FORMATS = [*TEXT_FORMATS, *FORMATS[1:], "text"]
+
+
+def _deprecated(old: str, new: str) -> None:
+    """An old spelling still works for a release, and says which one to use (on stderr, so reports stay clean)."""
+    click.echo(f"eagle3-lint: warning: {old} is deprecated; use {new}", err=True)
+
+
+def _alias(cctx: click.Context, name: str) -> bool:
+    return cctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE
 
 
 @main.command()
+@click.version_option(__version__, "--version", "-V", prog_name="eagle3-lint")
 @click.argument("target", required=False)
 @click.option(
     "--arch", "archs", multiple=True, help="Architecture to target (repeatable). Default: report all, flag none."
 )
-@click.option("--output-format", "output_format", type=click.Choice(["text", *TEXT_FORMATS, *FORMATS[1:]]),
-              default=None,
-              help="concise (path:line:col: EGLnnn [*] one sentence; the text default), full (with the evidence), "
-                   "grouped (by file), json, sarif, github.")
-@click.option("--format", "fmt", type=click.Choice([*FORMATS, *TEXT_FORMATS]), default=None,
-              help="Alias of --output-format (text = concise).")
+@click.option("--output-format", "output_format", type=click.Choice(CHECK_FORMATS), default=None,
+              help="concise (path:line:col: severity: EGLnnn [*] one sentence; the text default), full (with the "
+                   "evidence), grouped (by file), json, sarif, github.")
+@click.option("--format", "fmt", type=click.Choice(CHECK_FORMATS), default=None, hidden=True,
+              help="Deprecated spelling of --output-format.")
 @click.option("--output", "-o", default=None, help="Write the report (or the patch, with --fix) to this file.")
-@click.option("--fix", "--diff", "do_fix", is_flag=True,
-              help="Emit a unified diff of the fixes (writes nothing to the tree).")
+@click.option("--fix", "do_fix", is_flag=True, help="Emit a unified diff of the fixes (writes nothing to the tree).")
+@click.option("--diff", "do_diff", is_flag=True, hidden=True, help="Deprecated spelling of --fix.")
 @click.option("--apply", "do_apply", is_flag=True, help="With --fix: write the fixes into the tree, atomically.")
 @click.option("--into", "into", default=None, metavar="DIR", type=click.Path(file_okay=False),
               help="With --fix --apply: write a patched copy of the analysed files into DIR (a new or empty folder) "
@@ -192,15 +204,11 @@ TEXT_FORMATS = ["concise", "full", "grouped"]
 @click.option("--speculative-config", default=None, metavar="JSON",
               help="vLLM's own spelling: '{\"method\": \"eagle3\", \"model\": \"<local drafter folder>\", ...}'; "
                    "other keys and hf_overrides override the drafter config.")
-@click.option(
-    "--pipeline-parallel",
-    "--pipeline-parallel-size",
-    "-pp",
-    "pipeline_parallel",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Pipeline-parallel size N: the layer split, which rank captures each aux id, the PP gates.",
-)
+@click.option("--pipeline-parallel-size", "-pp", "pipeline_parallel", type=click.IntRange(min=1), default=None,
+              help="Pipeline-parallel size N (vLLM's spelling): the layer split, which rank captures each aux id, "
+                   "the PP gates.")
+@click.option("--pipeline-parallel", "pipeline_parallel_old", type=click.IntRange(min=1), default=None, hidden=True,
+              help="Deprecated spelling of --pipeline-parallel-size.")
 @click.option("--tensor-parallel-size", "-tp", "tensor_parallel", type=click.IntRange(min=1), default=None,
               help="Recorded in the serving verdict; tensor parallelism does not change which layers are captured.")
 @click.option("--runner", type=click.Choice(["auto", "v1", "v2"]), default="auto", show_default=True,
@@ -250,15 +258,30 @@ def check(target: str | None, archs: tuple[str, ...], fmt: str | None, output: s
           show_context: bool = False, verbose: bool = False, quiet: bool = False, statistics: bool = False,
           show_fixes: bool = False, color: str = "auto", speculative_config: str | None = None,
           tensor_parallel: int | None = None, runner: str = "auto", drafter_convention: str | None = None,
-          engine: str | None = None, platform: str = "cuda") -> None:
+          engine: str | None = None, do_diff: bool = False, pipeline_parallel_old: int | None = None,
+          platform: str = "cuda") -> None:
     """Check TARGET: a site-packages or vllm/ folder, a checkout, a .whl, vllm==X.Y.Z, or the installed vllm."""
+    cctx = click.get_current_context()
 
     def run() -> int:
+        nonlocal do_fix, pipeline_parallel
+        if fmt:
+            _deprecated("--format", "--output-format")
+        if do_diff:
+            _deprecated("--diff", "--fix")
+            do_fix = True
+        if pipeline_parallel_old is not None:
+            _deprecated("--pipeline-parallel", "--pipeline-parallel-size (or -pp)")
+            if pipeline_parallel is not None and pipeline_parallel != pipeline_parallel_old:
+                raise UsageError(f"--pipeline-parallel {pipeline_parallel_old} and --pipeline-parallel-size "
+                                 f"{pipeline_parallel} disagree; give one")
+            pipeline_parallel = pipeline_parallel_old
         if fmt and output_format and fmt != output_format:
             raise UsageError(f"--format {fmt} and --output-format {output_format} disagree; give one")
         kind = output_format or fmt or "text"
         machine = kind in ("json", "sarif", "github")
         check_output(output)
+        _refuse_conflicts(cctx, kind, quiet, verbose, show_context, statistics, show_fixes, do_fix)
         if do_apply and not do_fix:
             raise UsageError("--apply needs --fix")
         if into and not do_apply:
@@ -289,7 +312,7 @@ def check(target: str | None, archs: tuple[str, ...], fmt: str | None, output: s
             show_all=show_all, show_context=show_context or verbose, quiet=quiet, statistics=statistics,
             show_fixes=show_fixes, wrap=output is None and sys.stdout.isatty(),
             unsafe_fixes=settings.unsafe_fixes)
-        invocation = _invocation(target, archs, target_config)
+        invocation = _invocation(cctx)
 
         def render(ctx: Context) -> Replay:
             return _render(ctx, settings, "text" if not machine else kind, console, text, debug, exit_zero, invocation)
@@ -300,6 +323,28 @@ def check(target: str | None, archs: tuple[str, ...], fmt: str | None, output: s
                                  cacheable), output)
 
     _guard(debug, run)
+
+
+def _refuse_conflicts(cctx: click.Context, kind: str, quiet: bool, verbose: bool, show_context: bool,
+                      statistics: bool, show_fixes: bool, do_fix: bool) -> None:
+    """Options that cannot all be honoured are refused (exit 2), never silently dropped: -q -v, or a text-only
+    option with a machine format or with --fix (which prints a patch, not a report)."""
+    def given(name: str) -> str | None:
+        flag = {"verbose": "-v", "quiet": "-q", "show_context": "--show-context", "statistics": "--statistics",
+                "show_fixes": "--show-fixes"}[name]
+        return flag if _alias(cctx, name) and cctx.params.get(name) else None
+
+    if quiet and (verbose or show_context):
+        raise UsageError(f"-q and {given('verbose') or given('show_context')} contradict each other; give one")
+    text_only = [g for g in (given(n) for n in ("quiet", "verbose", "show_context", "statistics", "show_fixes")) if g]
+    if text_only and kind in ("json", "sarif", "github"):
+        raise UsageError(f"{', '.join(text_only)} shape{'s' if len(text_only) == 1 else ''} the text report; "
+                         f"--output-format {kind} has no such option")
+    if statistics and show_fixes:
+        raise UsageError("--statistics prints one line per rule, so --show-fixes has no finding to show a fix under")
+    if do_fix and (text_only or (kind != "text" and _alias(cctx, "output_format"))):
+        raise UsageError(f"--fix prints a patch, not a report: {', '.join(text_only) or '--output-format'} "
+                         "does not apply to it")
 
 
 # Wide enough that no trace line wraps when piped (rich pads nothing to this width).
@@ -315,20 +360,54 @@ def _text_console(output: str | None, color: str) -> Console:
                        force_terminal=color == "always")
     if color == "always":
         return Console(force_terminal=True)
-    if color == "never":
+    if color == "never" or os.environ.get("NO_COLOR"):
+        # no-color.org: no ANSI styling at all, so bold and dim go too (rich's no_color keeps them). NO_COLOR
+        # wins over FORCE_COLOR; only --color always wins over NO_COLOR (the command line is the nearer choice).
         return Console(color_system=None, no_color=True)
+    # force-color.org: FORCE_COLOR set to any non-empty value, "0" included, forces colour (rich reads it).
     return Console()
 
 
-def _invocation(target: str | None, archs: tuple[str, ...], target_config: str | None) -> str:
-    """The command the user ran, as far as the next step needs it (target, --arch, --target-config)."""
-    parts = ["eagle3-lint", "check"]
-    if target:
-        parts.append(shlex.quote(target))
-    parts += [f"--arch {shlex.quote(a)}" for a in archs]
-    if target_config:
-        parts.append(f"--target-config {shlex.quote(target_config)}")
+# How the report is shown or cached, not what is checked: the next step's command leaves them out (it prints a
+# patch, and the cache gives the same findings).
+_PRESENTATION = frozenset({"output_format", "fmt", "output", "quiet", "verbose", "show_context", "statistics",
+                           "show_fixes", "color", "exit_zero", "debug", "show_all", "write_baseline", "do_fix",
+                           "do_diff", "do_apply", "into", "backup", "cache_dir", "no_cache"})
+# Old spellings (hidden): the next step writes the one spelling.
+_SPELLING = {"pipeline_parallel_old": "--pipeline-parallel-size"}
+
+
+def _invocation(cctx: click.Context) -> str:
+    """The command the user ran, every option that decides what is checked, in its one spelling (``next:``
+    repeats it with ``--fix``): the drafter config, -pp, the runner and the selection change the findings."""
+    parts = ["eagle3-lint", cctx.info_name or "check"]
+    for p in cctx.command.params:
+        if p.name is None or p.name in _PRESENTATION or \
+                cctx.get_parameter_source(p.name) is not click.core.ParameterSource.COMMANDLINE:
+            continue
+        value = cctx.params.get(p.name)
+        if isinstance(p, click.Argument):
+            parts += [shlex.quote(str(value))] if value is not None else []
+            continue
+        flag = _spelling(p)
+        if isinstance(p, click.Option) and p.is_flag:
+            if p.secondary_opts and value is False:
+                parts.append(p.secondary_opts[0])
+            elif value:
+                parts.append(flag)
+            continue
+        for v in (value if isinstance(value, tuple) else (value,)):
+            if v is not None:
+                parts.append(f"{flag} {shlex.quote(str(v))}")
     return " ".join(parts)
+
+
+def _spelling(p: click.Parameter) -> str:
+    """An option's one spelling: its first long name (``--pipeline-parallel-size``, not ``-pp``)."""
+    if p.name in _SPELLING:
+        return _SPELLING[p.name]
+    names = [o for o in getattr(p, "opts", ()) if o.startswith("--")]
+    return names[0] if names else p.opts[0]
 
 
 def _colour_diff(diff: str) -> str:
@@ -423,17 +502,20 @@ def _render(ctx: Context, settings: config_mod.Settings, fmt: str, console: Cons
 
     out = outcome_mod.finalize(ctx, settings)
     findings = out.findings
-    if fmt == "json":
-        report = outcome_mod.json_text(ctx, out) + "\n"  # == json.dumps(..., indent=2)
-    elif fmt == "sarif":
-        from eagle3_lint.report.jsondump import dumps
-        from eagle3_lint.report.sarif import build_sarif
+    if fmt in ("json", "sarif", "github"):
+        # Scoped as the text is: with --arch, what concerns the targets, unless --all.
+        scoped_out, scope = outcome_mod.scoped(ctx, out, text.show_all)
+        if fmt == "json":
+            report = outcome_mod.json_text(ctx, scoped_out, scope) + "\n"  # == json.dumps(..., indent=2)
+        elif fmt == "sarif":
+            from eagle3_lint.report.jsondump import dumps
+            from eagle3_lint.report.sarif import build_sarif
 
-        report = dumps(build_sarif(ctx, out)) + "\n"
-    elif fmt == "github":
-        from eagle3_lint.report.github import render as render_github
+            report = dumps(build_sarif(ctx, scoped_out, scope)) + "\n"
+        else:
+            from eagle3_lint.report.github import render as render_github
 
-        report = render_github([out.paths.finding(f) for f in findings], out.stale_baseline_failure())
+            report = render_github([out.paths.finding(f) for f in scoped_out.findings], out.stale_baseline_failure())
     else:
         from eagle3_lint.report.draft import render_text as render_draft
         from eagle3_lint.report.headline import next_step, split, verdict_line
@@ -463,21 +545,26 @@ def _render(ctx: Context, settings: config_mod.Settings, fmt: str, console: Cons
 @click.option("--arch", "arch_opt", default=None, help="The architecture to trace (as in check).")
 @click.option("--target-config", default=None, help="The target model's HF config.json.")
 @click.option("--draft-config", default=None, help="The EAGLE-3 drafter's config.json (or its model folder).")
-@click.option("--pipeline-parallel", "--pipeline-parallel-size", "-pp", "pipeline_parallel", type=click.IntRange(min=1),
-              default=None, help="Pipeline-parallel size for the serving chain.")
+@click.option("--pipeline-parallel-size", "-pp", "pipeline_parallel", type=click.IntRange(min=1), default=None,
+              help="Pipeline-parallel size for the serving chain.")
+@click.option("--pipeline-parallel", "pipeline_parallel_old", type=click.IntRange(min=1), default=None, hidden=True,
+              help="Deprecated spelling of --pipeline-parallel-size.")
 @click.option("--runner", type=click.Choice(["auto", "v1", "v2"]), default="auto", show_default=True,
               help="vLLM model runner to model.")
 @click.option("--platform", type=click.Choice(list(CLI_PLATFORMS)), default="cuda", show_default=True,
               help="The platform vLLM serves on: the runner it picks and the model classes it dispatches to.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "dot", "mermaid"]), default="text",
-              show_default=True, help="json for tools, dot for Graphviz, mermaid to paste into a pull request.")
+@click.option("--output-format", "fmt", type=click.Choice(TRACE_FORMATS), default=None,
+              help="text (default), json for tools, dot for Graphviz, mermaid to paste into a pull request.")
+@click.option("--format", "fmt_old", type=click.Choice(TRACE_FORMATS), default=None, hidden=True,
+              help="Deprecated spelling of --output-format.")
 @click.option("--plugin", "plugins", multiple=True, metavar="PATH_OR_DIST",
               help="Also analyze an out-of-tree model plugin (a folder or an installed distribution; never imported).")
 @common
 def trace(args: tuple[str, ...], arch_opt: str | None, target_config: str | None, cache_dir: str | None,
           no_cache: bool, debug: bool, plugins: tuple[str, ...] = (), draft_config: str | None = None,
-          pipeline_parallel: int | None = None, runner: str = "auto", fmt: str = "text",
-          engine: str | None = None, platform: str = "cuda") -> None:
+          pipeline_parallel: int | None = None, runner: str = "auto", fmt: str | None = None,
+          engine: str | None = None, fmt_old: str | None = None, pipeline_parallel_old: int | None = None,
+          platform: str = "cuda") -> None:
     """Show how the runner reaches an architecture: the serving chain, gates, call site, MRO, delegation,
     aux-state loop.
 
@@ -490,18 +577,15 @@ def trace(args: tuple[str, ...], arch_opt: str | None, target_config: str | None
         from eagle3_lint import trace as trace_mod
         from eagle3_lint.report.text import trace_tree
 
-        if arch_opt is not None:
-            if len(args) > 1:
-                raise UsageError(f"trace takes one TARGET with --arch, got {len(args)}: {' '.join(args)}")
-            arch, target = arch_opt, (args[0] if args else None)
-        elif len(args) == 1 and ("==" in args[0] or "/" in args[0] or args[0].endswith(".whl")):
-            raise UsageError(f"trace needs an architecture: eagle3-lint trace {args[0]} --arch ARCH")
-        elif args and len(args) <= 2:
-            arch, target = args[0], (args[1] if len(args) > 1 else None)
-        elif not args:
-            raise UsageError("trace needs an architecture: eagle3-lint trace [TARGET] --arch ARCH")
-        else:
-            raise UsageError(f"trace takes ARCH [TARGET] or [TARGET] --arch ARCH, got {len(args)} arguments")
+        nonlocal fmt, pipeline_parallel
+        if fmt_old is not None:
+            _deprecated("--format", "--output-format")
+            fmt = fmt or fmt_old
+        fmt = fmt or "text"
+        if pipeline_parallel_old is not None:
+            _deprecated("--pipeline-parallel", "--pipeline-parallel-size (or -pp)")
+            pipeline_parallel = pipeline_parallel or pipeline_parallel_old
+        arch, target = _trace_args(args, arch_opt)
         ctx = run_check(CheckRequest(target, (arch,), cache_dir, no_cache, target_config, draft_config, debug,
                                      progress=_progress(fmt == "text"), plugins=plugins,
                                      pipeline_parallel=pipeline_parallel, runner=runner, engine=engine,
@@ -527,36 +611,74 @@ def trace(args: tuple[str, ...], arch_opt: str | None, target_config: str | None
     _guard(debug, run)
 
 
+
+
+def _trace_args(args: tuple[str, ...], arch_opt: str | None) -> tuple[str, str | None]:
+    """(architecture, target) of ``trace [TARGET] --arch ARCH`` or the older ``trace ARCH [TARGET]``. A path on
+    disk, a wheel or ``vllm==X`` is a target, never read as an architecture."""
+    def is_target(a: str) -> bool:
+        return "==" in a or a.endswith(".whl") or Path(a).exists()
+
+    usage = "eagle3-lint trace [TARGET] --arch ARCH"
+    if arch_opt is not None:
+        if len(args) > 1:
+            raise UsageError(f"trace takes one TARGET with --arch, got {len(args)}: {' '.join(args)}")
+        return arch_opt, (args[0] if args else None)
+    if not args:
+        raise UsageError(f"trace needs an architecture: {usage}")
+    if len(args) > 2:
+        raise UsageError(f"trace takes [TARGET] --arch ARCH, got {len(args)} arguments")
+    if len(args) == 1 and (is_target(args[0]) or "/" in args[0]):
+        raise UsageError(f"trace needs --arch: eagle3-lint trace {shlex.quote(args[0])} --arch ARCH")
+    if len(args) == 2 and is_target(args[0]) and not is_target(args[1]):
+        raise UsageError(f"{args[0]!r} is not an architecture (a class name such as LlamaForCausalLM); "
+                         f"{usage}")
+    return args[0], (args[1] if len(args) > 1 else None)
+
+
 @main.command("rules")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--output-format", "fmt", type=click.Choice(["table", "json"]), default=None,
+              help="table (default) or json.")
+@click.option("--format", "fmt_old", type=click.Choice(["table", "json"]), default=None, hidden=True,
+              help="Deprecated spelling of --output-format.")
 @click.option("--write-docs", type=click.Path(file_okay=False), default=None,
               help="Write one Markdown page per rule plus an index (README.md) into this folder.")
-def rules_cmd(fmt: str, write_docs: str | None) -> None:
+def rules_cmd(fmt: str | None, write_docs: str | None, fmt_old: str | None = None) -> None:
     """List the rules (from the rule plugins); --write-docs regenerates the rules/ pages."""
 
     def run() -> int:
         from eagle3_lint import catalog
         from eagle3_lint.rules import all_rules
 
+        if fmt_old is not None:
+            _deprecated("--format", "--output-format")
+        kind = fmt or fmt_old or "table"
         if write_docs:
             names = catalog.write_docs(Path(write_docs))
             click.echo(f"wrote {len(names)} pages to {write_docs}", err=True)
             return 0
-        if fmt == "json":
+        if kind == "json":
             write_output(json.dumps([catalog.summary_json(r) for r in all_rules()], indent=2) + "\n", None)
             return 0
         from rich.console import Console
-        from rich.table import Table
+        from rich.padding import Padding
+        from rich.text import Text
 
-        t = Table(header_style="bold")
-        for col in ("id", "name", "severity", "fixable", "summary"):
-            t.add_column(col)
-        for r in all_rules():
+        # One line of short fields per rule and its summary under it, wrapped to the width: a five-column
+        # table at 80 columns wrapped the summary to a word per line.
+        console = Console() if sys.stdout.isatty() else Console(width=_PIPED_WIDTH)
+        rows = list(all_rules())
+        # Every severity the reports use for a rule, default first where it is the most severe.
+        sevs = {r.meta.id: "/".join(s.value for s in catalog.severities(r)) for r in rows}
+        width, sw = max(len(r.meta.name) for r in rows), max(len(s) for s in sevs.values())
+        for r in rows:
             m = r.meta
-            # Every severity the reports use for it, default first where it is the most severe.
-            t.add_row(m.id, m.name, "/".join(s.value for s in catalog.severities(r)), "yes" if m.fixable else "no",
-                      m.summary)
-        Console().print(t)
+            head = f"  {m.name:<{width}}  " + (f"{sevs[m.id]:<{sw}}  fixable" if m.fixable else sevs[m.id])
+            console.print(Text.assemble((m.id, "bold"), head), soft_wrap=True)
+            if console.is_terminal:
+                console.print(Padding(m.summary, (0, 0, 0, 8)))
+            else:
+                console.print(" " * 8 + m.summary, soft_wrap=True, markup=False, highlight=False)
         return 0
 
     _guard(False, run)

@@ -96,6 +96,10 @@ class Finding:
     # One sentence the rule chose when it made the finding (``rules.fit``); "" lets report/title.py take the
     # message's first sentence. Not part of a finding's identity.
     title: str = field(default="", compare=False)
+    # Every architecture the finding concerns, sorted (``architecture`` is the one the report leads with: a
+    # targeted one when any is). One class or method can be on several targets' path: SGLang 0.5.19's inherited
+    # Qwen3-VL setter is one EGL004 finding about four. Empty for a finding on no particular architecture.
+    architectures: tuple[str, ...] = field(default=(), compare=False)
 
     def sort_key(self) -> tuple[Any, ...]:
         return (self.location.path, self.location.line, self.location.col, self.rule, self.architecture or "")

@@ -193,23 +193,41 @@ def finalize(ctx: Context, settings: Settings) -> Outcome:
     return Outcome(active, active_fps, suppressed, status, paths, settings)
 
 
+def scoped(ctx: Context, out: Outcome, show_all: bool) -> tuple[Outcome, dict[str, Any]]:
+    """The outcome as the machine formats report it, and the JSON ``scope`` that says what it holds. With targets
+    and without ``--all`` only the findings that concern a target, as the text shows them (report/headline.py
+    ``split``): a CI job checking its model gets annotations about its model, not about thirty others."""
+    targets = list(ctx.targeted)
+    if not targets or show_all:
+        return out, {"targets": targets, "complete": True, "findings_left_out": 0, "architectures_left_out": 0}
+    from eagle3_lint.report.headline import split
+
+    mine = {id(f) for f in split(ctx, out.findings)[0]}
+    kept = [(f, fp) for f, fp in zip(out.findings, out.fingerprints, strict=True) if id(f) in mine]
+    narrowed = dataclasses.replace(out, findings=[f for f, _ in kept], fingerprints=[fp for _, fp in kept])
+    rows = sum(1 for a in ctx.verdicts if a in targets)
+    return narrowed, {"targets": targets, "complete": False, "findings_left_out": len(out.findings) - len(kept),
+                      "architectures_left_out": len(ctx.verdicts) - rows}
+
+
 # Where a row of "architectures" sits in the JSON report: {"architectures": [ {row} ]}.
 _ROW_PAD = "    "
 
 
-def json_text(ctx: Context, out: Outcome) -> str:
+def json_text(ctx: Context, out: Outcome, scope: dict[str, Any] | None = None) -> str:
     """The JSON report's text (``json.dumps(json_report(...), indent=2)``). The text of each architecture's row is
     an answer kept between runs with its verdict (queries.py): the rows are 1.1 MB of the 1.2 MB report of vLLM
     0.33.0, and encoding them was most of rendering it after a one-file edit."""
     from eagle3_lint.report.build import sorted_verdicts
     from eagle3_lint.report.jsondump import Fragment, dumps
 
-    rep = json_report(ctx, out, rows=False)
+    rep = json_report(ctx, out, rows=False, scope=scope)
     key = repr(out.paths)
+    only = () if scope is None or scope["complete"] else tuple(scope["targets"])
     rep["architectures"] = [
         Fragment(_ROW_PAD, ctx.queries.get(("json-row", v.architecture, key),
                                            functools.partial(_row_text, ctx, out.paths, v.architecture), persist=True))
-        for v in sorted_verdicts(ctx)]
+        for v in sorted_verdicts(ctx, only)]
     return dumps(rep)
 
 
@@ -222,9 +240,9 @@ def _row_text(ctx: Context, paths: PathMap, arch: str) -> str:
     return dumps_at(paths.json(dump(verdict_model(ctx.verdicts[arch]))), _ROW_PAD)
 
 
-def json_report(ctx: Context, out: Outcome, rows: bool = True) -> dict[str, Any]:
+def json_report(ctx: Context, out: Outcome, rows: bool = True, scope: dict[str, Any] | None = None) -> dict[str, Any]:
     """The JSON report (report/build.py) with fingerprints, suppressed findings and baseline state (``rows``
-    False: without the architectures' rows, see json_text)."""
+    False: without the architectures' rows, see json_text), and what it holds (``scope``, from ``scoped``)."""
     from eagle3_lint.report.build import report_model
     from eagle3_lint.report.schema import dump_object
 
@@ -243,5 +261,7 @@ def json_report(ctx: Context, out: Outcome, rows: bool = True) -> dict[str, Any]
     failure = out.stale_baseline_failure()
     if rep.get("baseline") is not None and failure:
         rep["baseline"]["failure"] = failure  # CI=true: why this run fails although no finding is new
+    if scope is not None:
+        rep["scope"] = scope
     out.paths.json(rep)  # in place
     return rep

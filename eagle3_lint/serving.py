@@ -22,6 +22,10 @@ if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
 
 
+# How the verdict line and trace name the platform a chain was evaluated for (--platform).
+PLATFORM_LABEL = {"cuda": "CUDA", "rocm": "ROCm", "cpu": "CPU", "xpu": "XPU", "unspecified": "no accelerator"}
+
+
 class Outcome(str, Enum):
     UNREGISTERED = "unregistered"
     UNIMPORTABLE = "unimportable"

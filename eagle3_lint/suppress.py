@@ -6,6 +6,12 @@ also silences the line after it. The reason is what follows the closing bracket 
 or ``:`` is dropped), up to another ``# word:`` comment. Directives that silenced nothing become
 EGL100 findings (ruff's RUF100), each with a safe fix that removes the comment or the unused ids.
 
+``# noqa: EGLnnn`` is not a suppression here, and says so: on the line of a finding it names, an EGL100 finding
+tells which comment is meant (and the finding stays reported). ``noqa`` belongs to ruff and flake8, which the
+engines' own repositories run: ruff's RUF100 reports an unknown code in it and ``ruff --fix`` deletes it, so a
+suppression written that way would vanish in the next lint pass; and a blanket ``# noqa`` would silence
+eagle3-lint along with everything else. One syntax, owned by this tool, stays where it is written.
+
 Comments are found with ``tokenize`` (so a directive quoted inside a string or docstring is not one),
 only in files whose bytes contain the marker at all: the model files, the runner, gate and
 interface files, and any other file that holds a finding. A file that does not tokenize (it is already an
@@ -37,6 +43,7 @@ DIRECTIVE = re.compile(r"#\s*eagle3-lint\s*:\s*ignore\b(?:\[(?P<codes>[^\]]*)\])
 # Where the reason stops: the start of another directive-like comment (``# expect: ...``, ``# type: ...``).
 _NEXT_COMMENT = re.compile(r"\s+#\s*[A-Za-z][\w-]*\s*:")
 _CODE_SPLIT = re.compile(r"[\s,]+")
+NOQA = re.compile(r"#\s*noqa\s*:\s*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -185,7 +192,10 @@ def apply(ctx: Context, ran: Collection[str]) -> None:
     from eagle3_lint.rules import all_rules
 
     directives = collect(ctx, ctx.findings)
+    noqa = noqa_findings(ctx, ctx.findings) if UNUSED.id in ran else []
     if not directives:
+        if noqa:
+            ctx.findings[:] = sorted([*ctx.findings, *noqa], key=Finding.sort_key)
         return
     by_line: dict[tuple[str, int], list[Directive]] = {}
     for ds in directives.values():
@@ -209,5 +219,43 @@ def apply(ctx: Context, ran: Collection[str]) -> None:
                 ctx.suppressed.append((u, Suppression("inSource", same.reason, same.location)))
             else:
                 kept.append(u)
+    kept += [n for n in noqa
+             if not any(UNUSED.id in d.codes for d in by_line.get((n.location.path, n.location.line), ()))]
     kept.sort(key=Finding.sort_key)
     ctx.findings[:] = kept
+
+
+def noqa_findings(ctx: Context, findings: Collection[Finding]) -> list[Finding]:
+    """EGL100 for a ``# noqa: EGLnnn`` on the line of a finding it names (see the module docstring)."""
+    out: list[Finding] = []
+    texts: dict[str, list[str]] = {}
+    seen: set[tuple[str, int]] = set()
+    for f in findings:
+        path, row = f.location.path, f.location.line
+        if (path, row) in seen or not path.endswith(".py"):
+            continue
+        if path not in texts:
+            try:
+                texts[path] = ctx.read_text(path).splitlines()
+            except (OSError, UnicodeError, LookupError, SyntaxError):
+                texts[path] = []
+        line = texts[path][row - 1] if 0 < row <= len(texts[path]) else ""
+        m = NOQA.search(line)
+        if m is None:
+            continue
+        codes = [c.upper() for c in _CODE_SPLIT.split(m.group("codes")) if c]
+        ours = [c for c in codes if c.startswith("EGL")]
+        if f.rule not in ours:
+            continue
+        seen.add((path, row))
+        loc = Location(path, row, m.start(), row, m.end())
+        fix = None
+        if ours == codes:  # nothing of ruff's or flake8's in it: the comment becomes eagle3-lint's own
+            fix = Fix(f"Write `# eagle3-lint: ignore[{', '.join(ours)}]`",
+                      (Edit(path, row, m.start(), row, m.end(), f"# eagle3-lint: ignore[{', '.join(ours)}]"),))
+        out.append(make(UNUSED, f"`# noqa: {', '.join(ours)}` is not an eagle3-lint suppression (noqa is ruff's and "
+                        "flake8's, and ruff --fix deletes codes it does not know): the finding is still reported; "
+                        f"write `# eagle3-lint: ignore[{', '.join(ours)}]`", loc, fix=fix,
+                        title=f"`# noqa` does not silence eagle3-lint: write "
+                              f"`# eagle3-lint: ignore[{', '.join(ours)}]`"))
+    return out

@@ -22,6 +22,7 @@ from eagle3_lint.graph import ClassKey, Resolved
 from eagle3_lint.guard import printable
 from eagle3_lint.model import Location
 from eagle3_lint.runner import MODEL_CLASS
+from eagle3_lint.serving import PLATFORM_LABEL
 
 if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
@@ -97,7 +98,8 @@ def build(ctx: Context, arch: str) -> TraceNode:
                        {"pass": Tone.GOOD, "fail": Tone.BAD, "unknown": Tone.WARN}.get(s.result.value, Tone.DIM))
                  for s in sv.steps]
         head = f"serving: {sv.outcome.value}" + (f" at {sv.stage.value}" if sv.stage else "") + \
-            (f" on the {sv.runner.value.upper()} runner ({sv.runner_reason})" if sv.runner else "")
+            f" on {PLATFORM_LABEL.get(sv.platform, sv.platform)}" + \
+            (f", the {sv.runner.value.upper()} runner ({sv.runner_reason})" if sv.runner else "")
         if sv.next_step:
             steps.append(_node(NodeKind.NOTE, f"next: {sv.next_step}"))
         top.append(

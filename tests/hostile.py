@@ -67,7 +67,7 @@ def console_script() -> str:
 def formats() -> list[str]:
     """The output formats ``check --help`` offers today (other engineers add sarif/github)."""
     out = cihelp.run_cli(["check", "--help"]).stdout
-    m = re.search(r"--format\s+\[([^\]]+)\]", out)
+    m = re.search(r"--output-format\s+\[([^\]]+)\]", out)
     assert m, out
     return [f.strip() for f in m.group(1).split("|")]
 

@@ -49,7 +49,8 @@ NO_CAPS = ["setpriv", "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=
 def check_json(root: Path | str, tmp: Path, *extra: str, prefix: list[str] | None = None
                ) -> tuple[subprocess.CompletedProcess[str], dict]:
     """``check --format json``; asserts no traceback and no internal error, returns the report."""
-    args = ["check", str(root), "--format", "json", "--no-cache", *extra]
+    # --all: every architecture's row and finding, also with --arch (the rest of the tree is what is checked)
+    args = ["check", str(root), "--output-format", "json", "--no-cache", "--all", *extra]
     if prefix:
         proc = subprocess.run([*prefix, sys.executable, "-m", "eagle3_lint", *args], capture_output=True, text=True,
                               timeout=300, env=cli_env(tmp))
@@ -543,9 +544,9 @@ def test_hostile_names_reach_no_terminal_raw(tmp_path: Path) -> None:
                                                     "PlainForCausalLM": ("plain", "PlainForCausalLM"),
                                                     evil: ("plain", "PlainForCausalLM"),
                                                     "Line\nBreakForCausalLM": ("no[/]such", "X\x1b[2J")}))
-    runs = [["check", str(root), "--format", f] for f in formats()]
+    runs = [["check", str(root), "--output-format", f] for f in formats()]
     # -v: the status table (one row per architecture, names included) is shown when asked.
-    runs += [["check", str(root), "-v", "--format", "text"], ["check", str(root), "--arch", evil, "--all"],
+    runs += [["check", str(root), "-v", "--output-format", "text"], ["check", str(root), "--arch", evil, "--all"],
              ["trace", evil, str(root)],
              ["trace", "Line\nBreakForCausalLM", str(root)], ["check", str(root), "--arch", "Nope\x1b[31m\nX"]]
     if "matrix" in commands():
@@ -625,7 +626,7 @@ def test_evaluator_bomb_in_a_tree(tmp_path: Path) -> None:
 
     proc = subprocess.run([sys.executable, "-m", "eagle3_lint", "check", str(root), "--arch", "ToyForCausalLM",
                            "--target-config", str(root / "configs/target.json"),
-                           "--draft-config", str(root / "configs/draft.json"), "--format", "json", "--no-cache"],
+                           "--draft-config", str(root / "configs/draft.json"), "--output-format", "json", "--no-cache"],
                           capture_output=True, text=True, timeout=300, env=cli_env(tmp_path), preexec_fn=limit)
     assert "Traceback" not in proc.stderr and "MemoryError" not in proc.stdout + proc.stderr, proc.stderr
     assert proc.returncode in (0, 1), proc.stderr

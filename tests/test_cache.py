@@ -60,7 +60,7 @@ def old_files(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def check_json(tree: Path, *flags: str, env: dict[str, str] | None = None) -> str:
-    p = cli("check", str(tree), "--format", "json", *flags, env=env)
+    p = cli("check", str(tree), "--output-format", "json", *flags, env=env)
     assert p.returncode in (0, 1), p.stderr
     assert p.stderr == "", p.stderr  # JSON mode, not a terminal: no progress output at all
     return p.stdout
@@ -343,7 +343,7 @@ def outputs(p: subprocess.CompletedProcess[str]) -> tuple[str, str, int]:
 @pytest.mark.parametrize("fmt", ["text", "json", "sarif", "github"])
 def test_replay_is_byte_identical_and_is_used(sample: Path, tmp_path: Path, fmt: str) -> None:
     cache = tmp_path / "cache"
-    args = ("check", str(sample), "--format", fmt, "--arch", "WrapForConditionalGeneration")
+    args = ("check", str(sample), "--output-format", fmt, "--arch", "WrapForConditionalGeneration")
     plain = outputs(cli(*args, "--no-cache"))
     assert plain[2] == 1 and plain[0]
     cold = outputs(cli(*args, "--cache-dir", str(cache)))
@@ -404,7 +404,7 @@ def test_request_and_named_files_are_part_of_the_key(sample: Path, tmp_path: Pat
 
 def test_environment_that_reaches_the_report_is_part_of_the_key(sample: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
-    args = ("check", str(sample), "--format", "sarif", "--arch", "WrapForConditionalGeneration")
+    args = ("check", str(sample), "--output-format", "sarif", "--arch", "WrapForConditionalGeneration")
     a = cli(*args, "--cache-dir", str(cache)).stdout
     env = {"EAGLE3_LINT_DOCS_URL": "https://mirror.example/{version}/{id}.html"}
     b = cli(*args, "--cache-dir", str(cache), env=env).stdout

@@ -62,7 +62,7 @@ def test_incremental_runs_equal_fresh_runs_after_each_edit(real_trees: object, t
     flags = ("--cache-dir", str(cache))
 
     def both(*extra: str) -> tuple[str, str]:
-        return _check(root, "--format", "json", *extra), _check(root, *extra)
+        return _check(root, "--output-format", "json", *extra), _check(root, *extra)
 
     prev_json, prev_text = both(*flags)
     assert _status(prev_json, "Qwen2ForCausalLM") == "supported"

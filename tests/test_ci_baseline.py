@@ -16,7 +16,7 @@ SEL = ("--select", "EGL001,EGL100")
 
 
 def run(root: Path, cwd: Path, *args: str, ci: bool = False) -> tuple[int, dict[str, Any], str]:
-    p, rep = cli_json("check", str(root), "--format", "json", "--no-cache", *SEL, *args, cwd=cwd,
+    p, rep = cli_json("check", str(root), "--output-format", "json", "--no-cache", *SEL, *args, cwd=cwd,
                       env={"CI": "true"} if ci else None)
     validate_report(rep)
     return p.returncode, rep, p.stderr
@@ -122,7 +122,7 @@ def test_baseline_from_config_and_errors(tmp_path: Path) -> None:
 def test_real_v016_baseline(real_trees: Any, tmp_path: Path) -> None:
     root = real_trees.get("0.16.0")
     base = tmp_path / "b.json"
-    args = ("check", str(root), "--format", "json", "--arch", "KimiK25ForConditionalGeneration")
+    args = ("check", str(root), "--output-format", "json", "--arch", "KimiK25ForConditionalGeneration")
     p, rep = cli_json(*args, cwd=tmp_path)
     assert p.returncode == 1 and rep["findings"]
     n = len(rep["findings"])

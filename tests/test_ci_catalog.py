@@ -16,7 +16,7 @@ RULE_IDS = [r.meta.id for r in all_rules()]
 
 
 def test_rules_json_and_table(tmp_path: Path) -> None:
-    p = cli("rules", "--format", "json", cwd=tmp_path)
+    p = cli("rules", "--output-format", "json", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     rows = json.loads(p.stdout)
     assert [r["id"] for r in rows] == RULE_IDS
@@ -29,7 +29,7 @@ def test_rules_json_and_table(tmp_path: Path) -> None:
     table = cli("rules", cwd=tmp_path, env={"COLUMNS": "200"}).stdout
     for rule in all_rules():
         assert rule.meta.id in table and rule.meta.name in table
-    p = cli("rules", "--format", "json", cwd=tmp_path, env={"EAGLE3_LINT_DOCS_URL": "https://docs.example/{version}/{id}"})
+    p = cli("rules", "--output-format", "json", cwd=tmp_path, env={"EAGLE3_LINT_DOCS_URL": "https://docs.example/{version}/{id}"})
     assert json.loads(p.stdout)[0]["url"].startswith("https://docs.example/")
 
 

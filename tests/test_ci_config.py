@@ -28,7 +28,7 @@ def rules_of(rep: dict) -> list[tuple[str, str | None]]:
 
 
 def check(root: Path, cwd: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, dict, str]:
-    p, rep = cli_json("check", str(root), "--format", "json", "--no-cache", *args, cwd=cwd, env=env)
+    p, rep = cli_json("check", str(root), "--output-format", "json", "--no-cache", *args, cwd=cwd, env=env)
     return p.returncode, rep, p.stderr
 
 

@@ -76,7 +76,7 @@ def test_cli_github_on_a_tree(tmp_path: Path) -> None:
     # Unused suppressions on the registry-less helper lines give warnings (EGL100).
     src += "".join(f"\nX{i} = {i}  # eagle3-lint: ignore[EGL001]\n" for i in range(11))
     root = tree(tmp_path / "t", {"bad": src})
-    args = ["check", str(root), "--format", "github", "--no-cache", "--select", "EGL001,EGL100"]
+    args = ["check", str(root), "--output-format", "github", "--no-cache", "--select", "EGL001,EGL100"]
     p = cli(*args, *[a for n in names for a in ("--arch", n)], cwd=tmp_path)
     assert p.returncode == 1, p.stderr
     lines = p.stdout.splitlines()
@@ -97,7 +97,7 @@ def test_cli_github_on_a_tree(tmp_path: Path) -> None:
 @pytest.mark.real
 def test_cli_github_on_real_v016(real_trees: Any, tmp_path: Path) -> None:
     root = real_trees.get("0.16.0")
-    p = cli("check", str(root), "--arch", "KimiK25ForConditionalGeneration", "--format", "github", cwd=tmp_path)
+    p = cli("check", str(root), "--arch", "KimiK25ForConditionalGeneration", "--output-format", "github", cwd=tmp_path)
     assert p.returncode == 1, p.stderr
     parsed = [parse(ln) for ln in p.stdout.splitlines()]
     assert parsed, p.stderr

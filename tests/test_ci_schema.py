@@ -152,7 +152,7 @@ def test_sample_tree_reports_validate(case: Path, tmp_path: Path) -> None:
 
 def test_cli_report_with_suppressions_and_baseline_validates(tmp_path: Path) -> None:
     root = sample("workflow/inline_suppression", tmp_path / "t")
-    args = ["check", str(root), "--format", "json", "--no-cache", "--arch", "SilencedForCausalLM",
+    args = ["check", str(root), "--output-format", "json", "--no-cache", "--arch", "SilencedForCausalLM",
             "--arch", "BlanketForCausalLM"]
     p, rep = cli_json(*args, "--write-baseline", str(tmp_path / "b.json"), cwd=tmp_path)
     validate_report(rep)
@@ -175,7 +175,7 @@ def test_cli_report_with_suppressions_and_baseline_validates(tmp_path: Path) -> 
 @pytest.mark.parametrize("version, arch", [("0.16.0", "KimiK25ForConditionalGeneration"),
                                            ("0.9.2", "LlamaForCausalLM"), ("0.33.0", "LlamaForCausalLM")])
 def test_real_reports_validate(real_trees: Any, tmp_path: Path, version: str, arch: str) -> None:
-    p, rep = cli_json("check", str(real_trees.get(version)), "--format", "json", "--arch", arch, cwd=tmp_path)
+    p, rep = cli_json("check", str(real_trees.get(version)), "--output-format", "json", "--arch", arch, cwd=tmp_path)
     assert p.returncode in (0, 1), p.stderr
     assert rep["target"]["vllm_version"] == version
     validate_report(rep)
@@ -195,9 +195,9 @@ def test_plugin_report_validates(tmp_path: Path) -> None:
     args = ("check", str(SAMPLES / "_bases" / "v016_draft"),
             "--plugin", str(SAMPLES / "_plugins" / "eagle3-demo-plugin"),
             "--no-cache", "--arch", "DemoVLForConditionalGeneration")
-    p, rep = cli_json(*args, "--format", "json", cwd=tmp_path)
+    p, rep = cli_json(*args, "--output-format", "json", cwd=tmp_path)
     assert p.returncode in (0, 1), p.stderr
     assert rep["plugins"][0]["name"] == "eagle3-demo-plugin"
     validate_report(rep)
-    p, doc = cli_json(*args, "--format", "sarif", cwd=tmp_path)
+    p, doc = cli_json(*args, "--output-format", "sarif", cwd=tmp_path)
     validate_sarif(doc)

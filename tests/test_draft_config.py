@@ -135,7 +135,7 @@ def test_cli_json_and_text_show_the_pipeline_layout(tmp_path: Path) -> None:
     args = ["check", str(root), "--no-cache",
             "--target-config", str(case / "configs/target.json"), "--draft-config", str(case / "configs/draft.json"),
             "--pipeline-parallel", "2"]
-    p = run_cli([*args, "--format", "json"], cwd=tmp_path)
+    p = run_cli([*args, "--output-format", "json"], cwd=tmp_path)
     assert p.returncode == 1, p.stderr
     rep: dict[str, Any] = json.loads(p.stdout)
     d = rep["draft"]
@@ -247,7 +247,7 @@ def test_implausible_layer_count_is_ignored_with_a_note(tmp_path: Path) -> None:
     target["num_hidden_layers"] = 2**70
     tpath = tmp_path / "target.json"
     tpath.write_text(json.dumps(target))
-    p = run_cli(["check", str(root), "--no-cache", "--format", "json", "--target-config", str(tpath),
+    p = run_cli(["check", str(root), "--no-cache", "--output-format", "json", "--target-config", str(tpath),
                  "--draft-config", str(case / "configs/draft.json"), "--pipeline-parallel", "2"], cwd=tmp_path)
     assert p.returncode in (0, 1), p.stderr
     d = json.loads(p.stdout)["draft"]

@@ -37,7 +37,7 @@ def test_rule_ids_from_module_names_are_the_rules_own() -> None:
 
 def _check(tree: Path, cache: Path, out: Path, cwd: Path) -> tuple[int, set[str]]:
     p = subprocess.run([sys.executable, "-c", _PROBE, "check", str(tree), "--cache-dir", str(cache),
-                        "--format", "json", "--output", str(out)], capture_output=True, text=True, cwd=cwd,
+                        "--output-format", "json", "--output", str(out)], capture_output=True, text=True, cwd=cwd,
                        env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=300)
     assert p.returncode in (0, 1), p.stderr
     loaded = next(line for line in p.stderr.splitlines() if line.startswith("LOADED"))
@@ -66,7 +66,7 @@ def _copy_release(src: Path, dest: Path) -> Path:
 
 
 def _run_json(tree: Path, out: Path, cwd: Path, *extra: str) -> tuple[int, bytes]:
-    p = subprocess.run([sys.executable, "-m", "eagle3_lint", "check", str(tree), "--format", "json",
+    p = subprocess.run([sys.executable, "-m", "eagle3_lint", "check", str(tree), "--output-format", "json",
                         "--output", str(out), *extra], capture_output=True, text=True, cwd=cwd,
                        env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=600)
     assert p.returncode in (0, 1), p.stderr

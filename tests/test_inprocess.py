@@ -28,7 +28,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 # name -> (args, environment, exit code, what the output shows)
 RUNS: dict[str, tuple[list[str], dict[str, str], int, str]] = {
-    "json": (["check", "{root}", "--arch", "BadForCausalLM", "--format", "json"], {}, 1, '"schema_version"'),
+    "json": (["check", "{root}", "--arch", "BadForCausalLM", "--output-format", "json"], {}, 1, '"schema_version"'),
     "text on a pipe with FORCE_COLOR and COLUMNS": (["check", "{root}", "--arch", "BadForCausalLM", "-v"],
                                                     {"FORCE_COLOR": "1", "COLUMNS": "100"}, 1, "\x1b[1m"),
     "fix diff, --color always but NO_COLOR, exit-zero": (["check", "{root}", "--fix", "--color", "always",

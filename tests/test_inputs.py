@@ -40,12 +40,12 @@ def test_model_folders_and_speculative_config_equal_the_config_files(tree: Path,
     shutil.copy(CASE / "configs/target.json", target / "config.json")
     shutil.copy(CASE / "configs/draft.json", draft / "config.json")
     files = _serving(_run(str(tree), "--target-config", str(CASE / "configs/target.json"),
-                          "--draft-config", str(CASE / "configs/draft.json"), "--format", "json", cwd=tmp_path))
+                          "--draft-config", str(CASE / "configs/draft.json"), "--output-format", "json", cwd=tmp_path))
     folders = _serving(_run(str(tree), "--target-config", str(target), "--draft-config", str(draft),
-                            "--format", "json", cwd=tmp_path))
+                            "--output-format", "json", cwd=tmp_path))
     spec = json.dumps({"method": "eagle3", "model": str(draft), "num_speculative_tokens": 3})
     spoken = _serving(_run(str(tree), "--target-config", str(target), "--speculative-config", spec, "-pp", "1",
-                           "-tp", "4", "--format", "json", cwd=tmp_path))
+                           "-tp", "4", "--output-format", "json", cwd=tmp_path))
     # The architecture comes from the target config's "architectures" (no --arch given).
     assert files["architecture"] == folders["architecture"] == spoken["architecture"] == "ToyForCausalLM"
     for key in ("outcome", "stage", "aux_layer_ids", "aux_layer_ids_source"):
@@ -57,7 +57,7 @@ def test_speculative_config_overrides_reach_the_drafter_config(tree: Path, tmp_p
     spec = json.dumps({"method": "eagle3", "model": str(CASE / "configs/draft.json"),
                        "eagle_aux_hidden_state_layer_ids": [1, 2, 3]})
     sv = _serving(_run(str(tree), "--target-config", str(CASE / "configs/target.json"), "--speculative-config", spec,
-                       "--format", "json", cwd=tmp_path))
+                       "--output-format", "json", cwd=tmp_path))
     assert sv["aux_layer_ids"] == [1, 2, 3] and sv["aux_layer_ids_source"] == "drafter-config"
 
 

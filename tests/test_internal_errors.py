@@ -38,8 +38,8 @@ def broken_rule() -> Rule:
 
 
 def run(root: Path, *extra: str) -> tuple[Result, dict]:
-    res = CliRunner().invoke(cli.main, ["check", str(root), "--format", "json", "--no-cache",
-                                        "--arch", "PlainForCausalLM", *extra])
+    res = CliRunner().invoke(cli.main, ["check", str(root), "--output-format", "json", "--no-cache",
+                                        "--arch", "PlainForCausalLM", "--all", *extra])  # every row
     return res, json.loads(res.stdout)
 
 
@@ -78,7 +78,7 @@ def test_internal_error_is_never_replayed(tree: Path, tmp_path: Path, monkeypatc
     real = rules_mod.all_rules()
     monkeypatch.setattr(rules_mod, "all_rules", lambda: (*real, broken_rule()))
     cache = tmp_path / "cache"
-    args = ["check", str(tree), "--format", "json", "--cache-dir", str(cache), "--arch", "PlainForCausalLM"]
+    args = ["check", str(tree), "--output-format", "json", "--cache-dir", str(cache), "--arch", "PlainForCausalLM"]
     assert CliRunner().invoke(cli.main, args).exit_code == 2
     assert not list((cache / "reports").glob("*"))  # no entry, of any version
     monkeypatch.setattr(rules_mod, "all_rules", lambda: real)  # the bug is fixed: the run is clean again
@@ -145,11 +145,11 @@ def test_unexpected_exception_outside_analysis_is_one_line(tree: Path, monkeypat
         raise TypeError("boom in the report")
 
     monkeypatch.setattr(cli, "_render", boom)
-    res = CliRunner().invoke(cli.main, ["check", str(tree), "--format", "json", "--no-cache"])
+    res = CliRunner().invoke(cli.main, ["check", str(tree), "--output-format", "json", "--no-cache"])
     assert res.exit_code == 2
     lines = error_lines(res)
     assert len(lines) == 1 and lines[0].startswith("eagle3-lint: error: internal error: TypeError: boom in the report")
-    res = CliRunner().invoke(cli.main, ["check", str(tree), "--format", "json", "--no-cache", "--debug"])
+    res = CliRunner().invoke(cli.main, ["check", str(tree), "--output-format", "json", "--no-cache", "--debug"])
     assert res.exit_code == 2 and "Traceback" in res.stderr
 
 

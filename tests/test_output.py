@@ -27,7 +27,7 @@ from tests.cihelp import REPO, cli, cli_json, sample
 
 KIMI = "KimiK25ForConditionalGeneration"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
-FINDING = re.compile(r"^(\S+?):(\d+):(\d+): (EGL\d{3})(?: |$)")
+FINDING = re.compile(r"^(\S+?):(\d+):(\d+): (?:error|warning|note): (EGL\d{3})(?: |$)")
 
 
 def in_terminal(args: list[str], cols: int = 80, rows: int = 24, env: dict[str, str] | None = None,
@@ -110,7 +110,7 @@ def tree_hash(root: Path) -> str:
 def _kimi_path_findings(real_trees: object) -> set[tuple[str, int, str]]:
     """(path, line, rule) of 0.16.0's findings that are about Kimi-K2.5 (named for it, in its files)."""
     root = real_trees.get("0.16.0")  # type: ignore[attr-defined]
-    _p, rep = cli_json("check", str(root), "--arch", KIMI, "--format", "json")
+    _p, rep = cli_json("check", str(root), "--arch", KIMI, "--output-format", "json")
     return {(f["path"], f["line"], f["rule"]) for f in rep["findings"] if f["architecture"] == KIMI}
 
 
@@ -175,7 +175,7 @@ def test_a_finding_belongs_to_the_target_whose_path_runs_through_it(real_trees: 
 @pytest.mark.real
 def test_concise_on_all_of_0_33_0_is_one_short_line_per_finding(real_trees: object) -> None:
     root = real_trees.get("0.33.0")  # type: ignore[attr-defined]
-    _p, rep = cli_json("check", str(root), "--format", "json")
+    _p, rep = cli_json("check", str(root), "--output-format", "json")
     p = cli("check", str(root), "--output-format", "concise", "-q", env={"COLUMNS": "80"})
     lines = p.stdout.splitlines()
     assert len(lines) == len(rep["findings"]) > 40
@@ -196,12 +196,12 @@ def test_full_grouped_statistics_show_fixes_and_colour(tmp_path: Path) -> None:
     assert "[slice-relative-aux-index]" in full and "start_layer" in full
     assert max(len(ln) for ln in full.splitlines()) > 80  # piped: not hard-wrapped
     grouped = cli("check", str(root), "--output-format", "grouped").stdout
-    assert "vllm/model_executor/models/llama.py:\n  20:9: EGL005 [*] " in grouped
+    assert "vllm/model_executor/models/llama.py:\n  20:9: error: EGL005 [*] " in grouped
     stats = cli("check", str(root), "--statistics").stdout
-    assert stats == "    3  EGL005  [*]  slice-relative-aux-index\n", stats
+    assert stats == "    3  EGL005  error    [*]  slice-relative-aux-index\n", stats
     fixes = cli("check", str(root), "-q", "--show-fixes").stdout
     assert fixes.count("    fix (safe): add start=self.start_layer to enumerate()") == 3
-    assert fixes.splitlines()[0].startswith("vllm/model_executor/models/llama.py:20:9: EGL005 [*] ")
+    assert fixes.splitlines()[0].startswith("vllm/model_executor/models/llama.py:20:9: error: EGL005 [*] ")
     assert "Found 1 error and 2 warnings (3 fixable with --fix)." in cli("check", str(root)).stdout
     assert "\x1b[" in cli("check", str(root), "--color", "always").stdout
     assert "\x1b[" in cli("check", str(root), env={"FORCE_COLOR": "1"}).stdout
@@ -264,17 +264,17 @@ def test_ci_stale_baseline_is_reported_in_every_format(tmp_path: Path) -> None:
     assert cli("check", str(root), "--write-baseline", str(base), "--no-cache").returncode == 0
     assert cli("check", str(root), "--fix", "--apply", "--no-cache").returncode == 0  # the baseline is now stale
     ci = {"CI": "true"}
-    gh = cli("check", str(root), "--baseline", str(base), "--format", "github", "--no-cache", env=ci)
+    gh = cli("check", str(root), "--baseline", str(base), "--output-format", "github", "--no-cache", env=ci)
     assert gh.returncode == 1
     assert gh.stdout.startswith("::error title=eagle3-lint baseline::baseline ") and "stale" in gh.stdout, gh.stdout
-    p, sarif = cli_json("check", str(root), "--baseline", str(base), "--format", "sarif", "--no-cache", env=ci)
+    p, sarif = cli_json("check", str(root), "--baseline", str(base), "--output-format", "sarif", "--no-cache", env=ci)
     notes = sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"]
     assert p.returncode == 1 and any(n["level"] == "error" and n["descriptor"]["id"] == "stale-baseline" for n in notes)
-    p, rep = cli_json("check", str(root), "--baseline", str(base), "--format", "json", "--no-cache", env=ci)
+    p, rep = cli_json("check", str(root), "--baseline", str(base), "--output-format", "json", "--no-cache", env=ci)
     assert p.returncode == 1 and "stale" in rep["baseline"]["failure"]
-    p, rep = cli_json("check", str(root), "--baseline", str(base), "--format", "json", "--no-cache")
+    p, rep = cli_json("check", str(root), "--baseline", str(base), "--output-format", "json", "--no-cache")
     assert p.returncode == 0 and "failure" not in rep["baseline"]  # only CI fails on it
-    assert cli("check", str(root), "--baseline", str(base), "--format", "github", "--no-cache").stdout == ""
+    assert cli("check", str(root), "--baseline", str(base), "--output-format", "github", "--no-cache").stdout == ""
 
 
 def _docs_local_hook() -> dict[str, object]:
@@ -314,12 +314,12 @@ def test_matrix_columns_fit_their_content_and_missing_releases_are_named(real_tr
 
 @pytest.mark.real
 def test_rules_shows_the_severities_reports_use(real_trees: object) -> None:
-    p, rules = cli_json("rules", "--format", "json")
+    p, rules = cli_json("rules", "--output-format", "json")
     sev = {r["id"]: r["severities"] for r in rules}
     assert sev["EGL005"] == ["error", "warning"] and sev["EGL009"] == ["error", "note"]
     for v in ("0.16.0", "0.33.0"):
         root = real_trees.get(v)  # type: ignore[attr-defined]
-        _p, rep = cli_json("check", str(root), "--arch", KIMI, "--format", "json")
+        _p, rep = cli_json("check", str(root), "--arch", KIMI, "--output-format", "json")
         for f in rep["findings"]:
             assert f["severity"] in sev[f["rule"]], f
     table = cli("rules", env={"COLUMNS": "200"}).stdout
@@ -332,7 +332,7 @@ def test_checkout_version_from_setuptools_scm(tmp_path: Path) -> None:
         "# file generated by setuptools_scm\n# don't change, don't track in version control\n"
         "__version__ = version = '0.11.1.dev238+ge2c6e0a82'\n"
         "__version_tuple__ = version_tuple = (0, 11, 1, 'dev238', 'ge2c6e0a82')\n", encoding="utf-8")
-    _p, rep = cli_json("check", str(root), "--format", "json", "--no-cache")
+    _p, rep = cli_json("check", str(root), "--output-format", "json", "--no-cache")
     assert rep["target"]["vllm_version"] == "0.11.1.dev238+ge2c6e0a82"
 
 

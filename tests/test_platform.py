@@ -84,7 +84,7 @@ def test_runner_choice_follows_the_platform_on_vllm_0_33_0(real_trees, tmp_path:
     text = run_cli(["check", str(root), "--arch", "LlamaForCausalLM", "--platform", "cpu"], cwd=tmp_path).stdout
     assert text.startswith("LlamaForCausalLM on vLLM 0.33.0 (CPU): ")
     trace = run_cli(["trace", str(root), "--arch", "LlamaForCausalLM", "--platform", "cpu"], cwd=tmp_path).stdout
-    assert "on the V1 runner" in trace and "CPU without Triton" in trace
+    assert "on CPU, the V1 runner" in trace and "CPU without Triton" in trace
 
 
 @pytest.mark.real

@@ -154,7 +154,8 @@ def test_installed_distribution_is_found_without_importing_it(tmp_path: Path, ed
     _fake_install(site, editable)
     trip = tmp_path / "imported.txt"
     # A real interpreter: the distribution is found on the sys.path that PYTHONPATH gives it at start-up.
-    p = _cli("check", str(BASE), "--plugin", "eagle3-demo-plugin", "--no-cache", "--format", "json", cwd=tmp_path,
+    p = _cli("check", str(BASE), "--plugin", "eagle3-demo-plugin", "--no-cache",
+             "--output-format", "json", cwd=tmp_path,
              env={"PYTHONPATH": str(site), "EAGLE3_DEMO_PLUGIN_TRIPWIRE": str(trip)}, process=True)
     assert not trip.exists(), "the plugin package was imported"
     assert p.returncode == 0, p.stderr  # EGL002 is a warning when not targeted
@@ -367,7 +368,7 @@ def test_unresolved_registrations_are_reported_with_file_and_line() -> None:
 
 def test_json_and_text_show_conditional_overrides_and_unresolved(tmp_path: Path) -> None:
     p = _cli("check", str(BASE), "--plugin", str(GUARDED), "--plugin", str(UNRESOLVED), "--plugin", str(OVERRIDE),
-             "--no-cache", "--format", "json", cwd=tmp_path)
+             "--no-cache", "--output-format", "json", cwd=tmp_path)
     assert p.returncode == 1, p.stderr  # EGL000 is an error
     rep: dict[str, Any] = json.loads(p.stdout)
     validate_report(rep)  # the new fields are in the shipped schema
@@ -444,7 +445,8 @@ def test_real_plugin_vllm_ascend_0_11_0_registers_through_a_helper(real_trees: A
     """
     real_trees.get("0.11.0")
     plug = _real_plugin("vllm-ascend", "0.11.0", "manylinux_2_24_x86_64", "3.11")
-    p = _cli("check", "vllm==0.11.0", "--cache-dir", str(real_cache_dir()), "--plugin", str(plug), "--format", "json",
+    p = _cli("check", "vllm==0.11.0", "--cache-dir", str(real_cache_dir()), "--plugin", str(plug),
+             "--output-format", "json",
              cwd=tmp_path)
     assert p.returncode in (0, 1), p.stderr
     rep: dict[str, Any] = json.loads(p.stdout)
@@ -511,7 +513,7 @@ def test_overriding_drafter_is_the_one_whose_fc_is_checked(tmp_path: Path) -> No
     the one vLLM builds."""
     configs = SAMPLES / "draft-layer-ids-invalid" / "count_mismatch_v016" / "configs"
     args = ("check", str(BASE), "--target-config", str(configs / "target.json"), "--draft-config",
-            str(configs / "draft.json"), "--no-cache", "--format", "json")
+            str(configs / "draft.json"), "--no-cache", "--output-format", "json")
     alone = json.loads(_cli(*args, cwd=tmp_path).stdout)
     assert alone["draft"]["fc"]["input_size"] == 12288 and [f["rule"] for f in alone["findings"]] == ["EGL007"]
     p = _cli(*args, "--plugin", str(OVERRIDE), cwd=tmp_path)

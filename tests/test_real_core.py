@@ -62,7 +62,7 @@ def test_v016_contract_runner_gate(real_trees: object) -> None:
 
 def test_v016_kimi_check_exits_1_with_egl001(real_trees: object) -> None:
     root = real_trees.get("0.16.0")  # type: ignore[attr-defined]
-    p = cli("check", str(root), "--arch", "KimiK25ForConditionalGeneration", "--format", "json", "--no-cache")
+    p = cli("check", str(root), "--arch", "KimiK25ForConditionalGeneration", "--output-format", "json", "--no-cache")
     assert p.returncode == 1, p.stderr
     rep = json.loads(p.stdout)
     assert rep["schema_version"] == 2 and rep["target"]["vllm_version"] == "0.16.0"
@@ -140,7 +140,7 @@ def test_wheel_target_reads_zip_in_place(tmp_path: Path, real_trees: object) -> 
         for p in (root / "vllm-0.16.0.dist-info").iterdir():
             z.write(p, f"vllm-0.16.0.dist-info/{p.name}")
     # --exit-zero: 0.16.0's LlamaModel loop is an EGL005 error (slice-relative aux index); this test is about the wheel.
-    p = cli("check", str(whl), "--arch", "LlamaForCausalLM", "--format", "json", "--no-cache", "--exit-zero")
+    p = cli("check", str(whl), "--arch", "LlamaForCausalLM", "--output-format", "json", "--no-cache", "--exit-zero")
     assert p.returncode == 0, p.stderr
     rep = json.loads(p.stdout)
     assert rep["target"]["vllm_version"] == "0.16.0"

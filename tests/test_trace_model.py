@@ -64,7 +64,7 @@ def test_trace_formats_carry_the_same_tree(real_trees: Any, tmp_path: Path) -> N
     out = {}
     for fmt in ("json", "dot", "mermaid"):
         p = subprocess.run([sys.executable, "-m", "eagle3_lint", "trace", "KimiK25ForConditionalGeneration", str(tree),
-                            "--format", fmt], capture_output=True, text=True, cwd=tmp_path)
+                            "--output-format", fmt], capture_output=True, text=True, cwd=tmp_path)
         assert p.returncode == 0, p.stderr
         out[fmt] = p.stdout
     data = json.loads(out["json"])
@@ -90,7 +90,7 @@ def test_piped_trace_keeps_one_line_per_node(real_trees: Any, tmp_path: Path) ->
     tree = real_trees.get("0.16.0")
     args = ["trace", str(tree), "--arch", "KimiK25ForConditionalGeneration"]
     text = cihelp.cli(*args).stdout
-    data = json.loads(cihelp.cli(*args, "--format", "json").stdout)
+    data = json.loads(cihelp.cli(*args, "--output-format", "json").stdout)
 
     def count(n: dict[str, Any]) -> int:
         return 1 + sum(count(c) for c in n.get("children", ()))

@@ -137,8 +137,8 @@ def _run_all(
     archs = ["PlainForCausalLM", "WrapForConditionalGeneration", "FamForCausalLM", "GhostForCausalLM"]
     for target in (str(root), str(root / "vllm"), str(wheel)):
         for fmt in fmts:
-            go(["check", target, "--format", fmt])
-            go(["check", target, "--format", fmt, "--arch", archs[0], "--arch", archs[1]])
+            go(["check", target, "--output-format", fmt])
+            go(["check", target, "--output-format", fmt, "--arch", archs[0], "--arch", archs[1]])
         go(["check", target, "--fix"])
         go(["check", target, "--fix", "--unsafe-fixes", "--arch", archs[0], "--arch", archs[1]])
         go(["check", target, "--no-cache", "--debug", "--all", "--arch", archs[0]])
@@ -147,7 +147,7 @@ def _run_all(
     # No target: the checkout you are in, both as the console script and as ``python -m`` (whose
     # sys.path would start with the working directory and its shadowing click.py).
     go(["check"], cwd=root, module=False)
-    go(["check", "--format", "json"], cwd=root, module=True, process=True)
+    go(["check", "--output-format", "json"], cwd=root, module=True, process=True)
     go(["trace", archs[0]], cwd=root, module=True, process=True)
     # Every other subcommand (a matrix, ...) over the tree; whatever it answers, it must not run it.
     for cmd in commands():
@@ -179,7 +179,7 @@ def test_fix_apply_on_a_copy_executes_nothing(tripwire: tuple[Path, Path, Path],
     env = cli_env(tmp_path, EAGLE3_TRIPWIRE_DIR=str(marks))
     for args in (["check", str(copy), "--fix", "--apply", "--backup", "--arch", "PlainForCausalLM"],
                  ["check", str(copy), "--fix", "--apply", "--unsafe-fixes"],
-                 ["check", str(copy), "--format", "json"]):
+                 ["check", str(copy), "--output-format", "json"]):
         proc = run_cli(args, tmp_path, env=env)
         out = proc.stdout + proc.stderr
         assert "Traceback" not in out and not TRIPPED.search(out), (args, out[-3000:])

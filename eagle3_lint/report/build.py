@@ -38,7 +38,8 @@ def _finding_fields(f: Finding) -> dict[str, Any]:
         "line": loc.line, "column": loc.col + 1,
         "end_line": loc.end_line if loc.end_line is not None else loc.line,
         "end_column": (loc.end_col + 1) if loc.end_col is not None else loc.col + 1,
-        "architecture": f.architecture, "symbol": f.symbol, "related": [_step(s) for s in f.related], "fix": fix,
+        "architecture": f.architecture, "architectures": list(f.architectures),
+        "symbol": f.symbol, "related": [_step(s) for s in f.related], "fix": fix,
         # Literal["vllm", "sglang"] in the model; Finding.engine is the engine's name.
         "engine": f.engine if f.engine else rs.ABSENT,
     }

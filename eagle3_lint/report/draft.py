@@ -195,12 +195,11 @@ def render_text(ctx: Context, console: Console) -> None:
                              + (f"; {da.fc.note}" if da.fc.note else "")))
     if da.pp is not None and da.pp.split.ranges:
         sp = da.pp.split
-        t = Table(
-            title=f"pipeline parallel {sp.pp_size} "
-            f"({'get_pp_indices ' + sp.path + ':' + str(sp.line) if sp.source == 'tree' else 'reference split'})",
-            header_style="bold",
-            title_justify="left",
-        )
+        # A line of its own, not the table's title: a title wraps to the table's width (a third of 80
+        # columns), splitting the file:line; a line keeps it whole when piped.
+        say(escape(f"  pipeline parallel {sp.pp_size} ("
+                   + (f"get_pp_indices {sp.path}:{sp.line}" if sp.source == "tree" else "reference split") + ")"))
+        t = Table(header_style="bold")
         t.add_column("rank", justify="right")
         t.add_column("layers")
         t.add_column("captures aux ids")

@@ -1,4 +1,4 @@
-"""GitHub Actions workflow commands (``--format github``): one annotation per reported finding.
+"""GitHub Actions workflow commands (``--output-format github``): one annotation per reported finding.
 
 ``::error file=F,line=L,endLine=E,col=C,endColumn=D,title=EGLnnn name::message``. Data (the
 message) escapes ``%``, CR and LF; properties also escape ``:`` and ``,``. Columns are given only

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import Applicability, Finding, Severity, Status
+from eagle3_lint.serving import PLATFORM_LABEL
 
 if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
 
 GATE_RULE = "EGL009"
-PLATFORM_LABEL = {"cuda": "CUDA", "rocm": "ROCm", "cpu": "CPU", "xpu": "XPU", "unspecified": "no accelerator"}
 _MAX_HOPS = 6
 # Serving outcomes (the serving-verdict contract) in words for the verdict line.
 _OUTCOME_WORDS = {
@@ -107,7 +107,7 @@ def _on_path(ctx: Context, arch: str) -> tuple[set[str], set[tuple[str, str]]]:
 def concerns(ctx: Context, f: Finding, arch: str) -> bool:
     """Whether ``arch``'s serving path runs through finding ``f`` (see the module docstring)."""
     if f.architecture is not None:
-        return f.architecture == arch
+        return arch in (f.architectures or (f.architecture,))
     path = f.location.path
     if not ctx.engine.is_model_file(path):
         return True  # registry, interfaces, runner, config: every target runs through them
@@ -249,7 +249,8 @@ def next_step(ctx: Context, arch: str, findings: Sequence[Finding], invocation: 
     if hint and sem.broken_on_path(ctx, arch):
         return str(hint)  # nothing else matters until the engine can import the model: no fix reaches that far
     mine = [f for f in findings if concerns(ctx, f, arch)]
-    now, later = fixable(mine, unsafe)
+    # A note's fix is there for who wants it (the summary line counts it); it is not the next thing to do.
+    now, later = fixable([f for f in mine if f.severity is not Severity.NOTE], unsafe)
     parts: list[str] = []
     if now or later:
         flag = " --fix" + (" --unsafe-fixes" if later else "")

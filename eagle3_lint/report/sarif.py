@@ -1,4 +1,4 @@
-"""SARIF 2.1.0 (``--format sarif``), for GitHub code scanning and other SARIF consumers.
+"""SARIF 2.1.0 (``--output-format sarif``), for GitHub code scanning and other SARIF consumers.
 
 Shape, and the choices where SARIF leaves room:
 - ``tool.driver.rules`` lists every rule plugin: id, kebab name, short description (META.summary),
@@ -115,7 +115,7 @@ def _artifact(path: str) -> dict[str, Any]:
     return {"uri": quote(path, safe="/"), "uriBaseId": SRCROOT}
 
 
-def build_sarif(ctx: Context, out: Outcome) -> dict[str, Any]:
+def build_sarif(ctx: Context, out: Outcome, scope: dict[str, Any] | None = None) -> dict[str, Any]:
     rules = all_rules()
     index = {r.meta.id: i for i, r in enumerate(rules)}
     reader = SnippetReader(ctx.read_text)
@@ -169,7 +169,8 @@ def build_sarif(ctx: Context, out: Outcome) -> dict[str, Any]:
             res["suppressions"] = [s]
         if baseline_used:
             res["baselineState"] = "unchanged" if sup is not None and sup.suppression.kind == "external" else "new"
-        props = {k: v for k, v in (("architecture", f.architecture), ("symbol", f.symbol), ("engine", f.engine)) if v}
+        props = {k: v for k, v in (("architecture", f.architecture), ("architectures", list(f.architectures)),
+                                   ("symbol", f.symbol), ("engine", f.engine)) if v}
         if props:
             res["properties"] = props
         return res
@@ -197,7 +198,10 @@ def build_sarif(ctx: Context, out: Outcome) -> dict[str, Any]:
         "results": results,
         # vllmVersion as before for vLLM trees; engine and engineVersion for every engine (properties only added).
         "properties": {**({"vllmVersion": ctx.version} if ctx.engine.report_version_field == "vllm_version" else {}),
-                       "targeted": list(ctx.targeted), "engine": ctx.engine.name, "engineVersion": ctx.version},
+                       "targeted": list(ctx.targeted), "engine": ctx.engine.name, "engineVersion": ctx.version,
+                       # What the results hold (the JSON report's "scope", camel-cased as SARIF's own keys are).
+                       **({"scope": {"targets": scope["targets"], "complete": scope["complete"],
+                                     "findingsLeftOut": scope["findings_left_out"]}} if scope is not None else {})},
     }
     if isinstance(ctx.source, DirSource) and not pm.prefixes:
         root = ctx.source.root.resolve().as_uri().rstrip("/") + "/"

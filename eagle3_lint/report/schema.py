@@ -1,6 +1,6 @@
 """The JSON report as one typed model, and the JSON Schema generated from it.
 
-Every object of ``check --format json`` is a frozen dataclass below; ``report/build.py`` builds
+Every object of ``check --output-format json`` is a frozen dataclass below; ``report/build.py`` builds
 the report as these objects and ``dump`` turns them into the JSON-shaped dict, so the keys, their
 order and their types exist in one place. ``report_schema()`` generates the JSON Schema (draft
 2020-12) from the same classes; ``eagle3_lint/data/report.schema.json`` (what ``eagle3-lint schema
@@ -289,6 +289,9 @@ class Finding:
     end_line: int = fld(minimum=1)
     end_column: int = fld(minimum=1)
     architecture: str | None
+    architectures: list[str] | Absent = opt(
+        description="Every architecture the finding concerns, sorted; architecture is one of them. Empty when it "
+                    "concerns no architecture in particular (a file every target runs through).")
     symbol: str | None
     related: list[Step]
     fix: Fix | None
@@ -478,6 +481,17 @@ class ServingVerdict:
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
+class Scope:
+    DESCRIPTION: ClassVar[str] = (
+        "What the report holds. With --arch (and no --all) findings and architectures are those of the targets, "
+        "as in the text report: a finding is kept when a target's serving path runs through it.")
+    targets: list[str] = fld(description="The targeted architectures; empty: the whole tree.")
+    complete: bool = fld(description="Every finding and every architecture of the tree is in the report.")
+    findings_left_out: int = fld(minimum=0, description="Findings about other architectures only, not listed.")
+    architectures_left_out: int = fld(minimum=0, description="Architecture rows not listed (not targeted).")
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
 class Report:
     """The whole report; the order of the fields is the order of the keys."""
 
@@ -500,6 +514,7 @@ class Report:
     config: str | None | Absent = opt(description="The configuration file used, if any.")
     serving: list[ServingVerdict] | Absent = opt(
         description="The serving verdict of every targeted architecture (eagle3_lint/serving.py).")
+    scope: Scope | Absent = opt()
 
 
 # -- building and dumping -------------------------------------------------------------------------------------------

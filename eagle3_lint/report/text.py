@@ -53,12 +53,15 @@ def _mark(f: Finding, unsafe: bool) -> str:
 def _finding_line(f: Finding, o: TextOptions, with_path: bool = True) -> Text:
     where = f"{_p(f.location.path)}:{f.location.line}:{f.location.col + 1}: " if with_path else \
         f"  {f.location.line}:{f.location.col + 1}: "
+    # mypy's and the compilers' ``path:line:col: error: ...``: the severity is a word on the line, so it survives
+    # a pipe, a CI log and NO_COLOR, and editors' error parsers (errorformat, problem matchers) read it.
+    sev = (f"{f.severity.value}: ", _SEV_STYLE[f.severity])
     if o.fmt is OutputFormat.FULL:
         fix = "" if f.fix is None else (" [*]" if _mark(f, o.unsafe_fixes) else " [unsafe fix]")
-        return Text.assemble((where, "bold"), (f"{f.rule} ", _SEV_STYLE[f.severity]), (f"[{f.name}] ", "dim"),
+        return Text.assemble((where, "bold"), sev, (f"{f.rule} ", _SEV_STYLE[f.severity]), (f"[{f.name}] ", "dim"),
                              _p(f.message), (fix, "green"))
-    return Text.assemble((where, "bold"), (f"{f.rule} ", _SEV_STYLE[f.severity]), (_mark(f, o.unsafe_fixes), "green"),
-                         title(f))
+    return Text.assemble((where, "bold"), sev, (f"{f.rule} ", _SEV_STYLE[f.severity]),
+                         (_mark(f, o.unsafe_fixes), "green"), title(f))
 
 
 def _context(ctx: Context, console: Console, o: TextOptions) -> None:
@@ -125,7 +128,8 @@ def _statistics(console: Console, findings: list[Finding], o: TextOptions) -> No
     for rule, fs in sorted(rows.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         fix = "[*]" if any(_mark(f, o.unsafe_fixes) for f in fs) else "   "
         worst = max(fs, key=lambda f: f.severity.rank).severity
-        console.print(Text.assemble(f"{len(fs):5d}  ", (rule, _SEV_STYLE[worst]), f"  {fix}  {fs[0].name}"),
+        console.print(Text.assemble(f"{len(fs):5d}  ", (rule, _SEV_STYLE[worst]), "  ",
+                                    (f"{worst.value:<7}", _SEV_STYLE[worst]), f"  {fix}  {fs[0].name}"),
                       soft_wrap=not o.wrap)
 
 

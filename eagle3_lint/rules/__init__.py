@@ -46,7 +46,9 @@ class Rule:
 
     def run(self, ctx: Context) -> Iterator[Finding]:
         for f in self._check(ctx):
-            f = dataclasses.replace(f, engine=ctx.engine.name, check=ctx.contract.check_name)
+            f = dataclasses.replace(f, engine=ctx.engine.name, check=ctx.contract.check_name,
+                                    title=f.title or default_title(self.meta, f),
+                                    architectures=_architectures(f))
             if self._fix is not None and f.fix is None:
                 # A fix re-reads whole files (fixgen), so it is kept between runs with the files it read.
                 fx = ctx.queries.get(("fix", self.meta.id, f), lambda f=f: self._fix(ctx, f),  # type: ignore[misc]
@@ -62,8 +64,25 @@ class Rule:
 
 def fit(*forms: str) -> str:
     """A finding's title: the first of the rule's forms (its sentence, then shorter ones for long names) that
-    fits ``MAX_TITLE``, else the last; report/title.py clips only what even the last form cannot fit."""
-    return next((f for f in forms if len(f) <= MAX_TITLE), forms[-1])
+    fits ``MAX_TITLE``, else the shortest. A title is never cut (issue 21): a whole sentence over the limit,
+    which takes a class name longer than any released tree has, reads better than half of one."""
+    return next((f for f in forms if len(f) <= MAX_TITLE), min(forms, key=len))
+
+
+def default_title(meta: RuleMeta, f: Finding) -> str:
+    """The title of a finding its rule made without one: the message's first sentence when it fits, else the
+    rule's summary, named by what the finding is about."""
+    from eagle3_lint.report.title import first_sentence
+
+    who = f.architecture or f.symbol
+    summary = meta.summary.rstrip(".")
+    lowered = summary[:1].lower() + summary[1:]
+    return fit(first_sentence(f.message), *([f"{who}: {lowered}"] if who else []), summary)
+
+
+def _architectures(f: Finding) -> tuple[str, ...]:
+    """The finding's architectures, sorted, with its ``architecture`` among them."""
+    return tuple(sorted({*f.architectures, *([f.architecture] if f.architecture else [])}))
 
 
 def make(

@@ -179,6 +179,7 @@ def _finding(ctx: Context, g: shared.Group) -> Finding:
         title = fit(f"{key.name} passes {check_fn} but never hands the aux layers to its inner model",
                     f"{key.name} passes {check_fn} but does not delegate to its inner model")
     return make(META, msg, g.location, severity=sev, architecture=shared.primary_arch(ctx, g.archs),
+                architectures=tuple(sorted(g.archs)),
                 symbol=key.name, related=tuple(related), title=title)
 
 

@@ -164,7 +164,8 @@ def _finding(ctx: Context, g: shared.Group) -> Finding:
                     f"{key.name}: the Protocol's stub {c.setter}() sets nothing")
     msg += f"; architectures: {shared.arch_list(g.archs)}"
     return make(META, msg, g.location, severity=shared.severity_for(ctx, g.archs, META.severity, past_interface=False),
-                architecture=shared.primary_arch(ctx, g.archs), symbol=key.name, title=title)
+                architecture=shared.primary_arch(ctx, g.archs),
+                architectures=tuple(sorted(g.archs)), symbol=key.name, title=title)
 
 
 def _plumbing_finding(ctx: Context, g: shared.Group, key: ClassKey) -> Finding:
@@ -192,7 +193,8 @@ def _plumbing_finding(ctx: Context, g: shared.Group, key: ClassKey) -> Finding:
            f"architectures: {shared.arch_list(g.archs)}")
     check = ctx.contract.check_name
     return make(META, msg, g.location, severity=shared.severity_for(ctx, g.archs, META.severity, past_interface=False),
-                architecture=shared.primary_arch(ctx, g.archs), symbol=key.name, related=tuple(related),
+                architecture=shared.primary_arch(ctx, g.archs),
+                architectures=tuple(sorted(g.archs)), symbol=key.name, related=tuple(related),
                 title=fit(f"{key.name} has the EAGLE-3 plumbing but no setter, so {check} fails",
                           f"{key.name} has the EAGLE-3 plumbing but no setter"))
 

@@ -272,7 +272,7 @@ def _finding(ctx: Context, g: shared.Group) -> Finding:
         forms = [f"{who}: the layer owner{owner} never collects or returns the aux hidden states",
                  f"{who}:{owner} never collects the aux hidden states"]
     return make(META, msg, g.location, severity=shared.severity_for(ctx, g.archs, META.severity),
-                architecture=arch, symbol=symbol, related=tuple(related),
+                architecture=arch, architectures=tuple(sorted(g.archs)), symbol=symbol, related=tuple(related),
                 title=fit(*forms, f"{who}: the aux hidden states are never collected"))
 
 

@@ -151,7 +151,8 @@ def _finding(ctx: Context, g: shared.Group) -> Finding:
     generic = (f"{symbol}: the runner's default aux-layer getter is missing, a stub or shadowed",
                f"{symbol}: default aux-layer getter missing, a stub or shadowed")
     title = fit(f"{symbol} is a dead override", *generic) if g.kind == "stale" else fit(*generic)
-    return make(META, msg, g.location, severity=sev, architecture=shared.primary_arch(ctx, g.archs), symbol=symbol,
+    return make(META, msg, g.location, severity=sev, architecture=shared.primary_arch(ctx, g.archs),
+                architectures=tuple(sorted(g.archs)), symbol=symbol,
                 title=title)
 
 

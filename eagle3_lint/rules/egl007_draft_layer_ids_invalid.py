@@ -187,9 +187,14 @@ def check(ctx: Context) -> Iterator[Finding]:
             named = f"{f0.name} {_ids(f0.ids)}"
             if intended is not None and tuple(intended) != tuple(f0.ids):
                 named += f" (layers {_ids(intended)} in vLLM's numbering)"
+            fallback = "the model default" + (f" {_ids(da.default_ids)}" if da.default_ids is not None else "")
             yield make(META, f"{named} is ignored: {why}; {uses}", Location(da.draft_path, f0.line),
                        severity=_wrong_layers_severity(ctx, arch), architecture=arch, symbol=f0.name,
-                       related=runner_rel + default_rel)
+                       related=runner_rel + default_rel,
+                       title=fit(f"{arch}: the drafter's {f0.name} {_ids(f0.ids)} is ignored; {fallback} is used",
+                                 f"{arch}: the drafter's {f0.name} is ignored; {fallback} is used",
+                                 f"{arch}: the drafter's {f0.name} is ignored",
+                                 f"the drafter's {f0.name} is ignored; {fallback} is used"))
 
     if ids is None:
         return

@@ -128,7 +128,8 @@ def _findings_in(ctx: Context, rel: str) -> Iterator[Finding]:
                 b = next((b for b in class_facts.bases if b.dotted.split('.')[0] == name), None)
                 loc = (Location(rel, b.line, b.col, b.end_line, b.end_col) if b is not None
                        else Location(rel, class_facts.line, class_facts.col))
-                yield make(META, msg, loc, symbol=name, architecture=archs[0] if len(archs) == 1 else None)
+                yield make(META, msg, loc, symbol=name, architecture=archs[0] if len(archs) == 1 else None,
+                           architectures=tuple(archs))
 
 
 def _import_text(module: str, target: str, name: str) -> str:

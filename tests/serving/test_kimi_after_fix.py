@@ -28,7 +28,7 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def _serving(tree: Path, cwd: Path, *extra: str) -> dict[str, Any]:
-    p = _cli(str(tree), "--arch", KIMI, "--format", "json", *extra, cwd=cwd)
+    p = _cli(str(tree), "--arch", KIMI, "--output-format", "json", *extra, cwd=cwd)
     assert p.returncode in (0, 1), p.stderr
     (sv,) = json.loads(p.stdout)["serving"]
     return dict(sv)

@@ -129,7 +129,7 @@ def test_cli_json_names_the_engine(sglang_trees, tmp_path: Path) -> None:
     root = sglang_trees.get("0.5.23")
     out = tmp_path / "r.json"
     cmd = [sys.executable, "-m", "eagle3_lint", "check", str(root), "--arch", "KimiVLForConditionalGeneration",
-           "--format", "json", "-o", str(out), "--no-cache"]
+           "--output-format", "json", "-o", str(out), "--no-cache"]
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert run.returncode == 1, run.stderr
     rep = json.loads(out.read_text())

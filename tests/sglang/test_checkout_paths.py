@@ -35,9 +35,9 @@ def test_checkout_paths_are_relative_to_its_top(sglang_trees, tmp_path: Path) ->
         lines = p.stdout.splitlines()
         assert lines[0].startswith(f"{ARCH} on SGLang 0.5.23: refused at load (python/sglang/srt/model_executor/")
         assert any(ln.startswith(want) for ln in lines), p.stdout
-    gh = cihelp.cli("check", "--arch", ARCH, "--format", "github", cwd=repo, env=env).stdout
+    gh = cihelp.cli("check", "--arch", ARCH, "--output-format", "github", cwd=repo, env=env).stdout
     assert "::error file=python/sglang/srt/models/kimi_vl.py,line=128," in gh
-    report = json.loads(cihelp.cli("check", "--arch", ARCH, "--format", "json", cwd=repo, env=env).stdout)
+    report = json.loads(cihelp.cli("check", "--arch", ARCH, "--output-format", "json", cwd=repo, env=env).stdout)
     paths = {f["path"] for f in report["findings"]}
     assert paths and all(p.startswith("python/sglang/") for p in paths), paths
     diff = cihelp.cli("check", "--arch", ARCH, "--fix", "--unsafe-fixes", cwd=repo, env=env).stdout
