@@ -369,7 +369,9 @@ def _capture(da: dr.DraftAnalysis, pp: int) -> tuple[ServingStep, tuple[int, ...
         valid = cap.valid_ids(da.num_layers)
         shift = cap.shift or 0
         got = {k: k + shift for k in ids if k in valid} if cap.shift is not None or len(cap.sites) else {}
-    captured = tuple(got[k] for k in ids if k in got)
+    # The forward tests each layer once, in layer order: a repeated id is one state, and the states arrive by layer
+    # (a 6-layer target's default (2, 3, 3) returns 2; the CPU oracle observed it, interfaces.py:1577 in 0.32.0).
+    captured = tuple(sorted({got[k] for k in ids if k in got}))
     missing = [k for k in ids if k not in got]
     if missing:
         return ServingStep(Gate.CAPTURE, StepResult.FAIL,
