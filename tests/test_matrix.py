@@ -86,7 +86,7 @@ def test_transitions(releases: list[Path]) -> None:
 
 def test_cli_formats(releases: list[Path], tmp_path: Path) -> None:
     args = ["matrix", *map(str, releases), "--no-cache", "-j", "2"]
-    j = run_cli([*args, "--output-format", "json"], cwd=tmp_path)
+    j = run_cli([*args, "--format", "json"], cwd=tmp_path)
     assert j.returncode == 0, j.stderr
     rep: dict[str, Any] = json.loads(j.stdout)
     assert [r["label"] for r in rep["releases"]] == ["0.15.0", "0.16.0", "0.17.0", "0.18.0"]
@@ -94,7 +94,7 @@ def test_cli_formats(releases: list[Path], tmp_path: Path) -> None:
     assert toy["first_supported"] == "0.16.0" and toy["regressions"] == ["0.17.0"]
     assert rep["releases"][0]["statuses"] == {"supported": 1, "unsupported": 1}
     out = tmp_path / "docs" / "compat.md"
-    md = run_cli([*args, "--output-format", "markdown", "-o", str(out)], cwd=tmp_path)
+    md = run_cli([*args, "--format", "markdown", "-o", str(out)], cwd=tmp_path)
     assert md.returncode == 0, md.stderr
     text = out.read_text()
     assert text.startswith("# EAGLE-3 support matrix") and "Regenerate: `eagle3-lint matrix " in text
