@@ -176,5 +176,5 @@ def test_kimi_k25_with_a_broken_file_on_vllm_0_16_0(real_trees, tmp_path: Path) 
     assert code == 1
     imp = step(serving(rep, "KimiK25ForConditionalGeneration"), "import")
     assert (imp["path"], imp["line"]) == (f"{MODELS}/deepseek_v2.py", m + 2)  # a blank line, then the junk
-    assert first_line(text).startswith("KimiK25ForConditionalGeneration on vLLM 0.16.0: cannot be imported")
+    assert first_line(text).startswith("KimiK25ForConditionalGeneration on vLLM 0.16.0 (CUDA): cannot be imported")
 

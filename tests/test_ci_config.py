@@ -250,8 +250,8 @@ def test_readme_examples_are_valid(tmp_path: Path) -> None:
     by_hand = [w["jobs"]["eagle3-lint"]["steps"] for w in blocks if "jobs" in w]
     (steps,) = [s for s in by_hand if not any(st.get("uses", "").startswith("eagle3-lint/") for st in s)]
     assert any(st.get("uses", "").startswith("github/codeql-action/upload-sarif@") for st in steps)
-    commands = {"eagle3-lint check --format github",
-                "eagle3-lint check --format sarif --output eagle3-lint.sarif --exit-zero"}
+    commands = {"eagle3-lint check --output-format github",
+                "eagle3-lint check --output-format sarif --output eagle3-lint.sarif --exit-zero"}
     assert commands <= {st.get("run") for st in steps}
     local = next(h for h in blocks if "repos" in h and h["repos"][0]["repo"] == "local")["repos"][0]["hooks"][0]
     for key in ("id", "entry", "pass_filenames", "require_serial", "files"):

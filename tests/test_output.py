@@ -129,7 +129,7 @@ def test_readme_first_command_in_an_80x24_terminal_and_piped(real_trees: object,
         shown = "\n".join(rows)
         assert len(rows) <= 15, "\n".join(rows)
         first = re.sub(r"\s+", "", "".join(rows[:10]))  # wrapped rows joined back (a terminal drops the spaces)
-        assert rows[0].startswith(f"{KIMI} on vLLM 0.16.0: "), rows
+        assert rows[0].startswith(f"{KIMI} on vLLM 0.16.0 (CUDA): "), rows
         assert "refusedatload(vllm/v1/worker/gpu_model_runner.py:4190)" in first, rows
         assert "next:eagle3-lintcheckvllm==0.16.0--archKimiK25ForConditionalGeneration--fix" in first, rows
         found = [FINDING.match(line) for line in rows]
@@ -151,7 +151,7 @@ def test_show_context_and_all_bring_back_the_derivation(real_trees: object) -> N
     ctx = cli("check", str(root), "--arch", KIMI, "-v").stdout
     every = cli("check", str(root), "--arch", KIMI, "--all").stdout
     assert "contract:" not in short and "runner:" not in short
-    assert ctx.splitlines()[0].startswith(f"{KIMI} on vLLM 0.16.0:") and "contract: SupportsEagle3" in ctx
+    assert ctx.splitlines()[0].startswith(f"{KIMI} on vLLM 0.16.0 (CUDA):") and "contract: SupportsEagle3" in ctx
     assert "more about other architectures" in ctx
     assert "vllm/model_executor/models/llama.py" in every and "more about other architectures" not in every
 
@@ -448,7 +448,7 @@ def test_verdict_line_takes_the_serving_verdict_when_the_context_has_one(real_tr
 
     ctx = run_check(CheckRequest(str(real_trees.get("0.16.0")), (KIMI,), no_cache=True))  # type: ignore[attr-defined]
     plain = verdict_line(ctx, KIMI)
-    assert plain.startswith(f"{KIMI} on vLLM 0.16.0: ") and "refused at load" in plain
+    assert plain.startswith(f"{KIMI} on vLLM 0.16.0 (CUDA): ") and "refused at load" in plain
     step = SimpleNamespace
     ctx.serving = {KIMI: SimpleNamespace(  # type: ignore[attr-defined]
         architecture=KIMI, outcome="refused-at-config", stage="config-gate", next_step="pass a drafter config",
@@ -459,8 +459,8 @@ def test_verdict_line_takes_the_serving_verdict_when_the_context_has_one(real_tr
                step(gate="runner-interface", result="fail", message="",
                     location=Location("vllm/v1/worker/gpu_model_runner.py", 4190))))}
     line = verdict_line(ctx, KIMI)
-    assert line == (f"{KIMI} on vLLM 0.16.0: refused at config time (vllm/config/speculative.py:698) and at load "
-                    "(vllm/v1/worker/gpu_model_runner.py:4190) -- 1 blocker")
+    assert line == (f"{KIMI} on vLLM 0.16.0 (CUDA): refused at config time (vllm/config/speculative.py:698) and at "
+                    "load (vllm/v1/worker/gpu_model_runner.py:4190) -- 1 blocker")
     assert next_step(ctx, KIMI, ctx.findings, "eagle3-lint check X").endswith("; pass a drafter config")
 
 

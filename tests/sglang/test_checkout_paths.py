@@ -33,7 +33,8 @@ def test_checkout_paths_are_relative_to_its_top(sglang_trees, tmp_path: Path) ->
         p = cihelp.cli(*args, cwd=repo, env=env)
         assert p.returncode == 1, p.stderr
         lines = p.stdout.splitlines()
-        assert lines[0].startswith(f"{ARCH} on SGLang 0.5.23: refused at load (python/sglang/srt/model_executor/")
+        assert lines[0].startswith(f"{ARCH} on SGLang 0.5.23 (CUDA): refused at load "
+                                   "(python/sglang/srt/model_executor/")
         assert any(ln.startswith(want) for ln in lines), p.stdout
     gh = cihelp.cli("check", "--arch", ARCH, "--output-format", "github", cwd=repo, env=env).stdout
     assert "::error file=python/sglang/srt/models/kimi_vl.py,line=128," in gh

@@ -21,7 +21,7 @@ ARCH = "Qwen3VLMoeForConditionalGeneration"
 def test_blocked_without_fix_points_at_the_trace(sglang_trees) -> None:
     root = str(sglang_trees.get("0.5.10"))
     ctx = run_check(CheckRequest(root, (ARCH,), no_cache=True))
-    assert verdict_line(ctx, ARCH).startswith(f"{ARCH} on SGLang 0.5.10: refused at load "
+    assert verdict_line(ctx, ARCH).startswith(f"{ARCH} on SGLang 0.5.10 (CUDA): refused at load "
                                               "(sglang/srt/model_executor/model_runner.py:668) -- 1 blocker")
     invocation = f"eagle3-lint check {root} --arch {ARCH}"
     assert next_step(ctx, ARCH, ctx.findings, invocation) == (
