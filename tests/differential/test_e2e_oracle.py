@@ -13,8 +13,8 @@ against the 0.32.0 release tree and must say the same:
 - ``captured_layers`` = the layers whose entering state the target returned (observed, in order);
 - fc width = the drafter's ``fc.input_size`` (observed).
 
-The CPU worker runs the V1 ``CPUModelRunner`` (a ``GPUModelRunner`` subclass), so the tool is asked for
-``--runner v1``: its ``auto`` models CUDA's choice (V2 on 0.32.0), which is not what ran here.
+The CPU worker runs the V1 ``CPUModelRunner`` (a ``GPUModelRunner`` subclass), so the tool is asked with
+``--platform cpu``, where its ``auto`` runner choice gives V1 (no Triton), as what ran here.
 Disagreements are recorded in the snapshot's ``disagreements`` and are strict expected failures: when the tool
 is fixed they turn into XPASS, which fails, so the entry must be removed with the fix.
 
@@ -105,7 +105,8 @@ def _tool(case: dict[str, Any], tree: Path, tmp: Path) -> dict[str, Any]:
     res = CliRunner().invoke(cli.main, [
         "check", str(tree), "--arch", case["target_config"]["architectures"][0],
         "--target-config", str(tmp / "target/config.json"), "--draft-config", str(tmp / "drafter/config.json"),
-        "--runner", "v1", "--format", "json", "--fail-on", "error"])
+        # vLLM's CPU build ran it: the platform decides the runner (V1's CPUModelRunner there, no Triton).
+        "--platform", "cpu", "--output-format", "json", "--fail-on", "error"])
     assert res.exit_code in (0, 1), res.output[-2000:]
     verdicts = json.loads(res.output)["serving"]
     assert len(verdicts) == 1, verdicts
