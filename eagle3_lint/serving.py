@@ -33,6 +33,7 @@ class Outcome(str, Enum):
     DRAFTER_UNLOADABLE = "drafter-unloadable"
     REFUSED_AT_LOAD = "refused-at-load"
     PP_REFUSED = "pp-refused"
+    CRASHES_AT_WARM_UP = "crashes-at-warm-up"  # loads, then the target's own forward raises on its first run
     DRAFTER_SHAPE_MISMATCH = "drafter-shape-mismatch"
     PP_LOSES_STATES = "pp-loses-states"
     WRONG_LAYERS = "wrong-layers"
@@ -58,6 +59,7 @@ class Gate(str, Enum):
     PP_VERIFIER = "pp-verifier"
     AUX_IDS = "aux-ids"
     CAPTURE = "capture"
+    TARGET_FORWARD = "target-forward"  # the target's forward with the aux ids set, first run at warm-up
     DRAFTER_FC = "drafter-fc"
     PP_RELAY = "pp-relay"
     TRAINED_LAYERS = "trained-layers"
@@ -73,6 +75,7 @@ FAILS_AS = {
     Gate.PP_VERIFIER: Outcome.PP_REFUSED,
     Gate.AUX_IDS: Outcome.DRAFTER_SHAPE_MISMATCH,
     Gate.CAPTURE: Outcome.DRAFTER_SHAPE_MISMATCH,
+    Gate.TARGET_FORWARD: Outcome.CRASHES_AT_WARM_UP,
     Gate.DRAFTER_FC: Outcome.DRAFTER_SHAPE_MISMATCH,
     Gate.PP_RELAY: Outcome.PP_LOSES_STATES,
     Gate.TRAINED_LAYERS: Outcome.WRONG_LAYERS,

@@ -35,6 +35,7 @@ _OUTCOME_WORDS = {
     "drafter-unloadable": "the drafter cannot be built",
     "refused-at-load": "refused at load",
     "pp-refused": "refused with pipeline parallelism",
+    "crashes-at-warm-up": "loads, then the target's forward crashes at warm-up",
     "drafter-shape-mismatch": "the drafter's fc input does not match the captured states",
     "pp-loses-states": "aux states captured on earlier pipeline ranks never reach the drafter",
     "wrong-layers": "runs, but captures other layers than the drafter was trained on",
@@ -47,7 +48,8 @@ _STEP_WORDS = {
     "registry": "not registered", "import": "at import", "config-gate": "at config time",
     "drafter-class": "at drafter load",
     "runner-interface": "at load", "pp-verifier": "with pipeline parallelism", "drafter-fc": "at the drafter's fc",
-    "pp-relay": "across pipeline ranks", "trained-layers": "trained layers differ",
+    "pp-relay": "across pipeline ranks", "target-forward": "in the target's forward",
+    "trained-layers": "trained layers differ",
 }
 
 

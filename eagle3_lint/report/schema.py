@@ -66,10 +66,10 @@ Json = Any  # any JSON value; documented as {} in the schema
 Engine = Literal["vllm", "sglang"]
 # The serving verdict's vocabulary (its contract; the verdict itself is built in eagle3_lint/serving.py).
 ServingOutcome = Literal["unregistered", "unimportable", "refused-at-config", "drafter-unloadable", "refused-at-load",
-                         "pp-refused", "drafter-shape-mismatch", "pp-loses-states", "wrong-layers", "servable",
-                         "unknown", "unchecked"]
+                         "pp-refused", "crashes-at-warm-up", "drafter-shape-mismatch", "pp-loses-states",
+                         "wrong-layers", "servable", "unknown", "unchecked"]
 ServingGate = Literal["registry", "import", "config-gate", "drafter-class", "runner-interface", "pp-verifier",
-                      "drafter-fc", "pp-relay", "trained-layers", "aux-ids", "capture"]
+                      "drafter-fc", "pp-relay", "target-forward", "trained-layers", "aux-ids", "capture"]
 StepResult = Literal["pass", "fail", "unchecked", "unknown", "skipped"]
 
 _ENUM_DEFS: dict[type[enum.Enum], str] = {Severity: "severity", Status: "status"}

@@ -359,6 +359,13 @@ def _capture(da: dr.DraftAnalysis, pp: int) -> tuple[ServingStep, tuple[int, ...
         return ServingStep(Gate.CAPTURE, StepResult.UNKNOWN, "which ids the runner uses is not known",
                            _loc(cap.path, cap.forward_line)), None
     where = _loc(cap.path, cap.loop_line or cap.forward_line)
+    if 0 in ids and cap.residual_none_at_start and pp <= 1:
+        # Collecting the state entering layer 0 adds the residual, still None there: TypeError in the target's own
+        # forward at the warm-up run (0.16.0 llama.py:425), before any state reaches the drafter.
+        return ServingStep(Gate.TARGET_FORWARD, StepResult.FAIL,
+                           f"{cap.owner.name}.forward collects id 0 as hidden_states + residual while residual is "
+                           "still None: TypeError at the first forward (the warm-up run)",
+                           _loc(cap.path, cap.residual_line or cap.loop_line)), None
     if not cap.sites:
         return ServingStep(Gate.CAPTURE, StepResult.FAIL,
                            f"{cap.owner.name}.forward collects no aux hidden states"
@@ -506,6 +513,7 @@ HINTS = {
     Outcome.UNREGISTERED: "this vLLM does not know the architecture: register it (a plugin) or use a release "
     "that has it",
     Outcome.DRAFTER_UNLOADABLE: "use a drafter whose architectures this vLLM registers",
+    Outcome.CRASHES_AT_WARM_UP: "use aux ids of at least 1: this decoder cannot collect the state entering layer 0",
     Outcome.WRONG_LAYERS: "set eagle_aux_hidden_state_layer_ids at the top level of the drafter config to the "
     "trained layers (vLLM numbering), or use the runner that reads them",
     Outcome.PP_LOSES_STATES: "serve without pipeline parallelism, or relay the aux states between ranks",
