@@ -103,3 +103,6 @@ eagle_config  # userconfig.DrafterConfig
 transformer_layer_config  # userconfig.DrafterConfig
 num_speculative_tokens  # userconfig.SpeculativeConfig
 hf_overrides  # userconfig.SpeculativeConfig
+# engines/drafter_keys.py: the drafter-key table is written by scripts/drafter_keys.py, outside the package.
+examine  # scripts/drafter_keys.py, tests/test_drafter_keys.py
+DRAFTER_MODULE_GLOBS  # engines/{vllm,sglang}/drafter.py, read by scripts/drafter_keys.py

@@ -58,6 +58,10 @@ if TYPE_CHECKING:
 else:
     me = lazy("eagle3_lint.minieval")  # imported on first use (lazyimport.py)
 
+# Where SGLang's drafter code lives, for the table of other releases (scripts/drafter_keys.py): the drafter model
+# modules of the aux-state methods (EAGLE-3, DFlash, DSpark). SGLang has no format converter.
+DRAFTER_MODULE_GLOBS = ("sglang/srt/models/*eagle*.py", "sglang/srt/models/*dflash*.py",
+                        "sglang/srt/models/*dspark*.py")
 USE_AUX_KEY = "use_aux_hidden_state"
 FLAG = "_is_layer_to_capture"
 MAX_LAYERS = 100_000  # as for vLLM: a hostile num_hidden_layers must not make the check walk 2**70 layers

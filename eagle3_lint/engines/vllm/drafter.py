@@ -38,8 +38,9 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from eagle3_lint.checkpoint import text_config
-from eagle3_lint.drafter import DraftAnalysis, FcInfo, PPLayout
-from eagle3_lint.engines.drafter_fields import id_fields
+from eagle3_lint.drafter import DraftAnalysis, FcInfo, IgnoredKey, PPLayout
+from eagle3_lint.engines import drafter_keys as dk
+from eagle3_lint.engines.drafter_fields import ID_FIELDS, id_fields
 from eagle3_lint.engines.vllm import pp as pp_mod
 from eagle3_lint.engines.vllm import runnerchoice
 from eagle3_lint.graph import ClassKey
@@ -328,6 +329,7 @@ def analyze(ctx: Context, arch: str | None = None, kind: RunnerKind | None = Non
         da.capture = capture(ctx, key)
     renamed = None if da.speculators else eagle3_architectures(ctx, cfg)[0]
     da.fc = fc_input(ctx, cfg, renamed)
+    da.ignored_keys = ignored_keys(ctx, raw, da)
     pp_size = getattr(ctx.options, "pipeline_parallel", None)
     if pp_size and pp_size > 1 and da.num_layers is not None:
         sp = pp_mod.split(ctx.source, da.num_layers, pp_size, getattr(ctx.options, "pp_partition", None))
@@ -373,6 +375,37 @@ def rank_captures(cap: Capture | None, sp: pp_mod.Split, ids: list[int]) -> dict
         if got:
             out[r] = sorted(got.items())
     return out
+
+
+# -- the keys the drafter code reads (EGL011) --------------------------------------------------------------
+# Where vLLM's drafter code lives, for the table of other releases (scripts/drafter_keys.py writes
+# data/drafter_keys.json from these files of every cached release): the drafter modules of the aux-state methods
+# and the speculators converters, which read the raw speculators-format keys.
+DRAFTER_MODULE_GLOBS = ("vllm/model_executor/models/*eagle*.py", "vllm/model_executor/models/*dflash*.py",
+                        "vllm/transformers_utils/configs/speculators/*.py")
+# The aux-id fields have their own rule (EGL007) and step (aux-ids): the runner, not the drafter class, reads them.
+_ID_KEYS = frozenset(".".join(p) for p, *_ in ID_FIELDS)
+
+
+def ignored_keys(ctx: Context, raw: dict[str, Any], da: DraftAnalysis) -> list[IgnoredKey] | None:
+    """The keys ``raw`` sets that the drafter class this tree builds (its module, its bases' modules) and, for the
+    speculators format, the tree's converter never read, while another examined release's drafter code does.
+    None when the drafter class is not known (the drafter-class step says why)."""
+    arch = da.fc.drafter_class if da.fc is not None else ""
+    key = ctx.keys.get(arch) if arch else None
+    if key is None:
+        return None
+    module = ctx.graph.path_of(key)
+    if da.speculators:
+        conv = dk.chain_reads(ctx, "", (SPECULATORS_ALGOS, SPECULATORS_BASE))
+        model = dk.chain_reads(ctx, key.module)
+        carried = set(dk.set_keys(da.converted or {}))
+        reads = {**{k: v for k, v in model.items() if k in carried}, **conv}
+        modules: tuple[str, ...] = (module, SPECULATORS_ALGOS)
+    else:
+        reads = dk.chain_reads(ctx, key.module)
+        modules = (module,)
+    return dk.ignored("vllm", ctx.version, raw, da.draft_path, reads, modules, arch, _ID_KEYS)
 
 
 # -- the drafter's class ----------------------------------------------------------------------------

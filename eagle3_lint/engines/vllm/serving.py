@@ -231,8 +231,29 @@ def _drafter_class(ctx: Context, da: dr.DraftAnalysis | None) -> ServingStep:
                            f"{how} {_ids(names)}, and none is in this vLLM's registry: the drafter cannot be built",
                            where)
     e = ctx.registry.entries[registered[0]]
-    return ServingStep(Gate.DRAFTER_CLASS, StepResult.PASS,
-                       f"{how} {_ids(names)}; {registered[0]} -> {e.module}.{e.class_name}", where)
+    built = f"{how} {_ids(names)}; {registered[0]} -> {e.module}.{e.class_name}"
+    if da.ignored_keys:
+        return ignored_keys_step(ctx, da, built)
+    return ServingStep(Gate.DRAFTER_CLASS, StepResult.PASS, built, where)
+
+
+def ignored_keys_step(ctx: Context, da: dr.DraftAnalysis, built: str) -> ServingStep:
+    """The drafter-class step of a drafter config with keys this release's drafter code never reads (EGL011).
+
+    It fails: the class the release builds is not the drafter the config describes. Where the key turns on a
+    part with weights (``norm_before_fc``'s ``input_norm``, ``fc_norm``'s ``fc_norm.{i}``), the checkpoint's
+    tensors name a module the class lacks, and the loader refuses them (vLLM's ``AutoWeightsLoader`` raises
+    "There is no module or parameter named ...", ``vllm/model_executor/models/utils.py`` ``_load_module``); where
+    it has none (``norm_output``) the drafter runs a different network. Neither is the trained drafter served.
+    """
+    from eagle3_lint.rules.egl011_drafter_key_ignored import message
+
+    ik = da.ignored_keys[0] if da.ignored_keys else None
+    assert ik is not None
+    more = f" (and {len(da.ignored_keys or ()) - 1} more ignored key(s), EGL011)" if len(da.ignored_keys or ()) > 1 \
+        else ""
+    return ServingStep(Gate.DRAFTER_CLASS, StepResult.FAIL, f"{built}; but {message(ctx, ik)}{more}",
+                       Location(da.draft_path, ik.line))
 
 
 def _drafter_pp(ctx: Context, da: dr.DraftAnalysis | None, pp: int) -> ServingStep:
@@ -481,4 +502,21 @@ HINTS = {
 
 
 def _next_step(ctx: Context, arch: str, outcome: Outcome, stage: Gate | None, steps: list[ServingStep]) -> str | None:
+    da = ctx.engine.draft_analysis(ctx) if stage is Gate.DRAFTER_CLASS else None
+    if da is not None and da.ignored_keys:
+        # The drafter class is built, without what the keys turn on: the release that reads them is the way out.
+        return next_step(ctx, arch, outcome, stage, steps, {**HINTS, Outcome.DRAFTER_UNLOADABLE: ignored_hint(da)})
     return next_step(ctx, arch, outcome, stage, steps, HINTS)
+
+
+def ignored_hint(da: dr.DraftAnalysis) -> str:
+    """The next step for a drafter config whose keys this release ignores: the release that reads them all."""
+    iks = da.ignored_keys or []
+    names = ", ".join(ik.key for ik in iks)
+    later = [ik.reader for ik in iks if ik.reader]
+    if later and len(later) == len(iks):
+        from eagle3_lint.engines.drafter_keys import version_key
+
+        return (f"serve this drafter with a release that reads {names} (the first examined one that reads them all: "
+                f"{max(later, key=version_key)}), or use a drafter trained without them")
+    return f"use a drafter trained without {names}, or a release whose drafter code reads them"
