@@ -46,6 +46,26 @@ def _parents(tree: ast.AST) -> dict[ast.AST, ast.AST]:
     return {c: p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
 
 
+NO_DEFAULT: Any = object()
+
+
+def _default(node: ast.AST) -> Any:
+    """The constant a read falls back to when the key is missing (``getattr(c, "k", False)``, ``c.get("k", 0)``),
+    else ``NO_DEFAULT`` (an attribute or subscript read, ``hasattr``, a computed default)."""
+    if isinstance(node, ast.Call):
+        fn = node.func
+        i = 2 if isinstance(fn, ast.Name) and fn.id == "getattr" else 1 if isinstance(fn, ast.Attribute) else -1
+        arg = node.args[i] if 0 < i < len(node.args) else None
+        if isinstance(arg, ast.Constant):
+            return arg.value
+        if isinstance(arg, ast.Call):
+            # eagle_config.get("norm_before_fc", getattr(config, "norm_before_fc", False)): the inner read's default
+            return _default(arg)
+        if isinstance(fn, ast.Attribute) and fn.attr == "get" and len(node.args) == 1:
+            return None  # dict.get's own default
+    return NO_DEFAULT
+
+
 def _text(node: ast.AST) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
@@ -56,6 +76,7 @@ class _Reader:
     def __init__(self, tree: ast.Module) -> None:
         self.parent = _parents(tree)
         self.reads: Reads = {}
+        self.defaults: dict[str, Any] = {}  # key -> the constant its first read falls back to
         scopes: list[ast.AST] = [tree, *(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef,
                                                                                     ast.AsyncFunctionDef)))]
         for scope in scopes:
@@ -72,7 +93,14 @@ class _Reader:
                 k = self.read(n, aliases)
                 if k:
                     name = ".".join(k)
-                    self.reads[name] = min(self.reads.get(name, n.lineno), n.lineno)  # type: ignore[attr-defined]
+                    line = n.lineno  # type: ignore[attr-defined]
+                    if name not in self.reads or line < self.reads[name]:
+                        self.reads[name] = line
+                        d = _default(n)
+                        if d is not NO_DEFAULT:
+                            self.defaults[name] = d
+                        else:
+                            self.defaults.pop(name, None)
 
     @staticmethod
     def _own_nodes(scope: ast.AST) -> list[ast.AST]:
@@ -132,6 +160,12 @@ def config_reads(tree: ast.Module) -> Reads:
     return _Reader(tree).reads
 
 
+def config_reads_with_defaults(tree: ast.Module) -> dict[str, list[Any]]:
+    """``config_reads`` with each first read's constant default: ``key -> [line]`` or ``[line, default]``."""
+    r = _Reader(tree)
+    return {k: [line, r.defaults[k]] if k in r.defaults else [line] for k, line in r.reads.items()}
+
+
 def set_keys(cfg: dict[str, Any]) -> list[str]:
     """The keys a drafter config sets, dotted for one level of nested dicts (``eagle_config.norm_before_fc``)."""
     out = []
@@ -150,6 +184,7 @@ class Reader:
     release: str
     module: str
     line: int
+    default: Any = NO_DEFAULT  # what that release falls back to when the key is missing
 
 
 DATA_FILE = Path(str(resources.files("eagle3_lint").joinpath("data/drafter_keys.json")))
@@ -186,7 +221,7 @@ def readers(engine: str, key: str, modules: tuple[str, ...]) -> list[Reader]:
     for r in releases(engine):
         hit = next(((m, data[r][m][key]) for m in modules if key in data[r].get(m, {})), None)
         if hit is not None:
-            out.append(Reader(r, hit[0], hit[1]))
+            out.append(Reader(r, hit[0], hit[1][0], hit[1][1] if len(hit[1]) > 1 else NO_DEFAULT))
     return out
 
 
@@ -220,6 +255,17 @@ def chain_reads(ctx: Context, module: str, extra: tuple[str, ...] = ()) -> Reads
     return out
 
 
+def same_as_missing(value: Any, default: Any) -> bool:
+    """A set value that builds what a missing key builds: the read's default itself, or a false flag (False,
+    None) where the default is False or None (the drafter code tests these keys for truth:
+    ``if self.norm_before_fc:``)."""
+    if default is NO_DEFAULT:
+        return False
+    if value == default and type(value) is type(default):
+        return True
+    return (value is False or value is None) and (default is False or default is None)
+
+
 def ignored(engine: str, version: str, raw: dict[str, Any], draft_path: str, reads: Reads,
             modules: tuple[str, ...], drafter_class: str, skip: frozenset[str]) -> list[IgnoredKey]:
     """The leaf keys ``raw`` sets that ``reads`` (this release's drafter code) lacks and some examined release's
@@ -239,6 +285,9 @@ def ignored(engine: str, version: str, raw: dict[str, Any], draft_path: str, rea
         if not rs:
             continue  # no examined release's drafter code reads it: not a drafter key, or not one yet
         later = [r for r in rs if version_key(r.release) > mine]
+        judge = later[0] if later else rs[-1]
+        if same_as_missing(v, judge.default):
+            continue  # the value the reading release falls back to: ignoring the key builds the same drafter
         rels = releases(engine)
         if later:
             r = later[0]
@@ -253,20 +302,20 @@ def ignored(engine: str, version: str, raw: dict[str, Any], draft_path: str, rea
     return out
 
 
-def examine(root: str, globs: tuple[str, ...]) -> dict[str, Reads]:
+def examine(root: str, globs: tuple[str, ...]) -> dict[str, dict[str, list[Any]]]:
     """Per drafter module of the tree at ``root`` (a release's folder holding the package), the keys it reads:
     one release's row of the table (scripts/drafter_keys.py). Files are parsed, never imported."""
     from eagle3_lint.facts import decode_source
 
     base = Path(root)
-    out: dict[str, Reads] = {}
+    out: dict[str, dict[str, list[Any]]] = {}
     for g in globs:
         for f in sorted(base.glob(g)):
             try:
                 tree = ast.parse(decode_source(f.read_bytes()), str(f))
             except (OSError, SyntaxError, UnicodeError, ValueError):
                 continue
-            reads = config_reads(tree)
+            reads = config_reads_with_defaults(tree)
             if reads:
                 out[f.relative_to(base).as_posix()] = dict(sorted(reads.items()))
     return out
