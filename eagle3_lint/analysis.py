@@ -44,6 +44,7 @@ class Options:
     runner: str = "auto"  # --runner auto|v1|v2: the model runner the serving verdict and EGL007 model
     tensor_parallel: int | None = None  # --tensor-parallel-size: recorded; it does not change what is captured
     drafter_convention: str | None = None  # --drafter-convention vllm|sglang: how the drafter's ids number layers
+    method: str | None = None  # --method: the speculative method (None: the engine's EAGLE-3), engine.spec_methods
     debug: bool = False
     # progress(message) for a step, progress(message, done, total) for a counted one (cli.py renders it).
     progress: Callable[..., None] | None = None

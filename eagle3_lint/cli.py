@@ -192,6 +192,9 @@ TEXT_FORMATS = ["concise", "full", "grouped"]
 @click.option("--speculative-config", default=None, metavar="JSON",
               help="vLLM's own spelling: '{\"method\": \"eagle3\", \"model\": \"<local drafter folder>\", ...}'; "
                    "other keys and hf_overrides override the drafter config.")
+@click.option("--method", default=None, metavar="METHOD",
+              help="The speculative method whose gates to check (vLLM: eagle3, dflash, extract_hidden_states, eagle; "
+                   "SGLang: EAGLE3, DFLASH, DSPARK); default EAGLE-3, or --speculative-config's method.")
 @click.option(
     "--pipeline-parallel",
     "--pipeline-parallel-size",
@@ -247,7 +250,7 @@ def check(target: str | None, archs: tuple[str, ...], fmt: str | None, output: s
           show_context: bool = False, verbose: bool = False, quiet: bool = False, statistics: bool = False,
           show_fixes: bool = False, color: str = "auto", speculative_config: str | None = None,
           tensor_parallel: int | None = None, runner: str = "auto", drafter_convention: str | None = None,
-          engine: str | None = None) -> None:
+          engine: str | None = None, method: str | None = None) -> None:
     """Check TARGET: a site-packages or vllm/ folder, a checkout, a .whl, vllm==X.Y.Z, or the installed vllm."""
 
     def run() -> int:
@@ -271,7 +274,8 @@ def check(target: str | None, archs: tuple[str, ...], fmt: str | None, output: s
                            select=settings.selection, progress=_progress(not machine and not do_fix and not quiet),
                            plugins=plugins, pipeline_parallel=pipeline_parallel, pp_partition=pp_partition,
                            runner=runner, drafter_convention=drafter_convention,
-                           speculative_config=speculative_config, tensor_parallel=tensor_parallel, engine=engine)
+                           speculative_config=speculative_config, tensor_parallel=tensor_parallel, engine=engine,
+                           method=method)
         if do_fix:
             return _fix(req, settings, output, do_apply, into, backup, debug, exit_zero, color)
 

@@ -14,8 +14,9 @@ not a key; an attribute that is assigned (``self.config.draft_vocab_size = ...``
 
 Which *other* releases read a key is data (``data/drafter_keys.json``, one section per engine with its reason),
 written by ``scripts/drafter_keys.py`` with this module's own reader from the releases in the cache: a key is
-worth flagging only when some release's drafter code reads it and the checked release does not. Generic HF keys
-every release reads never are; keys the drafter config sets that no release's drafter code reads are not news.
+worth flagging only when some examined release's drafter module reads it, another examined release's same module
+does not (its reading began, or stopped, within the examined releases), and the checked release does not. So
+generic HF keys every release reads (``hidden_size``) never are, nor keys no release's drafter code reads.
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ class _Reader:
                 k = self.read(n, aliases)
                 if k:
                     name = ".".join(k)
-                    line = n.lineno  # type: ignore[attr-defined]
+                    line = getattr(n, "lineno", 0)  # every node a read is found at is an expression
                     if name not in self.reads or line < self.reads[name]:
                         self.reads[name] = line
                         d = _default(n)
@@ -214,6 +215,12 @@ def reason(engine: str) -> str:
     return str(table().get(engine, {}).get("reason", ""))
 
 
+def _with_module(engine: str, modules: tuple[str, ...]) -> list[str]:
+    """The examined releases that have any of ``modules``."""
+    data = table().get(engine, {}).get("releases", {})
+    return [r for r in releases(engine) if any(m in data[r] for m in modules)]
+
+
 def readers(engine: str, key: str, modules: tuple[str, ...]) -> list[Reader]:
     """The examined releases whose ``modules`` read ``key``, oldest first (the first such module of each)."""
     data = table().get(engine, {}).get("releases", {})
@@ -284,6 +291,8 @@ def ignored(engine: str, version: str, raw: dict[str, Any], draft_path: str, rea
         rs = readers(engine, k, modules)
         if not rs:
             continue  # no examined release's drafter code reads it: not a drafter key, or not one yet
+        if len(rs) == len(_with_module(engine, modules)):
+            continue  # every examined release reads it (hidden_size): generic, not a key some release began reading
         later = [r for r in rs if version_key(r.release) > mine]
         judge = later[0] if later else rs[-1]
         if same_as_missing(v, judge.default):

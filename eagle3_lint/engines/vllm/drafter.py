@@ -327,7 +327,8 @@ def analyze(ctx: Context, arch: str | None = None, kind: RunnerKind | None = Non
         da.effective_ids, da.effective_from = da.default_ids, "default"
     if key is not None:
         da.capture = capture(ctx, key)
-    renamed = None if da.speculators else eagle3_architectures(ctx, cfg)[0]
+    method = getattr(ctx.options, "method", None) or "eagle3"
+    renamed = None if da.speculators else eagle3_architectures(ctx, cfg, method)[0]
     da.fc = fc_input(ctx, cfg, renamed)
     da.ignored_keys = ignored_keys(ctx, raw, da)
     pp_size = getattr(ctx.options, "pipeline_parallel", None)
@@ -418,9 +419,11 @@ def _is_method_test(test: ast.expr, method: str) -> bool:
         isinstance(x, ast.Constant) and x.value == method for x in (test.left, *test.comparators))
 
 
-def eagle3_architectures(ctx: Context, cfg: dict[str, Any]) -> tuple[list[str] | None, Where | None, str]:
-    """The architectures vLLM's ``EAGLEConfig`` gives a drafter config for ``method == "eagle3"``
-    (``LlamaForCausalLM`` -> ``Eagle3LlamaForCausalLM``): the tree's own renaming expression, evaluated.
+def eagle3_architectures(ctx: Context, cfg: dict[str, Any], method: str = "eagle3"
+                         ) -> tuple[list[str] | None, Where | None, str]:
+    """The architectures vLLM's ``EAGLEConfig`` gives a drafter config for ``method`` (``"eagle3"``:
+    ``LlamaForCausalLM`` -> ``Eagle3LlamaForCausalLM``; ``"eagle"``: ``EagleLlamaForCausalLM``): the tree's own
+    renaming expression, evaluated.
 
     None with a reason when the tree has no ``EAGLEConfig`` or its renaming cannot be read; the
     config's own names then stand (what vLLM does when the class does not rename).
@@ -432,7 +435,7 @@ def eagle3_architectures(ctx: Context, cfg: dict[str, Any]) -> tuple[list[str] |
     if tree is None or init is None:
         return None, None, f"{EAGLE_CONFIG} has no EAGLEConfig: the drafter's architectures are used as written"
     for node in ast.walk(init):
-        if not (isinstance(node, ast.If) and _is_method_test(node.test, "eagle3")):
+        if not (isinstance(node, ast.If) and _is_method_test(node.test, method)):
             continue
         for st in node.body:
             if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Subscript) \
@@ -456,4 +459,4 @@ def eagle3_architectures(ctx: Context, cfg: dict[str, Any]) -> tuple[list[str] |
                 if isinstance(res, list) and all(isinstance(x, str) for x in res):
                     return res, where, ""
                 return None, where, f"the renaming at {EAGLE_CONFIG}:{st.lineno} returned {res!r}"
-    return names, None, "EAGLEConfig does not rename architectures for method eagle3 in this tree"
+    return names, None, f"EAGLEConfig does not rename architectures for method {method} in this tree"

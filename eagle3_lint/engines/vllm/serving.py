@@ -30,6 +30,7 @@ from eagle3_lint import drafter as dr
 from eagle3_lint import semantic as sem
 from eagle3_lint.engines.vllm import drafter as vdr
 from eagle3_lint.engines.vllm import gates as vgates
+from eagle3_lint.engines.vllm import methods as vmethods
 from eagle3_lint.engines.vllm import runnerchoice
 from eagle3_lint.model import Location
 from eagle3_lint.runner import RunnerKind
@@ -125,15 +126,28 @@ def _verdict(ctx: Context, arch: str, kind: RunnerKind | None) -> ServingVerdict
     if imported is not None:
         steps.append(imported)
         return _finish(ctx, arch, kind, reason, steps, da, None)
-    steps.append(_config_gate(ctx, arch))
-    steps.append(_drafter_class(ctx, da))
+    method = opts.method or vmethods.DEFAULT
+    if vmethods.known(ctx, method) is None:
+        steps.append(ServingStep(Gate.CONFIG_GATE, StepResult.FAIL,
+                                 f"this vLLM's SpeculativeConfig does not know method {method!r} "
+                                 f"({vmethods.SPEC_CONFIG} never names it): refused before anything loads",
+                                 _loc(vmethods.SPEC_CONFIG, 1)))
+        return _finish(ctx, arch, kind, reason, steps, da, None)
+    steps.append(_config_gate(ctx, arch, method))
+    steps.append(_drafter_class(ctx, da, method))
     if pp > 1:
         steps.append(_drafter_pp(ctx, da, pp))
     key = ctx.keys.get(arch)
     site = vdr.runner_site(ctx, kind)
+    aux = vmethods.aux_use(ctx, site, method, opts.draft_config) if method != vmethods.DEFAULT else None
+    captured: tuple[int, ...] | None = None
+    if aux is not None and aux.asks is not True:
+        # The runner asks the model for no aux states under this method (or the tree does not say): the
+        # check and everything downstream of it depend on that.
+        steps.extend(_no_aux_steps(ctx, da, aux, method))
+        return _finish(ctx, arch, kind, reason, steps, da, None)
     steps.append(_interface(ctx, arch, site))
     steps.append(_pp_verifier(ctx, key, site, pp))
-    captured: tuple[int, ...] | None = None
     if da is None:
         steps.append(
             ServingStep(
@@ -179,11 +193,12 @@ def _finish(ctx: Context, arch: str, kind: RunnerKind | None, reason: str, steps
         tensor_parallel=ctx.options.tensor_parallel, trained_convention=conv)
 
 
-def _config_gate(ctx: Context, arch: str) -> ServingStep:
-    gates = [g for g in ctx.runner.gates if "eagle3" in g.methods and g.allow_list]
+def _config_gate(ctx: Context, arch: str, method: str = vmethods.DEFAULT) -> ServingStep:
+    gates = [g for g in ctx.runner.gates if method in g.methods and g.allow_list]
     if not gates:
+        what = "EAGLE-3" if method == vmethods.DEFAULT else f"method {method!r}"
         return ServingStep(
-            Gate.CONFIG_GATE, StepResult.PASS, "this vLLM has no config-time model_type gate for EAGLE-3"
+            Gate.CONFIG_GATE, StepResult.PASS, f"this vLLM has no config-time model_type gate for {what}"
         )
     cfg = ctx.options.target_config
     for g in gates:
@@ -207,10 +222,17 @@ def _config_gate(ctx: Context, arch: str) -> ServingStep:
                        _loc(gates[0].path, gates[0].line))
 
 
-def _drafter_class(ctx: Context, da: dr.DraftAnalysis | None) -> ServingStep:
+def _drafter_class(ctx: Context, da: dr.DraftAnalysis | None, method: str = vmethods.DEFAULT) -> ServingStep:
     if da is None:
         return ServingStep(Gate.DRAFTER_CLASS, StepResult.UNCHECKED,
                            "no drafter config: whether vLLM can build the drafter is not checked")
+    if method != vmethods.DEFAULT and not da.speculators:
+        wraps, w = vmethods.builds_through_eagle_config(ctx, method)
+        if wraps is not True:
+            return ServingStep(Gate.DRAFTER_CLASS, StepResult.UNCHECKED,
+                               f"for method {method!r} this vLLM does not build the drafter through EAGLEConfig "
+                               f"({w.text if w else 'no EAGLEConfig call found'}); how it builds it is not modelled",
+                               _where(w))
     if da.speculators and da.converted is None:
         return ServingStep(Gate.DRAFTER_CLASS, StepResult.FAIL,
                            f"the speculators-format config cannot be converted by this tree: {da.conversion_error}",
@@ -220,7 +242,7 @@ def _drafter_class(ctx: Context, da: dr.DraftAnalysis | None) -> ServingStep:
         names = [a for a in cfg.get("architectures") or [] if isinstance(a, str)]
         where, how = _where(da.conversion_where), "the tree's speculators converter gives"
     else:
-        renamed, w, note = vdr.eagle3_architectures(ctx, cfg)
+        renamed, w, note = vdr.eagle3_architectures(ctx, cfg, method)
         names = renamed if renamed is not None else [a for a in cfg.get("architectures") or [] if isinstance(a, str)]
         where, how = _where(w), ("EAGLEConfig renames the drafter's architectures to" if w else note + ":")
     registered = [a for a in names if a in ctx.registry.entries]
@@ -254,6 +276,54 @@ def ignored_keys_step(ctx: Context, da: dr.DraftAnalysis, built: str) -> Serving
         else ""
     return ServingStep(Gate.DRAFTER_CLASS, StepResult.FAIL, f"{built}; but {message(ctx, ik)}{more}",
                        Location(da.draft_path, ik.line))
+
+
+def _no_aux_steps(ctx: Context, da: dr.DraftAnalysis | None, aux: vmethods.AuxUse, method: str) -> list[ServingStep]:
+    """The chain after the drafter class for a method under which the runner asks for no aux states (EAGLE-1's
+    ``eagle``): the EAGLE-3 check is never applied and nothing is captured, so those steps are skipped; a drafter
+    config that is an EAGLE-3 drafter still needs an fc that the class this method builds has (``_eagle1_fc``)."""
+    where = _where(aux.where)
+    if aux.asks is None:
+        why = aux.note or "the tree does not say"
+        return [ServingStep(Gate.RUNNER_INTERFACE, StepResult.UNKNOWN,
+                            f"whether the runner asks for aux hidden states under method {method!r} is unknown ({why})",
+                            where)]
+    assign = aux.where.text if aux.where else f"self.{aux.flag}"
+    done = (f"under method {method!r} the runner asks the model for no aux hidden states ({assign}, false for it), "
+            f"so {ctx.contract.check_function}() is never applied")
+    none = "no aux hidden states are asked for"
+    out = [ServingStep(Gate.RUNNER_INTERFACE, StepResult.SKIPPED, done, where),
+           ServingStep(Gate.PP_VERIFIER, StepResult.SKIPPED, none),
+           ServingStep(Gate.AUX_IDS, StepResult.SKIPPED, none),
+           ServingStep(Gate.CAPTURE, StepResult.SKIPPED, none),
+           _eagle1_fc(ctx, da, method),
+           ServingStep(Gate.PP_RELAY, StepResult.SKIPPED, none),
+           ServingStep(Gate.TRAINED_LAYERS, StepResult.SKIPPED, none)]
+    return out
+
+
+def _eagle3_drafter(da: dr.DraftAnalysis) -> bool:
+    """The drafter config is an EAGLE-3 drafter's: it names aux layers, or an EAGLE-3 architecture."""
+    archs = (da.converted or {}).get("architectures") or []
+    return bool(da.fields) or da.speculators or any(isinstance(a, str) and "Eagle3" in a for a in archs)
+
+
+def _eagle1_fc(ctx: Context, da: dr.DraftAnalysis | None, method: str) -> ServingStep:
+    """An EAGLE-3 checkpoint's ``fc`` (what this tree's EAGLE-3 class builds for the config) against the ``fc`` of
+    the class ``method`` builds: a different width does not load (its weight has another shape)."""
+    if da is None or da.fc is None or da.fc.in_size is None or not _eagle3_drafter(da):
+        return ServingStep(Gate.DRAFTER_FC, StepResult.SKIPPED, f"no aux hidden states feed the drafter under "
+                           f"method {method!r}")
+    cfg = da.converted or {}
+    e3 = vdr.fc_input(ctx, cfg, vdr.eagle3_architectures(ctx, cfg, vmethods.DEFAULT)[0])
+    if e3.in_size is None or e3.in_size == da.fc.in_size:
+        return ServingStep(Gate.DRAFTER_FC, StepResult.SKIPPED, f"no aux hidden states feed the drafter under "
+                           f"method {method!r}", _where(da.fc.where))
+    return ServingStep(Gate.DRAFTER_FC, StepResult.FAIL,
+                       f"this is an EAGLE-3 drafter (its fc takes {e3.in_size} inputs in {e3.drafter_class}, "
+                       f"{e3.where.path if e3.where else ''}:{e3.where.line if e3.where else ''}), but method "
+                       f"{method!r} builds {da.fc.drafter_class}, whose fc takes {da.fc.in_size}: the checkpoint's "
+                       "fc weight does not fit it", _where(da.fc.where))
 
 
 def _drafter_pp(ctx: Context, da: dr.DraftAnalysis | None, pp: int) -> ServingStep:
