@@ -181,3 +181,21 @@ def test_sample_tree_ignores_norm_before_fc_until_its_drafter_reads_it(tmp_path:
     sv = ctx.engine.serving_verdict(ctx, "ToyForCausalLM")
     step = sv.step(Gate.DRAFTER_CLASS) if sv is not None else None
     assert step is not None and step.result is StepResult.PASS
+
+
+@pytest.mark.real
+def test_real_speculators_key_dropped_by_the_converter(real_trees: Any, tmp_path: Path) -> None:
+    """A speculators-format drafter reaches the class only through the tree's converter: 0.18.0's
+    speculators/algos.py copies no norm_before_fc (its update_eagle3 names draft_vocab_size and target_hidden_size),
+    while 0.20.2's reads it at algos.py:38 (`config_dict.get("norm_before_fc", False)`), though 0.18.0's
+    llama_eagle3.py:153 reads the key itself."""
+    spec = {**json.loads((CHECKPOINTS / "nm-testing-qwen3-235b-eagle3-speculators.json").read_text()),
+            "norm_before_fc": True}
+    conv = "vllm/transformers_utils/configs/speculators/algos.py"
+    assert _eagle_reads(real_trees.get("0.18.0"), "norm_before_fc") == {LLAMA: 153}
+    assert _eagle_reads(real_trees.get("0.20.2"), "norm_before_fc")[conv] == 38
+    c18 = _ctx(real_trees.get("0.18.0"), spec, tmp_path, "qwen3-235b-a22b.json", "Qwen3MoeForCausalLM")
+    msg = _egl011(c18)["norm_before_fc"]
+    assert f"vLLM 0.20.2 reads it ({conv}:38; 0.18.1, the examined release before it, does not)" in msg
+    c20 = _ctx(real_trees.get("0.20.2"), spec, tmp_path, "qwen3-235b-a22b.json", "Qwen3MoeForCausalLM")
+    assert _egl011(c20) == {}

@@ -237,14 +237,14 @@ def readers(engine: str, key: str, modules: tuple[str, ...]) -> list[Reader]:
 LOADER_KEYS = frozenset({"architectures", "model_type"})
 
 
-def chain_reads(ctx: Context, module: str, extra: tuple[str, ...] = ()) -> Reads:
+def chain_reads(ctx: Context, module: str | None, extra: tuple[str, ...] = ()) -> Reads:
     """The keys read by ``module`` (dotted module name of the drafter class), by the modules of every base class of
     the classes it defines (a drafter's decoder layer subclasses the target's, whose ``__init__`` reads the
     generic keys), and by the files ``extra`` (a format converter)."""
     from eagle3_lint.graph import ClassKey
     from eagle3_lint.semantic import read_module
 
-    mf = ctx.graph.module(module)
+    mf = ctx.graph.module(module) if module else None
     paths: dict[str, None] = {}
     if mf is not None:
         paths[mf.path] = None

@@ -54,8 +54,9 @@ META = RuleMeta("EGL011", "drafter-key-ignored", Severity.ERROR, False,
 def message(ctx: Context, ik: IgnoredKey) -> str:
     """What the finding and the serving chain's drafter-class step say about ``ik``."""
     eng = ctx.engine.display
-    head = (f"the drafter config sets {ik.key}, which {eng} {ctx.version}'s drafter ({ik.drafter_class}, "
-            f"{ik.module} and its bases) never reads: it builds a different drafter than the one trained")
+    head = (f"the drafter config sets {ik.key}, which {eng} {ctx.version}'s drafter ({ik.drafter_class}; read in "
+            f"{ik.module} and the modules it builds on) never reads: it builds a different drafter than the one "
+            "trained")
     if ik.reader and ik.reader_where is not None:
         w = ik.reader_where
         before = f"; {ik.before}, the examined release before it, does not" if ik.before else ""

@@ -396,17 +396,17 @@ def ignored_keys(ctx: Context, raw: dict[str, Any], da: DraftAnalysis) -> list[I
     key = ctx.keys.get(arch) if arch else None
     if key is None:
         return None
-    module = ctx.graph.path_of(key)
     if da.speculators:
-        conv = dk.chain_reads(ctx, "", (SPECULATORS_ALGOS, SPECULATORS_BASE))
+        # A raw speculators key reaches the drafter only through the converter: one it does not read is dropped
+        # whatever the class reads, so the converter is where other releases are compared too.
+        conv = dk.chain_reads(ctx, None, (SPECULATORS_ALGOS, SPECULATORS_BASE))
         model = dk.chain_reads(ctx, key.module)
         carried = set(dk.set_keys(da.converted or {}))
         reads = {**{k: v for k, v in model.items() if k in carried}, **conv}
-        modules: tuple[str, ...] = (module, SPECULATORS_ALGOS)
-    else:
-        reads = dk.chain_reads(ctx, key.module)
-        modules = (module,)
-    return dk.ignored("vllm", ctx.version, raw, da.draft_path, reads, modules, arch, _ID_KEYS)
+        return dk.ignored("vllm", ctx.version, raw, da.draft_path, reads, (SPECULATORS_ALGOS,),
+                          f"{arch} from the speculators format", _ID_KEYS)
+    return dk.ignored("vllm", ctx.version, raw, da.draft_path, dk.chain_reads(ctx, key.module),
+                      (ctx.graph.path_of(key),), arch, _ID_KEYS)
 
 
 # -- the drafter's class ----------------------------------------------------------------------------
