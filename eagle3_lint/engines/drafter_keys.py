@@ -246,7 +246,7 @@ def chain_reads(ctx: Context, module: str | None, extra: tuple[str, ...] = ()) -
 
     mf = ctx.graph.module(module) if module else None
     paths: dict[str, None] = {}
-    if mf is not None:
+    if mf is not None and module:
         paths[mf.path] = None
         for qual in mf.classes:
             for e in ctx.graph.mro(ClassKey(module, qual)).entries:
