@@ -8,8 +8,10 @@ module of the drafter class it builds (``EAGLEConfig``'s renaming, then the regi
 module's base classes and, for the speculators format, the tree's converter. Which other release reads the key
 comes from a table written with the same reader from the releases in the tool's cache
 (``data/drafter_keys.json``); the finding names the first such release after the checked one and where it
-reads the key. Keys no examined release's drafter code reads are not flagged, nor the aux-layer id fields
-(EGL007's), nor ``architectures`` and ``model_type``, which the loader itself consumes.
+reads the key. Not flagged: keys no examined release's drafter code reads, keys every examined release reads
+(generic HF keys such as ``hidden_size``), a key set to the value the reading release falls back to (a false
+flag builds the same drafter), the aux-layer id fields (EGL007's), and ``architectures`` and ``model_type``,
+which the loader itself consumes.
 
 ## Why is this bad?
 A Hugging Face config keeps every key it is given, so nothing fails when the drafter code never looks at
