@@ -33,7 +33,7 @@ def _ctx(root: Path, method: str | None, draft: dict[str, Any] | None, tmp_path:
     opts = Options(targets=(arch,), target_config=json.loads(tpath.read_text()), target_config_path=str(tpath),
                    draft_config=draft, draft_config_path=str(dpath) if draft is not None else None, method=method,
                    runner=runner)
-    ctx = analyze(DirSource(root), opts)
+    ctx = analyze(DirSource(root), opts, select=lambda _rule: False)  # the chain needs no rule: run none
     assert not ctx.errors, [e.message for e in ctx.errors]
     return ctx
 

@@ -235,14 +235,14 @@ def aux_use(ctx: Context, site: RunnerSite | None, method: str, draft: dict[str,
     return decided or AuxUse(method, None, flag, None, f"no assignment of self.{flag} in {rel}")
 
 
-def known(ctx: Context, method: str) -> Where | None:
-    """Where ``config/speculative.py`` names ``method`` (its ``SpeculativeMethod`` literals and tests), or None: a
-    method this vLLM does not know, which ``SpeculativeConfig`` refuses before anything loads."""
+def known(ctx: Context, method: str) -> bool | None:
+    """Whether ``config/speculative.py`` names ``method`` (its ``SpeculativeMethod`` literals and tests): False is a
+    method this vLLM does not know, which ``SpeculativeConfig`` refuses before anything loads; None where the tree
+    has no such file (a tree laid out otherwise: not judged)."""
     tree = read_module(ctx, SPEC_CONFIG)
     if tree is None:
         return None
-    hit = min((n.lineno for n in ast.walk(tree) if isinstance(n, ast.Constant) and n.value == method), default=None)
-    return Where(SPEC_CONFIG, hit, method) if hit is not None else None
+    return any(isinstance(n, ast.Constant) and n.value == method for n in ast.walk(tree))
 
 
 def builds_through_eagle_config(ctx: Context, method: str) -> tuple[bool | None, Where | None]:

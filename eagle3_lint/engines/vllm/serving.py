@@ -127,7 +127,7 @@ def _verdict(ctx: Context, arch: str, kind: RunnerKind | None) -> ServingVerdict
         steps.append(imported)
         return _finish(ctx, arch, kind, reason, steps, da, None)
     method = opts.method or vmethods.DEFAULT
-    if vmethods.known(ctx, method) is None:
+    if method != vmethods.DEFAULT and vmethods.known(ctx, method) is False:
         steps.append(ServingStep(Gate.CONFIG_GATE, StepResult.FAIL,
                                  f"this vLLM's SpeculativeConfig does not know method {method!r} "
                                  f"({vmethods.SPEC_CONFIG} never names it): refused before anything loads",
