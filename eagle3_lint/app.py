@@ -103,13 +103,12 @@ def run_check(req: CheckRequest, source: SourceTree | None = None, store: FactSt
     if req.speculative_config is not None:
         if dcfg is not None:
             raise UsageError("give the drafter either with --draft-config or in --speculative-config, not both")
-        dcfg, draft_path, spec_method = speculative_draft(req.speculative_config)
+        dcfg, draft_path, spec_method = speculative_draft(req.speculative_config, engine.display, engine.spec_methods)
         if spec_method is not None and req.method is not None and spec_method != req.method:
             raise UsageError(f"--method {req.method!r} and --speculative-config method {spec_method!r} disagree")
         method = method or spec_method
-    if method is not None and method not in engine.spec_methods:
-        raise UsageError(f"--method {method!r}: eagle3-lint checks {engine.display}'s methods "
-                         f"{', '.join(engine.spec_methods)}")
+    if method is not None:
+        check_method(method, "--method", engine.display, engine.spec_methods)
     # Every config handed in is checked against the types the tool reads before anything reads it (userconfig.py).
     from eagle3_lint import userconfig
 
@@ -154,7 +153,13 @@ _SPEC_KEYS = {"method", "model", "num_speculative_tokens", "draft_tensor_paralle
               "speculative_token_tree", "parallel_drafting", "enforce_eager", "disable_padded_drafter_batch"}
 
 
-def speculative_draft(text: str) -> tuple[dict[str, Any], str, str | None]:
+def check_method(method: str, what: str, display: str, methods: tuple[str, ...]) -> None:
+    if method not in methods:
+        raise UsageError(f"{what} {method!r}: eagle3-lint checks {display}'s methods {', '.join(methods)}")
+
+
+def speculative_draft(text: str, display: str = "", methods: tuple[str, ...] = ()
+                      ) -> tuple[dict[str, Any], str, str | None]:
     """The drafter config a ``--speculative-config`` JSON names, with its overrides merged (and where it came from),
     and its ``method`` (None: not given; which methods the engine checks is the engine's, ``run_check``).
 
@@ -173,6 +178,8 @@ def speculative_draft(text: str) -> tuple[dict[str, Any], str, str | None]:
     method = spec.get("method")
     if method is not None and not isinstance(method, str):
         raise UsageError(f"--speculative-config method must be a string, not {method!r}")
+    if method is not None and methods:
+        check_method(method, "--speculative-config method", display, methods)
     model = spec.get("model")
     if not isinstance(model, str) or not model:
         raise UsageError('--speculative-config needs "model": the drafter\'s local folder or config.json')

@@ -193,8 +193,8 @@ TEXT_FORMATS = ["concise", "full", "grouped"]
               help="vLLM's own spelling: '{\"method\": \"eagle3\", \"model\": \"<local drafter folder>\", ...}'; "
                    "other keys and hf_overrides override the drafter config.")
 @click.option("--method", default=None, metavar="METHOD",
-              help="The speculative method whose gates to check (vLLM: eagle3, dflash, extract_hidden_states, eagle; "
-                   "SGLang: EAGLE3, DFLASH, DSPARK); default EAGLE-3, or --speculative-config's method.")
+              help="The speculative method whose gates to check, in the engine's spelling (a method the tool does not "
+                   "check is an error naming those it does); default EAGLE-3, or --speculative-config's method.")
 @click.option(
     "--pipeline-parallel",
     "--pipeline-parallel-size",
