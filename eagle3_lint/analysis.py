@@ -45,6 +45,7 @@ class Options:
     tensor_parallel: int | None = None  # --tensor-parallel-size: recorded; it does not change what is captured
     drafter_convention: str | None = None  # --drafter-convention vllm|sglang: how the drafter's ids number layers
     platform: str = "cuda"  # --platform: what a platform dispatch in the tree and the runner choice are evaluated for
+    method: str | None = None  # --method: the speculative method (None: the engine's EAGLE-3), engine.spec_methods
     debug: bool = False
     # The drafter checkpoint's tensors (weights.Checkpoint), read from the safetensors headers of a --draft-config
     # folder; None without one.

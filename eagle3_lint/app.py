@@ -54,6 +54,7 @@ class CheckRequest:
     platform: str = "cuda"  # --platform cuda|rocm|cpu|xpu (facts.PLATFORMS)
     drafter_convention: str | None = None  # --drafter-convention vllm|sglang
     speculative_config: str | None = None  # --speculative-config JSON, as `vllm serve` takes it
+    method: str | None = None  # --method: the speculative method (default: the engine's EAGLE-3), engine.spec_methods
     tensor_parallel: int | None = None  # --tensor-parallel-size: recorded, it does not change what is captured
 
 
@@ -118,11 +119,17 @@ def run_check(req: CheckRequest, source: SourceTree | None = None, store: FactSt
     dcfg = load_json_file(req.draft_config, "--draft-config") if req.draft_config else None
     draft_path = req.draft_config
     weights = load_weights(req.draft_config)
+    method = req.method
     if req.speculative_config is not None:
         if dcfg is not None:
             raise UsageError("give the drafter either with --draft-config or in --speculative-config, not both")
-        dcfg, draft_path = speculative_draft(req.speculative_config)
+        dcfg, draft_path, spec_method = speculative_draft(req.speculative_config, engine.display, engine.spec_methods)
         weights = load_weights(_spec_model(req.speculative_config))  # a model folder's checkpoint, as --draft-config's
+        if spec_method is not None and req.method is not None and spec_method != req.method:
+            raise UsageError(f"--method {req.method!r} and --speculative-config method {spec_method!r} disagree")
+        method = method or spec_method
+    if method is not None:
+        check_method(method, "--method", engine.display, engine.spec_methods)
     # Every config handed in is checked against the types the tool reads before anything reads it (userconfig.py).
     from eagle3_lint import userconfig
 
@@ -139,7 +146,7 @@ def run_check(req: CheckRequest, source: SourceTree | None = None, store: FactSt
                    pipeline_parallel=req.pipeline_parallel, pp_partition=req.pp_partition, runner=req.runner,
                    platform=req.platform,
                    tensor_parallel=req.tensor_parallel, drafter_convention=req.drafter_convention,
-                   draft_weights=weights)
+                   draft_weights=weights, method=method)
     ctx = analyze(source, opts, req.select, store, keep)
     # A broken registry, or (where the registry is read from the model files) broken model files, are EGL000
     # findings the report shows: an empty registry is then their consequence, not a tree the tool misread.
@@ -168,8 +175,15 @@ _SPEC_KEYS = {"method", "model", "num_speculative_tokens", "draft_tensor_paralle
               "speculative_token_tree", "parallel_drafting", "enforce_eager", "disable_padded_drafter_batch"}
 
 
-def speculative_draft(text: str) -> tuple[dict[str, Any], str]:
-    """The drafter config a ``--speculative-config`` JSON names, with its overrides merged (and where it came from).
+def check_method(method: str, what: str, display: str, methods: tuple[str, ...]) -> None:
+    if method not in methods:
+        raise UsageError(f"{what} {method!r}: eagle3-lint checks {display}'s methods {', '.join(methods)}")
+
+
+def speculative_draft(text: str, display: str = "", methods: tuple[str, ...] = ()
+                      ) -> tuple[dict[str, Any], str, str | None]:
+    """The drafter config a ``--speculative-config`` JSON names, with its overrides merged (and where it came from),
+    and its ``method`` (None: not given; which methods the engine checks is the engine's, ``run_check``).
 
     ``model`` must be a local folder or config.json: nothing is downloaded. ``hf_overrides`` (a dict) and any key
     that is not one of SpeculativeConfig's own (``eagle_aux_hidden_state_layer_ids``) override the drafter config.
@@ -184,8 +198,10 @@ def speculative_draft(text: str) -> tuple[dict[str, Any], str]:
 
     userconfig.validate_speculative(spec, "--speculative-config")
     method = spec.get("method")
-    if method not in ("eagle3", None):
-        raise UsageError(f"--speculative-config method {method!r}: eagle3-lint checks EAGLE-3 (method \"eagle3\")")
+    if method is not None and not isinstance(method, str):
+        raise UsageError(f"--speculative-config method must be a string, not {method!r}")
+    if method is not None and methods:
+        check_method(method, "--speculative-config method", display, methods)
     model = spec.get("model")
     if not isinstance(model, str) or not model:
         raise UsageError('--speculative-config needs "model": the drafter\'s local folder or config.json')
@@ -198,7 +214,7 @@ def speculative_draft(text: str) -> tuple[dict[str, Any], str]:
         raise UsageError("--speculative-config hf_overrides must be a JSON object")
     cfg = {**cfg, **{k: v for k, v in spec.items() if k not in _SPEC_KEYS and k != "hf_overrides"}, **(overrides or {})}
     path = os.path.join(model, "config.json") if os.path.isdir(model) else model
-    return cfg, path
+    return cfg, path, method
 
 
 def _config_file(path: str | None) -> str | None:
@@ -275,7 +291,7 @@ def _report_once(req: CheckRequest, settings: Settings, render: Callable[[Contex
     key = (
         rendering, settings, req.target, req.archs, req.pipeline_parallel, req.pp_partition,
         req.target_config, req.draft_config,  # as given: reports show these paths
-        req.runner, req.platform, req.drafter_convention, req.speculative_config, req.tensor_parallel,
+        req.runner, req.platform, req.drafter_convention, req.speculative_config, req.tensor_parallel, req.method,
         file_token(_config_file(req.target_config)), file_token(_config_file(req.draft_config)),
         file_token(_config_file(_spec_model(req.speculative_config))), file_token(settings.baseline),
         # The checkpoint's tensor names and shapes, when the drafter's folder has weights.

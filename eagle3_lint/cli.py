@@ -204,6 +204,9 @@ def _alias(cctx: click.Context, name: str) -> bool:
 @click.option("--speculative-config", default=None, metavar="JSON",
               help="vLLM's own spelling: '{\"method\": \"eagle3\", \"model\": \"<local drafter folder>\", ...}'; "
                    "other keys and hf_overrides override the drafter config.")
+@click.option("--method", default=None, metavar="METHOD",
+              help="The speculative method whose gates to check, in the engine's spelling (a method the tool does not "
+                   "check is an error naming those it does); default EAGLE-3, or --speculative-config's method.")
 @click.option("--pipeline-parallel-size", "-pp", "pipeline_parallel", type=click.IntRange(min=1), default=None,
               help="Pipeline-parallel size N (vLLM's spelling): the layer split, which rank captures each aux id, "
                    "the PP gates.")
@@ -259,7 +262,7 @@ def check(target: str | None, archs: tuple[str, ...], fmt: str | None, output: s
           show_fixes: bool = False, color: str = "auto", speculative_config: str | None = None,
           tensor_parallel: int | None = None, runner: str = "auto", drafter_convention: str | None = None,
           engine: str | None = None, do_diff: bool = False, pipeline_parallel_old: int | None = None,
-          platform: str = "cuda") -> None:
+          platform: str = "cuda", method: str | None = None) -> None:
     """Check TARGET: a site-packages or vllm/ folder, a checkout, a .whl, vllm==X.Y.Z, or the installed vllm."""
     cctx = click.get_current_context()
 
@@ -297,7 +300,8 @@ def check(target: str | None, archs: tuple[str, ...], fmt: str | None, output: s
                            select=settings.selection, progress=_progress(not machine and not do_fix and not quiet),
                            plugins=plugins, pipeline_parallel=pipeline_parallel, pp_partition=pp_partition,
                            runner=runner, platform=platform, drafter_convention=drafter_convention,
-                           speculative_config=speculative_config, tensor_parallel=tensor_parallel, engine=engine)
+                           speculative_config=speculative_config, tensor_parallel=tensor_parallel, engine=engine,
+                           method=method)
         if do_fix:
             return _fix(req, settings, output, do_apply, into, backup, debug, exit_zero, color)
 

@@ -90,6 +90,22 @@ class IdIssue:
     title: str = ""  # one short sentence (the finding's title); "" takes the message's first sentence
 
 
+@dataclass(frozen=True)
+class IgnoredKey:
+    """A key the drafter config sets that this release's drafter code never reads, while another examined
+    release's does (EGL011; ``engines/drafter_keys.py``)."""
+
+    key: str  # dotted for a nested key: eagle_config.norm_before_fc
+    line: int  # in the drafter config
+    drafter_class: str  # the class this release builds, and its module
+    module: str
+    reader: str  # the first examined release after this one whose drafter code reads it ("" if none)
+    reader_where: Where | None  # where that release reads it
+    before: str = ""  # the examined release before ``reader``, which does not read it
+    earlier: str = ""  # no later release reads it but this earlier one did (a key this release stopped reading)
+    earlier_where: Where | None = None
+
+
 @dataclass
 class DraftAnalysis:
     draft_path: str
@@ -121,6 +137,8 @@ class DraftAnalysis:
     # None: EGL007's own checks apply (they model the state-entering-layer-k numbering and the forward's
     # capture points); a list: the engine judged the ids itself and these are its findings.
     issues: list[IdIssue] | None = None
+    # Keys the drafter config sets that this release's drafter code never reads (EGL011); None: not examined.
+    ignored_keys: list[IgnoredKey] | None = None
 
     def json_line(self, key: str) -> int:
         return json_line(self.draft_path, key)

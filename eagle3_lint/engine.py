@@ -112,6 +112,9 @@ class Engine(ABC):
     capabilities: frozenset[Capability] = frozenset()
     # How models collect aux hidden states when not through the contract's own names (None: the contract says).
     collection: CollectionIdiom | None = None
+    # The speculative methods ``--method`` may name, EAGLE-3's first: the ones whose gates the engine derives from the
+    # tree (methods that feed the drafter the target's hidden states, and EAGLE-1 given an EAGLE-3 drafter).
+    spec_methods: tuple[str, ...] = ()
     # The report's engine-specific version field this engine's reports carried before ``engine_version``.
     report_version_field: str | None = None
 

@@ -63,7 +63,7 @@ def test_speculative_config_overrides_reach_the_drafter_config(tree: Path, tmp_p
 
 @pytest.mark.parametrize(("spec", "needle"), [
     ("not json", "--speculative-config is not JSON"),
-    ('{"method": "ngram", "model": "x"}', "checks EAGLE-3"),
+    ('{"method": "ngram", "model": "x"}', "'ngram': eagle3-lint checks vLLM's methods eagle3, dflash"),
     ('{"method": "eagle3"}', 'needs "model"'),
     ('{"method": "eagle3", "model": "org/remote-drafter"}', "is not a local folder or file"),
 ])

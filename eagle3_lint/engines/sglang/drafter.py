@@ -41,9 +41,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from eagle3_lint.checkpoint import text_config
-from eagle3_lint.drafter import OUTPUT, DraftAnalysis, IdIssue, IdsField, PPLayout, Split
+from eagle3_lint.drafter import OUTPUT, DraftAnalysis, IdIssue, IdsField, IgnoredKey, PPLayout, Split
 from eagle3_lint.engine import Mechanism
-from eagle3_lint.engines.drafter_fields import id_fields
+from eagle3_lint.engines import drafter_keys as dk
+from eagle3_lint.engines.drafter_fields import ID_FIELDS, id_fields
 from eagle3_lint.engines.sglang import pp as pp_mod
 from eagle3_lint.engines.sglang.runner import IDS_KEY, SETTER, IdSource, id_sources
 from eagle3_lint.engines.sglang.setter import IdTransform, capture_indices, default_indices, read_setter
@@ -58,6 +59,10 @@ if TYPE_CHECKING:
 else:
     me = lazy("eagle3_lint.minieval")  # imported on first use (lazyimport.py)
 
+# Where SGLang's drafter code lives, for the table of other releases (scripts/drafter_keys.py): the drafter model
+# modules of the aux-state methods (EAGLE-3, DFlash, DSpark). SGLang has no format converter.
+DRAFTER_MODULE_GLOBS = ("sglang/srt/models/*eagle*.py", "sglang/srt/models/*dflash*.py",
+                        "sglang/srt/models/*dspark*.py")
 USE_AUX_KEY = "use_aux_hidden_state"
 FLAG = "_is_layer_to_capture"
 MAX_LAYERS = 100_000  # as for vLLM: a hostile num_hidden_layers must not make the check walk 2**70 layers
@@ -412,6 +417,7 @@ def _analyze(ctx: Context, raw: dict[str, Any], arch: str | None) -> SglDraft:
     if stored is None and why:
         da.default_note = why
     coll = collection(ctx, hops) if hops else None
+    da.ignored_keys = ignored_keys(ctx, raw, path)
     tr = trained(da.fields, ctx.options.drafter_convention, n)
     sd = SglDraft(da, read, hops, stored, is_default, why, coll, tr)
     pp = ctx.options.pipeline_parallel or 1
@@ -422,6 +428,28 @@ def _analyze(ctx: Context, raw: dict[str, Any], arch: str | None) -> SglDraft:
             sd.split = pp_mod.split(ctx.source, n, pp, ctx.options.pp_partition)
     _judge(ctx, sd)
     return sd
+
+
+# The aux-id fields have their own rule (EGL007) and step (aux-ids): the runner, not the drafter class, reads them.
+_ID_KEYS = frozenset(".".join(p) for p, *_ in ID_FIELDS)
+
+
+def drafter_class(ctx: Context, raw: dict[str, Any]) -> str | None:
+    """The drafter architecture SGLang builds: the first of the config's ``architectures`` its registry has."""
+    archs = raw.get("architectures")
+    names = [a for a in archs if isinstance(a, str)] if isinstance(archs, list) else []
+    return next((a for a in names if a in ctx.registry.entries), None)
+
+
+def ignored_keys(ctx: Context, raw: dict[str, Any], path: str) -> list[IgnoredKey] | None:
+    """The keys ``raw`` sets that the drafter class SGLang builds (its module and its bases' modules) never reads,
+    while another examined release's drafter module does (EGL011). None when the drafter class is not known."""
+    arch = drafter_class(ctx, raw)
+    key = ctx.keys.get(arch) if arch else None
+    if arch is None or key is None:
+        return None
+    reads = dk.chain_reads(ctx, key.module)
+    return dk.ignored(ctx.engine.name, ctx.version, raw, path, reads, (ctx.graph.path_of(key),), arch, _ID_KEYS)
 
 
 def _judge(ctx: Context, sd: SglDraft) -> None:

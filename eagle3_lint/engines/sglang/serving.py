@@ -14,9 +14,12 @@ states against the layers the drafter was trained on).
 
 With ``--draft-config`` naming a checkpoint folder, ``drafter-fc`` follows ``capture``: the safetensors headers
 against the drafter class's fc width and decoder layers (``drafter_weights.py``) and the states captured.
-Not modelled for SGLang, so left out rather than guessed: whether SGLang can build the drafter class
-(``drafter-class``), the fc width without a checkpoint; a model-side PP verifier (SGLang has none: its refusal is
-the launch-time one above). Every fact
+``drafter-class`` appears only to fail, for a drafter config that sets keys the drafter class SGLang builds
+never reads (EGL011, ``_ignored_keys``): SGLang's ``load_weights`` skips a tensor its class has no parameter for
+(``if param_name in params_dict``, ``models/llama_eagle3.py``), so the part the key turns on is silently left
+out and a different drafter than the trained one runs. Not modelled for SGLang, so left out rather than guessed:
+whether SGLang can build the drafter class otherwise, the fc width without a checkpoint; a model-side PP verifier
+(SGLang has none: its refusal is the launch-time one above). Every fact
 comes from ``drafter.py`` (the same analysis EGL007 reports) and the core's class verdicts.
 """
 
@@ -59,6 +62,8 @@ HINTS = {
     Outcome.DRAFTER_SHAPE_MISMATCH: f"choose eagle_config.{IDS_KEY} that this SGLang's setter turns into layers the "
     "decoder collects (0 … n-1 after the setter's shift)",
     Outcome.PP_LOSES_STATES: "serve without pipeline parallelism: the setter captures on the last rank only",
+    Outcome.DRAFTER_UNLOADABLE: "serve this drafter with a release whose drafter code reads the keys EGL011 names, "
+    "or use a drafter trained without them",
     Outcome.WRONG_LAYERS: f"set eagle_config.{IDS_KEY} so that this SGLang's setter stores the trained layers, or "
     "state the drafter's numbering with --drafter-convention if the tool assumed it",
 }
@@ -92,6 +97,8 @@ def _verdict(ctx: Context, arch: str) -> ServingVerdict:
         return _finish(ctx, arch, steps, sd, None)
     if pp > 1:
         steps.append(_pp_refusal(ctx, pp))
+    if sd is not None and sd.da.ignored_keys:
+        steps.append(_ignored_keys(ctx, sd))
     steps.append(_interface(ctx, arch))
     captured: tuple[int, ...] | None = None
     if sd is None:
@@ -160,6 +167,18 @@ def with_next_step(ctx: Context, sv: ServingVerdict) -> ServingVerdict:
                  "assumed it"}
     nxt = next_step(ctx, sv.architecture, sv.outcome, sv.stage, list(sv.steps), hints)
     return sv if nxt == sv.next_step else dataclasses.replace(sv, next_step=nxt)
+
+
+def _ignored_keys(ctx: Context, sd: sdr.SglDraft) -> ServingStep:
+    from eagle3_lint.rules.egl011_drafter_key_ignored import message
+
+    iks = sd.da.ignored_keys or []
+    ik = iks[0]
+    e = ctx.registry.entries[ik.drafter_class]
+    more = f" (and {len(iks) - 1} more ignored key(s), EGL011)" if len(iks) > 1 else ""
+    return ServingStep(Gate.DRAFTER_CLASS, StepResult.FAIL,
+                       f"{ik.drafter_class} -> {e.module}.{e.class_name}; but {message(ctx, ik)}{more}",
+                       Location(sd.da.draft_path, ik.line))
 
 
 def _pp_refusal(ctx: Context, pp: int) -> ServingStep:

@@ -38,8 +38,9 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from eagle3_lint.checkpoint import text_config
-from eagle3_lint.drafter import DraftAnalysis, FcInfo, PPLayout
-from eagle3_lint.engines.drafter_fields import id_fields
+from eagle3_lint.drafter import DraftAnalysis, FcInfo, IgnoredKey, PPLayout
+from eagle3_lint.engines import drafter_keys as dk
+from eagle3_lint.engines.drafter_fields import ID_FIELDS, id_fields
 from eagle3_lint.engines.vllm import pp as pp_mod
 from eagle3_lint.engines.vllm import runnerchoice
 from eagle3_lint.graph import ClassKey
@@ -326,8 +327,10 @@ def analyze(ctx: Context, arch: str | None = None, kind: RunnerKind | None = Non
         da.effective_ids, da.effective_from = da.default_ids, "default"
     if key is not None:
         da.capture = capture(ctx, key)
-    renamed = None if da.speculators else eagle3_architectures(ctx, cfg)[0]
+    method = getattr(ctx.options, "method", None) or "eagle3"
+    renamed = None if da.speculators else eagle3_architectures(ctx, cfg, method)[0]
     da.fc = fc_input(ctx, cfg, renamed)
+    da.ignored_keys = ignored_keys(ctx, raw, da)
     pp_size = getattr(ctx.options, "pipeline_parallel", None)
     if pp_size and pp_size > 1 and da.num_layers is not None:
         sp = pp_mod.split(ctx.source, da.num_layers, pp_size, getattr(ctx.options, "pp_partition", None))
@@ -375,6 +378,37 @@ def rank_captures(cap: Capture | None, sp: pp_mod.Split, ids: list[int]) -> dict
     return out
 
 
+# -- the keys the drafter code reads (EGL011) --------------------------------------------------------------
+# Where vLLM's drafter code lives, for the table of other releases (scripts/drafter_keys.py writes
+# data/drafter_keys.json from these files of every cached release): the drafter modules of the aux-state methods
+# and the speculators converters, which read the raw speculators-format keys.
+DRAFTER_MODULE_GLOBS = ("vllm/model_executor/models/*eagle*.py", "vllm/model_executor/models/*dflash*.py",
+                        "vllm/transformers_utils/configs/speculators/*.py")
+# The aux-id fields have their own rule (EGL007) and step (aux-ids): the runner, not the drafter class, reads them.
+_ID_KEYS = frozenset(".".join(p) for p, *_ in ID_FIELDS)
+
+
+def ignored_keys(ctx: Context, raw: dict[str, Any], da: DraftAnalysis) -> list[IgnoredKey] | None:
+    """The keys ``raw`` sets that the drafter class this tree builds (its module, its bases' modules) and, for the
+    speculators format, the tree's converter never read, while another examined release's drafter code does.
+    None when the drafter class is not known (the drafter-class step says why)."""
+    arch = da.fc.drafter_class if da.fc is not None else ""
+    key = ctx.keys.get(arch) if arch else None
+    if key is None:
+        return None
+    if da.speculators:
+        # A raw speculators key reaches the drafter only through the converter: one it does not read is dropped
+        # whatever the class reads, so the converter is where other releases are compared too.
+        conv = dk.chain_reads(ctx, None, (SPECULATORS_ALGOS, SPECULATORS_BASE))
+        model = dk.chain_reads(ctx, key.module)
+        carried = set(dk.set_keys(da.converted or {}))
+        reads = {**{k: v for k, v in model.items() if k in carried}, **conv}
+        return dk.ignored("vllm", ctx.version, raw, da.draft_path, reads, (SPECULATORS_ALGOS,),
+                          f"{arch} from the speculators format", _ID_KEYS)
+    return dk.ignored("vllm", ctx.version, raw, da.draft_path, dk.chain_reads(ctx, key.module),
+                      (ctx.graph.path_of(key),), arch, _ID_KEYS)
+
+
 # -- the drafter's class ----------------------------------------------------------------------------
 EAGLE_CONFIG = "vllm/transformers_utils/configs/eagle.py"
 
@@ -385,9 +419,11 @@ def _is_method_test(test: ast.expr, method: str) -> bool:
         isinstance(x, ast.Constant) and x.value == method for x in (test.left, *test.comparators))
 
 
-def eagle3_architectures(ctx: Context, cfg: dict[str, Any]) -> tuple[list[str] | None, Where | None, str]:
-    """The architectures vLLM's ``EAGLEConfig`` gives a drafter config for ``method == "eagle3"``
-    (``LlamaForCausalLM`` -> ``Eagle3LlamaForCausalLM``): the tree's own renaming expression, evaluated.
+def eagle3_architectures(ctx: Context, cfg: dict[str, Any], method: str = "eagle3"
+                         ) -> tuple[list[str] | None, Where | None, str]:
+    """The architectures vLLM's ``EAGLEConfig`` gives a drafter config for ``method`` (``"eagle3"``:
+    ``LlamaForCausalLM`` -> ``Eagle3LlamaForCausalLM``; ``"eagle"``: ``EagleLlamaForCausalLM``): the tree's own
+    renaming expression, evaluated.
 
     None with a reason when the tree has no ``EAGLEConfig`` or its renaming cannot be read; the
     config's own names then stand (what vLLM does when the class does not rename).
@@ -399,7 +435,7 @@ def eagle3_architectures(ctx: Context, cfg: dict[str, Any]) -> tuple[list[str] |
     if tree is None or init is None:
         return None, None, f"{EAGLE_CONFIG} has no EAGLEConfig: the drafter's architectures are used as written"
     for node in ast.walk(init):
-        if not (isinstance(node, ast.If) and _is_method_test(node.test, "eagle3")):
+        if not (isinstance(node, ast.If) and _is_method_test(node.test, method)):
             continue
         for st in node.body:
             if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Subscript) \
@@ -423,4 +459,4 @@ def eagle3_architectures(ctx: Context, cfg: dict[str, Any]) -> tuple[list[str] |
                 if isinstance(res, list) and all(isinstance(x, str) for x in res):
                     return res, where, ""
                 return None, where, f"the renaming at {EAGLE_CONFIG}:{st.lineno} returned {res!r}"
-    return names, None, "EAGLEConfig does not rename architectures for method eagle3 in this tree"
+    return names, None, f"EAGLEConfig does not rename architectures for method {method} in this tree"

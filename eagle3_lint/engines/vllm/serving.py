@@ -32,6 +32,7 @@ from eagle3_lint import drafter_weights as dw
 from eagle3_lint import semantic as sem
 from eagle3_lint.engines.vllm import drafter as vdr
 from eagle3_lint.engines.vllm import gates as vgates
+from eagle3_lint.engines.vllm import methods as vmethods
 from eagle3_lint.engines.vllm import runnerchoice
 from eagle3_lint.model import Location
 from eagle3_lint.runner import RunnerKind
@@ -127,8 +128,15 @@ def _verdict(ctx: Context, arch: str, kind: RunnerKind | None) -> ServingVerdict
     if imported is not None:
         steps.append(imported)
         return _finish(ctx, arch, kind, reason, steps, da, None)
-    steps.append(_config_gate(ctx, arch))
-    steps.append(_drafter_class(ctx, da))
+    method = opts.method or vmethods.DEFAULT
+    if method != vmethods.DEFAULT and vmethods.known(ctx, method) is False:
+        steps.append(ServingStep(Gate.CONFIG_GATE, StepResult.FAIL,
+                                 f"this vLLM's SpeculativeConfig does not know method {method!r} "
+                                 f"({vmethods.SPEC_CONFIG} never names it): refused before anything loads",
+                                 _loc(vmethods.SPEC_CONFIG, 1)))
+        return _finish(ctx, arch, kind, reason, steps, da, None)
+    steps.append(_config_gate(ctx, arch, method))
+    steps.append(_drafter_class(ctx, da, method))
     if pp > 1:
         steps.append(_drafter_pp(ctx, da, pp))
     key = ctx.keys.get(arch)
@@ -140,9 +148,15 @@ def _verdict(ctx: Context, arch: str, kind: RunnerKind | None) -> ServingVerdict
                                  f"{ctx.options.platform.upper()} model runner refuses speculative decoding: {stmt}",
                                  Location(path, line)))
         return _finish(ctx, arch, kind, reason, steps, da, None)
+    aux = vmethods.aux_use(ctx, site, method, opts.draft_config) if method != vmethods.DEFAULT else None
+    captured: tuple[int, ...] | None = None
+    if aux is not None and aux.asks is not True:
+        # The runner asks the model for no aux states under this method (or the tree does not say): the
+        # check and everything downstream of it depend on that.
+        steps.extend(_no_aux_steps(ctx, da, aux, method))
+        return _finish(ctx, arch, kind, reason, steps, da, None)
     steps.append(_interface(ctx, arch, site))
     steps.append(_pp_verifier(ctx, key, site, pp))
-    captured: tuple[int, ...] | None = None
     if da is None:
         steps.append(
             ServingStep(
@@ -188,11 +202,12 @@ def _finish(ctx: Context, arch: str, kind: RunnerKind | None, reason: str, steps
         tensor_parallel=ctx.options.tensor_parallel, trained_convention=conv, platform=ctx.options.platform)
 
 
-def _config_gate(ctx: Context, arch: str) -> ServingStep:
-    gates = [g for g in ctx.runner.gates if "eagle3" in g.methods and g.allow_list]
+def _config_gate(ctx: Context, arch: str, method: str = vmethods.DEFAULT) -> ServingStep:
+    gates = [g for g in ctx.runner.gates if method in g.methods and g.allow_list]
     if not gates:
+        what = "EAGLE-3" if method == vmethods.DEFAULT else f"method {method!r}"
         return ServingStep(
-            Gate.CONFIG_GATE, StepResult.PASS, "this vLLM has no config-time model_type gate for EAGLE-3"
+            Gate.CONFIG_GATE, StepResult.PASS, f"this vLLM has no config-time model_type gate for {what}"
         )
     cfg = ctx.options.target_config
     for g in gates:
@@ -216,10 +231,17 @@ def _config_gate(ctx: Context, arch: str) -> ServingStep:
                        _loc(gates[0].path, gates[0].line))
 
 
-def _drafter_class(ctx: Context, da: dr.DraftAnalysis | None) -> ServingStep:
+def _drafter_class(ctx: Context, da: dr.DraftAnalysis | None, method: str = vmethods.DEFAULT) -> ServingStep:
     if da is None:
         return ServingStep(Gate.DRAFTER_CLASS, StepResult.UNCHECKED,
                            "no drafter config: whether vLLM can build the drafter is not checked")
+    if method != vmethods.DEFAULT and not da.speculators:
+        wraps, w = vmethods.builds_through_eagle_config(ctx, method)
+        if wraps is not True:
+            return ServingStep(Gate.DRAFTER_CLASS, StepResult.UNCHECKED,
+                               f"for method {method!r} this vLLM does not build the drafter through EAGLEConfig "
+                               f"({w.text if w else 'no EAGLEConfig call found'}); how it builds it is not modelled",
+                               _where(w))
     if da.speculators and da.converted is None:
         return ServingStep(Gate.DRAFTER_CLASS, StepResult.FAIL,
                            f"the speculators-format config cannot be converted by this tree: {da.conversion_error}",
@@ -229,7 +251,7 @@ def _drafter_class(ctx: Context, da: dr.DraftAnalysis | None) -> ServingStep:
         names = [a for a in cfg.get("architectures") or [] if isinstance(a, str)]
         where, how = _where(da.conversion_where), "the tree's speculators converter gives"
     else:
-        renamed, w, note = vdr.eagle3_architectures(ctx, cfg)
+        renamed, w, note = vdr.eagle3_architectures(ctx, cfg, method)
         names = renamed if renamed is not None else [a for a in cfg.get("architectures") or [] if isinstance(a, str)]
         where, how = _where(w), ("EAGLEConfig renames the drafter's architectures to" if w else note + ":")
     registered = [a for a in names if a in ctx.registry.entries]
@@ -240,8 +262,77 @@ def _drafter_class(ctx: Context, da: dr.DraftAnalysis | None) -> ServingStep:
                            f"{how} {_ids(names)}, and none is in this vLLM's registry: the drafter cannot be built",
                            where)
     e = ctx.registry.entries[registered[0]]
-    return ServingStep(Gate.DRAFTER_CLASS, StepResult.PASS,
-                       f"{how} {_ids(names)}; {registered[0]} -> {e.module}.{e.class_name}", where)
+    built = f"{how} {_ids(names)}; {registered[0]} -> {e.module}.{e.class_name}"
+    if da.ignored_keys:
+        return ignored_keys_step(ctx, da, built)
+    return ServingStep(Gate.DRAFTER_CLASS, StepResult.PASS, built, where)
+
+
+def ignored_keys_step(ctx: Context, da: dr.DraftAnalysis, built: str) -> ServingStep:
+    """The drafter-class step of a drafter config with keys this release's drafter code never reads (EGL011).
+
+    It fails: the class the release builds is not the drafter the config describes. Where the key turns on a
+    part with weights (``norm_before_fc``'s ``input_norm``, ``fc_norm``'s ``fc_norm.{i}``), the checkpoint's
+    tensors name a module the class lacks, and the loader refuses them (vLLM's ``AutoWeightsLoader`` raises
+    "There is no module or parameter named ...", ``vllm/model_executor/models/utils.py`` ``_load_module``); where
+    it has none (``norm_output``) the drafter runs a different network. Neither is the trained drafter served.
+    """
+    from eagle3_lint.rules.egl011_drafter_key_ignored import message
+
+    ik = da.ignored_keys[0] if da.ignored_keys else None
+    assert ik is not None
+    more = f" (and {len(da.ignored_keys or ()) - 1} more ignored key(s), EGL011)" if len(da.ignored_keys or ()) > 1 \
+        else ""
+    return ServingStep(Gate.DRAFTER_CLASS, StepResult.FAIL, f"{built}; but {message(ctx, ik)}{more}",
+                       Location(da.draft_path, ik.line))
+
+
+def _no_aux_steps(ctx: Context, da: dr.DraftAnalysis | None, aux: vmethods.AuxUse, method: str) -> list[ServingStep]:
+    """The chain after the drafter class for a method under which the runner asks for no aux states (EAGLE-1's
+    ``eagle``): the EAGLE-3 check is never applied and nothing is captured, so those steps are skipped; a drafter
+    config that is an EAGLE-3 drafter still needs an fc that the class this method builds has (``_eagle1_fc``)."""
+    where = _where(aux.where)
+    if aux.asks is None:
+        why = aux.note or "the tree does not say"
+        return [ServingStep(Gate.RUNNER_INTERFACE, StepResult.UNKNOWN,
+                            f"whether the runner asks for aux hidden states under method {method!r} is unknown ({why})",
+                            where)]
+    assign = aux.where.text if aux.where else f"self.{aux.flag}"
+    done = (f"under method {method!r} the runner asks the model for no aux hidden states ({assign}, false for it), "
+            f"so {ctx.contract.check_function}() is never applied")
+    none = "no aux hidden states are asked for"
+    out = [ServingStep(Gate.RUNNER_INTERFACE, StepResult.SKIPPED, done, where),
+           ServingStep(Gate.PP_VERIFIER, StepResult.SKIPPED, none),
+           ServingStep(Gate.AUX_IDS, StepResult.SKIPPED, none),
+           ServingStep(Gate.CAPTURE, StepResult.SKIPPED, none),
+           _eagle1_fc(ctx, da, method),
+           ServingStep(Gate.PP_RELAY, StepResult.SKIPPED, none),
+           ServingStep(Gate.TRAINED_LAYERS, StepResult.SKIPPED, none)]
+    return out
+
+
+def _eagle3_drafter(da: dr.DraftAnalysis) -> bool:
+    """The drafter config is an EAGLE-3 drafter's: it names aux layers, or an EAGLE-3 architecture."""
+    archs = (da.converted or {}).get("architectures") or []
+    return bool(da.fields) or da.speculators or any(isinstance(a, str) and "Eagle3" in a for a in archs)
+
+
+def _eagle1_fc(ctx: Context, da: dr.DraftAnalysis | None, method: str) -> ServingStep:
+    """An EAGLE-3 checkpoint's ``fc`` (what this tree's EAGLE-3 class builds for the config) against the ``fc`` of
+    the class ``method`` builds: a different width does not load (its weight has another shape)."""
+    if da is None or da.fc is None or da.fc.in_size is None or not _eagle3_drafter(da):
+        return ServingStep(Gate.DRAFTER_FC, StepResult.SKIPPED, f"no aux hidden states feed the drafter under "
+                           f"method {method!r}")
+    cfg = da.converted or {}
+    e3 = vdr.fc_input(ctx, cfg, vdr.eagle3_architectures(ctx, cfg, vmethods.DEFAULT)[0])
+    if e3.in_size is None or e3.in_size == da.fc.in_size:
+        return ServingStep(Gate.DRAFTER_FC, StepResult.SKIPPED, f"no aux hidden states feed the drafter under "
+                           f"method {method!r}", _where(da.fc.where))
+    return ServingStep(Gate.DRAFTER_FC, StepResult.FAIL,
+                       f"this is an EAGLE-3 drafter (its fc takes {e3.in_size} inputs in {e3.drafter_class}, "
+                       f"{e3.where.path if e3.where else ''}:{e3.where.line if e3.where else ''}), but method "
+                       f"{method!r} builds {da.fc.drafter_class}, whose fc takes {da.fc.in_size}: the checkpoint's "
+                       "fc weight does not fit it", _where(da.fc.where))
 
 
 def _drafter_pp(ctx: Context, da: dr.DraftAnalysis | None, pp: int) -> ServingStep:
@@ -523,4 +614,21 @@ HINTS = {
 
 
 def _next_step(ctx: Context, arch: str, outcome: Outcome, stage: Gate | None, steps: list[ServingStep]) -> str | None:
+    da = ctx.engine.draft_analysis(ctx) if stage is Gate.DRAFTER_CLASS else None
+    if da is not None and da.ignored_keys:
+        # The drafter class is built, without what the keys turn on: the release that reads them is the way out.
+        return next_step(ctx, arch, outcome, stage, steps, {**HINTS, Outcome.DRAFTER_UNLOADABLE: ignored_hint(da)})
     return next_step(ctx, arch, outcome, stage, steps, HINTS)
+
+
+def ignored_hint(da: dr.DraftAnalysis) -> str:
+    """The next step for a drafter config whose keys this release ignores: the release that reads them all."""
+    iks = da.ignored_keys or []
+    names = ", ".join(ik.key for ik in iks)
+    later = [ik.reader for ik in iks if ik.reader]
+    if later and len(later) == len(iks):
+        from eagle3_lint.engines.drafter_keys import version_key
+
+        return (f"serve this drafter with a release that reads {names} (the first examined one that reads them all: "
+                f"{max(later, key=version_key)}), or use a drafter trained without them")
+    return f"use a drafter trained without {names}, or a release whose drafter code reads them"

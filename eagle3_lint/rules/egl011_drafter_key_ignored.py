@@ -1,0 +1,86 @@
+"""## What it does
+Flags a key the drafter's ``config.json`` sets that the checked release's drafter code never reads, while
+another release's drafter code does: an EAGLE 3.1 drafter's ``norm_before_fc`` on vLLM 0.17.1, its ``fc_norm``
+or ``norm_output`` on vLLM 0.20.2, ``norm_before_fc`` on SGLang 0.5.16. What a release reads is found in its
+tree (``engines/drafter_keys.py``): the attribute reads on the config object (``config.k``,
+``getattr(config, "k", d)``, ``hasattr``, ``config.get("k")``, ``config["k"]``, ``"k" in config``) in the
+module of the drafter class it builds (``EAGLEConfig``'s renaming, then the registry), the modules of that
+module's base classes and, for the speculators format, the tree's converter. Which other release reads the key
+comes from a table written with the same reader from the releases in the tool's cache
+(``data/drafter_keys.json``); the finding names the first such release after the checked one and where it
+reads the key. Not flagged: keys no examined release's drafter code reads, keys every examined release reads
+(generic HF keys such as ``hidden_size``), a key set to the value the reading release falls back to (a false
+flag builds the same drafter), the aux-layer id fields (EGL007's), and ``architectures`` and ``model_type``,
+which the loader itself consumes.
+
+## Why is this bad?
+A Hugging Face config keeps every key it is given, so nothing fails when the drafter code never looks at
+one: the release builds the drafter without the part the key turns on, a different network than the one
+trained. Where the part has weights (``norm_before_fc``'s ``input_norm``, ``fc_norm``'s ``fc_norm.{i}``), the
+checkpoint's tensors have no parameter to load into; where it has none (``norm_output``), the drafter runs on
+other hidden states and its drafts are rejected. Either way the speed-up the drafter was trained for is gone,
+and the serving chain's ``drafter-class`` step fails: an error, like EGL007's ids that capture other layers
+than the drafter was trained on.
+
+## Example
+```json
+{"architectures": ["LlamaForCausalLM"], "norm_before_fc": true,
+ "eagle_aux_hidden_state_layer_ids": [1, 15, 28], "hidden_size": 4096}
+```
+on vLLM 0.17.1: ``Eagle3LlamaForCausalLM`` (``llama_eagle3.py``) reads no ``norm_before_fc``; vLLM 0.18.0
+reads it at ``vllm/model_executor/models/llama_eagle3.py:153`` and builds ``input_norm`` before ``fc``.
+
+## Fix safety
+No fix: the release's drafter class lacks the code the key selects. Serve the drafter with the release the
+finding names (or a later one), or use a drafter trained without the key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from eagle3_lint.engine import Capability
+from eagle3_lint.model import Finding, Location, Severity, Step
+from eagle3_lint.rules import RuleMeta, fit, make
+
+if TYPE_CHECKING:
+    from eagle3_lint.analysis import Context
+    from eagle3_lint.drafter import IgnoredKey
+
+META = RuleMeta("EGL011", "drafter-key-ignored", Severity.ERROR, False,
+                "The drafter config sets a key this release's drafter code never reads, while another release's does.",
+                needs=frozenset({Capability.DRAFTER_IDS}))
+
+
+def message(ctx: Context, ik: IgnoredKey) -> str:
+    """What the finding and the serving chain's drafter-class step say about ``ik``."""
+    eng = ctx.engine.display
+    head = (f"the drafter config sets {ik.key}, which {eng} {ctx.version}'s drafter ({ik.drafter_class}; read in "
+            f"{ik.module} and the modules it builds on) never reads: it builds a different drafter than the one "
+            "trained")
+    if ik.reader and ik.reader_where is not None:
+        w = ik.reader_where
+        before = f"; {ik.before}, the examined release before it, does not" if ik.before else ""
+        return f"{head}. {eng} {ik.reader} reads it ({w.path}:{w.line}{before})"
+    if ik.earlier_where is not None:
+        w = ik.earlier_where
+        return f"{head}. {eng} {ik.earlier} read it ({w.path}:{w.line}); this release no longer does"
+    return head
+
+
+def check(ctx: Context) -> Iterator[Finding]:
+    if ctx.options.draft_config is None:
+        return
+    da = ctx.engine.draft_analysis(ctx)
+    if da is None or not da.ignored_keys:
+        return
+    for ik in da.ignored_keys:
+        w = ik.reader_where or ik.earlier_where
+        rel = (Step("read by", f"{ik.reader or ik.earlier} reads {ik.key}", Location(w.path, w.line)),) if w else ()
+        since = f"read from {ctx.engine.display} {ik.reader}" if ik.reader else "no longer read"
+        yield make(META, message(ctx, ik), Location(da.draft_path, ik.line), architecture=da.arch, symbol=ik.key,
+                   related=rel,
+                   title=fit(f"{ik.key} is ignored by {ctx.engine.display} {ctx.version}'s drafter ({since})",
+                             f"{ik.key} is ignored by this release's drafter ({since})",
+                             f"drafter key {ik.key} is ignored"))

@@ -1,0 +1,58 @@
+"""EGL011 on SGLang: drafter config keys the drafter class SGLang builds never reads (engines/drafter_keys.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eagle3_lint.engines import drafter_keys as dk
+from eagle3_lint.engines.sglang.drafter import DRAFTER_MODULE_GLOBS
+from eagle3_lint.serving import Gate, Outcome, StepResult
+from tests.conftest import SAMPLES
+from tests.test_drafter_keys import _ctx, _egl011
+
+LLAMA = "sglang/srt/models/llama_eagle3.py"
+# The reference EAGLE-3 drafter for Llama-3.1-8B (LlamaForCausalLMEagle3, SGLang's class too), with SpecForge's
+# eagle_config and EAGLE 3.1's norm_before_fc both at the top level and in eagle_config (SGLang reads either).
+DRAFT = {**json.loads((SAMPLES / "_checkpoints" / "yuhuili-eagle3-llama3.1-8b.json").read_text()),
+         "norm_before_fc": True, "eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 15, 28],
+                                                  "norm_before_fc": True}}
+
+
+def _reads(root: Path, key: str) -> dict[str, int]:
+    return {m: v[0] for m, reads in dk.examine(str(root), DRAFTER_MODULE_GLOBS).items()
+            for k, v in reads.items() if k == key}
+
+
+@pytest.mark.real
+def test_real_sglang_norm_before_fc_first_read_in_0_5_17(sglang_trees: Any, tmp_path: Path) -> None:
+    # 0.5.17's llama_eagle3.py:166 `eagle_config.get("norm_before_fc", getattr(config, "norm_before_fc", False))`
+    # (0.5.18 and 0.5.19 the same line); 0.5.16, the release before, has no such read in any EAGLE module. The
+    # issue put the first read in 0.5.19.
+    old, new = sglang_trees.get("0.5.16"), sglang_trees.get("0.5.17")
+    assert _reads(old, "norm_before_fc") == {} and _reads(old, "eagle_config.norm_before_fc") == {}
+    for v in ("0.5.17", "0.5.19"):
+        t = sglang_trees.get(v)
+        assert _reads(t, "norm_before_fc") == {LLAMA: 166} and _reads(t, "eagle_config.norm_before_fc") == {LLAMA: 166}
+    c16 = _ctx(old, DRAFT, tmp_path)
+    got = _egl011(c16)
+    assert set(got) == {"norm_before_fc", "eagle_config.norm_before_fc"}
+    assert "SGLang 0.5.17 reads it (sglang/srt/models/llama_eagle3.py:166; 0.5.16, the" in got["norm_before_fc"]
+    sv = c16.engine.serving_verdict(c16, "LlamaForCausalLM")
+    assert sv is not None and sv.outcome is Outcome.DRAFTER_UNLOADABLE
+    step = sv.step(Gate.DRAFTER_CLASS)
+    assert step is not None and step.result is StepResult.FAIL
+    c17 = _ctx(new, DRAFT, tmp_path)
+    assert _egl011(c17) == {}
+    sv = c17.engine.serving_verdict(c17, "LlamaForCausalLM")
+    assert sv is not None and sv.step(Gate.DRAFTER_CLASS) is None  # shown only failing on SGLang
+
+
+@pytest.mark.real
+def test_real_sglang_table_rows_are_what_the_trees_read(sglang_trees: Any) -> None:
+    rows = dk.table()["sglang"]["releases"]
+    for v in ("0.5.16", "0.5.17", "0.5.23"):
+        assert dk.examine(str(sglang_trees.get(v)), DRAFTER_MODULE_GLOBS) == rows[v], v

@@ -1,0 +1,201 @@
+"""EGL011 drafter-key-ignored: which drafter config keys a release's drafter code reads (engines/drafter_keys.py).
+
+The reader is tested on the read forms drafter code uses; the real-release tests state, from each release's source
+(file:line), on which side of the release that starts reading a key each release falls, and check the table
+(data/drafter_keys.json) against the trees it was written from.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eagle3_lint.analysis import Context, Options, analyze
+from eagle3_lint.engines import drafter_keys as dk
+from eagle3_lint.engines.vllm.drafter import DRAFTER_MODULE_GLOBS
+from eagle3_lint.serving import Gate, Outcome, StepResult
+from eagle3_lint.source import DirSource
+from tests.conftest import SAMPLES
+
+CHECKPOINTS = SAMPLES / "_checkpoints"
+LLAMA = "vllm/model_executor/models/llama_eagle3.py"
+
+
+def _reads(src: str) -> dict[str, int]:
+    return dk.config_reads(ast.parse(src))
+
+
+def test_reader_finds_each_read_form_on_the_config_object() -> None:
+    src = '''
+class M:
+    def __init__(self, vllm_config, config=None):
+        config = config or vllm_config.model_config.hf_config
+        self.config = vllm_config.speculative_config.draft_model_config.hf_config
+        a = config.hidden_size
+        b = getattr(self.config, "norm_before_fc", False)
+        if hasattr(self.config, "target_hidden_size"):
+            pass
+        eagle_config = getattr(self.config, "eagle_config", None) or {}
+        c = eagle_config.get("use_aux_hidden_state", True)
+        d = eagle_config["layer_ids"]
+        e = "norm_output" in self.config
+        self.config.draft_vocab_size = 3
+        f = self.config.get_text_config()
+        g = vllm_config.quant_config
+'''
+    r = _reads(src)
+    assert r == {"hidden_size": 6, "norm_before_fc": 7, "target_hidden_size": 8, "eagle_config": 10,
+                 "eagle_config.use_aux_hidden_state": 11, "eagle_config.layer_ids": 12, "norm_output": 13}
+    # A write is not a read, a called attribute is a method, and another config object (vllm_config) is not the
+    # drafter's: draft_vocab_size, get_text_config and quant_config are absent.
+
+
+def test_reader_records_the_default_a_read_falls_back_to() -> None:
+    src = ('def f(config, eagle_config):\n'
+           '    a = eagle_config.get("norm_before_fc", getattr(config, "norm_before_fc", False))\n'
+           '    b = getattr(config, "fc_norm", None)\n    c = config.num_hidden_layers\n')
+    got = dk.config_reads_with_defaults(ast.parse(src))
+    assert got == {"norm_before_fc": [2, False], "fc_norm": [3, None], "num_hidden_layers": [4]}
+    assert dk.same_as_missing(False, False) and dk.same_as_missing(False, None)
+    assert not dk.same_as_missing(True, False) and not dk.same_as_missing(False, dk.NO_DEFAULT)
+
+
+def _ctx(root: Path, draft: dict[str, Any], tmp_path: Path, target: str = "llama-3.1-8b-instruct.json",
+         arch: str = "LlamaForCausalLM") -> Context:
+    dpath = tmp_path / "draft.json"
+    dpath.write_text(json.dumps(draft, indent=1))
+    tpath = CHECKPOINTS / target
+    opts = Options(targets=(arch,), target_config=json.loads(tpath.read_text()), target_config_path=str(tpath),
+                   draft_config=draft, draft_config_path=str(dpath))
+    ctx = analyze(DirSource(root), opts, select=lambda rule: rule in ("EGL007", "EGL011"))  # the drafter's rules
+    assert not ctx.errors, [e.message for e in ctx.errors]
+    return ctx
+
+
+# An EAGLE 3.1 drafter for Llama-3.1-8B: the reference EAGLE-3 config with the three 3.1 keys switched on.
+EAGLE31 = {**json.loads((CHECKPOINTS / "yuhuili-eagle3-llama3.1-8b.json").read_text()),
+           "norm_before_fc": True, "fc_norm": True, "norm_output": True}
+
+
+def _egl011(ctx: Context) -> dict[str, str]:
+    return {f.symbol or "": f.message for f in ctx.findings if f.rule == "EGL011"}
+
+
+def _eagle_reads(root: Path, key: str) -> dict[str, int]:
+    """Every EAGLE drafter module (and speculators converter) of the tree that reads ``key``, with the line."""
+    return {m: v[0] for m, reads in dk.examine(str(root), DRAFTER_MODULE_GLOBS).items()
+            for k, v in reads.items() if k == key}
+
+
+@pytest.mark.real
+def test_real_vllm_norm_before_fc_first_read_in_0_18_0(real_trees: Any, tmp_path: Path) -> None:
+    # 0.17.1, the release before 0.18.0: no EAGLE module reads norm_before_fc. 0.18.0's llama_eagle3.py:153
+    # `self.norm_before_fc = getattr(self.config, "norm_before_fc", False)` (0.18.1 has the same file). The
+    # issue put the first read in 0.18.1; the 0.18.0 wheel already has it.
+    old, new = real_trees.get("0.17.1"), real_trees.get("0.18.0")
+    assert _eagle_reads(old, "norm_before_fc") == {}
+    assert _eagle_reads(new, "norm_before_fc") == {LLAMA: 153}
+    assert _eagle_reads(real_trees.get("0.18.1"), "norm_before_fc") == {LLAMA: 153}
+    c17 = _ctx(old, EAGLE31, tmp_path)
+    msg = _egl011(c17)["norm_before_fc"]
+    assert "vLLM 0.18.0 reads it (vllm/model_executor/models/llama_eagle3.py:153; 0.17.1" in msg
+    sv = c17.engine.serving_verdict(c17, "LlamaForCausalLM")
+    assert sv is not None and sv.outcome is Outcome.DRAFTER_UNLOADABLE and sv.stage is Gate.DRAFTER_CLASS
+    step = sv.step(Gate.DRAFTER_CLASS)
+    assert step is not None and step.result is StepResult.FAIL and "norm_before_fc" in step.message
+    c18 = _ctx(new, EAGLE31, tmp_path)
+    assert "norm_before_fc" not in _egl011(c18)
+    # A key set to the value the reading release falls back to (False) builds the same drafter: not flagged.
+    assert "norm_before_fc" not in _egl011(_ctx(old, {**EAGLE31, "norm_before_fc": False}, tmp_path))
+
+
+@pytest.mark.real
+def test_real_vllm_fc_norm_and_norm_output_read_by_0_25_1_not_0_20_2(real_trees: Any, tmp_path: Path) -> None:
+    # 0.25.1's llama_eagle3.py:197 `use_fc_norm = getattr(self.config, "fc_norm", False)` and :218
+    # `self.norm_output = getattr(self.config, "norm_output", False)`; no EAGLE module of 0.20.2 reads either.
+    old, new = real_trees.get("0.20.2"), real_trees.get("0.25.1")
+    for key in ("fc_norm", "norm_output"):
+        assert _eagle_reads(old, key) == {}
+    assert _eagle_reads(new, "fc_norm")[LLAMA] == 197 and _eagle_reads(new, "norm_output")[LLAMA] == 218
+    c20 = _ctx(old, EAGLE31, tmp_path)
+    got = _egl011(c20)
+    assert set(got) == {"fc_norm", "norm_output"}  # 0.20.2 reads norm_before_fc (llama_eagle3.py:153)
+    assert "vLLM 0.25.1 reads it (vllm/model_executor/models/llama_eagle3.py:197; 0.20.2, the" in got["fc_norm"]
+    assert "llama_eagle3.py:218" in got["norm_output"]
+    sv = c20.engine.serving_verdict(c20, "LlamaForCausalLM")
+    assert sv is not None and sv.outcome is Outcome.DRAFTER_UNLOADABLE
+    c25 = _ctx(new, EAGLE31, tmp_path)
+    assert _egl011(c25) == {}
+    sv = c25.engine.serving_verdict(c25, "LlamaForCausalLM")
+    step = sv.step(Gate.DRAFTER_CLASS) if sv is not None else None
+    assert step is not None and step.result is StepResult.PASS
+
+
+@pytest.mark.real
+def test_real_vllm_table_rows_are_what_the_trees_read(real_trees: Any) -> None:
+    """The table is data written from the trees: each fetched release's row is what the reader finds there."""
+    rows = dk.table()["vllm"]["releases"]
+    for v in ("0.17.1", "0.18.0", "0.20.2", "0.25.1", "0.33.0"):
+        assert v in rows
+        assert dk.examine(str(real_trees.get(v)), DRAFTER_MODULE_GLOBS) == rows[v], v
+    assert dk.reason("vllm")
+
+
+def test_sample_tree_ignores_norm_before_fc_until_its_drafter_reads_it(tmp_path: Path) -> None:
+    """Offline: the v016_draft sample tree (version 0.16.0) whose drafter module reads no norm_before_fc. The
+    finding names the table's first reader; once the tree's own drafter reads the key it is silent (what the
+    tree reads comes from the tree, never from the table)."""
+    from tests.conftest import materialize
+
+    case = SAMPLES / "draft-layer-ids-invalid" / "count_mismatch_v016"
+    root = materialize(case, tmp_path / "tree")
+    draft = {**json.loads((case / "configs/draft.json").read_text()), "norm_before_fc": True,
+             "eagle_aux_hidden_state_layer_ids": [2, 16, 29]}
+    # The toy drafter reads neither rms_norm_eps nor draft_vocab_size, which the config sets: every examined
+    # release reads those, so they are generic keys, not keys a release began reading, and are not flagged.
+    tdir = tmp_path / "cfg"
+    tdir.mkdir()
+    ctx = _ctx(root, draft, tdir, target="../draft-layer-ids-invalid/count_mismatch_v016/configs/target.json",
+               arch="ToyForCausalLM")
+    got = _egl011(ctx)
+    assert set(got) == {"norm_before_fc"}
+    assert "vLLM 0.18.0 reads it (vllm/model_executor/models/llama_eagle3.py:153; 0.17.1" in got["norm_before_fc"]
+    f = next(f for f in ctx.findings if f.rule == "EGL011")
+    assert f.severity.value == "error" and f.location.path == str(tdir / "draft.json")
+    sv = ctx.engine.serving_verdict(ctx, "ToyForCausalLM")
+    assert sv is not None and sv.outcome is Outcome.DRAFTER_UNLOADABLE and sv.next_step is not None
+    assert "reads norm_before_fc" in sv.next_step
+    # The tree's drafter starts reading the key: no finding, the drafter-class step passes.
+    mod = root / LLAMA
+    mod.write_text(mod.read_text().replace(
+        "        self.vocab_size = self.config.vocab_size\n",
+        "        self.vocab_size = self.config.vocab_size\n"
+        "        self.norm_before_fc = getattr(self.config, \"norm_before_fc\", False)\n"))
+    ctx = _ctx(root, draft, tdir, target="../draft-layer-ids-invalid/count_mismatch_v016/configs/target.json",
+               arch="ToyForCausalLM")
+    assert _egl011(ctx) == {}
+    sv = ctx.engine.serving_verdict(ctx, "ToyForCausalLM")
+    step = sv.step(Gate.DRAFTER_CLASS) if sv is not None else None
+    assert step is not None and step.result is StepResult.PASS
+
+
+@pytest.mark.real
+def test_real_speculators_key_dropped_by_the_converter(real_trees: Any, tmp_path: Path) -> None:
+    """A speculators-format drafter reaches the class only through the tree's converter: 0.18.0's
+    speculators/algos.py copies no norm_before_fc (its update_eagle3 names draft_vocab_size and target_hidden_size),
+    while 0.20.2's reads it at algos.py:38 (`config_dict.get("norm_before_fc", False)`), though 0.18.0's
+    llama_eagle3.py:153 reads the key itself."""
+    spec = {**json.loads((CHECKPOINTS / "nm-testing-qwen3-235b-eagle3-speculators.json").read_text()),
+            "norm_before_fc": True}
+    conv = "vllm/transformers_utils/configs/speculators/algos.py"
+    assert _eagle_reads(real_trees.get("0.18.0"), "norm_before_fc") == {LLAMA: 153}
+    assert _eagle_reads(real_trees.get("0.20.2"), "norm_before_fc")[conv] == 38
+    c18 = _ctx(real_trees.get("0.18.0"), spec, tmp_path, "qwen3-235b-a22b.json", "Qwen3MoeForCausalLM")
+    msg = _egl011(c18)["norm_before_fc"]
+    assert f"vLLM 0.20.2 reads it ({conv}:38; 0.18.1, the examined release before it, does not)" in msg
+    c20 = _ctx(real_trees.get("0.20.2"), spec, tmp_path, "qwen3-235b-a22b.json", "Qwen3MoeForCausalLM")
+    assert _egl011(c20) == {}
