@@ -305,12 +305,11 @@ def _loops_in(ctx: Context, rel: str) -> list[tuple[ClassKey, Loop, str]]:
         method_facts = class_facts.methods.get("forward") if class_facts is not None else None
         if not isinstance(method_facts, Method):
             continue
-        for loop in method_facts.loops:
-            if loop.line in seen or not loop.sliced or loop.rebinds:
+        for loop in sem.slice_relative_loops(method_facts):
+            if loop.line in seen:
                 continue
             start = loop.slice_lower
-            if start is None:
-                continue
+            assert start is not None  # slice_relative_loops: a slice with a start
             if loop.start_text is None:
                 uses = [t for _u, t in _aux_uses(ctx, loop, loop.uses)]
                 head = (
@@ -370,9 +369,8 @@ def fix(ctx: Context, finding: Finding) -> Fix | None:
         return None
     for class_facts in mf.classes.values():
         method_facts = class_facts.methods.get("forward")
-        for loop in (method_facts.loops if isinstance(method_facts, Method) else ()):
-            if loop.line != line:
-                continue
+        loop = sem.loop_at(method_facts, line) if isinstance(method_facts, Method) else None
+        if loop is not None:
             if ctx.targeted and ClassKey(mf.module, class_facts.qualname) not in _targeted_forwards(ctx):
                 return None
             start = loop.slice_lower
