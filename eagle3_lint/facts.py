@@ -190,7 +190,6 @@ class _Shape:
     sliced: Slicing  # ``seq`` is an islice or a subscript slice with a start
     lower: ast.expr | None  # that slice's start expression (islice with three arguments or more; ``seq[lo:hi]``)
     any_slice: bool  # ``seq`` is a slice of any kind (``islice(seq, stop)``, ``seq[:n]`` too)
-    call: ast.Call | None = None  # the ``enumerate(...)`` call
     # The layers walked, as written: the slice's bounds, ``islice(enumerate(seq), a, b)``'s, or ``range(a, b)``'s.
     bounds: tuple[ast.expr | None, ast.expr | None] = (None, None)
 
@@ -225,7 +224,7 @@ def _enumerate_shape(call: ast.Call, tgt: ast.expr, local_slices: Mapping[str, a
         if kw.arg == "start":
             start = kw.value
     sliced, lower, any_slice = _slicing(seq)
-    return _Shape(LoopForm.ENUMERATE, tgt.elts[0].id, layer, iterable, seq, start, sliced, lower, any_slice, call,
+    return _Shape(LoopForm.ENUMERATE, tgt.elts[0].id, layer, iterable, seq, start, sliced, lower, any_slice,
                   bounds if bounds is not None else _slice_bounds(seq))
 
 
@@ -252,11 +251,11 @@ def _shape(node: ast.For, local_slices: Mapping[str, ast.expr] | None = None) ->
         pick = next((p for p in picks if "layers" in ast.unparse(p[1])), picks[0] if picks else None)
         bounds = (it.args[0], it.args[1]) if len(it.args) >= 2 else (None, it.args[0]) if it.args else (None, None)
         return _Shape(LoopForm.RANGE, tgt.id, pick[0] if pick else None, None, pick[1] if pick else None,
-                      None, Slicing.NONE, None, False, None, bounds)
+                      None, Slicing.NONE, None, False, bounds)
     if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "enumerate":
         return None  # ``for pair in enumerate(...)``: neither an index nor a layer
     sliced, lower, any_slice = _slicing(it)
-    return _Shape(LoopForm.PLAIN, None, tgt.id, it, it, None, sliced, lower, any_slice, None, _slice_bounds(it))
+    return _Shape(LoopForm.PLAIN, None, tgt.id, it, it, None, sliced, lower, any_slice, _slice_bounds(it))
 
 
 @dataclass
@@ -274,10 +273,6 @@ class Loop:
     sliced: Slicing
     iter_text: str
     start_text: str | None  # the enumerate(start=...) expression, if any
-    call_line: int  # the enumerate(...) call's span, to place a start= fix
-    call_col: int
-    call_end_line: int
-    call_end_col: int
     uses: tuple[Use, ...] = ()
     # Statements in the body that rebind the index (``idx = idx + self.start_layer``): the index
     # is then no longer the bare enumerate counter, so slice-relative reasoning does not apply.
@@ -947,16 +942,12 @@ class _Extractor:
         if shape.form is not LoopForm.ENUMERATE and not over:
             return None
         if shape.form is LoopForm.ENUMERATE:
-            assert shape.index is not None and shape.call is not None and shape.seq is not None
             lp = self._enumerate_loop(node, shape)
         else:
-            it = node.iter
             lp = Loop(line=node.lineno, col=self.char_col(node.lineno, node.col_offset),
                       end_line=node.end_lineno or node.lineno, end_col=0, index_var=shape.index or "",
                       sliced=shape.sliced, iter_text=self.seg(walked)[:200] if walked is not None else "",
-                      start_text=None, call_line=it.lineno, call_col=self.char_col(it.lineno, it.col_offset),
-                      call_end_line=it.end_lineno or it.lineno,
-                      call_end_col=self.char_col(it.end_lineno or it.lineno, it.end_col_offset or 0))
+                      start_text=None)
         lower, upper = shape.bounds
         if shape.form is LoopForm.PLAIN:
             base = IndexBase.NONE
@@ -1036,8 +1027,7 @@ class _Extractor:
         return tuple(out), layer_line
 
     def _enumerate_loop(self, node: ast.For, shape: _Shape) -> Loop:
-        assert shape.index is not None and shape.call is not None and shape.seq is not None
-        it = shape.call
+        assert shape.index is not None and shape.seq is not None
         idx, inner, sliced, start_node = shape.index, shape.seq, shape.sliced, shape.start
         start = self.seg(start_node) if start_node is not None else None
         lower: ast.AST | None = shape.lower  # the slice's start expression, for ``idx - <start>`` uses
@@ -1072,9 +1062,6 @@ class _Extractor:
             line=node.lineno, col=self.char_col(node.lineno, node.col_offset),
             end_line=node.end_lineno or node.lineno, end_col=0, index_var=idx, sliced=sliced,
             iter_text=self.seg(inner)[:200], start_text=start,
-            call_line=it.lineno, call_col=self.char_col(it.lineno, it.col_offset),
-            call_end_line=it.end_lineno or it.lineno,
-            call_end_col=self.char_col(it.end_lineno or it.lineno, it.end_col_offset or 0),
             uses=tuple(uses), rebinds=tuple(rebinds), rebased=tuple(rebased),
             slice_lower=None if lower is None or (isinstance(lower, ast.Constant) and lower.value in (0, None))
             else ast.unparse(lower),

@@ -1110,12 +1110,6 @@ def default_ids(ctx: Context, key: ClassKey, n: int, tcfg: dict[str, Any] | None
 
 
 # -- loops over the layers (the facts' ``Loop`` records: read here and nowhere else) ----------------------------
-def loops_of(md: Method) -> tuple[Loop, ...]:
-    """Every loop of ``md`` the facts recorded (its enumerate loops, and its loops over the layers), in the order
-    of the facts pass (breadth first: a loop at the top of the body before one nested in an ``if``)."""
-    return md.loops
-
-
 def layer_loops(md: Method) -> list[Loop]:
     """``md``'s loops over the decoder layers that name an index and a layer: ``for i, layer in
     enumerate(<layers>[, start=...])`` (either order with ``islice``, a slice bound to a local first), and
