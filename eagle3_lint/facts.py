@@ -250,7 +250,14 @@ def _shape(node: ast.For, local_slices: Mapping[str, ast.expr] | None = None) ->
                  and st.value.slice.id == tgt.id]
         pick = next((p for p in picks if "layers" in ast.unparse(p[1])), picks[0] if picks else None)
         bounds = (it.args[0], it.args[1]) if len(it.args) >= 2 else (None, it.args[0]) if it.args else (None, None)
-        return _Shape(LoopForm.RANGE, tgt.id, pick[0] if pick else None, None, pick[1] if pick else None,
+        seq = pick[1] if pick else None
+        if seq is None:
+            # No local for the layer: ``self.layers[i](..., capture_output=aux.capture if i in
+            # self.layers_to_capture else None)`` (SGLang 0.5.23's LlamaModel, llama.py:486-494).
+            seq = next((c.func.value for st in body for c in _walk(st) if isinstance(c, ast.Call)
+                        and isinstance(c.func, ast.Subscript) and isinstance(c.func.slice, ast.Name)
+                        and c.func.slice.id == tgt.id), None)
+        return _Shape(LoopForm.RANGE, tgt.id, pick[0] if pick else None, None, seq,
                       None, Slicing.NONE, None, False, bounds)
     if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "enumerate":
         return None  # ``for pair in enumerate(...)``: neither an index nor a layer

@@ -1113,9 +1113,9 @@ def default_ids(ctx: Context, key: ClassKey, n: int, tcfg: dict[str, Any] | None
 def layer_loops(md: Method) -> list[Loop]:
     """``md``'s loops over the decoder layers that name an index and a layer: ``for i, layer in
     enumerate(<layers>[, start=...])`` (either order with ``islice``, a slice bound to a local first), and
-    ``for i in range(a, b): layer = self.layers[i]``."""
-    return [lp for lp in md.loops if lp.over_layers and lp.index_var and lp.layer_var
-            and lp.form in (LoopForm.ENUMERATE, LoopForm.RANGE)]
+    ``for i in range(a, b): layer = self.layers[i]`` (or ``self.layers[i](...)`` called in place)."""
+    return [lp for lp in md.loops if lp.over_layers and lp.index_var and (
+        lp.form is LoopForm.ENUMERATE and lp.layer_var or lp.form is LoopForm.RANGE)]
 
 
 def slice_relative_loops(md: Method) -> list[Loop]:
@@ -1208,6 +1208,8 @@ class Capture:
     relays_pp: bool | None = None
     relay_why: str = ""
     note: str = ""
+    # No capture point, but the forward reads the configured layers some other way: what it collects is unknown.
+    unread: bool = False
 
     def valid_ids(self, n: int) -> set[int]:
         """Ids this forward can capture with ``n`` layers (PP-independent, absolute indices)."""
@@ -1237,12 +1239,22 @@ def capture_in(ctx: Context, key: ClassKey, decoder: ClassKey) -> Capture:
     if hit is None:
         return Capture(decoder, ctx.graph.path_of(decoder), 0, note=f"{decoder.name} has no forward the tool can read")
     mowner, md = hit
+    loop = capture_loop(ctx, md)
+    for _ in range(MAX_HOPS):
+        # ``return super().forward(...)`` (SGLang 0.5.23's Qwen4ExpVLModel over Qwen4ExpModel): the base's loop runs.
+        base = _base_method(ctx, decoder, "forward", mowner) if loop is None and any(
+            f == "super().forward" for f, _a, _l in md.calls) else None
+        if base is None:
+            break
+        mowner, md = base
+        loop = capture_loop(ctx, md)
     path = ctx.graph.path_of(mowner)
     cap = Capture(decoder, path, md.line)
     collectors = tuple(x for x in (ctx.contract.mixin_collector,) if x)
-    loop = capture_loop(ctx, md)
     if loop is None:
-        cap.note = "no loop over the layers in forward"
+        plain = any(lp.over_layers and lp.form is LoopForm.PLAIN for lp in md.loops)
+        cap.note = "the loop over the layers has no index" if plain else "no loop over the layers in forward"
+        _unread(ctx, cap, decoder)
         return cap
     idiom = ctx.engine.collection
     lists = _lists(ctx)
@@ -1286,6 +1298,7 @@ def capture_in(ctx: Context, key: ClassKey, decoder: ClassKey) -> Capture:
         fw = forward_of(ctx, decoder) if idiom is not None else None
         if fw is not None and Mechanism.FLAG in fw.mechanisms:
             cap.note = "the layer loop collects through per-layer flags set by the setter, not by comparing its index"
+        _unread(ctx, cap, decoder)
     # Does anything depend on the order of the configured ids?
     if aux_attr:
         for name, line in md.iterates:
@@ -1315,6 +1328,32 @@ def capture_in(ctx: Context, key: ClassKey, decoder: ClassKey) -> Capture:
             cap.relay_why = ("forward passes aux states to the next rank in IntermediateTensors" if cap.relays_pp else
                              "forward returns IntermediateTensors without the aux states on non-last ranks")
     return cap
+
+
+def _unread(ctx: Context, cap: Capture, decoder: ClassKey) -> None:
+    """No capture point in the layer loop, yet the forward reads the configured layers (as EGL004 reads it,
+    ``forward_of``): it collects some way the tool does not follow (DeepseekV4Model in vLLM 0.33.0 fills a dict per
+    layer in a helper, then picks ``aux_hidden_by_layer[i] for i in self.aux_hidden_state_layers``)."""
+    if ctx.engine.collection is not None:
+        return  # an engine with a collection idiom: its mechanisms are the sites (flags, lists)
+    fw = forward_of(ctx, decoder)
+    if fw is not None and fw.collects:
+        cap.unread = True
+        read = ", ".join(f"self.{a}" for a in sorted(fw.attrs_read)) or "the aux layers"
+        cap.note = f"{cap.note}, but it reads {read}: it collects in a way the tool does not follow"
+
+
+def _base_method(ctx: Context, key: ClassKey, name: str, after: ClassKey) -> tuple[ClassKey, Method] | None:
+    """The method ``name`` that ``super()`` reaches from class ``after`` for an instance of ``key``."""
+    entries = [e for e in ctx.graph.mro(key).entries if isinstance(e, ClassKey)]
+    for e in entries[entries.index(after) + 1:] if after in entries else []:
+        cf = ctx.graph.class_facts(e)
+        m = cf.members.get(name) if cf is not None else None
+        if m is None or m.kind == "annotation":
+            continue
+        md = cf.methods.get(name) if cf is not None and m.kind == "def" else None
+        return (e, md) if md is not None else None
+    return None
 
 
 def _setter_sorts(ctx: Context, key: ClassKey, owner: ClassKey) -> str | None:

@@ -337,6 +337,9 @@ def _capture(da: dr.DraftAnalysis, pp: int) -> tuple[ServingStep, tuple[int, ...
         return ServingStep(Gate.CAPTURE, StepResult.UNKNOWN, "which ids the runner uses is not known",
                            _loc(cap.path, cap.forward_line)), None
     where = _loc(cap.path, cap.loop_line or cap.forward_line)
+    if not cap.sites and cap.unread:
+        return ServingStep(Gate.CAPTURE, StepResult.UNKNOWN,
+                           f"which states {cap.owner.name}.forward collects is not known ({cap.note})", where), None
     if not cap.sites:
         return ServingStep(Gate.CAPTURE, StepResult.FAIL,
                            f"{cap.owner.name}.forward collects no aux hidden states"
