@@ -25,7 +25,18 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from eagle3_lint import deps
 from eagle3_lint.checkpoint import text_config
 from eagle3_lint.engine import Mechanism
-from eagle3_lint.facts import ClassFacts, IndexBase, Loop, LoopForm, Method, Site, SiteKind, UseKind, decode_source
+from eagle3_lint.facts import (
+    ClassFacts,
+    IndexBase,
+    Loop,
+    LoopForm,
+    Method,
+    Site,
+    SiteKind,
+    Use,
+    UseKind,
+    decode_source,
+)
 from eagle3_lint.graph import ClassKey, Delegation, DelegationHow
 from eagle3_lint.lazyimport import lazy
 from eagle3_lint.model import Location, Status
@@ -1135,6 +1146,33 @@ def enumerate_headers(md: Method) -> list[tuple[str, bool, int]]:
         if not lp.sliced and lp.lower is not None:  # islice(enumerate(self.layers), start, end)
             head = f"islice({head}, {lp.lower}" + (f", {lp.upper})" if lp.upper else ")")
         out.append((f"for {lp.index_var}, ... in {head}", bool(lp.sliced) and not lp.start_text, lp.line))
+    return out
+
+
+def _meets_aux(ctx: Context, u: Use) -> bool:
+    """``u`` compares with aux-layer ids: membership in an aux attribute, or an argument to a collector."""
+    tail = u.target.rsplit(".", 1)[-1]
+    low = u.target.lower()
+    idiom = ctx.engine.collection
+    if u.kind is UseKind.IN:
+        # Also the engine's own list of layers to capture (SGLang's ``layers_to_capture``).
+        return bool(u.target) and ("aux" in low or "hidden_state" in low
+                                   or (idiom is not None and tail in idiom.list_attrs))
+    return u.kind is UseKind.CALL and (tail == ctx.contract.mixin_collector or "aux" in low or "hidden_state" in low)
+
+
+def aux_uses(ctx: Context, loop: Loop, uses: tuple[Use, ...]) -> list[tuple[Use, str]]:
+    """The uses among ``uses`` (``loop.uses`` or ``loop.rebased``) that meet aux-layer ids, each with a short text
+    (EGL005's slice-relative index)."""
+    out: list[tuple[Use, str]] = []
+    for u in uses:
+        if not _meets_aux(ctx, u):
+            continue
+        arg = u.text or loop.index_var + (
+            f" + {u.offset}" if u.offset > 0 else f" - {-u.offset}" if u.offset < 0 else ""
+        )
+        out.append((u, f"{arg} in {u.target} (line {u.line})" if u.kind is UseKind.IN
+                    else f"{u.target}(..., {arg}, ...) (line {u.line})"))
     return out
 
 

@@ -139,7 +139,8 @@ def test_v033_qwen2_lost_last_rank_return_is_not_read_as_returning(real_trees: A
     rel = "vllm/model_executor/models/qwen2.py"
     text = (tree / rel).read_text(encoding="utf-8")
     edit = mutate.drop_aux_return(text, ast.parse(text), random.Random(0))
-    assert edit is not None and edit.detail.startswith("line 449: return (hidden_states, aux_hidden_states)"), edit.detail
+    assert edit is not None, "no aux return in qwen2.py"
+    assert edit.detail.startswith("line 449: return (hidden_states, aux_hidden_states)"), edit.detail
     assert "**self.pack_local_aux_hidden_states(aux_hidden_states)" in edit.text  # the relay is kept
     (tree / rel).write_text(edit.text, encoding="utf-8")
     ctx = analyze(DirSource(tree), Options(), keep=False)
