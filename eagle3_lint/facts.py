@@ -908,13 +908,13 @@ class _Extractor:
                         for t in st.targets if isinstance(t, ast.Name)
                         and isinstance(st.value, (ast.Subscript, ast.Call)) and "layers" in self.seg(st.value)}
         for ln in loop_nodes:
-            lp = self._loop(ln, local_slices, fn)
+            lp = self._loop(ln, local_slices, fn, nodes)
             if lp is not None:
                 loops.append(lp)
         # What a forward that iterates the configured ids walks (the capture's order), where it loops over layers.
         iterates = tuple((_head_dotted(n.iter), n.iter.lineno) for n in nodes
                          if isinstance(n, (ast.For, ast.comprehension))) \
-            if any(lp.over_layers for lp in loops) else ()
+            if "forward" in fn.name and any(lp.over_layers for lp in loops) else ()
         body0 = fn.body[0]
         pos = [*fn.args.posonlyargs, *fn.args.args]
         named = [*zip(pos[len(pos) - len(fn.args.defaults):], fn.args.defaults, strict=True),
@@ -939,7 +939,7 @@ class _Extractor:
         return self.seg(a)[:80] if isinstance(a, (ast.Constant, ast.List, ast.Tuple)) else "?"
 
     def _loop(self, node: ast.For, local_slices: Mapping[str, ast.expr] | None,
-              fn: ast.FunctionDef | ast.AsyncFunctionDef) -> Loop | None:
+              fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST]) -> Loop | None:
         """The ``Loop`` of ``node``: every enumerate loop, and range-and-index or plain loops over the layers."""
         shape = _shape(node, local_slices)
         if shape is None:
@@ -972,12 +972,13 @@ class _Extractor:
             end_l = shape.iterable.end_lineno or shape.iterable.lineno
             lp.seq_end = (end_l, self.char_col(end_l, shape.iterable.end_col_offset or 0))
         lp.target_start = (node.target.lineno, self.char_col(node.target.lineno, node.target.col_offset))
-        if over:
-            lp.sites, lp.layer_line = self._sites(node, fn, shape.index, shape.layer)
+        if over and "forward" in fn.name:
+            # Sites only where the capture is read (a forward); ``__init__``'s loops over the layers set them up.
+            lp.sites, lp.layer_line = self._sites(node, fn, nodes, shape.index, shape.layer)
         return lp
 
-    def _sites(self, loop: ast.For, fn: ast.FunctionDef | ast.AsyncFunctionDef, idx: str | None,
-               elem: str | None) -> tuple[tuple[Site, ...], int]:
+    def _sites(self, loop: ast.For, fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST],
+               idx: str | None, elem: str | None) -> tuple[tuple[Site, ...], int]:
         """Where a loop over the layers meets layer ids or flags (``Site``), and the line of its layer call."""
         # The layer call: ``layer(...)`` or ``self.layers[i](...)``, in the first statement that makes one.
         layer_pos = next((i for i, st in enumerate(loop.body) if any(
@@ -993,19 +994,27 @@ class _Extractor:
         # By line, not by statement: a ``with`` block can hold both the test and the call.
         in_args = {id(x) for c in calls for a in (*c.args, *(k.value for k in c.keywords)) for x in _walk(a)}
         out: list[Site] = []
+        attrs: set[tuple[str, int, bool]] = set()
+        me = fn.args.args[0].arg if fn.args.args else "self"
         for i, st in enumerate(loop.body):
             for n in _walk(st):
                 line = getattr(n, "lineno", 0)
                 before = not layer_line or id(n) in in_args or line < layer_line
-                if isinstance(n, ast.Attribute):
-                    out.append(Site(SiteKind.ATTR, n.attr, "", 0, line, before))
-                elif isinstance(n, ast.Call) and _head_dotted(n.func) == "getattr" and len(n.args) >= 2 \
-                        and isinstance(n.args[1], ast.Constant) and isinstance(n.args[1].value, str):
-                    out.append(Site(SiteKind.ATTR, n.args[1].value, "", 0, line, before))
+                # Attributes of the layers or of what the body computes (``layer._is_layer_to_capture``), once per
+                # line and side: the module's own (``self.norm``) are never per-layer flags.
+                attr = n.attr if isinstance(n, ast.Attribute) and not (
+                    isinstance(n.value, ast.Name) and n.value.id == me) else None
+                if attr is None and isinstance(n, ast.Call) and _head_dotted(n.func) == "getattr" \
+                        and len(n.args) >= 2 and isinstance(n.args[1], ast.Constant) \
+                        and isinstance(n.args[1].value, str):
+                    attr = n.args[1].value
+                if attr is not None and (attr, line, before) not in attrs:
+                    attrs.add((attr, line, before))
+                    out.append(Site(SiteKind.ATTR, attr, "", 0, line, before))
                 if isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], ast.In):
                     off = index_offset(n.left, idx) if idx else None
                     if off is not None:
-                        none_line = _none_before(fn, loop, st) \
+                        none_line = _none_before(fn, nodes, loop, st) \
                             if i <= (layer_pos if layer_pos is not None else i) else 0
                         out.append(Site(SiteKind.MEMBER, ast.unparse(n.comparators[0]),
                                         _head_dotted(n.comparators[0]), off, line, before, none_line))
@@ -1028,7 +1037,7 @@ class _Extractor:
         end = loop.end_lineno or loop.lineno
         if idx:
             out.extend(Site(SiteKind.POST, ast.unparse(n.comparators[0]), _head_dotted(n.comparators[0]), 0,
-                            n.lineno, False) for n in _walk(fn)
+                            n.lineno, False) for n in nodes
                        if isinstance(n, ast.Compare) and n.lineno > end and len(n.ops) == 1
                        and isinstance(n.ops[0], ast.In) and index_offset(n.left, idx) is None)
         return tuple(out), layer_line
@@ -1119,23 +1128,27 @@ def _head_dotted(node: ast.AST) -> str:
     return ""
 
 
-def _none_before(fn: ast.AST, loop: ast.For, st: ast.stmt) -> int:
-    """Line of an ``a + b`` in ``st`` whose operand is ``None`` before the loop (rank 0, layer 0), else 0."""
-    for m in ast.walk(st):
-        if not (isinstance(m, ast.BinOp) and isinstance(m.op, ast.Add)):
-            continue
+def _none_before(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST], loop: ast.For,
+                 st: ast.stmt) -> int:
+    """Line of an ``a + b`` in ``st`` whose operand is ``None`` before the loop (rank 0, layer 0), else 0.
+    ``nodes``: every node of ``fn`` (``_walk``)."""
+    adds = [m for m in _walk(st) if isinstance(m, ast.BinOp) and isinstance(m.op, ast.Add)]
+    if not adds:
+        return 0
+    none_at: dict[str, list[int]] = {}
+    for a in nodes:
+        if isinstance(a, ast.Assign) and a.lineno < loop.lineno and isinstance(a.value, ast.Constant) \
+                and a.value.value is None:
+            for t in a.targets:
+                if isinstance(t, ast.Name):
+                    none_at.setdefault(t.id, []).append(a.lineno)
+    for m in adds:
         for operand in (m.left, m.right):
-            if not isinstance(operand, ast.Name):
+            if not isinstance(operand, ast.Name) or operand.id not in none_at:
                 continue
-            name = operand.id
-            none_at = [a.lineno for a in ast.walk(fn) if isinstance(a, ast.Assign) and a.lineno < loop.lineno
-                       and any(isinstance(t, ast.Name) and t.id == name for t in a.targets)
-                       and isinstance(a.value, ast.Constant) and a.value.value is None]
-            if not none_at:
-                continue
+            name, last = operand.id, max(none_at[operand.id])
             # An unconditional re-assignment between the ``None`` and the loop settles it.
-            body = fn.body if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) else []
-            later = [a for a in body if isinstance(a, ast.Assign) and max(none_at) < a.lineno < loop.lineno
+            later = [a for a in fn.body if isinstance(a, ast.Assign) and last < a.lineno < loop.lineno
                      and any(isinstance(t, ast.Name) and t.id == name for t in a.targets)]
             if not later:
                 return m.lineno
