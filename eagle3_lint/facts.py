@@ -161,20 +161,52 @@ class Use:
 
 
 class LoopForm(str, Enum):
-    """How a ``for`` statement walks a sequence (of decoder layers, where ``LayerLoop.seq`` names them)."""
+    """How a ``for`` statement walks a sequence (of decoder layers, where ``Loop.over_layers`` says so)."""
 
-    ENUMERATE = "enumerate"  # for i, layer in enumerate(seq[, start])
+    ENUMERATE = "enumerate"  # for i, layer in enumerate(seq[, start]), or islice(enumerate(seq), a, b)
     RANGE = "range"  # for i in range(a, b): layer = seq[i]
     PLAIN = "plain"  # for layer in seq
 
 
-@dataclass(frozen=True)
-class LayerLoop:
-    """One ``for`` statement read once, for everything that asks about loops over the layers: the facts' ``Loop``
-    (EGL005), the semantic model's capture points (``semantic.capture``) and the fix generator's rewrite of a loop
-    into a collecting one (``fixgen.collection``). Each asks ``layer_loop`` and applies its own test."""
+class IndexBase(str, Enum):
+    """What a loop's index counts."""
 
-    node: ast.For
+    ABSOLUTE = "absolute"  # the layer's position in the whole list (``start=``, ``range``, an unsliced list)
+    RELATIVE = "relative"  # the position inside a slice that starts elsewhere (``enumerate(islice(l, s, e))``)
+    NONE = "none"  # a plain loop has no index
+
+
+class SiteKind(str, Enum):
+    """What a ``Site`` of a loop over the layers is."""
+
+    MEMBER = "member"  # ``idx [+ k] in <container>`` in the body
+    CALL = "call"  # ``f(..., idx [+ k], ...)`` in the body (a collector such as ``_maybe_add_hidden_state``)
+    ATTR = "attr"  # an attribute named in the body (``layer._is_layer_to_capture``, ``getattr(layer, "<name>")``)
+    KWARG = "kwarg"  # a keyword argument of the layer call (a per-layer flag handed to the layer)
+    PRE = "pre"  # before the loop, in a top-level statement: a call with the first layer's index (start or 0)
+    POST = "post"  # after the loop: ``<expr> in <container>`` with no loop index (the last layer's output)
+
+
+@dataclass(frozen=True)
+class Site:
+    """One place where a loop over the layers (or the code around it) meets layer ids or per-layer flags."""
+
+    kind: SiteKind
+    target: str  # MEMBER/POST: the container as ``ast.unparse`` writes it; CALL/PRE: the callee, dotted;
+    #              ATTR/KWARG: the name
+    name: str  # MEMBER/POST: the container, dotted ("" when it is not a name chain)
+    offset: int  # k in ``idx + k`` (MEMBER, CALL)
+    line: int
+    before: bool  # in the body before the layer call (an earlier line, or inside the call's own arguments)
+    # MEMBER at or before the layer call: the line of an ``a + b`` in its statement whose operand is still
+    # ``None`` when the loop starts (``hidden_states + residual`` before layer 0 raises TypeError); else 0.
+    none_line: int = 0
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """The shape of one ``for`` statement, while the facts pass holds its node (no node leaves this module)."""
+
     form: LoopForm
     index: str | None  # the index variable (None for a plain loop)
     layer: str | None  # the layer variable (None where the target does not name one)
@@ -185,6 +217,8 @@ class LayerLoop:
     sliced: Slicing  # ``seq`` is an islice or a subscript slice with a start
     lower: ast.expr | None  # that slice's start expression (islice with three arguments or more; ``seq[lo:hi]``)
     any_slice: bool  # ``seq`` is a slice of any kind (``islice(seq, stop)``, ``seq[:n]`` too)
+    # The layers walked, as written: the slice's bounds, ``islice(enumerate(seq), a, b)``'s, or ``range(a, b)``'s.
+    bounds: tuple[ast.expr | None, ast.expr | None] = (None, None)
 
 
 def _slicing(seq: ast.expr | None) -> tuple[Slicing, ast.expr | None, bool]:
@@ -197,24 +231,40 @@ def _slicing(seq: ast.expr | None) -> tuple[Slicing, ast.expr | None, bool]:
     return Slicing.NONE, None, False
 
 
-def layer_loop(node: ast.For, local_slices: Mapping[str, ast.expr] | None = None) -> LayerLoop | None:
-    """The shape of ``node`` when it is an enumerate, range-and-index or plain loop; None otherwise. Whether it
-    walks the decoder layers is each caller's test on ``seq`` (they differ on what a layer list looks like)."""
+def _slice_bounds(seq: ast.expr | None) -> tuple[ast.expr | None, ast.expr | None]:
+    if isinstance(seq, ast.Call) and dotted(seq.func) in ("islice", "itertools.islice") and len(seq.args) >= 2:
+        return (seq.args[1], seq.args[2]) if len(seq.args) >= 3 else (None, seq.args[1])
+    if isinstance(seq, ast.Subscript) and isinstance(seq.slice, ast.Slice):
+        return seq.slice.lower, seq.slice.upper
+    return None, None
+
+
+def _enumerate_shape(call: ast.Call, tgt: ast.expr, local_slices: Mapping[str, ast.expr] | None,
+                     bounds: tuple[ast.expr | None, ast.expr | None] | None = None) -> _Shape | None:
+    if not (isinstance(tgt, ast.Tuple) and tgt.elts and isinstance(tgt.elts[0], ast.Name)):
+        return None
+    layer = tgt.elts[1].id if len(tgt.elts) == 2 and isinstance(tgt.elts[1], ast.Name) else None
+    iterable = call.args[0]
+    seq = local_slices.get(iterable.id, iterable) if isinstance(iterable, ast.Name) and local_slices else iterable
+    start = call.args[1] if len(call.args) >= 2 else None
+    for kw in call.keywords:
+        if kw.arg == "start":
+            start = kw.value
+    sliced, lower, any_slice = _slicing(seq)
+    return _Shape(LoopForm.ENUMERATE, tgt.elts[0].id, layer, iterable, seq, start, sliced, lower, any_slice,
+                  bounds if bounds is not None else _slice_bounds(seq))
+
+
+def _shape(node: ast.For, local_slices: Mapping[str, ast.expr] | None = None) -> _Shape | None:
+    """The shape of ``node`` when it is an enumerate, range-and-index or plain loop; None otherwise."""
     it, tgt = node.iter, node.target
     if isinstance(it, ast.Call) and dotted(it.func) == "enumerate" and it.args:
-        if not (isinstance(tgt, ast.Tuple) and tgt.elts and isinstance(tgt.elts[0], ast.Name)):
-            return None
-        layer = tgt.elts[1].id if len(tgt.elts) == 2 and isinstance(tgt.elts[1], ast.Name) else None
-        iterable = it.args[0]
-        seq = local_slices.get(iterable.id, iterable) if isinstance(iterable, ast.Name) and local_slices \
-            else iterable
-        start = it.args[1] if len(it.args) >= 2 else None
-        for kw in it.keywords:
-            if kw.arg == "start":
-                start = kw.value
-        sliced, lower, any_slice = _slicing(seq)
-        return LayerLoop(node, LoopForm.ENUMERATE, tgt.elts[0].id, layer, iterable, seq, start, sliced, lower,
-                         any_slice)
+        return _enumerate_shape(it, tgt, local_slices)
+    if isinstance(it, ast.Call) and dotted(it.func) in ("islice", "itertools.islice") and len(it.args) >= 2 \
+            and isinstance(inner := it.args[0], ast.Call) and dotted(inner.func) == "enumerate" and inner.args:
+        # ``islice(enumerate(self.layers), self.start_layer, self.end_layer)`` (vLLM's Qwen3LLMModel): the index
+        # counts over the whole list, the slice only picks which layers run.
+        return _enumerate_shape(inner, tgt, local_slices, _slice_bounds(it))
     if not isinstance(tgt, ast.Name):
         return None
     if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range":
@@ -226,28 +276,37 @@ def layer_loop(node: ast.For, local_slices: Mapping[str, ast.expr] | None = None
                  and isinstance(st.value, ast.Subscript) and isinstance(st.value.slice, ast.Name)
                  and st.value.slice.id == tgt.id]
         pick = next((p for p in picks if "layers" in ast.unparse(p[1])), picks[0] if picks else None)
-        return LayerLoop(node, LoopForm.RANGE, tgt.id, pick[0] if pick else None, None, pick[1] if pick else None,
-                         None, Slicing.NONE, None, False)
+        bounds = (it.args[0], it.args[1]) if len(it.args) >= 2 else (None, it.args[0]) if it.args else (None, None)
+        seq = pick[1] if pick else None
+        if seq is None:
+            # No local for the layer: ``self.layers[i](..., capture_output=aux.capture if i in
+            # self.layers_to_capture else None)`` (SGLang 0.5.23's LlamaModel, llama.py:486-494).
+            seq = next((c.func.value for st in body for c in _walk(st) if isinstance(c, ast.Call)
+                        and isinstance(c.func, ast.Subscript) and isinstance(c.func.slice, ast.Name)
+                        and c.func.slice.id == tgt.id), None)
+        return _Shape(LoopForm.RANGE, tgt.id, pick[0] if pick else None, None, seq,
+                      None, Slicing.NONE, None, False, bounds)
     if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "enumerate":
         return None  # ``for pair in enumerate(...)``: neither an index nor a layer
     sliced, lower, any_slice = _slicing(it)
-    return LayerLoop(node, LoopForm.PLAIN, None, tgt.id, it, it, None, sliced, lower, any_slice)
+    return _Shape(LoopForm.PLAIN, None, tgt.id, it, it, None, sliced, lower, any_slice, _slice_bounds(it))
 
 
 @dataclass
 class Loop:
+    """One ``for`` statement of a method, read once for everything that asks about loops: the enumerate loops
+    (any sequence, EGL005's slice-relative index), and every loop over the decoder layers (``over_layers``) with
+    its index form and bounds and where it meets layer ids, which the semantic model reads for the capture
+    points, the collection a fix adds and what EGL004 and the serving chain conclude."""
+
     line: int
     col: int
     end_line: int
     end_col: int
-    index_var: str
+    index_var: str  # "" for a plain loop
     sliced: Slicing
     iter_text: str
     start_text: str | None  # the enumerate(start=...) expression, if any
-    call_line: int  # the enumerate(...) call's span, to place a start= fix
-    call_col: int
-    call_end_line: int
-    call_end_col: int
     uses: tuple[Use, ...] = ()
     # Statements in the body that rebind the index (``idx = idx + self.start_layer``): the index
     # is then no longer the bare enumerate counter, so slice-relative reasoning does not apply.
@@ -260,6 +319,23 @@ class Loop:
     # by ``ast.unparse``, so rules compare the two without parsing.
     slice_lower: str | None = None
     start_norm: str | None = None
+    form: LoopForm = LoopForm.ENUMERATE
+    layer_var: str | None = None  # the variable holding the layer (``layer`` of ``for i, layer in ...``)
+    # The loop walks the layer list (its sequence names ``layers``: ``self.layers``, a local slice of it).
+    over_layers: bool = False
+    base: IndexBase = IndexBase.NONE
+    lower: str | None = None  # the first layer walked, as written (``self.start_layer``), None: from 0
+    upper: str | None = None  # the end of the layers walked, as written, None: to the end
+    # Where the body meets layer ids or flags, in source order (``over_layers`` loops only), and the line of the
+    # layer call (0: none found). Sites before that call read the state entering the layer.
+    sites: tuple[Site, ...] = ()
+    layer_line: int = 0
+    any_slice: bool = False  # the sequence is a slice of any kind (``islice(seq, stop)``, ``seq[:n]`` too)
+    # The enumerate's sequence (or the plain loop's iterable) as written, and the end of it (line, column): where
+    # a fix inserts ``, start=...``; for a plain loop, the span of ``<target> in <iterable>`` a fix rewrites.
+    seq_text: str = ""
+    seq_end: tuple[int, int] = (0, 0)
+    target_start: tuple[int, int] = (0, 0)
 
 
 @dataclass
@@ -280,6 +356,9 @@ class Method:
     # Parameters whose default is a dotted name (``language_model_cls=Qwen3MoeLLMModel``): a wrapper that
     # builds ``self.model = language_model_cls(...)`` holds that class unless a subclass passes another.
     defaults: tuple[tuple[str, str], ...] = ()
+    # Where there is a loop over the layers: the sequence of every ``for`` and comprehension, dotted, with its
+    # line (a forward that iterates the configured ids emits the states in their order).
+    iterates: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass
@@ -863,9 +942,13 @@ class _Extractor:
                         for t in st.targets if isinstance(t, ast.Name)
                         and isinstance(st.value, (ast.Subscript, ast.Call)) and "layers" in self.seg(st.value)}
         for ln in loop_nodes:
-            lp = self._loop(ln, local_slices)
+            lp = self._loop(ln, local_slices, fn, nodes)
             if lp is not None:
                 loops.append(lp)
+        # What a forward that iterates the configured ids walks (the capture's order), where it loops over layers.
+        iterates = tuple((_head_dotted(n.iter), n.iter.lineno) for n in nodes
+                         if isinstance(n, (ast.For, ast.comprehension))) \
+            if "forward" in fn.name and any(lp.over_layers for lp in loops) else ()
         body0 = fn.body[0]
         pos = [*fn.args.posonlyargs, *fn.args.args]
         named = [*zip(pos[len(pos) - len(fn.args.defaults):], fn.args.defaults, strict=True),
@@ -876,7 +959,7 @@ class _Extractor:
             end_line=fn.end_lineno or fn.lineno, body_line=body0.lineno,
             params=params, stub=stub, self_assigns=tuple(assigns), reads=tuple(sorted(reads)),
             calls=tuple(calls), memberships=tuple(members), loops=tuple(loops), returns=tuple(returns),
-            defaults=defaults,
+            defaults=defaults, iterates=iterates,
         )
 
     def _arg_text(self, a: ast.AST) -> str:
@@ -889,11 +972,112 @@ class _Extractor:
             return "*" + (dotted(a.value) or "?")
         return self.seg(a)[:80] if isinstance(a, (ast.Constant, ast.List, ast.Tuple)) else "?"
 
-    def _loop(self, node: ast.For, local_slices: Mapping[str, ast.expr] | None = None) -> Loop | None:
-        shape = layer_loop(node, local_slices)
-        if shape is None or shape.form is not LoopForm.ENUMERATE or shape.index is None or shape.seq is None:
+    def _loop(self, node: ast.For, local_slices: Mapping[str, ast.expr] | None,
+              fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST]) -> Loop | None:
+        """The ``Loop`` of ``node``: every enumerate loop, and range-and-index or plain loops over the layers."""
+        shape = _shape(node, local_slices)
+        if shape is None:
             return None
-        it = node.iter
+        walked = shape.iterable if shape.form is not LoopForm.RANGE else shape.seq
+        over = walked is not None and "layers" in ast.unparse(walked)
+        if shape.form is not LoopForm.ENUMERATE and not over:
+            return None
+        if shape.form is LoopForm.ENUMERATE:
+            lp = self._enumerate_loop(node, shape)
+        else:
+            lp = Loop(line=node.lineno, col=self.char_col(node.lineno, node.col_offset),
+                      end_line=node.end_lineno or node.lineno, end_col=0, index_var=shape.index or "",
+                      sliced=shape.sliced, iter_text=self.seg(walked)[:200] if walked is not None else "",
+                      start_text=None)
+        lower, upper = shape.bounds
+        if shape.form is LoopForm.PLAIN:
+            base = IndexBase.NONE
+        elif shape.form is LoopForm.ENUMERATE and shape.start is None and shape.sliced and not (
+                isinstance(shape.lower, ast.Constant) and shape.lower.value in (0, None)):
+            base = IndexBase.RELATIVE
+        else:
+            base = IndexBase.ABSOLUTE
+        lp.form, lp.layer_var, lp.over_layers, lp.base = shape.form, shape.layer, over, base
+        lp.lower = self.seg(lower) or None if lower is not None else None
+        lp.upper = self.seg(upper) or None if upper is not None else None
+        lp.any_slice = shape.any_slice
+        if shape.iterable is not None:
+            lp.seq_text = self.seg(shape.iterable)
+            end_l = shape.iterable.end_lineno or shape.iterable.lineno
+            lp.seq_end = (end_l, self.char_col(end_l, shape.iterable.end_col_offset or 0))
+        lp.target_start = (node.target.lineno, self.char_col(node.target.lineno, node.target.col_offset))
+        if over and "forward" in fn.name:
+            # Sites only where the capture is read (a forward); ``__init__``'s loops over the layers set them up.
+            lp.sites, lp.layer_line = self._sites(node, fn, nodes, shape.index, shape.layer)
+        return lp
+
+    def _sites(self, loop: ast.For, fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST],
+               idx: str | None, elem: str | None) -> tuple[tuple[Site, ...], int]:
+        """Where a loop over the layers meets layer ids or flags (``Site``), and the line of its layer call."""
+        # The layer call: ``layer(...)`` or ``self.layers[i](...)``, in the first statement that makes one.
+        layer_pos = next((i for i, st in enumerate(loop.body) if any(
+            isinstance(c, ast.Call) and (isinstance(c.func, ast.Name) and c.func.id == elem
+                                         or isinstance(c.func, ast.Subscript)) for c in _walk(st))), None)
+        calls = [c for c in _walk(loop.body[layer_pos]) if isinstance(c, ast.Call) and (
+            isinstance(c.func, ast.Name) and c.func.id == elem or isinstance(c.func, ast.Subscript))] \
+            if layer_pos is not None else []
+        layer_line = min((c.lineno for c in calls), default=loop.body[layer_pos].lineno) \
+            if layer_pos is not None else 0
+        # A test in the call's own arguments (SGLang 0.5.23's DeepSeek-V2 passes ``captured_last_layer_outputs=aux
+        # if i in self.layers_to_capture else None``) reads the state entering the layer, as an earlier line does.
+        # By line, not by statement: a ``with`` block can hold both the test and the call.
+        in_args = {id(x) for c in calls for a in (*c.args, *(k.value for k in c.keywords)) for x in _walk(a)}
+        out: list[Site] = []
+        attrs: set[tuple[str, int, bool]] = set()
+        me = fn.args.args[0].arg if fn.args.args else "self"
+        for i, st in enumerate(loop.body):
+            for n in _walk(st):
+                line = getattr(n, "lineno", 0)
+                before = not layer_line or id(n) in in_args or line < layer_line
+                # Attributes of the layers or of what the body computes (``layer._is_layer_to_capture``), once per
+                # line and side: the module's own (``self.norm``) are never per-layer flags.
+                attr = n.attr if isinstance(n, ast.Attribute) and not (
+                    isinstance(n.value, ast.Name) and n.value.id == me) else None
+                if attr is None and isinstance(n, ast.Call) and _head_dotted(n.func) == "getattr" \
+                        and len(n.args) >= 2 and isinstance(n.args[1], ast.Constant) \
+                        and isinstance(n.args[1].value, str):
+                    attr = n.args[1].value
+                if attr is not None and (attr, line, before) not in attrs:
+                    attrs.add((attr, line, before))
+                    out.append(Site(SiteKind.ATTR, attr, "", 0, line, before))
+                if isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], ast.In):
+                    off = index_offset(n.left, idx) if idx else None
+                    if off is not None:
+                        none_line = _none_before(fn, nodes, loop, st) \
+                            if i <= (layer_pos if layer_pos is not None else i) else 0
+                        out.append(Site(SiteKind.MEMBER, ast.unparse(n.comparators[0]),
+                                        _head_dotted(n.comparators[0]), off, line, before, none_line))
+                elif isinstance(n, ast.Call) and idx:
+                    for a in n.args:
+                        off = index_offset(a, idx)
+                        if off is not None:
+                            out.append(Site(SiteKind.CALL, _head_dotted(n.func), "", off, line, before))
+                            break
+        out.extend(Site(SiteKind.KWARG, k.arg, "", 0, c.lineno, True) for c in calls for k in c.keywords if k.arg)
+        # Calls before the loop with the first index (``start_layer`` or 0): the state entering the first layer.
+        for st in fn.body:
+            if st.lineno >= loop.lineno:
+                break
+            out.extend(Site(SiteKind.PRE, _head_dotted(n.func), "", 0, n.lineno, True) for n in _walk(st)
+                       if isinstance(n, ast.Call) and any(
+                           "start_layer" in ast.unparse(a) or (isinstance(a, ast.Constant) and a.value == 0)
+                           for a in n.args))
+        # A membership test after the loop with no loop index in it: the last layer's output.
+        end = loop.end_lineno or loop.lineno
+        if idx:
+            out.extend(Site(SiteKind.POST, ast.unparse(n.comparators[0]), _head_dotted(n.comparators[0]), 0,
+                            n.lineno, False) for n in nodes
+                       if isinstance(n, ast.Compare) and n.lineno > end and len(n.ops) == 1
+                       and isinstance(n.ops[0], ast.In) and index_offset(n.left, idx) is None)
+        return tuple(out), layer_line
+
+    def _enumerate_loop(self, node: ast.For, shape: _Shape) -> Loop:
+        assert shape.index is not None and shape.seq is not None
         idx, inner, sliced, start_node = shape.index, shape.seq, shape.sliced, shape.start
         start = self.seg(start_node) if start_node is not None else None
         lower: ast.AST | None = shape.lower  # the slice's start expression, for ``idx - <start>`` uses
@@ -928,9 +1112,6 @@ class _Extractor:
             line=node.lineno, col=self.char_col(node.lineno, node.col_offset),
             end_line=node.end_lineno or node.lineno, end_col=0, index_var=idx, sliced=sliced,
             iter_text=self.seg(inner)[:200], start_text=start,
-            call_line=it.lineno, call_col=self.char_col(it.lineno, it.col_offset),
-            call_end_line=it.end_lineno or it.lineno,
-            call_end_col=self.char_col(it.end_lineno or it.lineno, it.end_col_offset or 0),
             uses=tuple(uses), rebinds=tuple(rebinds), rebased=tuple(rebased),
             slice_lower=None if lower is None or (isinstance(lower, ast.Constant) and lower.value in (0, None))
             else ast.unparse(lower),
@@ -965,6 +1146,47 @@ class _Extractor:
         if "".join(gap.replace("\\\n", " ").split()) != "-" + "".join(self.seg(sub).split()):
             return (0, 0, 0, 0)
         return (l0, self.char_col(l0, c0), l1, self.char_col(l1, c1))
+
+
+def _head_dotted(node: ast.AST) -> str:
+    """``a.b`` for a name chain; for a call, the callee's (``sorted(self.ids)`` -> ``sorted``); else ""."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    if isinstance(node, ast.Call):
+        return _head_dotted(node.func)
+    return ""
+
+
+def _none_before(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST], loop: ast.For,
+                 st: ast.stmt) -> int:
+    """Line of an ``a + b`` in ``st`` whose operand is ``None`` before the loop (rank 0, layer 0), else 0.
+    ``nodes``: every node of ``fn`` (``_walk``)."""
+    adds = [m for m in _walk(st) if isinstance(m, ast.BinOp) and isinstance(m.op, ast.Add)]
+    if not adds:
+        return 0
+    none_at: dict[str, list[int]] = {}
+    for a in nodes:
+        if isinstance(a, ast.Assign) and a.lineno < loop.lineno and isinstance(a.value, ast.Constant) \
+                and a.value.value is None:
+            for t in a.targets:
+                if isinstance(t, ast.Name):
+                    none_at.setdefault(t.id, []).append(a.lineno)
+    for m in adds:
+        for operand in (m.left, m.right):
+            if not isinstance(operand, ast.Name) or operand.id not in none_at:
+                continue
+            name, last = operand.id, max(none_at[operand.id])
+            # An unconditional re-assignment between the ``None`` and the loop settles it.
+            later = [a for a in fn.body if isinstance(a, ast.Assign) and last < a.lineno < loop.lineno
+                     and any(isinstance(t, ast.Name) and t.id == name for t in a.targets)]
+            if not later:
+                return m.lineno
+    return 0
 
 
 def index_offset(a: ast.AST, idx: str) -> int | None:

@@ -33,7 +33,7 @@ from itertools import pairwise
 from typing import TYPE_CHECKING
 
 from eagle3_lint import deps
-from eagle3_lint.facts import LoopForm, dotted, layer_loop
+from eagle3_lint.facts import IndexBase, LoopForm, dotted
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import Edit
 
@@ -718,53 +718,41 @@ def _layer_call_vars(t: Text, loop: ast.For, layer_var: str | None) -> tuple[str
     return None
 
 
-def _find_loop(t: Text, fn: ast.AST) -> ast.For | None:
-    best: ast.For | None = None
-    for n in ast.walk(fn):
-        if isinstance(n, ast.For) and ".layers" in t.seg(n.iter) and (best is None or n.lineno < best.lineno):
-            best = n
-    return best
+def _loop_node(t: Text, fn: ast.AST, lp: Loop) -> ast.For | None:
+    """The ``for`` statement of the facts' loop ``lp`` in ``fn`` (by its position)."""
+    return next((n for n in ast.walk(fn) if isinstance(n, ast.For) and t.start(n) == (lp.line, lp.col)), None)
 
 
-def _analyse_loop(t: Text, fn: ast.AST, loop: ast.For) -> _Loop | None:
-    """The index and state variables of ``loop`` (``facts.layer_loop`` reads its shape), and the header edit that
-    gives a plain or slice-relative loop an absolute index."""
+def _analyse_loop(t: Text, fn: ast.AST, loop: ast.For, lp: Loop) -> _Loop | None:
+    """The index and state variables of ``loop``, whose shape the facts recorded (``lp``, chosen by the semantic
+    model), and the header edit that gives a plain or slice-relative loop an absolute index."""
     used = _names(fn)
     idx_name = next(n for n in ("idx", "layer_idx", "layer_index", "i_layer") if n not in used)
-    tgt = loop.target
-    lp = layer_loop(loop)
     header = None
     layer_var: str | None = None
-    start = t.seg(lp.lower) if lp is not None and lp.lower is not None else None
-    if lp is not None and lp.form is LoopForm.PLAIN and lp.iterable is not None:
-        it = lp.iterable
-        if not (lp.any_slice or t.seg(it).endswith(".layers")):
+    if lp.form is LoopForm.PLAIN:
+        if not (lp.any_slice or lp.seq_text.endswith(".layers")):
             return None
-        layer_var = lp.layer
-        new_iter = f"enumerate({t.seg(it)}" + (f", start={start})" if start else ")")
+        layer_var = lp.layer_var
+        start = lp.lower
+        new_iter = f"enumerate({lp.seq_text}" + (f", start={start})" if start else ")")
         text = f"{idx_name}, {layer_var} in {new_iter}"
         ind = t.indent(loop.lineno)
-        if "\n" not in t.seg(it) and len(f"{ind}for {text}:") > LINE_LIMIT:
+        if "\n" not in lp.seq_text and len(f"{ind}for {text}:") > LINE_LIMIT:
             # Wrapped the way ruff would: one argument per line with a trailing comma.
-            args = [t.seg(it)] + ([f"start={start}"] if start else [])
+            args = [lp.seq_text] + ([f"start={start}"] if start else [])
             text = f"{idx_name}, {layer_var} in enumerate(\n" + "".join(f"{ind}    {a},\n" for a in args) + f"{ind})"
-        header = (t.start(tgt), t.end(it), text)
+        header = (lp.target_start, lp.seq_end, text)
         idx = idx_name
-    elif lp is not None and lp.form is LoopForm.RANGE and lp.index is not None:
-        idx = lp.index  # ``for i in range(start, end): layer = self.layers[i]``: already absolute
-        if lp.seq is not None and ".layers" in t.seg(lp.seq):
-            layer_var = lp.layer
-    elif lp is not None and lp.form is LoopForm.ENUMERATE and lp.index is not None and lp.layer is not None \
-            and lp.iterable is not None:
-        idx, layer_var = lp.index, lp.layer
-        if lp.any_slice and start and lp.start is None:
+    elif lp.form is LoopForm.RANGE and lp.index_var:
+        idx = lp.index_var  # ``for i in range(start, end): layer = self.layers[i]``: already absolute
+        if ".layers" in lp.iter_text:
+            layer_var = lp.layer_var
+    elif lp.form is LoopForm.ENUMERATE and lp.index_var and lp.layer_var is not None:
+        idx, layer_var = lp.index_var, lp.layer_var
+        if lp.base is IndexBase.RELATIVE and lp.lower:
             # Slice-relative index: make it absolute while we are here.
-            end = t.end(lp.iterable)
-            header = (end, end, start_kwarg(t, end, start))
-    elif isinstance(tgt, ast.Tuple) and len(tgt.elts) == 2 and isinstance(first := tgt.elts[0], ast.Name) \
-            and isinstance(second := tgt.elts[1], ast.Name) and isinstance(loop.iter, ast.Call) \
-            and "enumerate" in t.seg(loop.iter.args[0] if loop.iter.args else loop.iter):
-        idx, layer_var = first.id, second.id  # ``for i, layer in list(enumerate(...))``
+            header = (lp.seq_end, lp.seq_end, start_kwarg(t, lp.seq_end, lp.lower))
     else:
         return None
     hv = _layer_call_vars(t, loop, layer_var)
@@ -806,10 +794,13 @@ def collection(
     fn = t.function_node(node, "forward")
     if fn is None or fn.body[0].lineno == fn.lineno:
         return None
-    loop = _find_loop(t, fn)
-    if loop is None or loop.body[0].lineno == loop.lineno:
+    from eagle3_lint import semantic as sem
+
+    lp = sem.rewrite_loop(ctx, key)
+    loop = _loop_node(t, fn, lp) if lp is not None else None
+    if lp is None or loop is None or loop.body[0].lineno == loop.lineno:
         return None
-    info = _analyse_loop(t, fn, loop)
+    info = _analyse_loop(t, fn, loop, lp)
     if info is None:
         return None
     fl = flavor(ctx)
@@ -953,29 +944,12 @@ def start_kwarg(t: Text, pos: tuple[int, int], start: str) -> str:
 
 
 def enumerate_start_point(ctx: Context, rel: str, lp: Loop) -> tuple[int, int] | None:
-    """(line, col) right after ``enumerate``'s first argument in loop ``lp`` of ``rel``, read from the call's own
-    span: where EGL005's ``, start=...`` goes."""
+    """(line, col) right after ``enumerate``'s first argument in loop ``lp`` of ``rel`` (the facts recorded where
+    it ends): where EGL005's ``, start=...`` goes."""
     t = text_of(ctx, rel)
-    if t is None:
+    if t is None or not (0 < lp.seq_end[0] <= len(t.lines)):
         return None
-    lines = t.lines
-    if not (0 < lp.call_line <= lp.call_end_line <= len(lines)):
-        return None
-    seg_lines = lines[lp.call_line - 1: lp.call_end_line]
-    seg_lines[-1] = seg_lines[-1][: lp.call_end_col]
-    seg_lines[0] = seg_lines[0][lp.call_col:]
-    seg = "\n".join(seg_lines)
-    try:
-        call = ast.parse(seg, mode="eval").body
-    except SyntaxError:
-        return None
-    if not (isinstance(call, ast.Call) and call.args):
-        return None
-    a0 = call.args[0]
-    ln = a0.end_lineno or a0.lineno
-    seg_line = seg_lines[ln - 1]
-    col = len(seg_line.encode("utf-8")[: a0.end_col_offset].decode("utf-8", "replace"))
-    return lp.call_line + ln - 1, col + (lp.call_col if ln == 1 else 0)
+    return lp.seq_end
 
 # -- the config-time model_type gate (EGL009) ----------------------------------------------------------------
 def _fix_list(text: str, g: Gate, mt: str) -> Edit | None:

@@ -30,13 +30,16 @@ from eagle3_lint.facts import (
     MAIN,
     TRY,
     ClassFacts,
+    IndexBase,
+    Loop,
     LoopForm,
     Method,
+    Site,
+    SiteKind,
+    Use,
     UseKind,
     branch_platforms,
     decode_source,
-    index_offset,
-    layer_loop,
 )
 from eagle3_lint.graph import ClassKey, Delegation, DelegationHow
 from eagle3_lint.lazyimport import lazy
@@ -968,10 +971,10 @@ def forward_of(ctx: Context, key: ClassKey) -> Forward | None:
                     for _l, container, _ln in h[1].memberships:
                         if container.startswith("self."):
                             attrs.add(container[5:])
-    returns_aux = any("aux" in text for _k, text, _l in md.returns)
+    returns_aux = any(_hands_back_aux(text) for _k, text, _l in md.returns)
     if not returns_aux:
         for m in methods[1:]:
-            if any("aux" in text for _k, text, _l in m.returns) and any(
+            if any(_hands_back_aux(text) for _k, text, _l in m.returns) and any(
                 text.startswith(f"self.{m.name}(") for _k, text, _l in md.returns
             ):
                 returns_aux = True
@@ -981,6 +984,13 @@ def forward_of(ctx: Context, key: ClassKey) -> Forward | None:
         mechanisms = _read_mechanisms(ctx, key, [m.name for m in methods], attrs, idiom)
         collects = bool(mechanisms)
     return Forward(fowner, md, frozenset(attrs), collects, returns_aux, md.line, mechanisms)
+
+
+def _hands_back_aux(text: str) -> bool:
+    """A ``return`` that hands aux states to the runner. A non-last rank's ``return IntermediateTensors({...,
+    **self.pack_local_aux_hidden_states(aux)})`` relays them to the next rank (vLLM 0.33.0 qwen2.py:436-443): the
+    runner on the last rank gets them only from a return of their own (qwen2.py:447-449)."""
+    return "aux" in text and not text.lstrip().startswith("IntermediateTensors(")
 
 
 def _read_mechanisms(ctx: Context, key: ClassKey, names: list[str], attrs: set[str],
@@ -1201,6 +1211,108 @@ def default_ids(ctx: Context, key: ClassKey, n: int, tcfg: dict[str, Any] | None
 
 
 
+# -- loops over the layers (the facts' ``Loop`` records: read here and nowhere else) ----------------------------
+def layer_loops(md: Method) -> list[Loop]:
+    """``md``'s loops over the decoder layers that name an index and a layer: ``for i, layer in
+    enumerate(<layers>[, start=...])`` (either order with ``islice``, a slice bound to a local first), and
+    ``for i in range(a, b): layer = self.layers[i]`` (or ``self.layers[i](...)`` called in place)."""
+    return [lp for lp in md.loops if lp.over_layers and lp.index_var and (
+        lp.form is LoopForm.ENUMERATE and lp.layer_var or lp.form is LoopForm.RANGE)]
+
+
+def slice_relative_loops(md: Method) -> list[Loop]:
+    """``md``'s enumerate loops over a slice with a start (any sequence), whose index the body does not rebind:
+    those whose index is slice-relative, or absolute by ``start=`` (EGL005 asks about both)."""
+    return [lp for lp in md.loops if lp.form is LoopForm.ENUMERATE and lp.sliced and not lp.rebinds
+            and lp.slice_lower is not None]
+
+
+def enumerate_headers(md: Method) -> list[tuple[str, bool, int]]:
+    """``md``'s enumerate loops over the layers as a trace shows them: (header, index is slice-relative, line)."""
+    out: list[tuple[str, bool, int]] = []
+    for lp in md.loops:
+        if lp.form is not LoopForm.ENUMERATE or "layers" not in lp.iter_text:
+            continue
+        head = f"enumerate({lp.iter_text}" + (f", start={lp.start_text})" if lp.start_text else ")")
+        if not lp.sliced and lp.lower is not None:  # islice(enumerate(self.layers), start, end)
+            head = f"islice({head}, {lp.lower}" + (f", {lp.upper})" if lp.upper else ")")
+        out.append((f"for {lp.index_var}, ... in {head}", bool(lp.sliced) and not lp.start_text, lp.line))
+    return out
+
+
+def _meets_aux(ctx: Context, u: Use) -> bool:
+    """``u`` compares with aux-layer ids: membership in an aux attribute, or an argument to a collector."""
+    tail = u.target.rsplit(".", 1)[-1]
+    low = u.target.lower()
+    idiom = ctx.engine.collection
+    if u.kind is UseKind.IN:
+        # Also the engine's own list of layers to capture (SGLang's ``layers_to_capture``).
+        return bool(u.target) and ("aux" in low or "hidden_state" in low
+                                   or (idiom is not None and tail in idiom.list_attrs))
+    return u.kind is UseKind.CALL and (tail == ctx.contract.mixin_collector or "aux" in low or "hidden_state" in low)
+
+
+def aux_uses(ctx: Context, loop: Loop, uses: tuple[Use, ...]) -> list[tuple[Use, str]]:
+    """The uses among ``uses`` (``loop.uses`` or ``loop.rebased``) that meet aux-layer ids, each with a short text
+    (EGL005's slice-relative index)."""
+    out: list[tuple[Use, str]] = []
+    for u in uses:
+        if not _meets_aux(ctx, u):
+            continue
+        arg = u.text or loop.index_var + (
+            f" + {u.offset}" if u.offset > 0 else f" - {-u.offset}" if u.offset < 0 else ""
+        )
+        out.append((u, f"{arg} in {u.target} (line {u.line})" if u.kind is UseKind.IN
+                    else f"{u.target}(..., {arg}, ...) (line {u.line})"))
+    return out
+
+
+def loop_at(md: Method, line: int) -> Loop | None:
+    return next((lp for lp in md.loops if lp.line == line), None)
+
+
+def _is_ids(site: Site, lists: tuple[str, ...]) -> bool:
+    """The container of ``site`` holds aux-layer ids: an aux attribute, or the engine's list of layers to capture."""
+    return "aux" in site.target or (bool(lists) and site.name.rsplit(".", 1)[-1] in lists)
+
+
+def _is_collector(name: str, collectors: tuple[str, ...]) -> bool:
+    last = name.rsplit(".", 1)[-1]
+    return last in collectors or "hidden_state" in last
+
+
+def _meets_ids(lp: Loop, lists: tuple[str, ...] = ()) -> bool:
+    """The loop compares its index with aux ids or hands it to a collector."""
+    return any(st.kind is SiteKind.MEMBER and _is_ids(st, lists) or st.kind is SiteKind.CALL
+               and "hidden_state" in st.target for st in lp.sites)
+
+
+def _lists(ctx: Context) -> tuple[str, ...]:
+    idiom = ctx.engine.collection
+    return idiom.list_attrs if idiom is not None else ()
+
+
+def capture_loop(ctx: Context, md: Method) -> Loop | None:
+    """The loop over the layers that collects: every loop counts (a prefill and a decode branch each have one),
+    the first that meets the aux ids, else the first."""
+    loops = layer_loops(md)
+    lists = _lists(ctx)
+    return next((lp for lp in loops if _meets_ids(lp, lists)), loops[0] if loops else None)
+
+
+def rewrite_loop(ctx: Context, key: ClassKey) -> Loop | None:
+    """The loop a fix rewrites into a collecting one in ``key``'s own ``forward`` (the one ``capture`` reads, or a
+    plain ``for layer in <layers>``), or None when that forward has none."""
+    cf = ctx.graph.class_facts(key)
+    md = cf.methods.get("forward") if cf is not None else None
+    if md is None:
+        return None
+    lp = capture_loop(ctx, md)
+    if lp is not None:
+        return lp
+    return next((lp for lp in md.loops if lp.over_layers and lp.layer_var and lp.form is LoopForm.PLAIN), None)
+
+
 @dataclass
 class Capture:
     """How the target decoder's forward collects aux hidden states."""
@@ -1217,7 +1329,7 @@ class Capture:
     # In-loop reads of the engine's per-layer capture flags (``layer._is_layer_to_capture``), as sites: the
     # layers collected are those the setter flags, not an index compared with ids.
     flag_sites: tuple[tuple[str, int, int], ...] = ()
-    absolute: bool = True  # enumerate(..., start=self.start_layer)
+    absolute: bool = True  # enumerate(..., start=self.start_layer), range(start, end), islice(enumerate(...))
     residual_none_at_start: bool = False  # explicit ``h + residual`` while residual is None before layer 0
     residual_line: int = 0
     order_dependent: bool = False
@@ -1225,6 +1337,8 @@ class Capture:
     relays_pp: bool | None = None
     relay_why: str = ""
     note: str = ""
+    # No capture point, but the forward reads the configured layers some other way: what it collects is unknown.
+    unread: bool = False
 
     def valid_ids(self, n: int) -> set[int]:
         """Ids this forward can capture with ``n`` layers (PP-independent, absolute indices)."""
@@ -1241,76 +1355,6 @@ class Capture:
         return out
 
 
-# -- capture points -------------------------------------------------------------------------------
-def _calls_name(node: ast.AST, name: str) -> bool:
-    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name for n in ast.walk(node))
-
-
-def _none_before(fn: ast.FunctionDef, loop: ast.For, st: ast.stmt) -> int:
-    """Line of an ``a + b`` in ``st`` whose operand is ``None`` before the loop (rank 0, layer 0), else 0."""
-    for m in ast.walk(st):
-        if not (isinstance(m, ast.BinOp) and isinstance(m.op, ast.Add)):
-            continue
-        for operand in (m.left, m.right):
-            if not isinstance(operand, ast.Name):
-                continue
-            name = operand.id
-            none_at = [a.lineno for a in ast.walk(fn) if isinstance(a, ast.Assign) and a.lineno < loop.lineno
-                       and any(isinstance(t, ast.Name) and t.id == name for t in a.targets)
-                       and isinstance(a.value, ast.Constant) and a.value.value is None]
-            if not none_at:
-                continue
-            # An unconditional re-assignment between the ``None`` and the loop settles it.
-            later = [a for a in fn.body if isinstance(a, ast.Assign) and max(none_at) < a.lineno < loop.lineno
-                     and any(isinstance(t, ast.Name) and t.id == name for t in a.targets)]
-            if not later:
-                return m.lineno
-    return 0
-
-
-def _layer_loops(fnode: ast.FunctionDef) -> Iterator[tuple[ast.For, str, str, bool]]:
-    """Loops over the decoder layers: (loop, index variable, layer variable, index is absolute), from
-    ``facts.layer_loop``.
-
-    ``for i, layer in enumerate(<layers>[, start=...])`` (absolute with ``start=`` or over the whole list,
-    slice-relative over a slice without it), and ``for i in range(a, b): layer = self.layers[i]`` (absolute:
-    ``i`` indexes the full list).
-    """
-    for n in ast.walk(fnode):
-        if not isinstance(n, ast.For):
-            continue
-        lp = layer_loop(n)
-        if lp is None or lp.index is None or lp.layer is None:
-            continue
-        if lp.form is LoopForm.ENUMERATE and lp.iterable is not None and "layers" in ast.unparse(lp.iterable):
-            absolute = lp.start is not None or not isinstance(lp.iterable, (ast.Call, ast.Subscript))
-            yield n, lp.index, lp.layer, absolute
-        elif lp.form is LoopForm.RANGE and lp.seq is not None and "layers" in ast.unparse(lp.seq):
-            yield n, lp.index, lp.layer, True
-
-
-def _is_ids(container: ast.expr, lists: tuple[str, ...]) -> bool:
-    """``container`` holds aux-layer ids: an aux attribute, or the engine's list of layers to capture."""
-    return "aux" in ast.unparse(container) or (bool(lists) and me._dotted(container).rsplit(".", 1)[-1] in lists)
-
-
-def _meets_ids(loop: ast.For, idx: str, lists: tuple[str, ...] = ()) -> bool:
-    """The loop compares its index with aux ids or hands it to a collector."""
-    for n in ast.walk(loop):
-        if isinstance(n, ast.Compare) and any(isinstance(o, ast.In) for o in n.ops) \
-                and index_offset(n.left, idx) is not None and _is_ids(n.comparators[0], lists):
-            return True
-        if isinstance(n, ast.Call) and "hidden_state" in me._dotted(n.func) \
-                and any(index_offset(a, idx) is not None for a in n.args):
-            return True
-    return False
-
-
-def _is_collector(call: ast.Call, collectors: tuple[str, ...]) -> bool:
-    fname = me._dotted(call.func).rsplit(".", 1)[-1]
-    return fname in collectors or "hidden_state" in fname
-
-
 def capture(ctx: Context, key: ClassKey) -> Capture | None:
     """How the decoder that owns ``key``'s layers collects (``owner``), or None when no class owns them."""
     lo = owner(ctx, key)
@@ -1320,97 +1364,58 @@ def capture(ctx: Context, key: ClassKey) -> Capture | None:
 def capture_in(ctx: Context, key: ClassKey, decoder: ClassKey) -> Capture:
     """How ``decoder``'s forward collects for the top-level class ``key`` (whose setter may sort the ids): the one
     reading of capture points, for the layer owner (``capture``) and for the object an engine's setter feeds."""
-    hit = ctx.graph.method(decoder, "forward")
+    hit = method_of(ctx, decoder, "forward")
     if hit is None:
         return Capture(decoder, ctx.graph.path_of(decoder), 0, note=f"{decoder.name} has no forward the tool can read")
     mowner, md = hit
+    loop = capture_loop(ctx, md)
+    for _ in range(MAX_HOPS):
+        # ``return super().forward(...)`` (SGLang 0.5.23's Qwen4ExpVLModel over Qwen4ExpModel): the base's loop runs.
+        base = _base_method(ctx, decoder, "forward", mowner) if loop is None and any(
+            f == "super().forward" for f, _a, _l in md.calls) else None
+        if base is None:
+            break
+        mowner, md = base
+        loop = capture_loop(ctx, md)
     path = ctx.graph.path_of(mowner)
-    tree = read_module(ctx, path)
-    fnode = me.function_at(tree, md.line) if tree is not None else None  # type: ignore[attr-defined]  # md: a MethodDef
-    cap = Capture(decoder, path, md.line)  # type: ignore[attr-defined]  # md: a MethodDef
-    if fnode is None:
-        cap.note = "cannot read the forward body"
-        return cap
+    cap = Capture(decoder, path, md.line)
     collectors = tuple(x for x in (ctx.contract.mixin_collector,) if x)
-    loops = list(_layer_loops(fnode))
-    if not loops:
-        cap.note = "no loop over the layers in forward"
+    if loop is None:
+        plain = any(lp.over_layers and lp.form is LoopForm.PLAIN for lp in md.loops)
+        cap.note = "the loop over the layers has no index" if plain else "no loop over the layers in forward"
+        _unread(ctx, cap, decoder)
         return cap
-    # Every loop over the layers counts (a prefill and a decode branch each have one): the first one
-    # that meets the aux ids is the capture loop.
     idiom = ctx.engine.collection
-    lists = idiom.list_attrs if idiom is not None else ()
-    loop, idx, elem, cap.absolute = next((lp for lp in loops if _meets_ids(lp[0], lp[1], lists)), loops[0])
-    cap.loop_line = loop.lineno
-    layer_pos = next(
-        (
-            i
-            for i, st in enumerate(loop.body)
-            if _calls_name(st, elem)
-            or any(isinstance(c, ast.Call) and isinstance(c.func, ast.Subscript) for c in ast.walk(st))
-        ),
-        None,
-    )
+    lists = _lists(ctx)
+    cap.absolute = loop.base is IndexBase.ABSOLUTE
+    cap.loop_line = loop.line
     sites: list[tuple[str, int, int]] = []
     flag_sites: list[tuple[str, int, int]] = []
     flags = idiom.layer_flags if idiom is not None else ()
     aux_attr = None
-    # Where the layer is called: a test on an earlier line, or in the call's own arguments (SGLang 0.5.23's
-    # DeepSeek-V2 passes ``captured_last_layer_outputs=aux if i in self.layers_to_capture else None``), reads
-    # the state entering the layer; a later one the state leaving it. By line, not by statement: a ``with`` block
-    # can hold both the test and the call (SGLang's DeepSeek-V2 loop).
-    calls = [c for c in ast.walk(loop.body[layer_pos]) if isinstance(c, ast.Call) and (
-        isinstance(c.func, ast.Name) and c.func.id == elem or isinstance(c.func, ast.Subscript))] \
-        if layer_pos is not None else []
-    layer_line = min((c.lineno for c in calls), default=loop.body[layer_pos].lineno) \
-        if layer_pos is not None else None
-    in_args = {id(x) for c in calls for a in (*c.args, *(k.value for k in c.keywords)) for x in ast.walk(a)}
-    for i, st in enumerate(loop.body):
-        for n in ast.walk(st):
-            pos = "before" if layer_line is None or id(n) in in_args or getattr(n, "lineno", 0) < layer_line \
-                else "after"
-            if flags and (isinstance(n, ast.Attribute) and n.attr in flags or isinstance(n, ast.Call)
-                          and me._dotted(n.func) == "getattr" and len(n.args) >= 2
-                          and isinstance(n.args[1], ast.Constant) and n.args[1].value in flags):
-                flag_sites.append((pos, 0, n.lineno))
-            if isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], ast.In):
-                off = index_offset(n.left, idx)
-                if off is not None and _is_ids(n.comparators[0], lists):
-                    sites.append((pos, off, n.lineno))
-                    cap.idiom = "explicit"
-                    aux_attr = me._dotted(n.comparators[0])
-                    # ``h + residual`` while ``residual = None`` before the first layer: id 0 raises TypeError.
-                    if i <= (layer_pos if layer_pos is not None else i):
-                        none_line = _none_before(fnode, loop, st)
-                        if none_line:
-                            cap.residual_none_at_start = True
-                            cap.residual_line = none_line
-            elif isinstance(n, ast.Call) and _is_collector(n, collectors):
-                for a in n.args:
-                    off = index_offset(a, idx)
-                    if off is not None:
-                        sites.append((pos, off, n.lineno))
-                        cap.idiom = "mixin"
-                        break
-    # Collector calls before the loop with the first index: the state entering layer start (= 0 on rank 0).
-    for st in fnode.body:
-        if st.lineno >= loop.lineno:
-            break
-        for n in ast.walk(st):
-            if (
-                isinstance(n, ast.Call)
-                and _is_collector(n, collectors)
-                and any(
-                    "start_layer" in ast.unparse(a) or (isinstance(a, ast.Constant) and a.value == 0) for a in n.args
-                )
-            ):
-                sites.append(("pre-loop", 0, n.lineno))
-    # A membership test after the loop with no loop index in it: the last layer's output (index n).
-    for n in ast.walk(fnode):
-        if isinstance(n, ast.Compare) and n.lineno > (loop.end_lineno or loop.lineno) and len(n.ops) == 1 \
-                and isinstance(n.ops[0], ast.In) and _is_ids(n.comparators[0], lists) \
-                and index_offset(n.left, idx) is None:
-            sites.append(("post-loop", 0, n.lineno))
+    pre: list[tuple[str, int, int]] = []
+    post: list[tuple[str, int, int]] = []
+    for st in loop.sites:
+        pos = "before" if st.before else "after"
+        if st.kind is SiteKind.ATTR and st.target in flags:
+            flag_sites.append((pos, 0, st.line))
+        elif st.kind is SiteKind.MEMBER and _is_ids(st, lists):
+            sites.append((pos, st.offset, st.line))
+            cap.idiom = "explicit"
+            aux_attr = st.name
+            # ``h + residual`` while ``residual = None`` before the first layer: id 0 raises TypeError.
+            if st.none_line:
+                cap.residual_none_at_start = True
+                cap.residual_line = st.none_line
+        elif st.kind is SiteKind.CALL and _is_collector(st.target, collectors):
+            sites.append((pos, st.offset, st.line))
+            cap.idiom = "mixin"
+        elif st.kind is SiteKind.PRE and _is_collector(st.target, collectors):
+            # Collector calls before the loop with the first index: the state entering layer start (= 0 on rank 0).
+            pre.append(("pre-loop", 0, st.line))
+        elif st.kind is SiteKind.POST and _is_ids(st, lists):
+            post.append(("post-loop", 0, st.line))
+    sites += pre + post
     cap.sites = tuple(sites)
     cap.flag_sites = tuple(flag_sites)
     shifts = {off if pos == "before" else off - 1 for pos, off, _ in sites if pos in ("before", "after")}
@@ -1422,12 +1427,13 @@ def capture_in(ctx: Context, key: ClassKey, decoder: ClassKey) -> Capture:
         fw = forward_of(ctx, decoder) if idiom is not None else None
         if fw is not None and Mechanism.FLAG in fw.mechanisms:
             cap.note = "the layer loop collects through per-layer flags set by the setter, not by comparing its index"
+        _unread(ctx, cap, decoder)
     # Does anything depend on the order of the configured ids?
     if aux_attr:
-        for n in ast.walk(fnode):
-            if isinstance(n, (ast.For, ast.comprehension)) and me._dotted(n.iter) == aux_attr:
+        for name, line in md.iterates:
+            if name == aux_attr:
                 cap.order_dependent = True
-                cap.order_why = f"forward iterates {aux_attr} (line {n.iter.lineno}): states come out in the ids' order"
+                cap.order_why = f"forward iterates {aux_attr} (line {line}): states come out in the ids' order"
     if cap.order_dependent:
         sorts = _setter_sorts(ctx, key, decoder)
         if sorts is not None:
@@ -1445,13 +1451,38 @@ def capture_in(ctx: Context, key: ClassKey, decoder: ClassKey) -> Capture:
         cap.relay_why = (f"{decoder.name}.{flag} = True" if cap.relays_pp else
                          f"{decoder.name} does not set {flag} = True")
     else:
-        # ignore below: md is a MethodDef (graph.method types it object)
-        returns = [text for kind, text, _l in md.returns if "IntermediateTensors" in text]  # type: ignore[attr-defined]
+        returns = [text for kind, text, _l in md.returns if "IntermediateTensors" in text]
         if returns:
             cap.relays_pp = any("aux" in t for t in returns)
             cap.relay_why = ("forward passes aux states to the next rank in IntermediateTensors" if cap.relays_pp else
                              "forward returns IntermediateTensors without the aux states on non-last ranks")
     return cap
+
+
+def _unread(ctx: Context, cap: Capture, decoder: ClassKey) -> None:
+    """No capture point in the layer loop, yet the forward reads the configured layers (as EGL004 reads it,
+    ``forward_of``): it collects some way the tool does not follow (DeepseekV4Model in vLLM 0.33.0 fills a dict per
+    layer in a helper, then picks ``aux_hidden_by_layer[i] for i in self.aux_hidden_state_layers``)."""
+    if ctx.engine.collection is not None:
+        return  # an engine with a collection idiom: its mechanisms are the sites (flags, lists)
+    fw = forward_of(ctx, decoder)
+    if fw is not None and fw.collects:
+        cap.unread = True
+        read = ", ".join(f"self.{a}" for a in sorted(fw.attrs_read)) or "the aux layers"
+        cap.note = f"{cap.note}, but it reads {read}: it collects in a way the tool does not follow"
+
+
+def _base_method(ctx: Context, key: ClassKey, name: str, after: ClassKey) -> tuple[ClassKey, Method] | None:
+    """The method ``name`` that ``super()`` reaches from class ``after`` for an instance of ``key``."""
+    entries = [e for e in ctx.graph.mro(key).entries if isinstance(e, ClassKey)]
+    for e in entries[entries.index(after) + 1:] if after in entries else []:
+        cf = ctx.graph.class_facts(e)
+        m = cf.members.get(name) if cf is not None else None
+        if m is None or m.kind == "annotation":
+            continue
+        md = cf.methods.get(name) if cf is not None and m.kind == "def" else None
+        return (e, md) if md is not None else None
+    return None
 
 
 def _setter_sorts(ctx: Context, key: ClassKey, owner: ClassKey) -> str | None:

@@ -211,13 +211,8 @@ def _layers(ctx: Context, key: ClassKey) -> TraceNode:
         kids.append(_node(NodeKind.NOTE, "no forward() found", tone=Tone.BAD))
     else:
         path = ctx.graph.path_of(fwd.owner)
-        for lp in fwd.method.loops:
-            if "layers" not in lp.iter_text:
-                continue
-            rel = lp.sliced and not lp.start_text
-            kids.append(_node(NodeKind.LOOP, f"for {lp.index_var}, ... in enumerate({lp.iter_text}"
-                              + (f", start={lp.start_text})" if lp.start_text else ")")
-                              + (" (slice-relative index)" if rel else ""), _loc(path, lp.line),
+        for header, rel, line in sem.enumerate_headers(fwd.method):
+            kids.append(_node(NodeKind.LOOP, header + (" (slice-relative index)" if rel else ""), _loc(path, line),
                               Tone.WARN if rel else Tone.PLAIN, ref=str(fwd.owner)))
         attrs = ", ".join(f"self.{a}" for a in sorted(fwd.attrs_read))
         idiom = cap.idiom if cap is not None else "none"

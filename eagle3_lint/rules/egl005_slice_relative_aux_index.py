@@ -68,7 +68,6 @@ from typing import TYPE_CHECKING
 
 from eagle3_lint import semantic as sem
 from eagle3_lint.engine import Capability
-from eagle3_lint.facts import Loop, Method, Use, UseKind
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.lazyimport import lazy
 from eagle3_lint.model import (
@@ -108,32 +107,6 @@ class _Runner:
     arch: str
     owner: ClassKey  # the class holding the layers (where the PP flag is read)
     pp: bool | None  # the architecture's class supports pipeline parallelism (None: cannot tell)
-
-
-def _meets_aux(ctx: Context, u: Use) -> bool:
-    """``u`` compares with aux-layer ids: membership in an aux attribute, or an argument to a collector."""
-    tail = u.target.rsplit(".", 1)[-1]
-    low = u.target.lower()
-    idiom = ctx.engine.collection
-    if u.kind is UseKind.IN:
-        # Also the engine's own list of layers to capture (SGLang's ``layers_to_capture``).
-        return bool(u.target) and ("aux" in low or "hidden_state" in low
-                                   or (idiom is not None and tail in idiom.list_attrs))
-    return u.kind is UseKind.CALL and (tail == ctx.contract.mixin_collector or "aux" in low or "hidden_state" in low)
-
-
-def _aux_uses(ctx: Context, loop: Loop, uses: tuple[Use, ...]) -> list[tuple[Use, str]]:
-    """The uses among ``uses`` (``loop.uses`` or ``loop.rebased``) that meet aux-layer ids, each with a short text."""
-    out: list[tuple[Use, str]] = []
-    for u in uses:
-        if not _meets_aux(ctx, u):
-            continue
-        arg = u.text or loop.index_var + (
-            f" + {u.offset}" if u.offset > 0 else f" - {-u.offset}" if u.offset < 0 else ""
-        )
-        out.append((u, f"{arg} in {u.target} (line {u.line})" if u.kind is UseKind.IN
-                    else f"{u.target}(..., {arg}, ...) (line {u.line})"))
-    return out
 
 
 def _pp_marker(ctx: Context) -> str | None:
@@ -289,10 +262,10 @@ def _severity(ctx: Context, key: ClassKey, runners: list[_Runner]) -> tuple[Seve
     return Severity.WARNING, msg, related
 
 
-def _loops_in(ctx: Context, rel: str) -> list[tuple[ClassKey, Loop, str]]:
+def _loops_in(ctx: Context, rel: str) -> list[tuple[ClassKey, sem.Loop, str]]:
     """The file's ``forward`` loops that compare a slice-relative index with aux-layer ids, with what the message
     says about each. One answer per file, kept between runs: an unchanged file's facts are not loaded."""
-    out: list[tuple[ClassKey, Loop, str]] = []
+    out: list[tuple[ClassKey, sem.Loop, str]] = []
     mf = ctx.store.load_path(rel)
     if mf is None or mf.error:
         return out
@@ -303,23 +276,22 @@ def _loops_in(ctx: Context, rel: str) -> list[tuple[ClassKey, Loop, str]]:
         key = ClassKey(mf.module, qn)
         class_facts = ctx.graph.class_facts(key)
         method_facts = class_facts.methods.get("forward") if class_facts is not None else None
-        if not isinstance(method_facts, Method):
+        if not isinstance(method_facts, sem.Method):
             continue
-        for loop in method_facts.loops:
-            if loop.line in seen or not loop.sliced or loop.rebinds:
+        for loop in sem.slice_relative_loops(method_facts):
+            if loop.line in seen:
                 continue
             start = loop.slice_lower
-            if start is None:
-                continue
+            assert start is not None  # slice_relative_loops: a slice with a start
             if loop.start_text is None:
-                uses = [t for _u, t in _aux_uses(ctx, loop, loop.uses)]
+                uses = [t for _u, t in sem.aux_uses(ctx, loop, loop.uses)]
                 head = (
                     f"{key.name}.forward enumerates {loop.iter_text} without start=, so {loop.index_var} counts "
                     f"from 0 inside the slice, yet it is compared with absolute aux-layer ids: {'; '.join(uses)}."
                 )
             elif loop.start_norm == start:
                 # The index is absolute already; ``idx - start`` undoes that (moss_audio in 0.33.0).
-                uses = [t for _u, t in _aux_uses(ctx, loop, loop.rebased)]
+                uses = [t for _u, t in sem.aux_uses(ctx, loop, loop.rebased)]
                 head = (
                     f"{key.name}.forward enumerates {loop.iter_text} with start={start}, so {loop.index_var} is "
                     f"already the absolute layer id, but subtracting the slice start makes it slice-relative "
@@ -370,9 +342,8 @@ def fix(ctx: Context, finding: Finding) -> Fix | None:
         return None
     for class_facts in mf.classes.values():
         method_facts = class_facts.methods.get("forward")
-        for loop in (method_facts.loops if isinstance(method_facts, Method) else ()):
-            if loop.line != line:
-                continue
+        loop = sem.loop_at(method_facts, line) if isinstance(method_facts, sem.Method) else None
+        if loop is not None:
             if ctx.targeted and ClassKey(mf.module, class_facts.qualname) not in _targeted_forwards(ctx):
                 return None
             start = loop.slice_lower
@@ -393,13 +364,13 @@ def fix(ctx: Context, finding: Finding) -> Fix | None:
     return None
 
 
-def _unrebase_fix(ctx: Context, rel: str, loop: Loop, start: str) -> Fix | None:
+def _unrebase_fix(ctx: Context, rel: str, loop: sem.Loop, start: str) -> Fix | None:
     """Delete `` - <start>`` from every rebased index that meets aux ids (``idx - s + 1`` -> ``idx + 1``).
 
     All or nothing: a use whose subtraction cannot be cut cleanly (parentheses around an operand)
     gets no fix, and a partial one would leave a wrong index behind.
     """
-    uses = [u for u, _t in _aux_uses(ctx, loop, loop.rebased)]
+    uses = [u for u, _t in sem.aux_uses(ctx, loop, loop.rebased)]
     if not uses or any(u.cut == (0, 0, 0, 0) for u in uses):
         return None
     edits = tuple(Edit(rel, *u.cut, "") for u in uses)

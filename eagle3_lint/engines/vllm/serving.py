@@ -457,6 +457,9 @@ def _capture(da: dr.DraftAnalysis, pp: int) -> tuple[ServingStep, tuple[int, ...
                            f"{cap.owner.name}.forward collects id 0 as hidden_states + residual while residual is "
                            "still None: TypeError at the first forward (the warm-up run)",
                            _loc(cap.path, cap.residual_line or cap.loop_line)), None
+    if not cap.sites and cap.unread:
+        return ServingStep(Gate.CAPTURE, StepResult.UNKNOWN,
+                           f"which states {cap.owner.name}.forward collects is not known ({cap.note})", where), None
     if not cap.sites:
         return ServingStep(Gate.CAPTURE, StepResult.FAIL,
                            f"{cap.owner.name}.forward collects no aux hidden states"
