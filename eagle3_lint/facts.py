@@ -946,7 +946,7 @@ class _Extractor:
             if lp is not None:
                 loops.append(lp)
         # What a forward that iterates the configured ids walks (the capture's order), where it loops over layers.
-        iterates = tuple((_head_dotted(n.iter), n.iter.lineno) for n in nodes
+        iterates = tuple((head_dotted(n.iter), n.iter.lineno) for n in nodes
                          if isinstance(n, (ast.For, ast.comprehension))) \
             if "forward" in fn.name and any(lp.over_layers for lp in loops) else ()
         body0 = fn.body[0]
@@ -1038,7 +1038,7 @@ class _Extractor:
                 # line and side: the module's own (``self.norm``) are never per-layer flags.
                 attr = n.attr if isinstance(n, ast.Attribute) and not (
                     isinstance(n.value, ast.Name) and n.value.id == me) else None
-                if attr is None and isinstance(n, ast.Call) and _head_dotted(n.func) == "getattr" \
+                if attr is None and isinstance(n, ast.Call) and head_dotted(n.func) == "getattr" \
                         and len(n.args) >= 2 and isinstance(n.args[1], ast.Constant) \
                         and isinstance(n.args[1].value, str):
                     attr = n.args[1].value
@@ -1051,26 +1051,26 @@ class _Extractor:
                         none_line = _none_before(fn, nodes, loop, st) \
                             if i <= (layer_pos if layer_pos is not None else i) else 0
                         out.append(Site(SiteKind.MEMBER, ast.unparse(n.comparators[0]),
-                                        _head_dotted(n.comparators[0]), off, line, before, none_line))
+                                        head_dotted(n.comparators[0]), off, line, before, none_line))
                 elif isinstance(n, ast.Call) and idx:
                     for a in n.args:
                         off = index_offset(a, idx)
                         if off is not None:
-                            out.append(Site(SiteKind.CALL, _head_dotted(n.func), "", off, line, before))
+                            out.append(Site(SiteKind.CALL, head_dotted(n.func), "", off, line, before))
                             break
         out.extend(Site(SiteKind.KWARG, k.arg, "", 0, c.lineno, True) for c in calls for k in c.keywords if k.arg)
         # Calls before the loop with the first index (``start_layer`` or 0): the state entering the first layer.
         for st in fn.body:
             if st.lineno >= loop.lineno:
                 break
-            out.extend(Site(SiteKind.PRE, _head_dotted(n.func), "", 0, n.lineno, True) for n in _walk(st)
+            out.extend(Site(SiteKind.PRE, head_dotted(n.func), "", 0, n.lineno, True) for n in _walk(st)
                        if isinstance(n, ast.Call) and any(
                            "start_layer" in ast.unparse(a) or (isinstance(a, ast.Constant) and a.value == 0)
                            for a in n.args))
         # A membership test after the loop with no loop index in it: the last layer's output.
         end = loop.end_lineno or loop.lineno
         if idx:
-            out.extend(Site(SiteKind.POST, ast.unparse(n.comparators[0]), _head_dotted(n.comparators[0]), 0,
+            out.extend(Site(SiteKind.POST, ast.unparse(n.comparators[0]), head_dotted(n.comparators[0]), 0,
                             n.lineno, False) for n in nodes
                        if isinstance(n, ast.Compare) and n.lineno > end and len(n.ops) == 1
                        and isinstance(n.ops[0], ast.In) and index_offset(n.left, idx) is None)
@@ -1148,7 +1148,7 @@ class _Extractor:
         return (l0, self.char_col(l0, c0), l1, self.char_col(l1, c1))
 
 
-def _head_dotted(node: ast.AST) -> str:
+def head_dotted(node: ast.AST) -> str:
     """``a.b`` for a name chain; for a call, the callee's (``sorted(self.ids)`` -> ``sorted``); else ""."""
     parts: list[str] = []
     while isinstance(node, ast.Attribute):
@@ -1158,7 +1158,7 @@ def _head_dotted(node: ast.AST) -> str:
         parts.append(node.id)
         return ".".join(reversed(parts))
     if isinstance(node, ast.Call):
-        return _head_dotted(node.func)
+        return head_dotted(node.func)
     return ""
 
 

@@ -29,6 +29,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from eagle3_lint.facts import head_dotted
+
 MAX_STEPS = 200_000
 MAX_SEQ = 1_000_000
 # A hostile tree can grow values geometrically within the step budget (``x = x + x`` forty times,
@@ -157,7 +159,7 @@ class ClassValue:
     def member(self, name: str) -> Any:
         for st in self.node.body:
             if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)) and st.name == name:
-                decos = {_dotted(d) for d in st.decorator_list}
+                decos = {head_dotted(d) for d in st.decorator_list}
                 if "staticmethod" in decos:
                     return FuncValue(st, self.module)
                 return FuncValue(st, self.module, (self,))
@@ -205,19 +207,6 @@ class ModuleEnv:
     def cls(self, name: str) -> ClassValue | None:
         v = self.names.get(name)
         return v if isinstance(v, ClassValue) else None
-
-
-def _dotted(node: ast.AST) -> str:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    if isinstance(node, ast.Call):
-        return _dotted(node.func)
-    return ""
 
 
 _TYPES: dict[str, type] = {"dict": dict, "list": list, "tuple": tuple, "int": int, "str": str, "bool": bool,
@@ -425,7 +414,7 @@ class Interpreter:
             if st.exc is None:
                 raise EvalRaise("Exception", "re-raise", st.lineno)
             exc = st.exc
-            kind = _dotted(exc.func if isinstance(exc, ast.Call) else exc) or "Exception"
+            kind = head_dotted(exc.func if isinstance(exc, ast.Call) else exc) or "Exception"
             msg = ""
             if isinstance(exc, ast.Call) and exc.args:
                 try:
@@ -1129,7 +1118,7 @@ def _handler_names(h: ast.ExceptHandler) -> set[str]:
     if h.type is None:
         return set()
     elts = h.type.elts if isinstance(h.type, ast.Tuple) else [h.type]
-    return {_dotted(e).rsplit(".", 1)[-1] for e in elts}
+    return {head_dotted(e).rsplit(".", 1)[-1] for e in elts}
 
 
 def _bound_names(st: ast.stmt) -> set[str]:

@@ -40,6 +40,7 @@ from eagle3_lint.facts import (
     UseKind,
     branch_platforms,
     decode_source,
+    head_dotted,
 )
 from eagle3_lint.graph import ClassKey, Delegation, DelegationHow
 from eagle3_lint.lazyimport import lazy
@@ -669,7 +670,7 @@ def _layers_prefix(node: ast.AST, loops: dict[str, str]) -> str | None:
     """``self.model`` for ``self.model.layers[i]`` (or a loop variable over ``self.model.layers``), else None."""
     if isinstance(node, ast.Subscript):
         node = node.value
-    text = me._dotted(node)
+    text = head_dotted(node)
     if isinstance(node, ast.Name) and node.id in loops:
         text = loops[node.id]
     if text.endswith(".layers"):
@@ -706,7 +707,7 @@ def collection_effect(ctx: Context, key: ClassKey, name: str, depth: int = 0,
     if not body or all(isinstance(s, ast.Pass) for s in body):
         return Effect("stub", method_owner=mowner, line=fn.lineno, detail=f"{where} has a stub body")
     me_ = fn.args.args[0].arg if fn.args.args else "self"
-    loops = {n.target.id: me._dotted(n.iter) for n in ast.walk(fn)
+    loops = {n.target.id: head_dotted(n.iter) for n in ast.walk(fn)
              if isinstance(n, ast.For) and isinstance(n.target, ast.Name)}
     feeds: list[tuple[Mechanism, tuple[str, ...]]] = []
     first: tuple[tuple[Hop, ...], str, int] | None = None
@@ -727,7 +728,7 @@ def collection_effect(ctx: Context, key: ClassKey, name: str, depth: int = 0,
                 if not isinstance(t, ast.Attribute):
                     continue
                 if t.attr in idiom.list_attrs:
-                    prefix = me._dotted(t.value)
+                    prefix = head_dotted(t.value)
                     if prefix == me_ or prefix.startswith(me_ + "."):
                         hops = at(prefix)
                         if hops is not None:
@@ -738,10 +739,10 @@ def collection_effect(ctx: Context, key: ClassKey, name: str, depth: int = 0,
                     hops = at(lp) if lp else None
                     if hops is not None:
                         feeds.append((Mechanism.FLAG, tuple(h.attr for h in hops)))
-                elif t.attr == idiom.capture_flag and me._dotted(t.value) == me_:
+                elif t.attr == idiom.capture_flag and head_dotted(t.value) == me_:
                     capture_flag = True
         elif isinstance(n, ast.Call):
-            f = me._dotted(n.func)
+            f = head_dotted(n.func)
             if f == "setattr" and len(n.args) >= 2 and _is_flag(n.args[1], idiom):
                 lp = _layers_prefix(n.args[0], loops)
                 hops = at(lp) if lp else None
@@ -752,11 +753,11 @@ def collection_effect(ctx: Context, key: ClassKey, name: str, depth: int = 0,
                 continue
             meth = n.func.attr
             recv = n.func.value
-            if isinstance(recv, ast.Call) and me._dotted(recv.func) == "super":
+            if isinstance(recv, ast.Call) and head_dotted(recv.func) == "super":
                 sub = collection_effect(ctx, key, meth, depth + 1, after=mowner)
                 hops = ()
             else:
-                prefix = me._dotted(recv)
+                prefix = head_dotted(recv)
                 if not (prefix == me_ or prefix.startswith(me_ + ".")) or (prefix == me_ and meth == name):
                     continue
                 res = resolve_self_path(ctx, key, prefix.replace(me_, "self", 1))
@@ -1007,12 +1008,12 @@ def _read_mechanisms(ctx: Context, key: ClassKey, names: list[str], attrs: set[s
         if hit is None:
             continue
         for n in ast.walk(hit[1]):
-            called = isinstance(n, ast.Call) and me._dotted(n.func) in ("getattr", "hasattr") and len(n.args) >= 2 \
+            called = isinstance(n, ast.Call) and head_dotted(n.func) in ("getattr", "hasattr") and len(n.args) >= 2 \
                 and _is_flag(n.args[1], idiom)
             if called or isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load) and n.attr in idiom.layer_flags:
                 out.add(Mechanism.FLAG)
             elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Call) \
-                    and me._dotted(n.func.value.func) == "super":
+                    and head_dotted(n.func.value.func) == "super":
                 # ``super().forward(...)``: the base's loop runs too (Qwen4ExpVLModel over Qwen4ExpModel).
                 base = method_node(ctx, key, n.func.attr, after=hit[0])
                 if base is not None:
@@ -1025,9 +1026,9 @@ def _read_mechanisms(ctx: Context, key: ClassKey, names: list[str], attrs: set[s
 
 def _membership_attrs(fn: ast.FunctionDef) -> set[str]:
     """``self.<attr>`` containers an index is tested against in ``fn`` (``i in self.layers_to_capture``)."""
-    return {me._dotted(n.comparators[0])[5:] for n in ast.walk(fn)
+    return {head_dotted(n.comparators[0])[5:] for n in ast.walk(fn)
             if isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], ast.In)
-            and me._dotted(n.comparators[0]).startswith("self.")}
+            and head_dotted(n.comparators[0]).startswith("self.")}
 
 
 def attr_initialised(ctx: Context, key: ClassKey, attr: str) -> bool:
@@ -1502,7 +1503,7 @@ def _setter_sorts(ctx: Context, key: ClassKey, owner: ClassKey) -> str | None:
         tree = read_module(ctx, path)
         fnode = me.find_function(tree, name, cls.qualname) if tree is not None else None
         if fnode is not None and any(
-            isinstance(n, ast.Call) and me._dotted(n.func) == "sorted" for n in ast.walk(fnode)
+            isinstance(n, ast.Call) and head_dotted(n.func) == "sorted" for n in ast.walk(fnode)
         ):
             return f"{cls.name}.{name}()"
     return None

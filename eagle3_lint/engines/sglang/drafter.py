@@ -48,6 +48,7 @@ from eagle3_lint.engines.drafter_fields import ID_FIELDS, id_fields
 from eagle3_lint.engines.sglang import pp as pp_mod
 from eagle3_lint.engines.sglang.runner import IDS_KEY, SETTER, IdSource, id_sources
 from eagle3_lint.engines.sglang.setter import IdTransform, capture_indices, default_indices, read_setter
+from eagle3_lint.facts import head_dotted
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.lazyimport import lazy
 from eagle3_lint.model import Severity
@@ -284,7 +285,7 @@ def collection(ctx: Context, hops: list[SetterHop]) -> Collection:
         setter_tree = read_module(ctx, last.path)
         sfn = me.function_at(setter_tree, last.transform.line) if setter_tree is not None else None
         for x in ast.walk(sfn) if sfn is not None else ():
-            if isinstance(x, ast.Subscript) and me._dotted(x.value) == "self.layers":
+            if isinstance(x, ast.Subscript) and head_dotted(x.value) == "self.layers":
                 index_error, flags_line = True, x.lineno
                 break
     note = "" if in_loop or final_line else f"{dec.name}.forward tests neither self.{attr} nor a {FLAG} flag"
