@@ -23,9 +23,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from eagle3_lint.graph import ClassKey
 from eagle3_lint.lazyimport import lazy
-from eagle3_lint.semantic import Where, read_module
+from eagle3_lint.semantic import Where, fc_init
 from eagle3_lint.weights import Checkpoint, Tensor
 
 if TYPE_CHECKING:
@@ -48,21 +47,6 @@ class Built:
     note: str = ""
 
 
-def _owner(ctx: Context, key: ClassKey) -> tuple[ClassKey, int] | None:
-    """The class (``key`` or a model it builds) whose ``__init__`` assigns ``self.fc``."""
-    todo, seen = [key], set()
-    while todo:
-        k = todo.pop(0)
-        if k in seen:
-            continue
-        seen.add(k)
-        hit = ctx.graph.assigns_attr(k, "fc")
-        if hit is not None:
-            return hit
-        todo.extend(d.target for d in ctx.graph.delegations(k) if d.target is not None)
-    return None
-
-
 def _range_arg(value: ast.AST) -> ast.expr | None:
     """``N`` of the ``range(N)`` a comprehension in ``value`` iterates over."""
     for n in ast.walk(value):
@@ -80,16 +64,11 @@ def built(ctx: Context, arch: str, hf_config: dict[str, Any]) -> Built:
         out.note = f"{arch} does not resolve to a class in this tree"
         return out
     out.drafter_class = key.name
-    found = _owner(ctx, key)
-    if found is None:
+    fi = fc_init(ctx, key)
+    if fi is None:
         out.note = f"{key.name} builds no self.fc"
         return out
-    owner, line = found
-    path = ctx.graph.path_of(owner)
-    tree = read_module(ctx, path)
-    cf = ctx.graph.class_facts(owner)
-    init = cf.methods.get("__init__") if cf else None
-    fnode = me.function_at(tree, init.line) if tree is not None and init is not None else None
+    owner, line, path, tree, fnode = fi.owner, fi.line, fi.path, fi.tree, fi.fnode
     if tree is None or fnode is None:
         out.note = f"cannot read {owner.name}.__init__"
         return out

@@ -1119,6 +1119,43 @@ def _parse_module(ctx: Context, rel: str) -> ast.Module | None:
 
 
 
+# -- the drafter's fc ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class FcInit:
+    """The ``__init__`` that builds a drafter's ``self.fc``: the class (``key`` or a model it builds), its line,
+    file and function node; ``fnode`` None when it cannot be read."""
+
+    owner: ClassKey
+    line: int
+    path: str
+    tree: ast.Module | None
+    fnode: ast.FunctionDef | None
+
+
+def fc_init(ctx: Context, key: ClassKey) -> FcInit | None:
+    """Where ``key`` (or a model it builds, breadth first) assigns ``self.fc``, or None when nothing does. The
+    drafter-fc step and the checkpoint check (drafter_weights.py) both evaluate that ``__init__``."""
+    todo, seen = [key], set()
+    found = None
+    while todo and found is None:
+        k = todo.pop(0)
+        if k in seen:
+            continue
+        seen.add(k)
+        found = ctx.graph.assigns_attr(k, "fc")
+        if found is None:
+            todo.extend(d.target for d in ctx.graph.delegations(k) if d.target is not None)
+    if found is None:
+        return None
+    owner, line = found
+    path = ctx.graph.path_of(owner)
+    tree = read_module(ctx, path)
+    cf = ctx.graph.class_facts(owner)
+    init = cf.methods.get("__init__") if cf else None
+    fnode = me.function_at(tree, init.line) if tree is not None and init is not None else None
+    return FcInit(owner, line, path, tree, fnode)
+
+
 # -- the model default aux ids ----------------------------------------------------------------------------
 def same_default(ctx: Context, key: ClassKey, a: str, b: str) -> bool | None:
     """Whether methods ``a`` and ``b`` of ``key`` return the same default aux ids (evaluated for 32 and 61 layers):

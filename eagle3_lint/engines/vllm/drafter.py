@@ -43,10 +43,9 @@ from eagle3_lint.engines import drafter_keys as dk
 from eagle3_lint.engines.drafter_fields import ID_FIELDS, id_fields
 from eagle3_lint.engines.vllm import pp as pp_mod
 from eagle3_lint.engines.vllm import runnerchoice
-from eagle3_lint.graph import ClassKey
 from eagle3_lint.lazyimport import lazy
 from eagle3_lint.runner import RunnerKind, RunnerSite
-from eagle3_lint.semantic import Capture, Where, capture, default_ids, read_module
+from eagle3_lint.semantic import Capture, Where, capture, default_ids, fc_init, read_module
 
 if TYPE_CHECKING:
     from eagle3_lint import minieval as me
@@ -183,26 +182,10 @@ def fc_input(ctx: Context, hf_config: dict[str, Any], archs: list[str] | None = 
     key = ctx.keys.get(arch)
     if key is None:
         return FcInfo(None, None, arch, f"{arch} does not resolve to a class in this tree")
-    # The class (or a model it builds) whose __init__ assigns self.fc.
-    todo = [key]
-    seen: set[ClassKey] = set()
-    found = None
-    while todo and found is None:
-        k = todo.pop(0)
-        if k in seen:
-            continue
-        seen.add(k)
-        found = ctx.graph.assigns_attr(k, "fc")
-        if found is None:
-            todo.extend(d.target for d in ctx.graph.delegations(k) if d.target is not None)
-    if found is None:
+    fi = fc_init(ctx, key)  # the class (or a model it builds) whose __init__ assigns self.fc
+    if fi is None:
         return FcInfo(None, None, arch, f"{key.name} builds no self.fc")
-    owner, line = found
-    path = ctx.graph.path_of(owner)
-    tree = read_module(ctx, path)
-    cf = ctx.graph.class_facts(owner)
-    init = cf.methods.get("__init__") if cf else None
-    fnode = me.function_at(tree, init.line) if tree is not None and init is not None else None
+    owner, line, path, tree, fnode = fi.owner, fi.line, fi.path, fi.tree, fi.fnode
     if fnode is None or tree is None:
         return FcInfo(None, Where(path, line), arch, "cannot read the drafter's __init__")
     view = me.ConfigView(hf_config, "draft_hf_config")
