@@ -57,6 +57,8 @@ def _rewrite(target: str, page_real: Path, page_uri: str, docs_dir: Path, repo_u
     uri = _site_uri(real, docs_dir)
     if uri is not None:
         return posixpath.relpath(uri, posixpath.dirname(page_uri) or ".") + hash_ + fragment
+    if real.is_file() and real.is_relative_to(docs_dir):
+        return target  # a file the site carries as it is (docs/matrix/*.html): mkdocs resolves the link
     if real.exists() and real.is_relative_to(REPO):
         kind = "tree" if real.is_dir() else "blob"
         return f"{repo_url.rstrip('/')}/{kind}/main/{real.relative_to(REPO).as_posix()}" + hash_ + fragment
