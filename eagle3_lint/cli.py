@@ -770,6 +770,12 @@ def matrix(targets: tuple[str, ...], releases: str | None, use_index: bool, arch
 
             unfetched = matrix_mod.prefetch(missing, cache_dir, say, _progress(True))
         m = matrix_mod.run(specs, cache_dir, jobs, use_cache=not no_cache, unfetched=unfetched)
+        mixed = sorted({r.engine for r in m.releases if r.engine})
+        if len(mixed) > 1 and fmt != "html":
+            # "since" and "regressed" read one engine's releases in version order; SGLang's 0.5.23 is not before
+            # vLLM's 0.16.0. The HTML format writes one page per engine.
+            raise UsageError(f"matrix compares the releases of one engine, got {' and '.join(mixed)} targets: run it "
+                             "once per engine (--format html writes one page per engine)")
         rows = matrix_mod.select_rows(m, archs, changed)
         if fmt == "json":
             write_output(json.dumps(matrix_mod.to_json(m, rows), indent=2, ensure_ascii=False) + "\n", output)

@@ -321,3 +321,18 @@ def test_table_in_a_file_is_one_table(long_named: list[Path], tmp_path: Path) ->
     table = _table_lines(out.read_text(encoding="utf-8"))
     assert table[0].split() == ["architecture", "since", "regressed", "0.15.0", "0.16.0"]
     assert sum(line.startswith("architecture") for line in table) == 1
+
+
+def test_a_matrix_mixing_engines_is_refused_outside_html(releases: list[Path], tmp_path: Path) -> None:
+    """"since" and "regressed" read one engine's releases in version order (SGLang 0.5.23 would sort before vLLM
+    0.16.0), so a text, JSON or Markdown matrix of vLLM and SGLang targets is a usage error; HTML writes one page
+    per engine."""
+    sg = tmp_path / "sg"
+    shutil.copytree(SAMPLES / "_bases" / "sglang_small", sg)
+    for fmt in ("table", "json", "markdown"):
+        proc = run_cli(["matrix", str(releases[0]), str(sg), "--format", fmt, "--no-cache"], cwd=tmp_path)
+        assert proc.returncode == 2 and "matrix compares the releases of one engine" in proc.stderr, proc.stderr
+    proc = run_cli(["matrix", str(releases[0]), str(sg), "--format", "html", "-o", str(tmp_path / "pages"),
+                    "--no-cache"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in (tmp_path / "pages").iterdir()) == ["sglang.html", "vllm.html"]
