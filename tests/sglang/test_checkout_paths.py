@@ -27,7 +27,7 @@ def test_checkout_paths_are_relative_to_its_top(sglang_trees, tmp_path: Path) ->
     shutil.copytree(sglang_trees.get("0.5.23") / "sglang", repo / "python" / "sglang")
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
-    want = "python/sglang/srt/models/kimi_vl.py:128:1: EGL002 "
+    want = "python/sglang/srt/models/kimi_vl.py:128:1: error: EGL002 "
 
     for args in (("check", "--arch", ARCH), ("check", ".", "--arch", ARCH)):
         p = cihelp.cli(*args, cwd=repo, env=env)
