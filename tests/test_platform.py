@@ -30,7 +30,7 @@ from tests.cihelp import run_cli
 
 
 def report(root: Path, tmp: Path, *args: str) -> dict:
-    proc = run_cli(["check", str(root), "--format", "json", *args], cwd=tmp)
+    proc = run_cli(["check", str(root), "--output-format", "json", *args], cwd=tmp)
     assert proc.returncode in (0, 1), proc.stderr
     return json.loads(proc.stdout)
 

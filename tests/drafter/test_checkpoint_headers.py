@@ -236,7 +236,7 @@ def test_a_replayed_report_follows_the_headers(real_trees: Any, tmp_path: Path) 
     folder = drafter_folder(tmp_path / "d", YUHUILI, llama_drafter_tensors())
     cmd = [sys.executable, "-m", "eagle3_lint", "check", str(real_trees.get("0.33.0")), "--arch", LLAMA,
            "--target-config", str(CKPTS / "llama-3.1-8b-instruct.json"), "--draft-config", str(folder),
-           "--format", "json", "--cache-dir", str(real_cache_dir())]
+           "--output-format", "json", "--cache-dir", str(real_cache_dir())]
 
     def outcome() -> str:
         p = subprocess.run(cmd, capture_output=True, text=True)
