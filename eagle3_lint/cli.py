@@ -22,7 +22,6 @@ import click
 from eagle3_lint import __version__
 from eagle3_lint import config as config_mod
 from eagle3_lint.app import CLI_PLATFORMS, CheckRequest, check_output, exit_code, report_once, run_check, write_output
-from eagle3_lint.engines import EngineName
 from eagle3_lint.errors import UsageError
 from eagle3_lint.guard import printable
 from eagle3_lint.report.textopts import OutputFormat, TextOptions
@@ -141,6 +140,27 @@ def main() -> None:
     """Static EAGLE-3 compatibility analyzer for the model classes of LLM inference engines (never imports the tree)."""
 
 
+class _EngineChoice(click.Choice):
+    """``--engine``: the names of the engines installed (``engines.names()``), read when an engine is named or the
+    help is shown, not when the command line is built (that would load every engine plugin on a replayed check)."""
+
+    def __init__(self) -> None:
+        super().__init__(())
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        from eagle3_lint import engines
+
+        try:
+            return engines.names()
+        except UsageError as exc:  # a broken engine plugin: click's one-line usage error, exit 2
+            raise click.UsageError(str(exc)) from None
+
+    @choices.setter
+    def choices(self, _value: object) -> None:
+        pass
+
+
 _common = [
     click.option(
         "--cache-dir",
@@ -150,7 +170,7 @@ _common = [
     ),
     click.option("--no-cache", is_flag=True, help="Do not read or write the facts cache."),
     click.option("--debug", is_flag=True, help="Show tracebacks of internal errors."),
-    click.option("--engine", type=click.Choice([n.value for n in EngineName]), default=None,
+    click.option("--engine", type=_EngineChoice(), default=None,
                  help="The engine whose tree to check when TARGET holds more than one (default: detect)."),
 ]
 
@@ -755,7 +775,7 @@ def matrix(targets: tuple[str, ...], releases: str | None, use_index: bool, arch
         chosen = engines.get(engine) if engine else engines.all_engines()[0]
         specs = matrix_mod.targets_from(list(targets), releases, cache_dir, use_index, chosen)
         if releases and not use_index:
-            picked = [t.split("==", 1)[1] for t in specs if t.startswith(f"{chosen.name}==")]
+            picked = [t.split("==", 1)[1] for t in specs if t.startswith(f"{chosen.release_names[0]}==")]
             gaps = matrix_mod.missing_series(releases, picked)
             click.echo(f"eagle3-lint: --releases {releases}: {len(picked)} cached release(s) ({', '.join(picked)})"
                        + (f"; none of {', '.join(gaps)} is in the cache" if gaps else "")
@@ -764,7 +784,7 @@ def matrix(targets: tuple[str, ...], releases: str | None, use_index: bool, arch
         unfetched: dict[str, str] = {}
         if missing:
             click.echo(f"eagle3-lint: {len(missing)} release(s) not in the cache: "
-                       f"{', '.join(f'{e.name}=={v}' for e, v in missing)}; fetching them (once)", err=True)
+                       f"{', '.join(f'{e.release_names[0]}=={v}' for e, v in missing)}; fetching them (once)", err=True)
             def say(line: str) -> None:
                 click.echo(f"eagle3-lint: {line}", err=True)
 

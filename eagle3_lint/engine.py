@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 if TYPE_CHECKING:
     import os
@@ -90,12 +90,51 @@ class Derived:
     errors: tuple[ErrorRecord, ...] = ()
 
 
-class Engine(ABC):
-    """One serving engine, as the core sees it."""
+@runtime_checkable
+class EngineProtocol(Protocol):
+    """What an engine plugin is to the registry and the target resolver: data in, data out. An engine's identity,
+    its release spellings, the test of a folder, its version, its fetch and its derivation (registry, contract and
+    runner path as plain data); ``Engine`` below implements it and adds what the pipeline still asks through the
+    analysis context (config gates, drafter, serving chain), with defaults for an engine that models none of it."""
 
-    name: str  # the spec prefix and ``--engine`` value
+    name: str
+    display: str
+    package: str
+    dists: tuple[str, ...]
+    order: int
+    model_dirs: tuple[str, ...]
+    registry_module: str
+    capabilities: frozenset[Capability]
+    collection: CollectionIdiom | None
+
+    @property
+    def release_names(self) -> tuple[str, ...]: ...
+
+    def tree_root(self, path: Path) -> Path | None: ...
+
+    def version(self, source: SourceTree) -> str: ...
+
+    def fetch_release(self, version: str, cache_dir: str | os.PathLike[str] | None,
+                      progress: Callable[[str], None] | None = None) -> Path: ...
+
+    def derive(self, source: SourceTree, store: FactStore, preload: Callable[[], None]) -> Derived: ...
+
+    def is_model_file(self, rel: str) -> bool: ...
+
+    def with_plugins(self, source: SourceTree, specs: list[str]) -> SourceTree: ...
+
+
+class Engine(ABC):
+    """One serving engine, as the core sees it (``EngineProtocol``, plus the context-taking methods below)."""
+
+    name: str  # the entry point's name (``eagle3_lint.engines``), the report's engine and ``--engine`` value
     display: str  # the engine's own spelling, for messages
     package: str  # the top-level package that holds its code
+    # The distribution names a release is spelled with (``<dist>==X.Y.Z``, compared as PyPI does): () is the name.
+    dists: tuple[str, ...] = ()
+    # Where the engine comes among the others (``engines.all_engines``): the first is the default one, of a tree
+    # that holds no engine and of ``matrix --releases``; an engine that comes after the tool's own keeps 100.
+    order: int = 100
     model_dirs: tuple[str, ...]  # folders (relative to the tree root) whose files are model code
     registry_module: str  # where the architecture registry is read from
     # Helpers that build an inner model from the registry by architecture name (``self.x = helper(...)``).
@@ -120,6 +159,11 @@ class Engine(ABC):
 
     def has(self, *caps: Capability) -> bool:
         return all(c in self.capabilities for c in caps)
+
+    @property
+    def release_names(self) -> tuple[str, ...]:
+        """How a release of this engine is spelled before ``==X.Y.Z``, the first in messages."""
+        return self.dists or (self.name,)
 
     @abstractmethod
     def tree_root(self, path: Path) -> Path | None:

@@ -49,7 +49,7 @@ def version_key(v: str) -> tuple[int, ...] | None:
 class Release:
     label: str  # the engine's version, or the target when the tree has none
     target: str
-    engine: str = ""  # the engine's name (engines.EngineName)
+    engine: str = ""  # the engine's name (engines.names())
     version: str = "unknown"
     statuses: dict[str, str] = field(default_factory=dict)  # arch -> status
     classes: dict[str, str] = field(default_factory=dict)  # arch -> module.Class
@@ -125,7 +125,7 @@ def index_releases(engine: Engine | None = None) -> list[str]:
     """``pip index versions <package>`` (the ordinary client), final releases only."""
     engine = engine or all_engines()[0]
     try:
-        p = subprocess.run([sys.executable, "-m", "pip", "index", "versions", engine.package,
+        p = subprocess.run([sys.executable, "-m", "pip", "index", "versions", engine.release_names[0],
                             "--disable-pip-version-check"], capture_output=True, text=True, timeout=120)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise UsageError(f"cannot list {engine.display} releases with pip: {exc}") from None
@@ -154,7 +154,8 @@ def expand_range(spec: str, cache_dir: str | None = None, index: bool = False,
     for end in (lo.strip(), hi.strip()):
         if end not in picked and not index:
             raise UsageError(f"release {end} is not in the cache ({target_mod.cache_root(cache_dir)}); "
-                             f"fetch it with `eagle3-lint check {engine.name}=={end}` or add --index to ask PyPI")
+                             f"fetch it with `eagle3-lint check {engine.release_names[0]}=={end}` or add --index to "
+                             "ask PyPI")
     if not picked:
         raise UsageError(f"no {engine.display} release between {lo} and {hi}")
     return picked
@@ -178,9 +179,10 @@ def targets_from(args: list[str], releases: str | None, cache_dir: str | None, i
     engine = engine or all_engines()[0]
     out = list(args)
     if releases:
-        out += [f"{engine.name}=={v}" for v in expand_range(releases, cache_dir, index, engine)]
+        out += [f"{engine.release_names[0]}=={v}" for v in expand_range(releases, cache_dir, index, engine)]
     if not out:
-        raise UsageError(f"matrix needs targets (paths, wheels, {engine.name}==X.Y.Z) or --releases FIRST..LAST")
+        raise UsageError(f"matrix needs targets (paths, wheels, {engine.release_names[0]}==X.Y.Z) or --releases "
+                         "FIRST..LAST")
     seen: set[str] = set()
     return [t for t in out if not (t in seen or seen.add(t))]  # type: ignore[func-returns-value]  # set.add in a dedupe
 
@@ -229,12 +231,12 @@ def missing_releases(targets: list[str], cache_dir: str | None = None) -> list[t
     """The ``<engine>==X`` targets whose release is not in the cache yet, in order."""
     out = []
     for t in targets:
-        m = target_mod.SPEC_RE.match(t.strip())
-        engine = next((e for e in all_engines() if m and e.name == m.group("engine")), None)
-        if m and engine is not None:
-            done = target_mod.release_dir(m.group("ver"), cache_dir, engine.package) / target_mod.COMPLETE_MARKER
+        spec = target_mod.parse_spec(t)
+        if spec is not None:
+            engine, version = spec
+            done = target_mod.release_dir(version, cache_dir, engine.package) / target_mod.COMPLETE_MARKER
             if not done.is_file():
-                out.append((engine, m.group("ver")))
+                out.append((engine, version))
     return out
 
 
@@ -245,7 +247,7 @@ def prefetch(missing: list[tuple[Engine, str]], cache_dir: str | None = None,
     releases that could not be fetched (``<engine>==X`` -> reason); their columns become error columns."""
     failed: dict[str, str] = {}
     for i, (engine, version) in enumerate(missing, 1):
-        spec = f"{engine.name}=={version}"
+        spec = f"{engine.release_names[0]}=={version}"
         if say:
             say(f"fetching {spec} ({i} of {len(missing)}, not in the cache)")
         try:

@@ -100,8 +100,8 @@ def engine_of(rel: Release) -> str:
     """The engine of a release: the analysis says, or, for one that could not be read, its ``<engine>==X``."""
     if rel.engine:
         return rel.engine
-    m = target_mod.SPEC_RE.match(rel.target.strip())
-    return m.group("engine") if m else ""
+    spec = target_mod.parse_spec(rel.target)
+    return spec[0].name if spec else ""
 
 
 def by_engine(m: Matrix) -> list[Matrix]:

@@ -105,8 +105,8 @@ class SourceTree(ABC):
 
 
 def _package_under(names: list[str]) -> str:
-    """The engine package a wheel holds, from its top-level names (the first engine, in ``EngineName`` order, whose
-    package is there)."""
+    """The engine package a wheel holds, from its top-level names (the first engine, in ``engines.all_engines``
+    order, whose package is there)."""
     from eagle3_lint.engines import all_engines
 
     for engine in all_engines():

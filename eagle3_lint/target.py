@@ -1,9 +1,10 @@
 """Turn what the user passed (a folder, a wheel, ``<engine>==X.Y.Z`` or nothing) into a read-only tree.
 
-``<engine>==X.Y.Z`` is fetched once with ``pip download --no-deps`` and only its ``.py`` files and
-dist-info are kept, under ``$XDG_CACHE_HOME/eagle3-lint/<engine>-X.Y.Z/``; a ``.complete`` marker,
-written last, tells a finished extraction from an interrupted one. Which engine a folder holds is
-each engine's own call (``Engine.tree_root``); when one folder holds two, ``--engine`` picks.
+``<dist>==X.Y.Z`` (a distribution name an engine spells its releases with, ``Engine.release_names``) is fetched
+once by that engine, with ``pip download --no-deps`` here; only its ``.py`` files and dist-info are kept, under
+``$XDG_CACHE_HOME/eagle3-lint/<package>-X.Y.Z/``; a ``.complete`` marker, written last, tells a finished
+extraction from an interrupted one. Which engine a folder holds is each engine's own call (``Engine.tree_root``);
+when one folder holds two, ``--engine`` picks.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from eagle3_lint.engine import Engine
 from eagle3_lint.errors import TargetError, UsageError
 from eagle3_lint.source import DirSource, SourceTree, ZipSource
 
-SPEC_RE = re.compile(r"^(?P<engine>[a-z]+)==(?P<ver>[0-9][0-9A-Za-z.+\-]*)$")
+# A release: a distribution name as PyPI writes them (``vllm``, ``tensorrt_llm``, ``tensorrt-llm``), an exact version.
+SPEC_RE = re.compile(r"^(?P<engine>[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)==(?P<ver>[0-9][0-9A-Za-z.+\-]*)$")
 COMPLETE_MARKER = ".complete"
 # What pip prints when it cannot reach an index (it still ends with "No matching distribution").
 _NETWORK_ERRORS = ("NewConnectionError", "Failed to establish a new connection", "Could not fetch URL",
@@ -161,6 +163,13 @@ def _names(engine: str | None) -> list[Engine]:
     return [e for e in engines.all_engines() if engine is None or e.name == engine]
 
 
+def parse_spec(text: str) -> tuple[Engine, str] | None:
+    """``(engine, version)`` for a release spelled ``<dist>==X.Y.Z`` with a distribution name of an engine's."""
+    m = SPEC_RE.match(text.strip())
+    engine = engines.for_spec(m.group("engine")) if m else None
+    return (engine, m.group("ver")) if m and engine is not None else None
+
+
 def _below(root: Path, named: Path) -> str:
     """``root`` relative to the folder the user named (``python/`` for an SGLang checkout), or "" when the root
     is that folder or above it (a site-packages, a ``vllm/`` package folder)."""
@@ -179,7 +188,7 @@ def resolve(
 ) -> SourceTree:
     """Resolve a target argument; raises UsageError/TargetError with a one-line message."""
     wanted = _names(engine)
-    specs = " or ".join(f"{e.name}==X.Y.Z" for e in wanted)
+    specs = " or ".join(f"{e.release_names[0]}==X.Y.Z" for e in wanted)
     if target is None:
         here = Path.cwd()
         here_hit = _pick(engines.detect(here), engine, str(here))
@@ -200,13 +209,14 @@ def resolve(
             f"checkout or .whl) or {specs}"
         )
 
-    m = SPEC_RE.match(target.strip())
-    spec_engine = next((e for e in engines.all_engines() if m and e.name == m.group("engine")), None)
-    if m and spec_engine is not None:
+    release = parse_spec(target)
+    if release is not None:
+        spec_engine, version = release
         if engine is not None and spec_engine.name != engine:
             raise UsageError(f"{target} is a {spec_engine.display} release but --engine is {engine}")
-        return DirSource(spec_engine.fetch_release(m.group("ver"), cache_dir, progress), spec_engine.package)
-    if any(target.startswith(e.name) for e in engines.all_engines()) and any(c in target for c in "=<>"):
+        return DirSource(spec_engine.fetch_release(version, cache_dir, progress), spec_engine.package)
+    if any(target.startswith(d) for e in engines.all_engines() for d in e.release_names) and \
+            any(c in target for c in "=<>"):
         raise UsageError(f"unsupported version spec {target!r}: use an exact pin, {specs}")
 
     path = Path(target).expanduser()

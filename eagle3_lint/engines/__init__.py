@@ -1,44 +1,103 @@
-"""Engine-specific knowledge, one sub-package per serving engine (the boundary of ``engine.py``).
+"""The registry of serving engines: every engine is a plugin, discovered under the entry point group
+``eagle3_lint.engines`` (``importlib.metadata.entry_points``).
 
-Everything that names an engine's modules, paths, registry, runner call sites, config-time gates,
-pipeline-parallel split, drafter-config reading, id convention, fix idioms and release fetching
-lives in ``engines/<engine>/``; the semantic model (facts, class graph, MRO, delegation,
-collection), the rules, fixes and reports stay engine-neutral and take their facts from an engine.
+An engine is one package (the ``engine.Engine`` it exposes, e.g. ``eagle3_lint.engines.vllm:ENGINE``): everything
+that names an engine's modules, paths, registry, runner call sites, config-time gates, pipeline-parallel split,
+drafter-config reading, id convention, fix idioms, release spellings and fetching lives there; the semantic model
+(facts, class graph, MRO, delegation, collection), the rules, fixes and reports stay engine-neutral and take their
+facts from an engine. This tool's own engines are declared in its ``pyproject.toml`` like any third-party one; the
+core names none of them. A package installed beside the tool adds an engine by declaring its own entry point
+(``sample_trees/_engines/toyengine/`` does, and ``tests/test_toy_engine.py`` installs it).
+
+When the tool runs from a source folder whose installed metadata does not declare an engine package of
+``eagle3_lint/engines/`` (``PYTHONPATH`` on a checkout, or an install made before that package existed), the
+package is found here by its folder, under its folder name: metadata that lags the code never loses an engine.
 """
 
 from __future__ import annotations
 
-from enum import Enum
+import pkgutil
+import re
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from eagle3_lint.errors import UsageError
 
 if TYPE_CHECKING:
     from eagle3_lint.engine import Engine
 
-
-class EngineName(str, Enum):
-    VLLM = "vllm"
-    SGLANG = "sglang"
+GROUP = "eagle3_lint.engines"
 
 
-def get(name: EngineName | str) -> Engine:
-    """The engine called ``name``; imported on first use so a vLLM check never loads SGLang's code."""
-    name = EngineName(name)
-    if name is EngineName.VLLM:
-        from eagle3_lint.engines.vllm import ENGINE
-
-        return ENGINE
-    from eagle3_lint.engines.sglang import ENGINE as SGLANG_ENGINE
-
-    return SGLANG_ENGINE
+def _normal(name: str) -> str:
+    """A distribution name as PyPI compares them (PEP 503): ``tensorrt_llm`` == ``TensorRT-LLM``."""
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
+@lru_cache(maxsize=1)
+def _declared() -> dict[str, str]:
+    """Engine name -> ``module:attribute``, from the entry points, then this package's own engine folders."""
+    from importlib.metadata import entry_points
+
+    out: dict[str, str] = {}
+    for ep in entry_points(group=GROUP):
+        if out.setdefault(ep.name, ep.value) != ep.value:
+            raise UsageError(f"two engines are called {ep.name!r} ({out[ep.name]} and {ep.value}): uninstall one")
+    for info in pkgutil.iter_modules(__path__):
+        if info.ispkg:
+            out.setdefault(info.name, f"{__name__}.{info.name}:ENGINE")
+    return out
+
+
+_loaded: dict[str, Engine] = {}
+
+
+def _load(name: str, value: str) -> Engine:
+    """The engine an entry point names, imported on first use (a vLLM check never loads SGLang's code)."""
+    if name not in _loaded:
+        import importlib
+
+        from eagle3_lint.engine import Engine
+
+        module, _, attr = value.partition(":")
+        try:
+            obj: object = importlib.import_module(module)
+            for part in attr.split(".") if attr else ():
+                obj = getattr(obj, part)
+        except Exception as exc:  # noqa: BLE001 - a broken plugin is the user's to fix, said in one line
+            raise UsageError(f"engine plugin {name!r} ({value}) cannot be loaded: {type(exc).__name__}: {exc}") \
+                from None
+        if isinstance(obj, type) and issubclass(obj, Engine):
+            obj = obj()
+        if not isinstance(obj, Engine):
+            raise UsageError(f"engine plugin {name!r} ({value}) is not an eagle3_lint.engine.Engine")
+        if obj.name != name:
+            raise UsageError(f"engine plugin {name!r} ({value}) calls itself {obj.name!r}: the names must agree")
+        _loaded[name] = obj
+    return _loaded[name]
+
+
+def get(name: str) -> Engine:
+    """The engine called ``name``."""
+    value = _declared().get(name)
+    if value is None:
+        raise UsageError(f"no engine called {name!r}: the installed ones are {', '.join(names())}")
+    return _load(name, value)
+
+
+@lru_cache(maxsize=1)
 def all_engines() -> tuple[Engine, ...]:
-    return tuple(get(n) for n in EngineName)
+    """Every engine, in the order each declares (``Engine.order``, then name): the first is the default one."""
+    return tuple(sorted((_load(n, v) for n, v in _declared().items()), key=lambda e: (e.order, e.name)))
+
+
+def names() -> tuple[str, ...]:
+    return tuple(e.name for e in all_engines())
 
 
 def detect(path: Path) -> list[tuple[Engine, Path]]:
-    """Every engine whose tree ``path`` is (or holds), with that tree's root, in ``EngineName`` order."""
+    """Every engine whose tree ``path`` is (or holds), with that tree's root, in ``all_engines`` order."""
     out: list[tuple[Engine, Path]] = []
     for engine in all_engines():
         root = engine.tree_root(path)
@@ -51,3 +110,10 @@ def for_package(package: str) -> Engine:
     """The engine whose top-level package is ``package`` (a tree's ``SourceTree.package``); the first engine for a
     tree that holds none, so its errors name what is missing."""
     return next((e for e in all_engines() if e.package == package), all_engines()[0])
+
+
+def for_spec(dist: str) -> Engine | None:
+    """The engine a release is spelled with (``<dist>==X.Y.Z``): the one that lists ``dist`` among its
+    distribution names, compared as PyPI compares them."""
+    want = _normal(dist)
+    return next((e for e in all_engines() if any(_normal(d) == want for d in e.release_names)), None)

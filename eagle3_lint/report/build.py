@@ -40,7 +40,7 @@ def _finding_fields(f: Finding) -> dict[str, Any]:
         "end_column": (loc.end_col + 1) if loc.end_col is not None else loc.col + 1,
         "architecture": f.architecture, "architectures": list(f.architectures),
         "symbol": f.symbol, "related": [_step(s) for s in f.related], "fix": fix,
-        # Literal["vllm", "sglang"] in the model; Finding.engine is the engine's name.
+        # The model's Engine (one of engines.names()); Finding.engine is the engine's name.
         "engine": f.engine if f.engine else rs.ABSENT,
     }
 
@@ -163,7 +163,7 @@ def report_model(ctx: Context, findings: Sequence[Finding] | None = None, *,
         # vllm_version stays what it was for vLLM trees; engine and engine_version name every engine's.
         target=rs.Target(root=ctx.source.root_label,
                          vllm_version=ctx.version if ctx.engine.report_version_field == "vllm_version" else rs.ABSENT,
-                         # ignore below: the engine's name is one of the model's Engine literals (EngineName values)
+                         # ignore below: the engine's name is a str; the model's Engine marks one of engines.names()
                          engine=ctx.engine.name, engine_version=ctx.version),  # type: ignore[arg-type]
         contract=_contract(ctx),
         runner=_runner(ctx),

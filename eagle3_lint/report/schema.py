@@ -13,8 +13,8 @@ How a field becomes schema:
 - a field is required unless its default is ``ABSENT`` (then it is left out of the JSON when unset)
   or ``fld(required=False)`` says so;
 - ``str``/``int``/``bool`` -> ``type``; ``X | None`` -> a nullable type (``oneOf`` with null for
-  objects); ``list[X]`` -> ``array``; ``Literal[...]`` -> ``enum``; the enums ``Severity`` and
-  ``Status`` and the dataclasses that set ``DEF`` are shared through ``$defs``; ``Json`` is any
+  objects); ``list[X]`` -> ``array``; ``Literal[...]`` -> ``enum``; ``Engine`` -> the engines' names; the
+  enums ``Severity`` and ``Status`` and the dataclasses that set ``DEF`` are shared through ``$defs``; ``Json`` is any
   value (the drafter section, whose shape is documented in report/draft.py);
 - ``fld(minimum=, pattern=, const=, description=)`` add those keywords; a class's ``DESCRIPTION``
   describes the object, ``OPEN = True`` lets it carry properties it does not list.
@@ -63,7 +63,13 @@ class Absent:
 ABSENT = Absent()
 Json = Any  # any JSON value; documented as {} in the schema
 
-Engine = Literal["vllm", "sglang"]
+
+
+class Engine(str):
+    """An engine's name: the schema's enum lists the engines this installation discovers (``engines.names()``), so a
+    plugin engine's reports validate against the schema ``eagle3-lint schema json`` prints where it is installed."""
+
+
 # The serving verdict's vocabulary (its contract; the verdict itself is built in eagle3_lint/serving.py).
 ServingOutcome = Literal["unregistered", "unimportable", "refused-at-config", "drafter-unloadable", "refused-at-load",
                          "pp-refused", "crashes-at-warm-up", "drafter-shape-mismatch", "pp-loses-states",
@@ -589,6 +595,10 @@ class _Generator:
             return self._nullable(inner) if nullable else inner
         if origin is Literal:
             return {"const": args[0]} if len(args) == 1 else {"enum": list(args)}
+        if tp is Engine:
+            from eagle3_lint import engines
+
+            return {"enum": list(engines.names())}
         if origin in (list, tuple):
             return {"type": "array", "items": self.type_schema(args[0], item_hint)}
         if tp is Json:

@@ -29,6 +29,7 @@ PACKAGE = "sglang"
 class SglangEngine(Engine):
     name = "sglang"
     display = "SGLang"
+    order = 1
     spec_methods = ("EAGLE3",)  # DFLASH and DSPARK: not modelled yet (issue 23 item 3)
     package = PACKAGE
     model_dirs = ("sglang/srt/models/",)

@@ -35,6 +35,7 @@ MODEL_DIRS = ("vllm/model_executor/models/", "vllm/models/", "<plugin")
 class VllmEngine(Engine):
     name = "vllm"
     display = "vLLM"
+    order = 0  # the default engine: the first the tool was built for
     spec_methods = ("eagle3", "dflash", "extract_hidden_states", "eagle")  # engines/vllm/methods.py
     package = PACKAGE
     model_dirs = MODEL_DIRS
