@@ -58,7 +58,7 @@ def _load(name: str, value: str) -> Engine:
     if name not in _loaded:
         import importlib
 
-        from eagle3_lint.engine import Engine
+        from eagle3_lint.engine import Engine, EngineProtocol
 
         module, _, attr = value.partition(":")
         try:
@@ -70,8 +70,10 @@ def _load(name: str, value: str) -> Engine:
                 from None
         if isinstance(obj, type) and issubclass(obj, Engine):
             obj = obj()
-        if not isinstance(obj, Engine):
-            raise UsageError(f"engine plugin {name!r} ({value}) is not an eagle3_lint.engine.Engine")
+        # The protocol's check is the one that sees a class attribute the engine forgot to set (``display``).
+        if not isinstance(obj, Engine) or not isinstance(obj, EngineProtocol):
+            raise UsageError(f"engine plugin {name!r} ({value}) is not an eagle3_lint.engine.Engine with every "
+                             "member of EngineProtocol")
         if obj.name != name:
             raise UsageError(f"engine plugin {name!r} ({value}) calls itself {obj.name!r}: the names must agree")
         _loaded[name] = obj
