@@ -729,11 +729,11 @@ def schema(kind: str) -> None:
 
     def run() -> int:
         if kind == "json":
-            from importlib import resources
+            # Generated, not the shipped data/report.schema.json: its engine enum is the engines installed here (an
+            # engine plugin's reports validate against it); without plugins the two are the same bytes (tests).
+            from eagle3_lint.report.schema import schema_text
 
-            write_output(
-                resources.files("eagle3_lint").joinpath("data/report.schema.json").read_text(encoding="utf-8"), None
-            )
+            write_output(schema_text(), None)
         else:
             from eagle3_lint.report.sarif import SARIF_SCHEMA
 

@@ -972,7 +972,11 @@ def forward_of(ctx: Context, key: ClassKey) -> Forward | None:
                     for _l, container, _ln in h[1].memberships:
                         if container.startswith("self."):
                             attrs.add(container[5:])
-    returns_aux = any(_hands_back_aux(text) for _k, text, _l in md.returns)
+    # A tuple return that names a list the forward appends to hands back what it collected, whatever the list is
+    # called (ToyServe's ``return h, taps``, tests/test_toy_engine.py); otherwise the engines' own "aux" names.
+    appended = {f[: -len(".append")] for f, _a, _l in md.calls if f.endswith(".append") and f.count(".") == 1}
+    returns_aux = any(_hands_back_aux(text) or kind == "tuple" and bool(appended & {p.strip() for p in text.split(",")})
+                      for kind, text, _l in md.returns)
     if not returns_aux:
         for m in methods[1:]:
             if any(_hands_back_aux(text) for _k, text, _l in m.returns) and any(

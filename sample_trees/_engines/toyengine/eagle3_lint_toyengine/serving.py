@@ -1,0 +1,97 @@
+"""ToyServe's serving chain, in the order ``toyserve.worker.load`` meets it: ``registry`` (a CATALOG entry) ->
+``import`` (only failing) -> ``runner-interface`` (``hasattr(model, "tap_layers")``, else ``RuntimeError``) ->
+``aux-ids`` (the drafter config's ``tap_ids``) -> ``capture`` -> ``trained-layers``. The drafter is not modelled:
+with a drafter config the last three are unknown, without one unchecked. Built from the core's neutral pieces
+(``eagle3_lint.serving``) and the class verdicts; nothing here reads a file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+from eagle3_lint.model import Location
+from eagle3_lint.runner import MODEL_CLASS
+from eagle3_lint.serving import (
+    Gate,
+    Outcome,
+    ServingStep,
+    ServingVerdict,
+    StepResult,
+    import_step,
+    next_step,
+    outcome_of,
+    unregistered_step,
+)
+from eagle3_lint_toyengine import IDS_KEY, SETTER
+
+if TYPE_CHECKING:
+    from eagle3_lint.analysis import Context
+
+HINTS = {
+    Outcome.UNREGISTERED: "this ToyServe has no CATALOG entry for the architecture: use a release that has it",
+    Outcome.REFUSED_AT_LOAD: "",  # the fix the findings hold, or the trace
+}
+
+
+def verdict(ctx: Context, arch: str) -> ServingVerdict:
+    return ctx.memo.get(f"toyserve:serving:{arch}", lambda: _verdict(ctx, arch))
+
+
+def _verdict(ctx: Context, arch: str) -> ServingVerdict:
+    steps: list[ServingStep] = []
+    entry = ctx.registry.entries.get(arch)
+    if entry is None:
+        steps.append(unregistered_step(ctx, arch, Location(ctx.registry.path, 1) if ctx.registry.path else None))
+        return _finish(ctx, arch, steps)
+    steps.append(ServingStep(Gate.REGISTRY, StepResult.PASS, f"{arch} -> {entry.module}.{entry.class_name}",
+                             Location(ctx.registry.path, entry.line)))
+    imported = import_step(ctx, arch)
+    if imported is not None:
+        steps.append(imported)
+        return _finish(ctx, arch, steps)
+    steps.append(_interface(ctx, arch))
+    site = ctx.runner.primary
+    where = Location(site.path, site.line) if site is not None else None
+    if ctx.options.draft_config is None:
+        steps.append(ServingStep(Gate.AUX_IDS, StepResult.UNCHECKED,
+                                 f"no drafter config (--draft-config): the {IDS_KEY} the worker passes are not known",
+                                 where))
+        steps += [ServingStep(g, StepResult.UNCHECKED, "needs the drafter config")
+                  for g in (Gate.CAPTURE, Gate.TRAINED_LAYERS)]
+    else:
+        steps += [ServingStep(g, StepResult.UNKNOWN, "ToyServe's drafter is not modelled", where)
+                  for g in (Gate.AUX_IDS, Gate.CAPTURE, Gate.TRAINED_LAYERS)]
+    return _finish(ctx, arch, steps)
+
+
+def _interface(ctx: Context, arch: str) -> ServingStep:
+    site = ctx.runner.primary
+    v = ctx.verdicts.get(arch)
+    if site is None:
+        return ServingStep(Gate.RUNNER_INTERFACE, StepResult.UNKNOWN, f"no worker call of {SETTER}() found")
+    where = Location(site.path, site.line)
+    call = f"{site.interrogated}.{SETTER}()"
+    if v is None or v.supports_eagle3 is None:
+        return ServingStep(Gate.RUNNER_INTERFACE, StepResult.UNKNOWN,
+                           f"{call}: {v.reason if v is not None else 'the class cannot be resolved'}", where)
+    if not v.supports_eagle3:
+        return ServingStep(Gate.RUNNER_INTERFACE, StepResult.FAIL,
+                           f"{call}: {v.class_name} has no {SETTER} ({v.reason}): "
+                           f"{site.error.replace(MODEL_CLASS, v.class_name)}", Location(site.path, site.error_line))
+    return ServingStep(Gate.RUNNER_INTERFACE, StepResult.PASS, f"{call} exists on {v.class_name}", where)
+
+
+def _finish(ctx: Context, arch: str, steps: list[ServingStep]) -> ServingVerdict:
+    outcome, stage = outcome_of(steps)
+    return ServingVerdict(
+        architecture=arch, engine=ctx.engine.name, engine_version=ctx.version, runner=None,
+        runner_reason="ToyServe has one worker", outcome=outcome, stage=stage, aux_layer_ids=None,
+        aux_layer_ids_source=None, drafter_trained_ids=None, drafter_architecture=None, steps=tuple(steps),
+        next_step=next_step(ctx, arch, outcome, stage, steps, HINTS), pipeline_parallel=1,
+        tensor_parallel=ctx.options.tensor_parallel, platform=ctx.options.platform)
+
+
+def with_next_step(ctx: Context, sv: ServingVerdict) -> ServingVerdict:
+    nxt = next_step(ctx, sv.architecture, sv.outcome, sv.stage, list(sv.steps), HINTS)
+    return sv if nxt == sv.next_step else dataclasses.replace(sv, next_step=nxt)
