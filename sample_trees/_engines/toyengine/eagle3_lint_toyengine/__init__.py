@@ -163,7 +163,7 @@ def _message(exc: ast.expr) -> str:
         return ast.unparse(exc)
     arg = exc.args[0]
     if isinstance(arg, ast.JoinedStr):
-        text = "".join(v.value if isinstance(v, ast.Constant) else MODEL_CLASS for v in arg.values)
+        text = "".join(str(v.value) if isinstance(v, ast.Constant) else MODEL_CLASS for v in arg.values)
     elif isinstance(arg, ast.Constant):
         text = str(arg.value)
     else:
