@@ -150,7 +150,9 @@ def run_check(req: CheckRequest, source: SourceTree | None = None, store: FactSt
     ctx = analyze(source, opts, req.select, store, keep)
     # A broken registry, or (where the registry is read from the model files) broken model files, are EGL000
     # findings the report shows: an empty registry is then their consequence, not a tree the tool misread.
-    broken = any(f.rule == "EGL000" for f in ctx.findings)
+    from eagle3_lint.rules import Role, with_role
+
+    broken = any(f.rule == with_role(Role.UNPARSABLE).id for f in ctx.findings)
     if ctx.registry.path and not ctx.registry.entries and not broken:
         raise UsageError(
             f"no architectures could be read from {ctx.registry.path} (no *_MODELS dict the tool understands)"

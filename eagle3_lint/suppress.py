@@ -32,8 +32,7 @@ from typing import TYPE_CHECKING
 from eagle3_lint import deps
 from eagle3_lint.facts import SUPPRESSION_MARKER, decode_source
 from eagle3_lint.model import Edit, Finding, Fix, Location
-from eagle3_lint.rules import make
-from eagle3_lint.rules.egl100_unused_suppression import META as UNUSED
+from eagle3_lint.rules import Role, make, with_role
 
 if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
@@ -161,6 +160,7 @@ def _removal(d: Directive, keep: list[str]) -> Edit:
 
 def unused_findings(directives: dict[str, list[Directive]], ran: Collection[str],
                     known: Collection[str]) -> list[Finding]:
+    UNUSED = with_role(Role.UNUSED_SUPPRESSION)  # the rule's declaration, not an id written here
     out: list[Finding] = []
     for ds in directives.values():
         for d in ds:
@@ -191,6 +191,7 @@ def apply(ctx: Context, ran: Collection[str]) -> None:
     """Split ``ctx.findings`` into reported and suppressed; add EGL100 findings if that rule ran."""
     from eagle3_lint.rules import all_rules
 
+    UNUSED = with_role(Role.UNUSED_SUPPRESSION)
     directives = collect(ctx, ctx.findings)
     noqa = noqa_findings(ctx, ctx.findings) if UNUSED.id in ran else []
     if not directives:
@@ -227,6 +228,7 @@ def apply(ctx: Context, ran: Collection[str]) -> None:
 
 def noqa_findings(ctx: Context, findings: Collection[Finding]) -> list[Finding]:
     """EGL100 for a ``# noqa: EGLnnn`` on the line of a finding it names (see the module docstring)."""
+    UNUSED = with_role(Role.UNUSED_SUPPRESSION)
     out: list[Finding] = []
     texts: dict[str, list[str]] = {}
     seen: set[tuple[str, int]] = set()

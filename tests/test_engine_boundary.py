@@ -140,3 +140,26 @@ def test_the_tool_registers_its_engines_as_entry_points() -> None:
     assert declared == {n: f"eagle3_lint.engines.{n}:ENGINE" for n in folders}
     installed = {ep.name: ep.value for ep in entry_points(group=engines.GROUP)}
     assert {n: installed.get(n) for n in declared} == declared, "reinstall: pip install -e ."
+
+
+def test_no_rule_id_is_written_outside_rules() -> None:
+    """Code outside ``rules/`` finds a rule by the role it declares (``rules.Role``), never by its id: an id as a
+    value (``f.rule == "EGL009"``) is written once, in its rule's META. Prose in help texts may cite ids."""
+    rule_id = re.compile(r"^EGL\d{3}$")
+    hits = [(p.relative_to(PKG).as_posix(), line, text) for p in PKG.rglob("*.py") if "rules" not in p.parts
+            for line, text in _constants(p) if rule_id.match(text)]
+    assert not hits, hits
+
+
+def _constants(path: Path) -> list[tuple[int, str]]:
+    return [(n.lineno, n.value) for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+
+
+def test_every_role_is_one_rules() -> None:
+    from eagle3_lint.rules import Role, all_rules, with_role
+
+    for role in Role:
+        assert [r.meta for r in all_rules() if r.meta.role is role] == [with_role(role)]
+    assert with_role(Role.CONFIG_GATE).name == "eagle3-model-type-gate"
+    assert with_role(Role.UNPARSABLE).name == "unparsable-file"

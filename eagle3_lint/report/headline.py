@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import Applicability, Finding, Severity, Status
+from eagle3_lint.rules import Role, with_role
 from eagle3_lint.serving import PLATFORM_LABEL
 
 if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
 
-GATE_RULE = "EGL009"
 _MAX_HOPS = 6
 # Serving outcomes (the serving-verdict contract) in words for the verdict line.
 _OUTCOME_WORDS = {
@@ -142,7 +142,8 @@ def _class_phrases(ctx: Context, arch: str, findings: Sequence[Finding]) -> list
     """What refuses (or lets through) ``arch``, in serving order: the config gate, then the runner."""
     v = ctx.verdicts[arch]
     out: list[str] = []
-    gate = [f for f in findings if f.rule == GATE_RULE and f.architecture == arch]
+    gate_rule = with_role(Role.CONFIG_GATE).id
+    gate = [f for f in findings if f.rule == gate_rule and f.architecture == arch]
     gates = [g for g in ctx.runner.gates if "eagle3" in g.methods]
     if any(f.severity is Severity.ERROR for f in gate):
         g = gates[0] if gates else None
@@ -259,7 +260,7 @@ def next_step(ctx: Context, arch: str, findings: Sequence[Finding], invocation: 
         parts.append(f"{invocation}{flag}")
     if hint and not ((now or later) and "--fix" in str(hint)):  # the command above already says it
         parts.append(str(hint))
-    elif any(f.rule == GATE_RULE and f.severity is Severity.NOTE for f in mine):
+    elif any(f.rule == with_role(Role.CONFIG_GATE).id and f.severity is Severity.NOTE for f in mine):
         parts.append("--target-config config.json checks the gate")
     elif not parts and any(f.severity is Severity.ERROR for f in mine) and invocation.startswith("eagle3-lint check"):
         # A blocker with no fix and no serving chain to say more: the trace shows the classes the runner reaches.

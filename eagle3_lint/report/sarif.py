@@ -28,7 +28,7 @@ from eagle3_lint import __version__
 from eagle3_lint.baseline import SnippetReader
 from eagle3_lint.catalog import help_uri, sections
 from eagle3_lint.model import Applicability, Edit, Finding, Location
-from eagle3_lint.rules import Rule, all_rules
+from eagle3_lint.rules import Role, Rule, all_rules, with_role
 from eagle3_lint.source import DirSource
 
 if TYPE_CHECKING:
@@ -226,15 +226,17 @@ def _overrides(rules: Sequence[Rule], out: Outcome) -> list[dict[str, Any]]:
 
 def _notifications(ctx: Context, out: Outcome, phys: Any) -> list[dict[str, Any]]:
     notes: list[dict[str, Any]] = []
+    unparsable = with_role(Role.UNPARSABLE).id  # the rule that reports these files as findings
     for rel in ctx.model_files():
         mf = ctx.store.load_path(rel)
         if mf is None:
             why = ctx.store.read_errors.get(rel, "cannot be read")
             notes.append({"level": "error", "message": {"text": f"{rel} cannot be read: {why}"},
-                          "locations": [phys(Location(rel, 1))], "descriptor": {"id": "EGL000"}})
+                          "locations": [phys(Location(rel, 1))], "descriptor": {"id": unparsable}})
         elif mf.error:
             notes.append({"level": "error", "message": {"text": f"{rel} cannot be parsed: {mf.error}"},
-                          "locations": [phys(Location(rel, max(1, mf.error_line)))], "descriptor": {"id": "EGL000"}})
+                          "locations": [phys(Location(rel, max(1, mf.error_line)))],
+                          "descriptor": {"id": unparsable}})
     for e in ctx.errors:
         notes.append({"level": "error", "message": {"text": f"internal error in {e.where}: {e.message}"},
                       "descriptor": {"id": "internal-error"}})

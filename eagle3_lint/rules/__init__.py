@@ -8,6 +8,7 @@ this bad? / Example / Fix safety), ``check(ctx)`` yielding findings, and optiona
 from __future__ import annotations
 
 import dataclasses
+import enum
 import importlib
 import pkgutil
 import re
@@ -24,6 +25,15 @@ if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
 
 
+class Role(str, enum.Enum):
+    """What the code outside ``rules/`` asks a rule for: by the role the rule declares (``RuleMeta.role``), never
+    by its id, so an id is written once, in its rule's ``META``."""
+
+    UNPARSABLE = "unparsable"  # reports the model files that cannot be read or parsed (the engine's import fails)
+    CONFIG_GATE = "config-gate"  # reports the config-time model_type gate (the verdict line's "refused at config")
+    UNUSED_SUPPRESSION = "unused-suppression"  # what suppress.py reports stale suppressions and noqa comments as
+
+
 @dataclass(frozen=True)
 class RuleMeta:
     id: str
@@ -34,6 +44,7 @@ class RuleMeta:
     # What the engine must model for the rule to be right on its trees (``engine.Capability``); the rule does
     # not run on an engine that lacks any of them.
     needs: frozenset[Capability] = frozenset()
+    role: Role | None = None
 
 
 class Rule:
@@ -116,3 +127,12 @@ def rule_ids() -> tuple[str, ...]:
 
 def by_id() -> dict[str, Rule]:
     return {r.meta.id: r for r in all_rules()}
+
+
+@lru_cache(maxsize=len(Role))
+def with_role(role: Role) -> RuleMeta:
+    """The declaration of the one rule whose role is ``role``."""
+    hits = [r.meta for r in all_rules() if r.meta.role is role]
+    if len(hits) != 1:
+        raise LookupError(f"{len(hits)} rules declare the role {role.value}: {[m.id for m in hits]}")
+    return hits[0]

@@ -23,13 +23,13 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from eagle3_lint.model import Finding, Location, Severity
-from eagle3_lint.rules import RuleMeta, fit, make
+from eagle3_lint.rules import Role, RuleMeta, fit, make
 
 if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
 
 META = RuleMeta("EGL000", "unparsable-file", Severity.ERROR, False,
-                "A model file cannot be decoded or parsed, so the engine cannot import it.")
+                "A model file cannot be decoded or parsed, so the engine cannot import it.", role=Role.UNPARSABLE)
 
 
 def check(ctx: Context) -> Iterator[Finding]:

@@ -46,7 +46,7 @@ from eagle3_lint.model import (
     Severity,
     Step,
 )
-from eagle3_lint.rules import RuleMeta, make
+from eagle3_lint.rules import Role, RuleMeta, make
 from eagle3_lint.runner import Gate
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ else:
 
 META = RuleMeta("EGL009", "eagle3-model-type-gate", Severity.ERROR, True,
                 "The tree refuses EAGLE-3 at config time for this target's HF model_type.",
-                needs=frozenset({Capability.CONFIG_GATES}))
+                needs=frozenset({Capability.CONFIG_GATES}), role=Role.CONFIG_GATE)
 
 
 def _gates(ctx: Context) -> list[Gate]:

@@ -44,13 +44,13 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from eagle3_lint.model import Finding, Severity
-from eagle3_lint.rules import RuleMeta
+from eagle3_lint.rules import Role, RuleMeta
 
 if TYPE_CHECKING:
     from eagle3_lint.analysis import Context
 
 META = RuleMeta("EGL100", "unused-suppression", Severity.WARNING, True,
-                "An `# eagle3-lint: ignore[...]` comment suppressed nothing.")
+                "An `# eagle3-lint: ignore[...]` comment suppressed nothing.", role=Role.UNUSED_SUPPRESSION)
 
 
 def check(ctx: Context) -> Iterator[Finding]:
