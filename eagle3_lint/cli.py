@@ -6,7 +6,6 @@ or internal error. A traceback is printed only with ``--debug``.
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import json
 import os
@@ -24,6 +23,7 @@ from eagle3_lint import config as config_mod
 from eagle3_lint.app import CLI_PLATFORMS, CheckRequest, check_output, exit_code, report_once, run_check, write_output
 from eagle3_lint.errors import UsageError
 from eagle3_lint.guard import printable
+from eagle3_lint.report.emitters import EMITTERS, MACHINE, Job
 from eagle3_lint.report.textopts import OutputFormat, TextOptions
 from eagle3_lint.reportcache import Replay
 
@@ -35,8 +35,6 @@ if TYPE_CHECKING:
 
 # rich, the analysis, fixes and report builders are imported where they are used: a replayed
 # ``check --format json`` (reportcache.py) needs none of them, and importing them was most of its time.
-
-FORMATS = ["text", "json", "sarif", "github"]
 
 
 def _fail(msg: str, debug: bool = False) -> NoReturn:
@@ -181,10 +179,9 @@ def common(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
-TEXT_FORMATS = ["concise", "full", "grouped"]
 TRACE_FORMATS = ["text", "json", "dot", "mermaid"]
-# One list, one order, for --output-format (and its old spelling --format); "text" is concise's old name.
-CHECK_FORMATS = [*TEXT_FORMATS, *FORMATS[1:], "text"]
+# One list, one order, for --output-format (and its old spelling --format): the emitters' (report/emitters.py).
+CHECK_FORMATS = list(EMITTERS)
 
 
 def _deprecated(old: str, new: str) -> None:
@@ -302,7 +299,7 @@ def check(target: str | None, archs: tuple[str, ...], fmt: str | None, output: s
         if fmt and output_format and fmt != output_format:
             raise UsageError(f"--format {fmt} and --output-format {output_format} disagree; give one")
         kind = output_format or fmt or "text"
-        machine = kind in ("json", "sarif", "github")
+        machine = kind in MACHINE
         check_output(output)
         _refuse_conflicts(cctx, kind, quiet, verbose, show_context, statistics, show_fixes, do_fix)
         if do_apply and not do_fix:
@@ -361,7 +358,7 @@ def _refuse_conflicts(cctx: click.Context, kind: str, quiet: bool, verbose: bool
     if quiet and (verbose or show_context):
         raise UsageError(f"-q and {given('verbose') or given('show_context')} contradict each other; give one")
     text_only = [g for g in (given(n) for n in ("quiet", "verbose", "show_context", "statistics", "show_fixes")) if g]
-    if text_only and kind in ("json", "sarif", "github"):
+    if text_only and kind in MACHINE:
         raise UsageError(f"{', '.join(text_only)} shape{'s' if len(text_only) == 1 else ''} the text report; "
                          f"--output-format {kind} has no such option")
     if statistics and show_fixes:
@@ -525,40 +522,7 @@ def _render(ctx: Context, settings: config_mod.Settings, fmt: str, console: Cons
     from eagle3_lint import outcome as outcome_mod
 
     out = outcome_mod.finalize(ctx, settings)
-    findings = out.findings
-    if fmt in ("json", "sarif", "github"):
-        # Scoped as the text is: with --arch, what concerns the targets, unless --all.
-        scoped_out, scope = outcome_mod.scoped(ctx, out, text.show_all)
-        if fmt == "json":
-            report = outcome_mod.json_text(ctx, scoped_out, scope) + "\n"  # == json.dumps(..., indent=2)
-        elif fmt == "sarif":
-            from eagle3_lint.report.jsondump import dumps
-            from eagle3_lint.report.sarif import build_sarif
-
-            report = dumps(build_sarif(ctx, scoped_out, scope)) + "\n"
-        else:
-            from eagle3_lint.report.github import render as render_github
-
-            report = render_github([out.paths.finding(f) for f in scoped_out.findings], out.stale_baseline_failure())
-    else:
-        from eagle3_lint.report.draft import render_text as render_draft
-        from eagle3_lint.report.headline import next_step, split, verdict_line
-        from eagle3_lint.report.text import render_check
-
-        assert console is not None
-        targets = ctx.targeted if not text.show_all else ()
-        mine, rest = split(ctx, findings, targets) if targets else (findings, [])
-        view = out.paths.context(ctx)  # the paths the user's repository uses (--path-prefix, an SGLang checkout)
-        shown = [out.paths.finding(f) for f in findings]
-        head = tuple((verdict_line(view, a, shown),
-                      next_step(ctx, a, findings, invocation, settings.unsafe_fixes)) for a in ctx.targeted)
-        opts = dataclasses.replace(text, headline=head, targets=targets)
-        with console.capture() as captured:
-            render_check(view, console, [out.paths.finding(f) for f in mine], text.show_all, opts,
-                         hidden=[out.paths.finding(f) for f in rest])
-            if not text.quiet:
-                render_draft(ctx, console)  # --draft-config / --plugin sections, when given
-        report = captured.get()
+    report = EMITTERS[fmt].render(Job(ctx, out, settings, text, console, invocation))
     lines: list[str] = []
     code = _report_tail(ctx, out, settings, debug, exit_zero, lines)
     return Replay(report, tuple(lines), code)
