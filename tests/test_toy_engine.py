@@ -143,6 +143,14 @@ def test_release_spelling_comes_from_the_engine(site: Path, tree: Path, tmp_path
     assert "--engine [vllm|sglang|toyserve]" in p.stdout
 
 
+def test_layers_refuses_an_engine_it_does_not_read(site: Path, tree: Path, tmp_path: Path) -> None:
+    """`eagle3-lint layers` translates ids between the engines it models: a plugin engine's tree is refused in one
+    line rather than read as another engine's (it was read as SGLang's before)."""
+    p = run(site, "layers", str(tree), "--arch", "ToyLMForCausalLM", "--num-layers", "32",
+            "--trained-on", "trtllm:1,15,27", "--no-cache", cwd=tmp_path)
+    assert_one_line_error(p, contains="how ToyServe turns drafter ids into layers is not modelled")
+
+
 def test_the_core_names_nothing_of_the_toy() -> None:
     """The count of files a new engine needs outside its package is 0: no module of eagle3_lint names ToyServe's
     package, engine, registry, runner call or collection names in code (docstrings and comments may cite it)."""

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -332,6 +333,10 @@ class Request:
     no_cache: bool
 
 
+# The engines whose trees `layers` reads ids from, by engine name (the engines between which this module translates).
+_READERS: dict[str, Callable[[Context, str, int], _Tree]] = {"vllm": _Vllm, "sglang": _Sglang}
+
+
 def answer(req: Request) -> Answer:
     from eagle3_lint.app import CheckRequest, load_json_file, run_check
 
@@ -355,10 +360,11 @@ def answer(req: Request) -> Answer:
     for t in req.targets:
         ctx = run_check(CheckRequest(t, (arch,) if arch else (), req.cache_dir, req.no_cache, req.target_config,
                                      None))
-        if ctx.engine.name == "vllm":
-            trees.append(_Vllm(ctx, arch or "", n))
-        else:
-            trees.append(_Sglang(ctx, arch or "", n))
+        reader = _READERS.get(ctx.engine.name)
+        if reader is None:  # a plugin engine: its id reading is not modelled here (yet), so no answer is made up
+            raise UsageError(f"layers: how {ctx.engine.display} turns drafter ids into layers is not modelled; "
+                             f"targets must be {' or '.join(e for e in _READERS)} trees")
+        trees.append(reader(ctx, arch or "", n))
     if req.trained_on is not None:
         eng, ids = parse_trained_on(req.trained_on)
         if eng == TRTLLM:
