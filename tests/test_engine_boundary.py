@@ -127,6 +127,12 @@ def test_every_engine_is_reachable_through_the_interface() -> None:
         assert engines.for_spec(e.release_names[0]) is e
 
 
+def test_the_registry_reads_what_importlib_metadata_lists() -> None:
+    """engines._entry_points (a scan that spares importlib.metadata's import) lists what importlib.metadata does."""
+    assert engines._entry_points() == engines._metadata_entry_points()
+    assert {n for n, _v in engines._entry_points()} >= {"vllm", "sglang"}
+
+
 def test_the_tool_registers_its_engines_as_entry_points() -> None:
     """pyproject.toml declares every engine package of eagle3_lint/engines/ under the group, and the installed
     metadata (what importlib.metadata.entry_points reads) has them: no engine is found only by its folder."""

@@ -46,6 +46,14 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+def test_the_registry_finds_it_as_importlib_metadata_does(site: Path, tmp_path: Path) -> None:
+    code = ("from eagle3_lint import engines; a = engines._entry_points(); b = engines._metadata_entry_points(); "
+            "print(a == b, ('toyserve', 'eagle3_lint_toyengine:ENGINE') in a)")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                       env={**os.environ, "PYTHONPATH": str(site)}, timeout=120)
+    assert p.stdout.split() == ["True", "True"], p.stderr
+
+
 def run(site: Path | None, *args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
     environ = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     if site is not None:

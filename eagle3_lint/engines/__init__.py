@@ -1,5 +1,5 @@
 """The registry of serving engines: every engine is a plugin, discovered under the entry point group
-``eagle3_lint.engines`` (``importlib.metadata.entry_points``).
+``eagle3_lint.engines`` (what ``importlib.metadata.entry_points`` lists; ``_entry_points`` says how it is read).
 
 An engine is one package (the ``engine.Engine`` it exposes, e.g. ``eagle3_lint.engines.vllm:ENGINE``): everything
 that names an engine's modules, paths, registry, runner call sites, config-time gates, pipeline-parallel split,
@@ -35,15 +35,66 @@ def _normal(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+def _entry_points() -> list[tuple[str, str]]:
+    """``(name, value)`` of the group's entry points, as ``importlib.metadata.entry_points(group=GROUP)`` lists
+    them. Where every ``sys.path`` entry is a folder and no import hook adds distributions, they are read here the
+    way importlib.metadata reads them (each folder's ``*.dist-info``/``*.egg-info``, the first distribution of a
+    name winning, its ``entry_points.txt``): importing importlib.metadata costs about 60 ms of CPU (its ``email``
+    imports), half of a replayed check (reportcache.py). tests/test_engine_boundary.py checks the two agree."""
+    import os
+    import sys
+    from importlib.machinery import PathFinder
+
+    if any(hasattr(f, "find_distributions") and f is not PathFinder for f in sys.meta_path):
+        return _metadata_entry_points()
+    out: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for entry in sys.path:
+        root = entry or "."
+        if os.path.isfile(root):  # a zip or an egg on the path: importlib.metadata reads those
+            return _metadata_entry_points()
+        try:
+            children = os.listdir(root)
+        except OSError:
+            continue
+        for child in children:
+            stem, dot, suffix = child.rpartition(".")
+            if not dot or suffix.lower() not in ("dist-info", "egg-info"):
+                continue
+            name = _normal(stem.partition("-")[0]).replace("-", "_")
+            if name in seen:
+                continue
+            seen.add(name)
+            try:
+                with open(os.path.join(root, child, "entry_points.txt"), encoding="utf-8") as fh:
+                    text = fh.read()
+            except OSError:
+                continue
+            section = None
+            for line in (ln.strip() for ln in text.splitlines()):
+                if not line or line.startswith("#"):
+                    continue
+                if line.startswith("[") and line.endswith("]"):
+                    section = line.strip("[]")
+                elif section == GROUP and "=" in line:
+                    key, _, value = line.partition("=")
+                    out.append((key.strip(), value.strip()))
+    return out
+
+
+def _metadata_entry_points() -> list[tuple[str, str]]:
+    from importlib.metadata import entry_points
+
+    return [(ep.name, ep.value) for ep in entry_points(group=GROUP)]
+
+
 @lru_cache(maxsize=1)
 def _declared() -> dict[str, str]:
     """Engine name -> ``module:attribute``, from the entry points, then this package's own engine folders."""
-    from importlib.metadata import entry_points
-
     out: dict[str, str] = {}
-    for ep in entry_points(group=GROUP):
-        if out.setdefault(ep.name, ep.value) != ep.value:
-            raise UsageError(f"two engines are called {ep.name!r} ({out[ep.name]} and {ep.value}): uninstall one")
+    for name, value in _entry_points():
+        if out.setdefault(name, value) != value:
+            raise UsageError(f"two engines are called {name!r} ({out[name]} and {value}): uninstall one")
     for info in pkgutil.iter_modules(__path__):
         if info.ispkg:
             out.setdefault(info.name, f"{__name__}.{info.name}:ENGINE")
