@@ -125,7 +125,8 @@ def test_the_fix_applies_and_serves(site: Path, tree: Path, tmp_path: Path) -> N
     # The setter in ToyServe's own style (the engine's CollectionIdiom, as toy_lm.py:33-38 writes it).
     assert "+    def tap_layers(self, layer_ids=None):\n" in diff and "+        self.emit_taps = True\n" in diff
     (tmp_path / "fix.patch").write_text(diff)
-    for cmd in (["git", "apply", "--check", str(tmp_path / "fix.patch")],
+    dry = [["patch", "-p1", "--dry-run", "-i", str(tmp_path / "fix.patch")]] if shutil.which("patch") else []
+    for cmd in (["git", "apply", "--check", str(tmp_path / "fix.patch")], *dry,
                 ["git", "apply", str(tmp_path / "fix.patch")]):
         q = subprocess.run(cmd, cwd=tree, capture_output=True, text=True)
         assert q.returncode == 0, q.stderr
