@@ -23,7 +23,7 @@ In the order SGLang meets them:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from eagle3_lint.drafter import DraftAnalysis
 from eagle3_lint.engines.drafter_fields import id_fields
@@ -72,6 +72,15 @@ def _loc(w: Where | None) -> Location | None:
 
 
 def verdict(ctx: Context, arch: str, method: str) -> ServingVerdict:
+    """The chain of ``arch`` for ``method`` with the check's drafter config."""
+    return chain_for(ctx, arch, method, ctx.options.draft_config, ctx.options.draft_config_path)
+
+
+def chain_for(ctx: Context, arch: str, method: str, draft: dict[str, Any] | None,
+              draft_path: str | None) -> ServingVerdict:
+    """The chain of ``arch`` for ``method`` and drafter config ``draft`` (the check's, or another one on the same
+    analysis: nothing the chain reads from the tree depends on the drafter); the checkpoint step only for the
+    check's own drafter, whose folder ``--draft-config`` named."""
     opts = ctx.options
     pp = opts.pipeline_parallel or 1
     steps: list[ServingStep] = []
@@ -88,7 +97,6 @@ def verdict(ctx: Context, arch: str, method: str) -> ServingVerdict:
     if pp > 1:
         steps.append(_pp_refusal(ctx, pp, method))
     key = ctx.keys.get(arch)
-    draft = opts.draft_config
     ids = methods.target_ids(ctx, method, draft, opts.target_config) \
         if draft is not None and opts.target_config is not None else None
     if ids is not None and ids.raised:
@@ -114,7 +122,7 @@ def verdict(ctx: Context, arch: str, method: str) -> ServingVerdict:
             if g is not Gate.PP_RELAY or pp > 1:
                 steps.append(ServingStep(g, StepResult.UNCHECKED, f"needs {need}"))
         return _finish(ctx, arch, steps, None, None, None)
-    sd = _draft(ctx, key, call, ids, method)
+    sd = _draft(ctx, key, call, ids, method, draft, draft_path)
     steps.append(_aux_ids(ids, method, sd.da.num_layers))
     if ids.ids is None:
         for g in (Gate.CAPTURE, Gate.PP_RELAY, Gate.TRAINED_LAYERS):
@@ -123,7 +131,7 @@ def verdict(ctx: Context, arch: str, method: str) -> ServingVerdict:
         return _finish(ctx, arch, steps, sd, None, ids)
     cap, captured = ssv._capture(sd)
     steps.append(cap)
-    if opts.draft_weights is not None:
+    if opts.draft_weights is not None and draft is opts.draft_config:
         steps.append(ssv._weights(ctx, sd, captured))
     if pp > 1:
         steps.append(ssv._relay(sd))
@@ -170,13 +178,13 @@ def _pp_refusal(ctx: Context, pp: int, method: str) -> ServingStep:
                        Location(r.path, r.line))
 
 
-def _draft(ctx: Context, key: ClassKey | None, call: methods.SetterCall, ids: methods.Ids,
-           method: str) -> sdr.SglDraft:
+def _draft(ctx: Context, key: ClassKey | None, call: methods.SetterCall, ids: methods.Ids, method: str,
+           draft: dict[str, Any], draft_path: str | None) -> sdr.SglDraft:
     """The EAGLE-3 chain's picture (``drafter.SglDraft``) for the method's setter and ids, so its capture, checkpoint
     and PP steps read them the same way."""
     opts = ctx.options
-    raw = opts.draft_config or {}
-    path = opts.draft_config_path or "<draft config>"
+    raw = draft
+    path = draft_path or "<draft config>"
     da = DraftAnalysis(path, None, issues=[])
     tcfg = opts.target_config or {}
     text = tcfg.get("text_config") if isinstance(tcfg.get("text_config"), dict) else tcfg
