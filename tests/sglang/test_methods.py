@@ -154,6 +154,13 @@ def test_real_0_5_23_dflash_on_llama(ctx_0_5_23: Context) -> None:
     sv = _verdict(ctx, draft=_dflash([1, 15, 31], layers=3))
     assert sv.outcome is Outcome.DRAFTER_SHAPE_MISMATCH and sv.stage is Gate.CAPTURE
     assert sv.captured_layers == (2, 16)
+    # The check exits 1 on it: EGL007 reports the failing capture step under the method.
+    draft = Path(str(ctx.options.draft_config_path)).with_name("last.json")
+    draft.write_text(json.dumps(_dflash([1, 15, 31], layers=3)))
+    r = cli("check", str(ctx.source.root_label), "--arch", LLAMA, "--method", "DFLASH", "--select", "EGL007",
+            "--target-config", str(CHECKPOINTS / "llama-3.1-8b-instruct.json"), "--draft-config", str(draft))
+    assert r.returncode == 1, r.stderr
+    assert "sglang/srt/models/llama.py:492:1: error: EGL007" in r.stdout
     # Id 32 is refused by resolve_target_layer_ids (dflash_utils.py:579-583) while the runner is set up.
     sv = _verdict(ctx, draft=_dflash([1, 15, 32], layers=3))
     assert sv.outcome is Outcome.DRAFTER_UNLOADABLE

@@ -128,9 +128,11 @@ class SglangEngine(Engine):
         from eagle3_lint.engines.sglang import drafter
 
         if (ctx.options.method or "EAGLE3") != "EAGLE3":
-            # EGL007 reads EAGLE-3's ids (eagle_config's) through EAGLE-3's setter; under DFLASH or DSPARK the
-            # serving chain reads the method's own (engines/sglang/method_chain.py).
-            return None
+            # Not EAGLE-3's ids (eagle_config's, through EAGLE-3's setter): under DFLASH or DSPARK the serving chain
+            # reads the method's own, and its failing id steps are EGL007's findings (method_chain.analysis).
+            from eagle3_lint.engines.sglang import method_chain
+
+            return method_chain.analysis(ctx, arch)
         sd = drafter.analyze(ctx, arch)
         return sd.da if sd is not None else None
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from eagle3_lint.drafter import DraftAnalysis
+from eagle3_lint.drafter import DraftAnalysis, IdIssue
 from eagle3_lint.engines.drafter_fields import id_fields
 from eagle3_lint.engines.sglang import drafter as sdr
 from eagle3_lint.engines.sglang import methods
@@ -137,6 +137,27 @@ def chain_for(ctx: Context, arch: str, method: str, draft: dict[str, Any] | None
         steps.append(ssv._relay(sd))
     steps.append(_trained(sd, ids, captured))
     return _finish(ctx, arch, steps, sd, captured, ids)
+
+
+def analysis(ctx: Context, arch: str | None) -> DraftAnalysis | None:
+    """EGL007's findings under the method: the chain's failing id steps (``capture``, ``trained-layers``), as data
+    (``DraftAnalysis.issues``); the checkpoint's ``drafter-fc`` failure EGL007 finds from the chain itself."""
+    if ctx.options.draft_config is None:
+        return None
+    arch = arch or (ctx.targeted[0] if ctx.targeted else None)
+    sv = ctx.engine.serving_verdict(ctx, arch) if arch is not None else None
+    da = DraftAnalysis(ctx.options.draft_config_path or "<draft config>", arch, issues=[])
+    if sv is None:
+        return da
+    da.effective_ids = sv.aux_layer_ids
+    da.effective_from = {"drafter-config": "config", "model-default": "default"}.get(sv.aux_layer_ids_source or "", "")
+    assert da.issues is not None
+    for st in sv.steps:
+        if st.result is StepResult.FAIL and st.gate in (Gate.CAPTURE, Gate.TRAINED_LAYERS):
+            loc = st.location
+            da.issues.append(IdIssue(st.message, Where(loc.path, loc.line) if loc else Where(da.draft_path, 1),
+                                         symbol="target_layer_ids"))
+    return da
 
 
 def _interface(ctx: Context, arch: str, key: ClassKey | None,
