@@ -522,13 +522,16 @@ class _Linker:
 class _LazyName(me.Opaque):
     """An imported name, resolved to the tree's function or class when the evaluator calls it."""
 
+    linker: _Linker
+    rel: str
+
     def __init__(self, linker: _Linker, rel: str, name: str) -> None:
         super().__init__((name,))
         object.__setattr__(self, "linker", linker)
         object.__setattr__(self, "rel", rel)
 
     def get(self) -> Any:
-        return self.linker.resolve(self.rel, self.path[0])  # type: ignore[attr-defined]
+        return self.linker.resolve(self.rel, self.path[0])
 
 
 def _record_of(cls: Any, args: list[Any], kwargs: dict[str, Any], made: list[Any] | None = None) -> Any:
