@@ -78,7 +78,7 @@ def _at(sv: ServingVerdict, gate: Gate) -> tuple[str, str | None, int | None]:
 @pytest.mark.real
 def test_real_methods_a_release_has(sglang_trees: Any) -> None:
     """SpeculativeAlgorithm's members: 0.5.23 spec_info.py:39-47, 0.5.13 :35-41 (DFLASH, no DSPARK), 0.5.10 :18-22
-    (neither). ``from_string`` raises for any other name (0.5.23 spec_info.py:66, 0.5.10 :31)."""
+    (neither). ``from_string`` raises for any other name (0.5.23 spec_info.py:65, 0.5.10 :31)."""
     assert methods.algorithms(DirSource(sglang_trees.get("0.5.23"))).names == (  # type: ignore[union-attr]
         "DFLASH", "UNO", "DSPARK", "EAGLE", "EAGLE3", "FROZEN_KV_MTP", "STANDALONE", "NGRAM")
     old = sglang_trees.get("0.5.10")
