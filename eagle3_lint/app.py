@@ -130,6 +130,9 @@ def run_check(req: CheckRequest, source: SourceTree | None = None, store: FactSt
         method = method or spec_method
     if method is not None:
         check_method(method, "--method", engine.display, engine.spec_methods)
+        refused = engine.method_refusal(source, method)
+        if refused is not None:
+            raise UsageError(refused)
     # Every config handed in is checked against the types the tool reads before anything reads it (userconfig.py).
     from eagle3_lint import userconfig
 

@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from eagle3_lint import drafter_load as dl
 from eagle3_lint.lazyimport import lazy
 from eagle3_lint.semantic import Where, fc_init
 from eagle3_lint.weights import Checkpoint, Tensor
@@ -45,6 +46,8 @@ class Built:
     layers_text: str = ""  # the expression the count comes from (``config.num_hidden_layers``)
     layers_where: Where | None = None
     note: str = ""
+    # The class's load_weights and what its __init__ builds (drafter_load.py): the tensors it drops silently.
+    loading: dl.Loading | None = None
 
 
 def _range_arg(value: ast.AST) -> ast.expr | None:
@@ -64,6 +67,7 @@ def built(ctx: Context, arch: str, hf_config: dict[str, Any]) -> Built:
         out.note = f"{arch} does not resolve to a class in this tree"
         return out
     out.drafter_class = key.name
+    out.loading = dl.loading(ctx, arch, hf_config)
     fi = fc_init(ctx, key)
     if fi is None:
         out.note = f"{key.name} builds no self.fc"
@@ -225,6 +229,11 @@ def check(ck: Checkpoint, cfg: dict[str, Any], built_: Built | None, states: int
         rep.mismatches.append(Mismatch("", f"no lm_head.weight, and tie_word_embeddings is not "
                                        f"true: a draft vocabulary of {draft_vocab} needs the drafter's own head "
                                        f"({_shape([draft_vocab, hidden])}); the target's has {vocab} rows"))
+    # Tensors the release's load_weights drops without a word (drafter_load.py): trained weights never used.
+    for sk in dl.skipped(built_.loading, list(ck.tensors)) if built_ is not None and built_.loading else ():
+        t = ck.tensors[sk.tensor]
+        bad(t, f"{t.name} {_shape(t.shape)} is never loaded: {sk.why}; the drafter starts without this trained "
+               "weight, and its proposals are rejected")
     emb = by.get("embed_tokens.weight")
     if emb is not None and vocab is not None and hidden is not None and tuple(emb.shape) != (vocab, hidden):
         bad(emb, f"{emb.name} is {_shape(emb.shape)}, but vocab_size x hidden_size is {_shape([vocab, hidden])}")

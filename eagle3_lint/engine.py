@@ -206,6 +206,11 @@ class Engine(ABC):
         return None
 
     # -- what the engine makes of a drafter and of serving (None: this engine does not model it yet) --------
+    def method_refusal(self, source: SourceTree, method: str) -> str | None:
+        """Why this release refuses speculative method ``method`` before anything loads (it does not have it), as a
+        usage error; None when it has it or the engine does not say (``spec_methods`` is the tool's own list)."""
+        return None
+
     def draft_analysis(self, ctx: Context, arch: str | None = None,
                        kind: RunnerKind | None = None) -> DraftAnalysis | None:
         """What ``--draft-config`` means to this tree for ``arch`` on runner ``kind`` (memoised per analysis)."""

@@ -164,11 +164,13 @@ def _class_phrases(ctx: Context, arch: str, findings: Sequence[Finding]) -> list
     return out
 
 
-def _serving_phrase(sv: Any) -> str:
+def _serving_phrase(sv: Any, method: str | None = None) -> str:
     outcome = _value(getattr(sv, "outcome", "unknown"))
     steps = list(getattr(sv, "steps", ()) or ())
     failing = [s for s in steps if _value(getattr(s, "result", "")) == "fail"]
     words = _OUTCOME_WORDS.get(outcome, outcome)
+    if outcome == "servable" and method and method.upper() != "EAGLE3":
+        words = f"servable with {method}"  # --method: the chain was that method's
     if outcome in ("unknown", "unchecked"):
         step = next((s for s in steps if _value(getattr(s, "result", "")) == "unchecked"), None)
         if step is not None:
@@ -204,7 +206,7 @@ def verdict_line(ctx: Context, arch: str, findings: Sequence[Finding] | None = N
     blockers = sum(1 for f in mine if f.severity is Severity.ERROR)
     sv = serving_of(ctx, arch)
     if sv is not None:
-        what = _serving_phrase(sv)
+        what = _serving_phrase(sv, ctx.options.method)
     elif arch in ctx.verdicts:
         phrases = _class_phrases(ctx, arch, fs)
         if len(phrases) == 2 and phrases[0].startswith("refused ") and phrases[1].startswith("refused "):

@@ -142,3 +142,29 @@ def test_cli_bad_input_is_one_line_exit_2() -> None:
     p = subprocess.run([sys.executable, "-m", "eagle3_lint", "layers", "--trained-on", "trtllm:1,2,3"],
                        capture_output=True, text=True)
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "layer count is needed" in p.stderr
+
+
+# Each engine's numbering of the same trained layers, its default (the states entering (2, n // 2, n - 3)) given
+# in each engine's own convention, from the sources above: vLLM names the state entering layer k; SGLang's Llama
+# setter adds 1 to every id (models/llama.py:941), DeepSeek-V2's only when the first id is 1
+# (deepseek_v2.py:3470-3473); TensorRT-LLM names the output of layer k.
+_DEFAULTS = {
+    LLAMA_CFG: ([2, 16, 29], {"vllm": [2, 16, 29], "sglang": [1, 15, 28], "trtllm": [1, 15, 28]}),
+    KIMI_CFG: ([2, 30, 58], {"vllm": [2, 30, 58], "sglang": [2, 30, 58], "trtllm": [1, 29, 57]}),
+}
+
+
+@pytest.mark.real
+@pytest.mark.slow
+@pytest.mark.parametrize(("config", "given"), [
+    # Llama given in SGLang's numbering and Kimi in TensorRT-LLM's are the tests above.
+    (LLAMA_CFG, "vllm"), (LLAMA_CFG, "trtllm"), (KIMI_CFG, "vllm"), (KIMI_CFG, "sglang"),
+], ids=["llama-3.1-8b-vllm", "llama-3.1-8b-trtllm", "kimi-k2.5-vllm", "kimi-k2.5-sglang"])
+def test_each_default_given_in_each_numbering(trees: list[Path], config: str, given: str) -> None:
+    layers_, want = _DEFAULTS[config]
+    ans = _answer(trees, config, f"{given}:{','.join(map(str, want[given]))}")
+    assert ans["trained_layers"] == layers_
+    rows = _rows(ans)
+    assert {e: r["ids"] for e, r in rows.items()} == want
+    assert all(r["default_is_trained"] for r in rows.values())
+    assert rows["sglang"]["captures"] == layers_ and rows["vllm"]["captures"] == layers_

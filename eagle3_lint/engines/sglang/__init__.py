@@ -30,7 +30,7 @@ class SglangEngine(Engine):
     name = "sglang"
     display = "SGLang"
     order = 1
-    spec_methods = ("EAGLE3",)  # DFLASH and DSPARK: not modelled yet (issue 23 item 3)
+    spec_methods = ("EAGLE3", "DFLASH", "DSPARK")  # methods.CHECKED: each one's gates read by methods.py
     package = PACKAGE
     model_dirs = ("sglang/srt/models/",)
     registry_module = "sglang.srt.models.registry"
@@ -119,10 +119,21 @@ class SglangEngine(Engine):
         return None if r is None else f"{r.path}:{r.line} refuses EAGLE-3 with pipeline parallelism at launch " \
                                       f"({r.text})"
 
+    def method_refusal(self, source: SourceTree, method: str) -> str | None:
+        from eagle3_lint.engines.sglang import methods
+
+        return methods.refusal_of_method(source, method, self.display, self.version(source))
+
     def draft_analysis(self, ctx: Context, arch: str | None = None,
                        kind: RunnerKind | None = None) -> DraftAnalysis | None:
         from eagle3_lint.engines.sglang import drafter
 
+        if (ctx.options.method or "EAGLE3") != "EAGLE3":
+            # Not EAGLE-3's ids (eagle_config's, through EAGLE-3's setter): under DFLASH or DSPARK the serving chain
+            # reads the method's own, and its failing id steps are EGL007's findings (method_chain.analysis).
+            from eagle3_lint.engines.sglang import method_chain
+
+            return method_chain.analysis(ctx, arch)
         sd = drafter.analyze(ctx, arch)
         return sd.da if sd is not None else None
 

@@ -164,26 +164,27 @@ class SetterHop:
     owner: ClassKey  # the class that defines the setter (``holder`` or a base)
     path: str
     transform: IdTransform
+    setter: str = SETTER  # its name (DFLASH's and DSPARK's setters are followed the same way, methods.py)
 
 
-def setter_chain(ctx: Context, key: ClassKey, depth: int = 0) -> list[SetterHop]:
+def setter_chain(ctx: Context, key: ClassKey, depth: int = 0, setter: str = SETTER) -> list[SetterHop]:
     """The setter ``key`` runs, then the ones it delegates to (``self.model``/``self.language_model``)."""
     if depth > 4:
         return []
-    hit = ctx.graph.member_origin(key, SETTER)
+    hit = ctx.graph.member_origin(key, setter)
     if hit is None:
         return []
     owner, member = hit
     path = ctx.graph.path_of(owner)
-    t = read_setter(ctx.source, path, member.line, getattr(member, "end_line", member.line))
+    t = read_setter(ctx.source, path, member.line, getattr(member, "end_line", member.line), setter)
     if t is None:
         return []
-    hops = [SetterHop(key, owner, path, t)]
+    hops = [SetterHop(key, owner, path, t, setter)]
     for recv in t.delegates_to:
         parts = recv.split(".")
         inner = delegate(ctx, key, parts[1]) if len(parts) == 2 and parts[0] == "self" else None
         if inner is not None and inner != key:
-            hops.extend(setter_chain(ctx, inner, depth + 1))
+            hops.extend(setter_chain(ctx, inner, depth + 1, setter))
             break
     return hops
 
@@ -198,7 +199,7 @@ def stored_indices(hops: list[SetterHop], ids: tuple[Any, ...] | None, n: int | 
     is_default = False
     for h in hops:
         t = h.transform
-        where = f"{h.owner.name}.{SETTER} ({h.path}:{t.line})"
+        where = f"{h.owner.name}.{h.setter} ({h.path}:{t.line})"
         if cur is None:
             if t.default is not None:
                 if n is None:
@@ -252,10 +253,11 @@ def collection(ctx: Context, hops: list[SetterHop]) -> Collection:
     last = hops[-1]
     # What the last setter feeds, and on which object, is the semantic model's (semantic.collection_effect: list
     # writes and per-layer flag sets through every method it calls), as EGL004 reads it.
-    eff = collection_effect(ctx, last.holder, SETTER)
+    eff = collection_effect(ctx, last.holder, last.setter)
     fed = next((f for f in eff.feeds if f[0] is Mechanism.LIST), eff.feeds[0] if eff.feeds else None)
     if fed is None:
-        return Collection(None, note=f"{last.owner.name}.{SETTER} stores the ids in no list or flag the tool knows")
+        return Collection(None, note=f"{last.owner.name}.{last.setter} stores the ids in no list or flag the tool "
+                                     "knows")
     flags = any(m is Mechanism.FLAG for m, _p in eff.feeds)
     idiom = ctx.engine.collection
     attr = idiom.list_attrs[0] if idiom is not None else ""
@@ -613,10 +615,10 @@ def _pp(ctx: Context, sd: SglDraft) -> None:
         sd.lost_pp = tuple(early)
         da.issues.append(IdIssue(
             f"with --pipeline-parallel {sd.pp_size}, indices {_ids(early)} sit on ranks before the last, but "
-            f"{h.owner.name}.{SETTER} ({h.path}:{h.transform.line}) returns unless on the last pipeline rank, and the "
-            f"last rank's forward runs only layers {s_last} … {e_last - 1}: those states are never captured and the "
-            f"drafter receives {len(stored) - len(early)} of {len(stored)}", Where(h.path, h.transform.line),
-            Severity.ERROR, SETTER,
+            f"{h.owner.name}.{h.setter} ({h.path}:{h.transform.line}) returns unless on the last pipeline rank, and "
+            f"the last rank's forward runs only layers {s_last} … {e_last - 1}: those states are never captured and "
+            f"the drafter receives {len(stored) - len(early)} of {len(stored)}", Where(h.path, h.transform.line),
+            Severity.ERROR, h.setter,
             f"with --pipeline-parallel {sd.pp_size}, indices {_ids(early)} on earlier ranks are never captured"))
     elif early:
         sd.notes.append(f"indices {_ids(early)} sit on ranks before the last; whether this setter's states reach the "

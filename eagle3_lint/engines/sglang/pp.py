@@ -51,33 +51,34 @@ class Refusal:
 _UNKNOWN: Any = object()
 
 
-def _value(node: ast.expr, pp_size: int) -> Any:
-    """The value of a test operand when the speculative algorithm is EAGLE-3 and PP is on; ``_UNKNOWN`` otherwise."""
+def _value(node: ast.expr, pp_size: int, spec: str = SPEC_VALUE) -> Any:
+    """The value of a test operand when the speculative algorithm is ``spec`` (EAGLE-3) and PP is on; ``_UNKNOWN``
+    otherwise."""
     if isinstance(node, ast.Constant):
         return node.value
     if isinstance(node, ast.Attribute) and node.attr == SPEC_ATTR:
-        return SPEC_VALUE
+        return spec
     if isinstance(node, ast.Attribute) and node.attr == PP_ATTR:
         return pp_size
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.args \
             and node.func.attr in ("upper", "lower"):
-        inner = _value(node.func.value, pp_size)
+        inner = _value(node.func.value, pp_size, spec)
         return getattr(inner, node.func.attr)() if isinstance(inner, str) else _UNKNOWN
     return _UNKNOWN
 
 
-def _holds(test: ast.expr, pp_size: int) -> bool | None:
-    """Whether ``test`` holds for EAGLE-3 with PP, in three values (None: it depends on something else)."""
+def _holds(test: ast.expr, pp_size: int, spec: str = SPEC_VALUE) -> bool | None:
+    """Whether ``test`` holds for ``spec`` (EAGLE-3) with PP, in three values (None: it depends on something else)."""
     if isinstance(test, ast.BoolOp):
-        parts = [_holds(v, pp_size) for v in test.values]
+        parts = [_holds(v, pp_size, spec) for v in test.values]
         if isinstance(test.op, ast.And):
             return False if False in parts else (True if all(p is True for p in parts) else None)
         return True if True in parts else (False if all(p is False for p in parts) else None)
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        inner = _holds(test.operand, pp_size)
+        inner = _holds(test.operand, pp_size, spec)
         return None if inner is None else not inner
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
-        a, b = _value(test.left, pp_size), _value(test.comparators[0], pp_size)
+        a, b = _value(test.left, pp_size, spec), _value(test.comparators[0], pp_size, spec)
         if a is _UNKNOWN or b is _UNKNOWN:
             return None
         op = test.ops[0]
@@ -100,11 +101,11 @@ def _about_spec(node: ast.AST) -> bool:
 
 
 def _walk(body: list[ast.stmt], funcs: dict[str, ast.FunctionDef], pp_size: int, spec_seen: bool, depth: int,
-          rel: str, via: str) -> Refusal | None:
+          rel: str, via: str, spec: str = SPEC_VALUE) -> Refusal | None:
     """The refusal every path through ``body`` meets, or None. Branches whose test depends on something else
     (the platform) are both followed; the refusal must be on both."""
     for st in body:
-        if isinstance(st, ast.Assert) and _about_spec(st.test) and _holds(st.test, pp_size) is False:
+        if isinstance(st, ast.Assert) and _about_spec(st.test) and _holds(st.test, pp_size, spec) is False:
             msg = st.msg.value if isinstance(st.msg, ast.Constant) and isinstance(st.msg.value, str) else (
                 ast.unparse(st.msg) if st.msg is not None else "")
             return Refusal(rel, st.lineno, f"AssertionError: {msg}".rstrip(": "), via)
@@ -114,10 +115,10 @@ def _walk(body: list[ast.stmt], funcs: dict[str, ast.FunctionDef], pp_size: int,
             name = ast.unparse(exc.func) if isinstance(exc, ast.Call) else "raise"
             return Refusal(rel, st.lineno, f"{name}: {msg}", via)
         if isinstance(st, ast.If):
-            held = _holds(st.test, pp_size)
+            held = _holds(st.test, pp_size, spec)
             seen = spec_seen or _about_spec(st.test)
-            yes = _walk(st.body, funcs, pp_size, seen, depth, rel, via) if held is not False else None
-            no = _walk(st.orelse, funcs, pp_size, spec_seen, depth, rel, via) if held is not True else None
+            yes = _walk(st.body, funcs, pp_size, seen, depth, rel, via, spec) if held is not False else None
+            no = _walk(st.orelse, funcs, pp_size, spec_seen, depth, rel, via, spec) if held is not True else None
             if held is True and yes is not None:
                 return yes
             if held is False and no is not None:
@@ -128,13 +129,13 @@ def _walk(body: list[ast.stmt], funcs: dict[str, ast.FunctionDef], pp_size: int,
                 and st.value.func.id in funcs and depth < 2:
             # ``check_pipeline_parallel_compat(cfg)``: the helper's own checks (0.5.21+).
             name = st.value.func.id
-            got = _walk(funcs[name].body, funcs, pp_size, spec_seen, depth + 1, rel, via or name)
+            got = _walk(funcs[name].body, funcs, pp_size, spec_seen, depth + 1, rel, via or name, spec)
             if got is not None:
                 return got
     return None
 
 
-def _scan(source: SourceTree, pp_size: int = 2) -> Refusal | None:
+def _scan(source: SourceTree, pp_size: int = 2, spec: str = SPEC_VALUE) -> Refusal | None:
     for rel in source.py_files():
         if not rel.startswith("sglang/srt/") or rel.startswith("sglang/srt/models/"):
             continue
@@ -152,17 +153,19 @@ def _scan(source: SourceTree, pp_size: int = 2) -> Refusal | None:
             # Only an ``if`` on the PP size alone, directly in a function body: one nested under another option's
             # test, or testing another option too (the watermark's), is not a refusal of every EAGLE-3 set-up.
             for st in fn.body:
-                if isinstance(st, ast.If) and _tests_only_pp(st.test) and _holds(st.test, pp_size) is not False:
-                    got = _walk(st.body, funcs, pp_size, False, 0, rel, "")
+                if isinstance(st, ast.If) and _tests_only_pp(st.test) and _holds(st.test, pp_size, spec) is not False:
+                    got = _walk(st.body, funcs, pp_size, False, 0, rel, "", spec)
                     if got is not None:
                         return got
     return None
 
 
-def refusal(ctx: Context) -> Refusal | None:
-    """Where this tree refuses EAGLE-3 with pipeline parallelism at launch, or None."""
+def refusal(ctx: Context, spec: str = SPEC_VALUE) -> Refusal | None:
+    """Where this tree refuses EAGLE-3 (or ``--speculative-algorithm spec``) with pipeline parallelism at launch, or
+    None."""
     pp = max(ctx.options.pipeline_parallel or 2, 2)
-    return ctx.memo.get(f"sglang:pp-refusal:{pp}", lambda: _scan(ctx.source, pp))
+    key = f"sglang:pp-refusal:{pp}" if spec == SPEC_VALUE else f"sglang:pp-refusal:{pp}:{spec}"
+    return ctx.memo.get(key, lambda: _scan(ctx.source, pp, spec))
 
 
 def split(source: SourceTree, num_layers: int, pp_size: int, partition: str | None = None) -> Split:

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from eagle3_lint import drafter_weights as dw
 from eagle3_lint.engines.sglang import drafter as sdr
 from eagle3_lint.engines.sglang import pp as pp_mod
+from eagle3_lint.engines.sglang.methods import EAGLE3
 from eagle3_lint.engines.sglang.runner import IDS_KEY, SETTER
 from eagle3_lint.model import Location
 from eagle3_lint.runner import MODEL_CLASS
@@ -78,6 +79,11 @@ def _ids(ids: Iterable[Any]) -> str:
 
 
 def verdict(ctx: Context, arch: str) -> ServingVerdict:
+    method = ctx.options.method or EAGLE3
+    if method != EAGLE3:
+        from eagle3_lint.engines.sglang import method_chain
+
+        return ctx.memo.get(f"sglang:serving:{method}:{arch}", lambda: method_chain.verdict(ctx, arch, method))
     return ctx.memo.get(f"sglang:serving:{arch}", lambda: _verdict(ctx, arch))
 
 
@@ -157,6 +163,8 @@ def _hints(stage: Gate | None) -> dict[Outcome, str]:
 
 
 def with_next_step(ctx: Context, sv: ServingVerdict) -> ServingVerdict:
+    if (ctx.options.method or EAGLE3) != EAGLE3:
+        return sv  # method_chain's next step already (EAGLE-3's fixes and ids are not that method's)
     hints = _hints(sv.stage)
     sd = sdr.analyze(ctx, sv.architecture) if sv.outcome is Outcome.WRONG_LAYERS else None
     if sd is not None and sd.want_ids is not None:
@@ -234,7 +242,7 @@ def _capture(sd: sdr.SglDraft) -> tuple[ServingStep, tuple[int, ...] | None]:
         res = StepResult.UNCHECKED if n is None and sd.hops else StepResult.UNKNOWN
         return ServingStep(Gate.CAPTURE, res, sd.stored_note or "what the setter stores is not known", sloc), None
     coll = sd.coll
-    chain = " -> ".join(f"{h.owner.name}.{SETTER}" for h in sd.hops)
+    chain = " -> ".join(f"{h.owner.name}.{h.setter}" for h in sd.hops)
     stored = f"{chain} stores {_ids(sd.stored)}" + (" (its default)" if sd.stored_default else "")
     if n is None:
         return ServingStep(Gate.CAPTURE, StepResult.UNCHECKED,
@@ -308,7 +316,7 @@ def _relay(sd: sdr.SglDraft) -> ServingStep:
         h = next(h for h in sd.hops if h.transform.pp_last_rank_only)
         return ServingStep(Gate.PP_RELAY, StepResult.FAIL,
                            f"indices {_ids(sd.lost_pp)} sit on ranks before the last (which runs layers "
-                           f"{s} … {e - 1}), and {h.owner.name}.{SETTER} returns unless on the last rank: never "
+                           f"{s} … {e - 1}), and {h.owner.name}.{h.setter} returns unless on the last rank: never "
                            "captured",
                            _loc(h.path, h.transform.line))
     early = [i for i in sd.stored if not s <= i < e]

@@ -85,8 +85,9 @@ def _is_none_test(test: ast.AST, param: str) -> bool | None:
     return None
 
 
-def read_setter(source: SourceTree, path: str, line: int, end_line: int) -> IdTransform | None:
-    """The transform of the setter defined at ``path:line-end_line``; None when it cannot be read or parsed."""
+def read_setter(source: SourceTree, path: str, line: int, end_line: int, setter: str = SETTER) -> IdTransform | None:
+    """The transform of the setter defined at ``path:line-end_line``; None when it cannot be read or parsed.
+    ``setter``: its name (another method's, ``set_dflash_layers_to_capture``, reads the same way)."""
     try:
         lines = decode_source(source.read_bytes(path)).splitlines()
     except (OSError, UnicodeError, LookupError, SyntaxError):
@@ -97,7 +98,7 @@ def read_setter(source: SourceTree, path: str, line: int, end_line: int) -> IdTr
         fn = mod.body[0] if mod.body and isinstance(mod.body[0], (ast.FunctionDef, ast.AsyncFunctionDef)) else None
     except (SyntaxError, ValueError, RecursionError):
         fn = None
-    if fn is None or fn.name != SETTER:
+    if fn is None or fn.name != setter:
         return None
     args = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
     param = args[1] if len(args) > 1 else ""
@@ -115,7 +116,7 @@ def read_setter(source: SourceTree, path: str, line: int, end_line: int) -> IdTr
             t = ast.unparse(node.test)
             if "is_last_rank" in t and any(isinstance(s, ast.Return) for s in node.body):
                 pp = True
-            if "hasattr(" in t and SETTER in t:
+            if "hasattr(" in t and setter in t:
                 guarded = True
             none = _is_none_test(node.test, param) if param else None
             if none is not None:
@@ -155,7 +156,7 @@ def read_setter(source: SourceTree, path: str, line: int, end_line: int) -> IdTr
                 k = _shift(node.value, param)
                 if k is not None:
                     shifts.append(k)
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == SETTER:
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == setter:
             delegates.append(dotted(node.func.value) or ast.unparse(node.func.value))
             if param and node.args:
                 k = _shift(node.args[0], param)
