@@ -1,8 +1,8 @@
 """Rules are plugins: one module per rule, discovered by name (``eglNNN_<name>.py``).
 
 Each module defines ``META`` (a ``RuleMeta``), a docstring in ruff's shape (What it does / Why is
-this bad? / Example / Fix safety), ``check(ctx)`` yielding findings, and optionally a pure
-``fix(ctx, finding)`` returning a ``Fix`` (or None). Rules query the context; they never read files.
+this bad? / Example / Fix safety), ``check(sm)`` yielding findings, and optionally a pure
+``fix(sm, finding)`` returning a ``Fix`` (or None). Rules query the context; they never read files.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from eagle3_lint.engine import Capability
 from eagle3_lint.model import MAX_TITLE, Finding, Fix, Location, Severity
 
 if TYPE_CHECKING:
-    from eagle3_lint.analysis import Context
+    from eagle3_lint.stages import Model
 
 
 @dataclass(frozen=True)
@@ -41,17 +41,17 @@ class Rule:
         self.module = module
         self.meta: RuleMeta = module.META
         self.doc: str = (module.__doc__ or "").strip()
-        self._check: Callable[[Context], Iterable[Finding]] = module.check
-        self._fix: Callable[[Context, Finding], Fix | None] | None = getattr(module, "fix", None)
+        self._check: Callable[[Model], Iterable[Finding]] = module.check
+        self._fix: Callable[[Model, Finding], Fix | None] | None = getattr(module, "fix", None)
 
-    def run(self, ctx: Context) -> Iterator[Finding]:
-        for f in self._check(ctx):
-            f = dataclasses.replace(f, engine=ctx.engine.name, check=ctx.contract.check_name,
+    def run(self, sm: Model) -> Iterator[Finding]:
+        for f in self._check(sm):
+            f = dataclasses.replace(f, engine=sm.engine.name, check=sm.contract.check_name,
                                     title=f.title or default_title(self.meta, f),
                                     architectures=_architectures(f))
             if self._fix is not None and f.fix is None:
                 # A fix re-reads whole files (fixgen), so it is kept between runs with the files it read.
-                fx = ctx.queries.get(("fix", self.meta.id, f), lambda f=f: self._fix(ctx, f),  # type: ignore[misc]
+                fx = sm.queries.get(("fix", self.meta.id, f), lambda f=f: self._fix(sm, f),  # type: ignore[misc]
                                      persist=True)
                 if fx is not None and fx.edits:
                     f = dataclasses.replace(f, fix=fx)

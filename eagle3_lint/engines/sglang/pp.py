@@ -28,7 +28,7 @@ from eagle3_lint.source import SourceTree
 
 if TYPE_CHECKING:
     from eagle3_lint import minieval as me
-    from eagle3_lint.analysis import Context
+    from eagle3_lint.stages import Model
 else:
     me = lazy("eagle3_lint.minieval")  # imported on first use (lazyimport.py)
 
@@ -159,10 +159,10 @@ def _scan(source: SourceTree, pp_size: int = 2) -> Refusal | None:
     return None
 
 
-def refusal(ctx: Context) -> Refusal | None:
+def refusal(sm: Model) -> Refusal | None:
     """Where this tree refuses EAGLE-3 with pipeline parallelism at launch, or None."""
-    pp = max(ctx.options.pipeline_parallel or 2, 2)
-    return ctx.memo.get(f"sglang:pp-refusal:{pp}", lambda: _scan(ctx.source, pp))
+    pp = max(sm.options.pipeline_parallel or 2, 2)
+    return sm.memo.get(f"sglang:pp-refusal:{pp}", lambda: _scan(sm.source, pp))
 
 
 def split(source: SourceTree, num_layers: int, pp_size: int, partition: str | None = None) -> Split:
