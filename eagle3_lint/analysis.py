@@ -9,16 +9,18 @@ other rules' findings still reach the report.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 import traceback
-from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from eagle3_lint import deps, engines
 from eagle3_lint.graph import ClassGraph, ClassKey
-from eagle3_lint.model import Finding, Status, Verdict
+from eagle3_lint.model import Finding, Fix, Status, Verdict
 from eagle3_lint.queries import Queries
+from eagle3_lint.rules import Each, Found, Rule, Scope
 from eagle3_lint.semantic import Memo
 from eagle3_lint.source import SourceTree
 from eagle3_lint.stages import Analysis, EngineData, Facts, InternalError, Keep, Model, Options
@@ -28,6 +30,9 @@ from eagle3_lint.verdict import Judge
 if TYPE_CHECKING:
     from eagle3_lint.serving import ServingVerdict
     from eagle3_lint.suppress import Suppression
+
+_I = TypeVar("_I", bound=Hashable)
+_R = TypeVar("_R")
 
 __all__ = ["Analysis", "InternalError", "Model", "Options", "analyze", "build", "keep_answers"]
 
@@ -191,16 +196,69 @@ def build(source: SourceTree, options: Options, store: FactStore | None = None) 
                     keep=Keep(table, head, files, digest) if table is not None else None)
 
 
+class _Each:
+    """A rule's work per scope item, as the pipeline keeps it (``rules.Each``): the answer under (the rule, the
+    function, the item), kept between runs with the files it read (queries.py). A re-check after an edit recomputes
+    only the items whose files changed."""
+
+    def __init__(self, sm: Model, rule: str) -> None:
+        self._sm = sm
+        self._rule = rule
+
+    def __call__(self, fn: Callable[[Model, _I], _R], items: Iterable[_I]) -> Iterator[tuple[_I, _R, Hashable]]:
+        for item in items:
+            key = (self._rule, fn.__qualname__, item)
+            yield item, self._sm.queries.get(key, functools.partial(fn, self._sm, item), persist=True), key
+
+
+def each_for(sm: Model, rule: str) -> Each:
+    """The ``Each`` the pipeline gives the ARCH-scoped rule ``rule`` (for asking a rule's ``check`` directly)."""
+    return _Each(sm, rule)
+
+
+def _listed(rule: Rule, sm: Model, rel: str) -> list[Finding | Found]:
+    return list(rule.check(sm, rel))
+
+
+def _fix_of(sm: Model, fd: Found) -> Fix | None:
+    # Inside the fix's own answer: it rests on the answers its group was made from, and on what it reads itself.
+    for q in fd.rests_on:
+        sm.queries.note_answer(q)
+    assert fd.fix is not None
+    return fd.fix()
+
+
+def run_rule(sm: Model, rule: Rule) -> Iterator[Finding]:
+    """``rule``'s findings on ``sm``, asked per its scope, each with its fix attached. A FILE rule's answer per file
+    and every fix (fixgen re-reads whole files) are kept between runs with the files they read."""
+    meta = rule.meta
+    raw: Iterable[Finding | Found]
+    if meta.scope is Scope.FILE:
+        # One answer per file: an unchanged file's facts are not even loaded.
+        raw = (x for rel in sm.model_files()
+               for x in sm.queries.get((meta.id, rel), functools.partial(_listed, rule, sm, rel), persist=True))
+    elif meta.scope is Scope.ARCH:
+        raw = rule.check(sm, _Each(sm, meta.id))
+    else:
+        raw = rule.check(sm)
+    for x in raw:
+        fd = rule.finish(sm, x)
+        f = fd.finding
+        if fd.fix is not None and f.fix is None:
+            fx = sm.queries.get(("fix", meta.id, f), functools.partial(_fix_of, sm, fd), persist=True)
+            if fx is not None and fx.edits:
+                f = dataclasses.replace(f, fix=fx)
+        yield f
+
+
 def run_rules(sm: Model, rules: Iterable[object]) -> tuple[list[Finding], list[InternalError]]:
     """Every rule's findings, sorted, and the internal errors of the rules that broke."""
-    from eagle3_lint.rules import Rule
-
     findings: list[Finding] = []
     errors: list[InternalError] = []
     for rule in rules:
         assert isinstance(rule, Rule)
         try:
-            findings.extend(rule.run(sm))
+            findings.extend(run_rule(sm, rule))
         except Exception as exc:  # noqa: BLE001 - one broken rule must not hide the others
             errors.append(
                 InternalError(f"rule {rule.meta.id}", f"{type(exc).__name__}: {exc}", traceback.format_exc())

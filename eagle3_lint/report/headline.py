@@ -23,7 +23,7 @@ from eagle3_lint.model import Applicability, Finding, Severity, Status
 from eagle3_lint.serving import PLATFORM_LABEL
 
 if TYPE_CHECKING:
-    from eagle3_lint.stages import Analysis
+    from eagle3_lint.stages import Analysis, Model
 
 GATE_RULE = "EGL009"
 _MAX_HOPS = 6
@@ -74,24 +74,24 @@ def serving_of(an: Analysis, arch: str) -> Any | None:
 
 
 # -- which findings concern a target -----------------------------------------------------------
-def reached_classes(an: Analysis, arch: str) -> set[ClassKey]:
+def reached_classes(sm: Model, arch: str) -> set[ClassKey]:
     """The target's class, every class of its MRO, and the inner models it delegates to (and theirs)."""
-    memo: dict[str, set[ClassKey]] = an.__dict__.setdefault("_headline_reached", {})
-    if arch in memo:
-        return memo[arch]
+    return sm.memo.get(f"headline-reached:{arch}", lambda: _reached(sm, arch))
+
+
+def _reached(sm: Model, arch: str) -> set[ClassKey]:
     out: set[ClassKey] = set()
-    start = an.keys.get(arch)
+    start = sm.keys.get(arch)
     todo: list[tuple[ClassKey, int]] = [(start, 0)] if start is not None else []
     while todo:
         key, hops = todo.pop()
         if key in out or hops > _MAX_HOPS:
             continue
         out.add(key)
-        out.update(e for e in an.graph.mro(key).entries if isinstance(e, ClassKey))
-        for d in an.graph.delegations(key):
+        out.update(e for e in sm.graph.mro(key).entries if isinstance(e, ClassKey))
+        for d in sm.graph.delegations(key):
             if d.target is not None:
                 todo.append((d.target, hops + 1))
-    memo[arch] = out
     return out
 
 
@@ -99,7 +99,7 @@ def _on_path(an: Analysis, arch: str) -> tuple[set[str], set[tuple[str, str]]]:
     """Files the target's classes live in, and (file, class name) of those classes."""
     from eagle3_lint import semantic as sem
 
-    keys = reached_classes(an, arch)
+    keys = reached_classes(an.model, arch)
     pairs = {(an.graph.path_of(k), k.name) for k in keys}
     # A file that cannot be read or parsed on the target's import path stops it loading at all (EGL000).
     broken = {b.path for b in sem.broken_on_path(an.model, arch)}

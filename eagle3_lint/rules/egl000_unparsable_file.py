@@ -18,27 +18,19 @@ No automatic fix: the file needs a human.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from eagle3_lint.model import Finding, Location, Severity
-from eagle3_lint.rules import RuleMeta, fit, make
+from eagle3_lint.rules import RuleMeta, Scope, fit, make
 
 if TYPE_CHECKING:
     from eagle3_lint.stages import Model
 
 META = RuleMeta("EGL000", "unparsable-file", Severity.ERROR, False,
-                "A model file cannot be decoded or parsed, so the engine cannot import it.")
+                "A model file cannot be decoded or parsed, so the engine cannot import it.", scope=Scope.FILE)
 
 
-def check(sm: Model) -> Iterator[Finding]:
-    for rel in sm.model_files():
-        # One answer per file, kept between runs: an unchanged file's facts are not even loaded.
-        yield from sm.queries.get((META.id, rel), functools.partial(_in_file, sm, rel), persist=True)
-
-
-def _in_file(sm: Model, rel: str) -> list[Finding]:
+def check(sm: Model, rel: str) -> list[Finding]:
     mf = sm.store.load_path(rel)
     if mf is None:
         why = sm.store.read_errors.get(rel, "not readable")

@@ -43,7 +43,8 @@ a body reaching the wrong object gets no automatic fix.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from eagle3_lint import semantic as sem
@@ -51,11 +52,12 @@ from eagle3_lint.engine import Capability
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.lazyimport import lazy
 from eagle3_lint.model import Applicability, Edit, Finding, Fix, Severity, Status, Step
-from eagle3_lint.rules import RuleMeta, fit, make
+from eagle3_lint.rules import Found, RuleMeta, Scope, fit, make
 from eagle3_lint.rules import _interface as shared
 
 if TYPE_CHECKING:
     from eagle3_lint import fixgen
+    from eagle3_lint.rules import Each
     from eagle3_lint.stages import Model
 else:
     fixgen = lazy("eagle3_lint.fixgen")  # imported on first use (lazyimport.py)
@@ -66,19 +68,16 @@ META = RuleMeta(
     Severity.ERROR,
     True,
     "The top-level class fails the contract (or does not reach the layers) while its inner model supports it.",
+    scope=Scope.ARCH,
 )
 
 
-def check(sm: Model) -> Iterator[Finding]:
-    for f, _g in _pairs(sm):
-        yield f
+def check(sm: Model, each: Each) -> Iterator[Found]:
+    heirs = functools.cache(functools.partial(_failing_heirs, sm))  # asked for gap groups only, once
+    yield from shared.found(sm, _compute(sm, each), lambda sm, g: _finding(sm, g, heirs), _fix)
 
 
-def _pairs(sm: Model) -> list[tuple[Finding, shared.Group]]:
-    return sm.memo.get(META.id, lambda: [(_finding(sm, g), g) for g in _compute(sm)])
-
-
-def _compute(sm: Model) -> shared.Groups:
+def _compute(sm: Model, each: Each) -> shared.Groups:
     groups = shared.Groups()
     # Targeted architectures first: a group shared by several (one wrapper class, subclasses with other inner
     # models) names the inner model of the one the user asked about.
@@ -104,7 +103,7 @@ def _compute(sm: Model) -> shared.Groups:
             loc = sem.class_location(sm, key)
             if loc is not None:
                 groups.get(loc, "no-reach", arch, key=key, inner=inner, effect=eff, owner=own)
-    shared.each_arch(sm, "EGL002", groups, one,
+    shared.each_arch(each, groups, one,
                      sorted(sem.scoped_archs(sm), key=lambda ak: not sm.is_targeted(ak[0])))
     return groups
 
@@ -121,7 +120,7 @@ def _failing_heirs(sm: Model) -> dict[ClassKey, list[tuple[str, ClassKey]]]:
                         out.setdefault(e, []).append((a, k))
         return out
 
-    return sm.memo.get("EGL002-failing-heirs", compute)
+    return compute()
 
 
 def _definer(sm: Model, key: ClassKey, inner: list[tuple[sem.Hop, ...]]) -> ClassKey:
@@ -134,7 +133,8 @@ def _definer(sm: Model, key: ClassKey, inner: list[tuple[sem.Hop, ...]]) -> Clas
     return key
 
 
-def _finding(sm: Model, g: shared.Group) -> Finding:
+def _finding(sm: Model, g: shared.Group,
+             heirs: Callable[[], dict[ClassKey, list[tuple[str, ClassKey]]]]) -> Finding:
     key: ClassKey = g.data["key"]  # type: ignore[assignment]  # Group.data: what _pairs stored
     inner: list[tuple[sem.Hop, ...]] = g.data["inner"]  # type: ignore[assignment]  # Group.data: what _pairs stored
     targeted = shared.any_targeted(sm, g.archs)
@@ -150,7 +150,7 @@ def _finding(sm: Model, g: shared.Group) -> Finding:
         fails = f"fails {check_fn}" if sm.contract.found else "lacks the methods the runner calls"
         msg = (f"{key.name} {fails} ({chk.reason}), but the inner model it delegates to "
                f"({inner_txt}) supports the contract; the runner asks the wrapper")
-        exposed = [a for a, k in _failing_heirs(sm).get(key, ()) if a not in g.archs and k != key]
+        exposed = [a for a, k in heirs().get(key, ()) if a not in g.archs and k != key]
         if exposed:
             msg += (
                 f" (note: {shared.arch_list(exposed)} {'inherits' if len(exposed) == 1 else 'inherit'} {key.name} "
@@ -183,9 +183,8 @@ def _finding(sm: Model, g: shared.Group) -> Finding:
                 symbol=key.name, related=tuple(related), title=title)
 
 
-def fix(sm: Model, finding: Finding) -> Fix | None:
-    g = shared.group_for(sm, lambda: _pairs(sm), finding)
-    if g is None or not shared.wants_fix(sm, g.archs):
+def _fix(sm: Model, g: shared.Group) -> Fix | None:
+    if not shared.wants_fix(sm, g.archs):
         return None
     key: ClassKey = g.data["key"]  # type: ignore[assignment]  # Group.data: what _pairs stored
     inner: list[tuple[sem.Hop, ...]] = g.data["inner"]  # type: ignore[assignment]  # Group.data: what _pairs stored

@@ -45,6 +45,7 @@ the capture flag), or hands the ids to the class's DFlash setter where it has on
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -54,33 +55,34 @@ from eagle3_lint.engine import Capability, Mechanism
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.lazyimport import lazy
 from eagle3_lint.model import Applicability, Edit, Finding, Fix, Severity, Status, Step
-from eagle3_lint.rules import RuleMeta, fit, make
+from eagle3_lint.rules import Found, RuleMeta, Scope, fit, make
 from eagle3_lint.rules import _interface as shared
 
 if TYPE_CHECKING:
     from eagle3_lint import fixgen
+    from eagle3_lint.rules import Each
     from eagle3_lint.stages import Model
 else:
     fixgen = lazy("eagle3_lint.fixgen")  # imported on first use (lazyimport.py)
 
 META = RuleMeta("EGL003", "incomplete-eagle3-interface", Severity.ERROR, True,
                 "A class carries part of the EAGLE-3 contract but not all of it.",
-                needs=frozenset({Capability.AUX_COLLECTION}))
+                needs=frozenset({Capability.AUX_COLLECTION}), scope=Scope.ARCH)
 
 
-def check(sm: Model) -> Iterator[Finding]:
-    for f, _g in _pairs(sm):
-        yield f
+def check(sm: Model, each: Each) -> Iterator[Found]:
+    groups = list(_compute(sm, each))
+    every = tuple(q for o in groups for q in o.sources)
+    for f, g in [(_finding(sm, g), g) for g in groups]:
+        # A missing setter's fix looks at the other classes missing one (a base's new setter is inherited): it rests
+        # on what every group was made from.
+        yield Found(f, functools.partial(_fix, sm, g, groups), every if g.kind == "no-setter" else tuple(g.sources))
 
 
-def _pairs(sm: Model) -> list[tuple[Finding, shared.Group]]:
-    return sm.memo.get(META.id, lambda: [(_finding(sm, g), g) for g in _compute(sm)])
-
-
-def _compute(sm: Model) -> shared.Groups:
+def _compute(sm: Model, each: Each) -> shared.Groups:
     groups = shared.Groups()
     if sm.engine.collection is not None:
-        return _compute_plumbing(sm, groups)
+        return _compute_plumbing(sm, each, groups)
     # One architecture's contribution: an answer kept between runs with the files it read (each_arch).
     def one(arch: str, key: ClassKey, groups: shared.Sink) -> None:
         st = sem.status(sm, arch)
@@ -98,11 +100,11 @@ def _compute(sm: Model) -> shared.Groups:
             loc = sem.class_location(sm, where) if where else None
             if loc is not None:
                 groups.get(loc, "stub-setter", arch, key=where, top=key, effect=eff)
-    shared.each_arch(sm, "EGL003", groups, one, sem.scoped_archs(sm))
+    shared.each_arch(each, groups, one, sem.scoped_archs(sm))
     return groups
 
 
-def _compute_plumbing(sm: Model, groups: shared.Groups) -> shared.Groups:
+def _compute_plumbing(sm: Model, each: Each, groups: shared.Groups) -> shared.Groups:
     """Engines that collect through lists or per-layer flags (``Engine.collection``) and check only for the setter:
     a class without the setter whose ``forward`` unpacks ``(hidden, aux)`` behind the capture flag lacks the setter
     (and, where its layer owner's ``forward`` does not collect, the collection too). Reported on the class."""
@@ -123,7 +125,7 @@ def _compute_plumbing(sm: Model, groups: shared.Groups) -> shared.Groups:
         if loc is not None:
             groups.get(loc, "no-setter", arch, key=key, top=key, owner=own, forward=fw, top_forward=top_fw,
                        unpacks=unpacks, collects=collects)
-    shared.each_arch(sm, "EGL003-plumbing", groups, one, sem.scoped_archs(sm))
+    shared.each_arch(each, groups, one, sem.scoped_archs(sm))
     return groups
 
 
@@ -255,13 +257,12 @@ def _setter_header(sm: Model, key: ClassKey, setter: str) -> fixgen.MethodHeader
     return None
 
 
-def fix(sm: Model, finding: Finding) -> Fix | None:
-    g = shared.group_for(sm, lambda: _pairs(sm), finding)
-    if g is None or not shared.wants_fix(sm, g.archs):
+def _fix(sm: Model, g: shared.Group, groups: list[shared.Group]) -> Fix | None:
+    if not shared.wants_fix(sm, g.archs):
         return None
     key: ClassKey = g.data["key"]  # type: ignore[assignment]  # Group.data: what _pairs stored
     if g.kind == "no-setter":
-        others = [o.data["key"] for _f, o in _pairs(sm) if o.kind == "no-setter" and o.data["key"] != key]
+        others = [o.data["key"] for o in groups if o.kind == "no-setter" and o.data["key"] != key]
         if any(sm.graph.in_mro(key, o) for o in others):  # type: ignore[arg-type]  # Group.data: a ClassKey
             return None  # the base's new setter is inherited
         return _plumbing_fix(sm, g)

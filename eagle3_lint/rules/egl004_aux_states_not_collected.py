@@ -66,11 +66,12 @@ from eagle3_lint.model import (
     Status,
     Step,
 )
-from eagle3_lint.rules import RuleMeta, fit, make
+from eagle3_lint.rules import Found, RuleMeta, Scope, fit, make
 from eagle3_lint.rules import _interface as shared
 
 if TYPE_CHECKING:
     from eagle3_lint import fixgen
+    from eagle3_lint.rules import Each
     from eagle3_lint.stages import Model
 else:
     fixgen = lazy("eagle3_lint.fixgen")  # imported on first use (lazyimport.py)
@@ -82,22 +83,18 @@ META = RuleMeta(
     True,
     "The interface is claimed, but the layer owner's forward never collects or returns the aux hidden states.",
     needs=frozenset({Capability.AUX_COLLECTION}),
+    scope=Scope.ARCH,
 )
 
 
-def check(sm: Model) -> Iterator[Finding]:
-    for f, _g in _pairs(sm):
-        yield f
+def check(sm: Model, each: Each) -> Iterator[Found]:
+    yield from shared.found(sm, _compute(sm, each), _finding, _fix)
 
 
-def _pairs(sm: Model) -> list[tuple[Finding, shared.Group]]:
-    return sm.memo.get(META.id, lambda: [(_finding(sm, g), g) for g in _compute(sm)])
-
-
-def _compute(sm: Model) -> shared.Groups:
+def _compute(sm: Model, each: Each) -> shared.Groups:
     groups = shared.Groups()
     if sm.engine.collection is not None:
-        return _compute_mechanisms(sm, groups)
+        return _compute_mechanisms(sm, each, groups)
     # One architecture's contribution: an answer kept between runs with the files it read (each_arch).
     def one(arch: str, key: ClassKey, groups: shared.Sink) -> None:
         # Supported classes, and those that claim the interface without passing yet: a partial
@@ -145,11 +142,11 @@ def _compute(sm: Model) -> shared.Groups:
         elif not fw.returns_aux:
             groups.get(sem.method_location(sm, fw.owner, fw.line), "no-return", arch,
                        top=key, owner=own, forward=fw, effect=eff)
-    shared.each_arch(sm, "EGL004", groups, one, sem.scoped_archs(sm))
+    shared.each_arch(each, groups, one, sem.scoped_archs(sm))
     return groups
 
 
-def _compute_mechanisms(sm: Model, groups: shared.Groups) -> shared.Groups:
+def _compute_mechanisms(sm: Model, each: Each, groups: shared.Groups) -> shared.Groups:
     """Engines whose decoders collect through a list attribute or per-layer flags (``Engine.collection``): the
     setter must feed, on the layer owner, a mechanism its forward reads, and that forward must return the states.
     Wrapper gaps are EGL002's (their fix delegates to an inner model checked as its own architecture)."""
@@ -177,7 +174,7 @@ def _compute_mechanisms(sm: Model, groups: shared.Groups) -> shared.Groups:
         if not fw.returns_aux:
             groups.get(sem.method_location(sm, fw.owner, fw.line), "no-return", arch,
                        top=key, owner=own, forward=fw, effect=eff)
-    shared.each_arch(sm, "EGL004-mechanisms", groups, one, sem.scoped_archs(sm))
+    shared.each_arch(each, groups, one, sem.scoped_archs(sm))
     return groups
 
 
@@ -276,9 +273,8 @@ def _finding(sm: Model, g: shared.Group) -> Finding:
                 title=fit(*forms, f"{who}: the aux hidden states are never collected"))
 
 
-def fix(sm: Model, finding: Finding) -> Fix | None:
-    g = shared.group_for(sm, lambda: _pairs(sm), finding)
-    if g is None or not shared.wants_fix(sm, g.archs):
+def _fix(sm: Model, g: shared.Group) -> Fix | None:
+    if not shared.wants_fix(sm, g.archs):
         return None
     own: sem.Owner = g.data["owner"]  # type: ignore[assignment]  # Group.data: what _pairs stored
     if g.kind == "no-collect":

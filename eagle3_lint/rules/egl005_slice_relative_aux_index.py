@@ -61,7 +61,6 @@ architecture runs is a warning without a fix, so the patch stays about the targe
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -79,11 +78,12 @@ from eagle3_lint.model import (
     Severity,
     Step,
 )
-from eagle3_lint.rules import RuleMeta, fit, make
+from eagle3_lint.rules import RuleMeta, Scope, fit, make
 from eagle3_lint.runner import RunnerKind
 
 if TYPE_CHECKING:
     from eagle3_lint import fixgen
+    from eagle3_lint.rules import Each
     from eagle3_lint.stages import Model
 else:
     fixgen = lazy("eagle3_lint.fixgen")  # imported on first use (lazyimport.py)
@@ -96,6 +96,7 @@ META = RuleMeta(
     "A forward loop over a slice of the layers compares the slice-relative enumerate index with absolute "
     "aux-layer ids.",
     needs=frozenset({Capability.AUX_COLLECTION}),
+    scope=Scope.ARCH,  # its answers are kept per file (the loops) and per architecture (the forwards it runs)
 )
 
 
@@ -133,16 +134,13 @@ def _flag_value(sm: Model, key: ClassKey, flag: str) -> tuple[bool, str]:
     return False, f"{flag} is {m.value or 'not a literal True'} for {key.name} (from {origin.name}, {where})"
 
 
-def _runners(sm: Model) -> dict[ClassKey, list[_Runner]]:
+def _runners(sm: Model, each: Each) -> dict[ClassKey, list[_Runner]]:
     """For each class defining a ``forward``: the EAGLE-3 architectures whose object graph runs it."""
     marker = _pp_marker(sm)
     out: dict[ClassKey, list[_Runner]] = {}
-    for arch, v in sorted(sm.verdicts.items()):
-        key = sm.keys.get(arch)
-        if v.supports_eagle3 is not True or key is None:
-            continue
-        runs = sm.queries.get(("EGL005-runs", arch, key, marker), functools.partial(_runs, sm, arch, key, marker),
-                               persist=True)
+    archs = [(arch, key, marker) for arch, v in sorted(sm.verdicts.items())
+             if (key := sm.keys.get(arch)) is not None and v.supports_eagle3 is True]
+    for (arch, _key, _marker), runs, _source in each(_runs, archs):
         for owner, runner in runs:
             lst = out.setdefault(owner, [])
             if all(r.arch != arch for r in lst):
@@ -150,8 +148,9 @@ def _runners(sm: Model) -> dict[ClassKey, list[_Runner]]:
     return out
 
 
-def _runs(sm: Model, arch: str, key: ClassKey, marker: str | None) -> list[tuple[ClassKey, _Runner]]:
+def _runs(sm: Model, item: tuple[str, ClassKey, str | None]) -> list[tuple[ClassKey, _Runner]]:
     """The forwards ``arch`` runs, each with its owner class. One answer per architecture, kept between runs."""
+    arch, key, marker = item
     pp: bool | None = None
     if marker is not None:
         m = sm.graph.member_origin(key, marker)
@@ -306,13 +305,13 @@ def _loops_in(sm: Model, rel: str) -> list[tuple[ClassKey, sem.Loop, str]]:
     return out
 
 
-def check(sm: Model) -> Iterator[Finding]:
+def check(sm: Model, each: Each) -> Iterator[Finding]:
     runners: dict[ClassKey, list[_Runner]] | None = None
     targeted = _targeted_forwards(sm) if sm.targeted else set()
-    for rel in sm.model_files():
-        for key, loop, head in sm.queries.get(("EGL005", rel), functools.partial(_loops_in, sm, rel), persist=True):
+    for rel, loops, _source in each(_loops_in, sm.model_files()):
+        for key, loop, head in loops:
             if runners is None:
-                runners = _runners(sm)
+                runners = _runners(sm, each)
             sev, why, related = _severity(sm, key, runners.get(key, []))
             if sm.targeted and key not in targeted:
                 # Under --arch, a loop no target runs is reported as a warning, without a fix.

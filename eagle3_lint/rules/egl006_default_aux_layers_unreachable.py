@@ -46,11 +46,12 @@ from eagle3_lint.engine import Capability
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.lazyimport import lazy
 from eagle3_lint.model import Applicability, Finding, Fix, Location, Severity, Status
-from eagle3_lint.rules import RuleMeta, fit, make
+from eagle3_lint.rules import Found, RuleMeta, Scope, fit, make
 from eagle3_lint.rules import _interface as shared
 
 if TYPE_CHECKING:
     from eagle3_lint import fixgen
+    from eagle3_lint.rules import Each
     from eagle3_lint.stages import Model
 else:
     fixgen = lazy("eagle3_lint.fixgen")  # imported on first use (lazyimport.py)
@@ -62,21 +63,17 @@ META = RuleMeta(
     True,
     "The runner's fallback getter for the default aux layers is missing, a stub, or shadowed by a stale name.",
     needs=frozenset({Capability.AUX_PLUMBING}),
+    scope=Scope.ARCH,
 )
 
 _BROKEN = ("missing", "stub", "broken-default", "broken-delegate")
 
 
-def check(sm: Model) -> Iterator[Finding]:
-    for f, _g in _pairs(sm):
-        yield f
+def check(sm: Model, each: Each) -> Iterator[Found]:
+    yield from shared.found(sm, _compute(sm, each), _finding, _fix)
 
 
-def _pairs(sm: Model) -> list[tuple[Finding, shared.Group]]:
-    return sm.memo.get(META.id, lambda: [(_finding(sm, g), g) for g in _compute(sm)])
-
-
-def _compute(sm: Model) -> shared.Groups:
+def _compute(sm: Model, each: Each) -> shared.Groups:
     groups = shared.Groups()
     names = sem.getter_names(sm)
     if not names:
@@ -108,7 +105,7 @@ def _compute(sm: Model) -> shared.Groups:
                 for cls, old, line in stale:
                     groups.get(sem.method_location(sm, cls, line), "stale", arch,
                                key=cls, top=key, old=old, new=name, state=st)
-    shared.each_arch(sm, "EGL006", groups, one, sem.scoped_archs(sm))
+    shared.each_arch(each, groups, one, sem.scoped_archs(sm))
     return groups
 
 
@@ -164,9 +161,8 @@ def _broken_text(st: sem.GetterState) -> str:
     return f"cannot return the layers: {st.detail}"
 
 
-def fix(sm: Model, finding: Finding) -> Fix | None:
-    g = shared.group_for(sm, lambda: _pairs(sm), finding)
-    if g is None or not shared.wants_fix(sm, g.archs):
+def _fix(sm: Model, g: shared.Group) -> Fix | None:
+    if not shared.wants_fix(sm, g.archs):
         return None
     key: ClassKey = g.data["key"]  # type: ignore[assignment]  # Group.data: what _pairs stored
     top: ClassKey = g.data["top"]  # type: ignore[assignment]  # Group.data: what _pairs stored

@@ -30,7 +30,6 @@ candidates.
 from __future__ import annotations
 
 import builtins
-import functools
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -38,13 +37,14 @@ from eagle3_lint import semantic as sem
 from eagle3_lint.facts import TYPE_CHECKING as TC_BRANCH
 from eagle3_lint.facts import ClassFacts, ModuleFacts
 from eagle3_lint.model import Applicability, Edit, Finding, Fix, Location, Severity
-from eagle3_lint.rules import RuleMeta, make
+from eagle3_lint.rules import RuleMeta, Scope, make
 
 if TYPE_CHECKING:
     from eagle3_lint.stages import Model
 
 META = RuleMeta("EGL008", "undefined-base", Severity.ERROR, True,
-                "A class base is bound nowhere in its module, so importing the module raises NameError.")
+                "A class base is bound nowhere in its module, so importing the module raises NameError.",
+                scope=Scope.FILE)
 
 _BUILTINS = frozenset(dir(builtins))
 
@@ -94,13 +94,8 @@ def _problem(sm: Model, mf: ModuleFacts, class_facts: ClassFacts, name: str) -> 
     return f"{name!r} is bound nowhere in {mf.module} (no import, def, class, assignment or star import provides it)"
 
 
-def check(sm: Model) -> Iterator[Finding]:
-    for rel in sm.model_files():
-        # One answer per file, kept between runs with the files it read (its star imports, say).
-        yield from sm.queries.get((META.id, rel), functools.partial(_in_file, sm, rel), persist=True)
-
-
-def _in_file(sm: Model, rel: str) -> list[Finding]:
+def check(sm: Model, rel: str) -> list[Finding]:
+    # One file: the pipeline keeps the answer between runs with the files it read (its star imports, say).
     return list(_findings_in(sm, rel))
 
 
