@@ -6,7 +6,6 @@ or internal error. A traceback is printed only with ``--debug``.
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import json
 import os
@@ -503,42 +502,11 @@ def _render(an: Analysis, settings: config_mod.Settings, fmt: str, console: Cons
             debug: bool, exit_zero: bool, invocation: str = "eagle3-lint check") -> Replay:
     """The report of ``an`` in ``fmt``, the stderr lines that go with it, and the exit code."""
     from eagle3_lint import outcome as outcome_mod
+    from eagle3_lint.report.emit import EMITTERS, EmitOptions, Report
 
     out = outcome_mod.finalize(an, settings)
-    findings = out.findings
-    if fmt in ("json", "sarif", "github"):
-        # Scoped as the text is: with --arch, what concerns the targets, unless --all.
-        scoped_out, scope = outcome_mod.scoped(an, out, text.show_all)
-        if fmt == "json":
-            report = outcome_mod.json_text(an, scoped_out, scope) + "\n"  # == json.dumps(..., indent=2)
-        elif fmt == "sarif":
-            from eagle3_lint.report.jsondump import dumps
-            from eagle3_lint.report.sarif import build_sarif
-
-            report = dumps(build_sarif(an, scoped_out, scope)) + "\n"
-        else:
-            from eagle3_lint.report.github import render as render_github
-
-            report = render_github([out.paths.finding(f) for f in scoped_out.findings], out.stale_baseline_failure())
-    else:
-        from eagle3_lint.report.draft import render_text as render_draft
-        from eagle3_lint.report.headline import next_step, split, verdict_line
-        from eagle3_lint.report.text import render_check
-
-        assert console is not None
-        targets = an.targeted if not text.show_all else ()
-        mine, rest = split(an, findings, targets) if targets else (findings, [])
-        view = out.paths.context(an)  # the paths the user's repository uses (--path-prefix, an SGLang checkout)
-        shown = [out.paths.finding(f) for f in findings]
-        head = tuple((verdict_line(view, a, shown),
-                      next_step(an, a, findings, invocation, settings.unsafe_fixes)) for a in an.targeted)
-        opts = dataclasses.replace(text, headline=head, targets=targets)
-        with console.capture() as captured:
-            render_check(view, console, [out.paths.finding(f) for f in mine], text.show_all, opts,
-                         hidden=[out.paths.finding(f) for f in rest])
-            if not text.quiet:
-                render_draft(an, console)  # --draft-config / --plugin sections, when given
-        report = captured.get()
+    emit = EMITTERS[fmt if fmt in EMITTERS else "text"]
+    report = emit(Report(an, out), EmitOptions(text, console, invocation, settings.unsafe_fixes))
     lines: list[str] = []
     code = _report_tail(an, out, settings, debug, exit_zero, lines)
     return Replay(report, tuple(lines), code)
