@@ -6,7 +6,8 @@
 - cli.py: click commands are registered by their decorators.
 - minieval.py: the ``_e_<Node>`` evaluators are dispatched by name.
 - read outside the package only: by tests/ (catalog's required sections, the SGLang engine's registry/runner/
-  setter facts and helpers, plugins.is_plugin_display_path, rules.by_id, the store's hit/miss counters), by
+  setter facts and helpers, plugins.is_plugin_display_path, rules.by_id, the store's hit/miss counters,
+  analysis.each_for), by
   scripts/sglang_sweep.py and bench/bench.py.
 
 Regenerate the model's part with ``vulture --make-whitelist | grep report/schema.py``. Not executed: vulture only
@@ -14,6 +15,7 @@ reads the names.
 """
 # ruff: noqa
 rules_cmd  # unused function (eagle3_lint/cli.py)
+each_for  # unused function (eagle3_lint/analysis.py)
 explain  # unused function (eagle3_lint/cli.py)
 _._e_Constant  # unused method (eagle3_lint/minieval.py)
 _._e_Name  # unused method (eagle3_lint/minieval.py)

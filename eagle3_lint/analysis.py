@@ -1,29 +1,29 @@
-"""The pipeline: tree -> facts -> graph -> contract + runner + registry -> verdicts -> rules.
+"""The pipeline: tree -> facts -> engine data -> semantic model -> rules -> suppressions -> serving -> analysis.
 
-``analyze`` builds one ``Context`` that rules query. Internal errors inside one rule are caught and
-recorded, so the other rules' findings still reach the report.
+Each stage's output is frozen data (stages.py) made from the one before it: ``Facts`` (the tree and its
+facts), ``EngineData`` (registry, contract, runner path), ``Model`` (the class graph, the verdicts),
+then ``Analysis``, which collects the rules' findings, the suppressions, the serving verdicts, the
+timings and the internal errors. Internal errors inside one rule are caught and recorded, so the
+other rules' findings still reach the report.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 import traceback
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from eagle3_lint import deps, engines
-from eagle3_lint.contract import Contract
-from eagle3_lint.engine import Engine
 from eagle3_lint.graph import ClassGraph, ClassKey
-from eagle3_lint.model import Finding, Status, Verdict
-from eagle3_lint.queries import Queries, Table
-from eagle3_lint.registry import Registry
-from eagle3_lint.runner import RunnerPath
+from eagle3_lint.model import Finding, Fix, Status, Verdict
+from eagle3_lint.queries import Queries
+from eagle3_lint.rules import Each, Found, Rule, Scope
 from eagle3_lint.semantic import Memo
 from eagle3_lint.source import SourceTree
+from eagle3_lint.stages import Analysis, EngineData, Facts, InternalError, Keep, Model, Options
 from eagle3_lint.store import FactStore
 from eagle3_lint.verdict import Judge
 
@@ -31,38 +31,14 @@ if TYPE_CHECKING:
     from eagle3_lint.serving import ServingVerdict
     from eagle3_lint.suppress import Suppression
 
-@dataclass
-class Options:
-    targets: tuple[str, ...] = ()  # architectures the user targets (--arch)
-    cache_dir: Path | None = None
-    target_config: dict | None = None  # the target's HF config.json, parsed
-    target_config_path: str | None = None
-    draft_config: dict | None = None
-    draft_config_path: str | None = None
-    pipeline_parallel: int | None = None  # --pipeline-parallel N (EGL007 shows the layer split)
-    pp_partition: str | None = None  # --pp-partition, vLLM's VLLM_PP_LAYER_PARTITION override
-    runner: str = "auto"  # --runner auto|v1|v2: the model runner the serving verdict and EGL007 model
-    tensor_parallel: int | None = None  # --tensor-parallel-size: recorded; it does not change what is captured
-    drafter_convention: str | None = None  # --drafter-convention vllm|sglang: how the drafter's ids number layers
-    platform: str = "cuda"  # --platform: what a platform dispatch in the tree and the runner choice are evaluated for
-    method: str | None = None  # --method: the speculative method (None: the engine's EAGLE-3), engine.spec_methods
-    debug: bool = False
-    # The drafter checkpoint's tensors (weights.Checkpoint), read from the safetensors headers of a --draft-config
-    # folder; None without one.
-    draft_weights: Any = None
-    # progress(message) for a step, progress(message, done, total) for a counted one (cli.py renders it).
-    progress: Callable[..., None] | None = None
+_I = TypeVar("_I", bound=Hashable)
+_R = TypeVar("_R")
 
-
-@dataclass
-class InternalError:
-    where: str
-    message: str
-    traceback: str = ""
+__all__ = ["Analysis", "InternalError", "Model", "Options", "analyze", "build", "keep_answers"]
 
 
 class ArchTable(dict[str, Any]):
-    """``ctx.keys`` and ``ctx.verdicts``: an architecture's entry is what its verdict query read, so reading
+    """``Model.keys`` and ``Model.verdicts``: an architecture's entry is what its verdict query read, so reading
     it (not testing membership, which the registry decides) adds those files to the answer being computed."""
 
     __slots__ = ("_queries",)
@@ -96,60 +72,6 @@ class ArchTable(dict[str, Any]):
         return super().values()
 
 
-@dataclass
-class Context:
-    source: SourceTree
-    store: FactStore
-    graph: ClassGraph
-    contract: Contract
-    runner: RunnerPath
-    registry: Registry
-    judge: Judge
-    options: Options
-    version: str
-    engine: Engine
-    verdicts: dict[str, Verdict] = field(default_factory=ArchTable)
-    keys: dict[str, ClassKey | None] = field(default_factory=ArchTable)
-    findings: list[Finding] = field(default_factory=list)
-    errors: list[InternalError] = field(default_factory=list)
-    timings: dict[str, float] = field(default_factory=dict)
-    # Findings silenced by an inline ``# eagle3-lint: ignore[...]`` comment (suppress.py), with why.
-    suppressed: list[tuple[Finding, Suppression]] = field(default_factory=list)
-    # Answers of the semantic model (semantic.py) and of rules, shared by rules, fixes and the serving verdict.
-    memo: Memo = field(default_factory=Memo)
-    # The serving verdict per targeted architecture (serving.py), made after the rules ran.
-    serving: dict[str, ServingVerdict] = field(default_factory=dict)
-    # The analysis' queries (queries.py), and what keeping them for the next check needs.
-    queries: Queries = field(default_factory=Queries)
-    keep: Keep | None = None
-
-    @property
-    def targeted(self) -> tuple[str, ...]:
-        return self.options.targets
-
-    def is_targeted(self, arch: str | None) -> bool:
-        return arch is not None and arch in self.options.targets
-
-    def model_files(self) -> list[str]:
-        # Asked by every per-file rule; the listing is the same all through a check.
-        return self.memo.get("model-files", lambda: [f for f in self.source.py_files() if self.engine.is_model_file(f)])
-
-    def model_classes(self) -> Iterable[tuple[ClassKey, str]]:
-        """Every class defined at module level in the model files, with its file."""
-        for rel in self.model_files():
-            mf = self.store.load_path(rel)
-            if mf is None or mf.error:
-                continue
-            for qn, cf in mf.classes.items():
-                if cf.nested_in is None:
-                    yield ClassKey(mf.module, qn), rel
-
-    def read_text(self, rel: str) -> str:
-        from eagle3_lint.facts import decode_source
-
-        return decode_source(self.source.read_bytes(rel))
-
-
 def resolve_entry(graph: ClassGraph, module: str, class_name: str) -> tuple[ClassKey | None, str]:
     if graph.module(module) is None:
         return None, f"module {module} is not in this tree"
@@ -176,16 +98,6 @@ def sub_config_architectures(cfg: dict[str, Any], expr: str) -> tuple[str, ...]:
     return tuple(a for a in archs if isinstance(a, str)) if isinstance(archs, list) else ()
 
 
-@dataclass(frozen=True)
-class Keep:
-    """Where and under what this analysis' answers are kept for the next check (queries.save)."""
-
-    table: Table
-    head: str
-    files: dict[str, bytes | None]
-    derived: str  # queries.derived_digest of what the engine derived before the first answer
-
-
 def _options_key(options: Options) -> tuple[object, ...]:
     """The request's options as the kept answers depend on them (not where the cache is, nor the progress bar)."""
     return (options.targets, options.target_config, options.target_config_path, options.draft_config,
@@ -199,14 +111,17 @@ def weights_key(ck: Any) -> tuple[object, ...] | None:
     return None if ck is None else tuple(sorted((t.name, t.dtype, t.shape) for t in ck.tensors.values()))
 
 
-def build(source: SourceTree, options: Options, store: FactStore | None = None) -> Context:
-    """``store``: one the caller already opened on ``source`` (to hash the tree first), else a new one."""
+def build(source: SourceTree, options: Options, store: FactStore | None = None) -> Analysis:
+    """The stages up to the semantic model (facts, engine data, class verdicts), with no rule run: the model, the
+    internal errors and timings of building it. ``store``: one the caller already opened on ``source`` (to hash
+    the tree first), else a new one."""
     from eagle3_lint import queries as queries_mod
     from eagle3_lint.source import DirSource, ZipSource
 
     t0 = time.perf_counter()
     if store is None:
         store = FactStore(source, options.cache_dir)
+    facts = Facts(source, store)
     engine = engines.for_package(source.package)
     version = engine.version(source)
     # Answers are kept for plain trees only: a tree overlaid with plugins is never cached (reportcache.py).
@@ -231,7 +146,8 @@ def build(source: SourceTree, options: Options, store: FactStore | None = None) 
     # The engine parses the model files (``preload``) when it suits its derivations: vLLM's reads the
     # runner path in a second process meanwhile.
     derived = engine.derive(source, store, preload)
-    registry, contract, runner = derived.registry, derived.contract, derived.runner
+    data = EngineData(engine, version, derived.registry, derived.contract, derived.runner, derived.errors)
+    registry, contract, runner = data.registry, data.contract, data.runner
     # Every answer rests on what was derived (registry, contract, runner path, gates) without reading it: the
     # answers kept are reused only if that is what the last check derived. An edit of a model file that leaves
     # the registry as it was keeps them (SGLang's registry is read from every model file).
@@ -257,10 +173,9 @@ def build(source: SourceTree, options: Options, store: FactStore | None = None) 
                        package=engine.package, registered_model_helpers=engine.registered_model_helpers,
                        queries=queries, platform=options.platform)
     judge = Judge(graph, contract, runner)
-    ctx = Context(source, store, graph, contract, runner, registry, judge, options, version, engine,
-                  verdicts=ArchTable(queries), keys=ArchTable(queries), memo=Memo(queries), queries=queries,
-                  keep=Keep(table, head, files, digest) if table is not None else None)
-    ctx.errors.extend(InternalError(*e) for e in derived.errors)
+    errors = [InternalError(*e) for e in derived.errors]
+    keys: ArchTable = ArchTable(queries)
+    verdicts: ArchTable = ArchTable(queries)
 
     def judged(arch: str, e: Any) -> tuple[ClassKey | None, Verdict]:
         key, note = resolve_entry(graph, e.module, e.class_name)
@@ -268,58 +183,119 @@ def build(source: SourceTree, options: Options, store: FactStore | None = None) 
 
     for arch, e in registry.entries.items():
         try:
-            ctx.keys[arch], ctx.verdicts[arch] = queries.get(("verdict", arch), functools.partial(judged, arch, e),
-                                                             persist=True)
+            keys[arch], verdicts[arch] = queries.get(("verdict", arch), functools.partial(judged, arch, e),
+                                                     persist=True)
         except Exception as exc:  # noqa: BLE001 - one architecture must not sink the others
-            ctx.keys.setdefault(arch, None)
-            ctx.errors.append(InternalError(f"verdict {arch}", f"{type(exc).__name__}: {exc}", traceback.format_exc()))
-            ctx.verdicts[arch] = Verdict(arch, e.module, e.class_name, None, Status.UNKNOWN,
-                                         f"internal error while judging it: {type(exc).__name__}: {exc}")
+            keys.setdefault(arch, None)
+            errors.append(InternalError(f"verdict {arch}", f"{type(exc).__name__}: {exc}", traceback.format_exc()))
+            verdicts[arch] = Verdict(arch, e.module, e.class_name, None, Status.UNKNOWN,
+                                     f"internal error while judging it: {type(exc).__name__}: {exc}")
     t3 = time.perf_counter()
-    ctx.timings = {"facts": t1 - t0, "derive": t2 - t1, "verdicts": t3 - t2}
-    return ctx
+    sm = Model(facts, data, options, graph, judge, verdicts, keys, queries, Memo(queries))
+    return Analysis(sm, errors=tuple(errors), timings={"facts": t1 - t0, "derive": t2 - t1, "verdicts": t3 - t2},
+                    keep=Keep(table, head, files, digest) if table is not None else None)
 
 
-def run_rules(ctx: Context, rules: Iterable[object]) -> None:
-    from eagle3_lint.rules import Rule
+class _Each:
+    """A rule's work per scope item, as the pipeline keeps it (``rules.Each``): the answer under (the rule, the
+    function, the item), kept between runs with the files it read (queries.py). A re-check after an edit recomputes
+    only the items whose files changed."""
 
+    def __init__(self, sm: Model, rule: str) -> None:
+        self._sm = sm
+        self._rule = rule
+
+    def __call__(self, fn: Callable[[Model, _I], _R], items: Iterable[_I]) -> Iterator[tuple[_I, _R, Hashable]]:
+        for item in items:
+            key = (self._rule, fn.__qualname__, item)
+            yield item, self._sm.queries.get(key, functools.partial(fn, self._sm, item), persist=True), key
+
+
+def each_for(sm: Model, rule: str) -> Each:
+    """The ``Each`` the pipeline gives the ARCH-scoped rule ``rule`` (for asking a rule's ``check`` directly)."""
+    return _Each(sm, rule)
+
+
+def _listed(rule: Rule, sm: Model, rel: str) -> list[Finding | Found]:
+    return list(rule.check(sm, rel))
+
+
+def _fix_of(sm: Model, fd: Found) -> Fix | None:
+    # Inside the fix's own answer: it rests on the answers its group was made from, and on what it reads itself.
+    for q in fd.rests_on:
+        sm.queries.note_answer(q)
+    assert fd.fix is not None
+    return fd.fix()
+
+
+def run_rule(sm: Model, rule: Rule) -> Iterator[Finding]:
+    """``rule``'s findings on ``sm``, asked per its scope, each with its fix attached. A FILE rule's answer per file
+    and every fix (fixgen re-reads whole files) are kept between runs with the files they read."""
+    meta = rule.meta
+    raw: Iterable[Finding | Found]
+    if meta.scope is Scope.FILE:
+        # One answer per file: an unchanged file's facts are not even loaded.
+        raw = (x for rel in sm.model_files()
+               for x in sm.queries.get((meta.id, rel), functools.partial(_listed, rule, sm, rel), persist=True))
+    elif meta.scope is Scope.ARCH:
+        raw = rule.check(sm, _Each(sm, meta.id))
+    else:
+        raw = rule.check(sm)
+    for x in raw:
+        fd = rule.finish(sm, x)
+        f = fd.finding
+        if fd.fix is not None and f.fix is None:
+            fx = sm.queries.get(("fix", meta.id, f), functools.partial(_fix_of, sm, fd), persist=True)
+            if fx is not None and fx.edits:
+                f = dataclasses.replace(f, fix=fx)
+        yield f
+
+
+def run_rules(sm: Model, rules: Iterable[object]) -> tuple[list[Finding], list[InternalError]]:
+    """Every rule's findings, sorted, and the internal errors of the rules that broke."""
+    findings: list[Finding] = []
+    errors: list[InternalError] = []
     for rule in rules:
         assert isinstance(rule, Rule)
         try:
-            ctx.findings.extend(rule.run(ctx))
+            findings.extend(run_rule(sm, rule))
         except Exception as exc:  # noqa: BLE001 - one broken rule must not hide the others
-            ctx.errors.append(
+            errors.append(
                 InternalError(f"rule {rule.meta.id}", f"{type(exc).__name__}: {exc}", traceback.format_exc())
             )
-    ctx.findings.sort(key=Finding.sort_key)
-    ctx.store.save()
+    findings.sort(key=Finding.sort_key)
+    sm.store.save()
+    return findings, errors
 
 
-def serving_verdicts(ctx: Context) -> dict[str, ServingVerdict]:
+def serving_verdicts(sm: Model, findings: Sequence[Finding],
+                     errors: list[InternalError]) -> dict[str, ServingVerdict]:
     out: dict[str, ServingVerdict] = {}
-    for arch in ctx.targeted:
+    for arch in sm.targeted:
         try:
             # Rules (EGL007) may have asked for the chain already; its next step names fixes, so it is
             # worked out again now that every rule has run.
-            sv = ctx.engine.serving_verdict(ctx, arch)
+            sv = sm.engine.serving_verdict(sm, arch)
             if sv is not None:
-                out[arch] = ctx.engine.with_next_step(ctx, sv)
+                out[arch] = sm.engine.with_next_step(sm, sv, findings)
         except Exception as exc:  # noqa: BLE001 - one architecture's chain must not sink the report
-            ctx.errors.append(InternalError(f"serving {arch}", f"{type(exc).__name__}: {exc}", traceback.format_exc()))
+            errors.append(InternalError(f"serving {arch}", f"{type(exc).__name__}: {exc}", traceback.format_exc()))
     return out
 
 
-def apply_suppressions(ctx: Context, ran: set[str]) -> None:
+def apply_suppressions(sm: Model, findings: list[Finding], ran: set[str],
+                       errors: list[InternalError]) -> tuple[list[Finding], list[tuple[Finding, Suppression]]]:
     from eagle3_lint import suppress
 
     try:
-        suppress.apply(ctx, ran)
+        return suppress.apply(sm, findings, ran)
     except Exception as exc:  # noqa: BLE001 - a comment-scanning bug must not lose the findings
-        ctx.errors.append(InternalError("suppressions", f"{type(exc).__name__}: {exc}", traceback.format_exc()))
+        errors.append(InternalError("suppressions", f"{type(exc).__name__}: {exc}", traceback.format_exc()))
+        return findings, []
 
 
 def analyze(source: SourceTree, options: Options, select: Callable[[str], bool] | None = None,
-            store: FactStore | None = None, keep: bool = True) -> Context:
+            store: FactStore | None = None, keep: bool = True) -> Analysis:
     """The analysis of ``source``. Its answers are kept for the next check at the end (``keep``), or by the caller
     with ``keep_answers`` once it has asked for more (the JSON report's rows, outcome.json_text)."""
     from eagle3_lint import guard
@@ -328,30 +304,35 @@ def analyze(source: SourceTree, options: Options, select: Callable[[str], bool] 
     rules = [r for r in all_rules() if select is None or select(r.meta.id)]
     # Nothing under the tree may be imported, executed or written while it is analyzed (guard.py).
     with guard.protect(source):
-        ctx = build(source, options, store)
+        built = build(source, options, store)
+        sm = built.model
+        errors = list(built.errors)
         # A rule resting on what this engine does not model yet would report false findings: it does not run.
-        rules = [r for r in rules if ctx.engine.has(*r.meta.needs)]
+        rules = [r for r in rules if sm.engine.has(*r.meta.needs)]
         t = time.perf_counter()
-        run_rules(ctx, rules)
-        apply_suppressions(ctx, {r.meta.id for r in rules})
-        ctx.serving = serving_verdicts(ctx)  # empty where the engine has no serving chain (serving_verdict: None)
+        found, rule_errors = run_rules(sm, rules)
+        errors += rule_errors
+        findings, suppressed = apply_suppressions(sm, found, {r.meta.id for r in rules}, errors)
+        # Empty where the engine has no serving chain (serving_verdict: None).
+        serving = serving_verdicts(sm, findings, errors)
         # A file whose facts could not be extracted because of a bug of ours is an internal error (exit 2).
-        for mf in ctx.store.loaded():
+        for mf in sm.store.loaded():
             err: str | None = getattr(mf, "internal_error", None)
             if err:
                 msg, _, tb = err.partition("\n")
-                ctx.errors.append(InternalError(f"facts {mf.path}", msg, tb))
-        ctx.timings["rules"] = time.perf_counter() - t
+                errors.append(InternalError(f"facts {mf.path}", msg, tb))
+        timings = {**built.timings, "rules": time.perf_counter() - t}
+        an = Analysis(sm, tuple(findings), tuple(suppressed), serving, tuple(errors), timings, built.keep)
         if keep:
-            keep_answers(ctx)
-    return ctx
+            keep_answers(an)
+    return an
 
 
-def keep_answers(ctx: Context) -> None:
+def keep_answers(an: Analysis) -> None:
     """Save the answers for the next check; after an internal error, drop them (the next check starts afresh)."""
     from eagle3_lint import queries as queries_mod
 
-    k = ctx.keep
+    k = an.keep
     if k is None:
         return
-    queries_mod.save(k.table, k.head, k.files, k.derived, None if ctx.errors else ctx.queries)
+    queries_mod.save(k.table, k.head, k.files, k.derived, None if an.errors else an.model.queries)

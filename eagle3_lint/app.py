@@ -26,7 +26,7 @@ from eagle3_lint.store import FactStore, no_gc
 
 if TYPE_CHECKING:
     # The analysis is imported when one runs: a replayed check (report_once) never needs it.
-    from eagle3_lint.analysis import Context
+    from eagle3_lint.stages import Analysis
     from eagle3_lint.weights import Checkpoint
 
 
@@ -99,7 +99,7 @@ def cache_dir(req: CheckRequest) -> Path | None:
 
 
 def run_check(req: CheckRequest, source: SourceTree | None = None, store: FactStore | None = None,
-              keep: bool = True) -> Context:
+              keep: bool = True) -> Analysis:
     """Analyze ``req``'s target (or ``source``, already opened, with ``store`` already holding its hashes)."""
     from eagle3_lint.analysis import Options, analyze
 
@@ -150,28 +150,28 @@ def run_check(req: CheckRequest, source: SourceTree | None = None, store: FactSt
                    platform=req.platform,
                    tensor_parallel=req.tensor_parallel, drafter_convention=req.drafter_convention,
                    draft_weights=weights, method=method)
-    ctx = analyze(source, opts, req.select, store, keep)
+    an = analyze(source, opts, req.select, store, keep)
     # A broken registry, or (where the registry is read from the model files) broken model files, are EGL000
     # findings the report shows: an empty registry is then their consequence, not a tree the tool misread.
     from eagle3_lint.rules import Role, with_role
 
-    broken = any(f.rule == with_role(Role.UNPARSABLE).id for f in ctx.findings)
-    if ctx.registry.path and not ctx.registry.entries and not broken:
+    broken = any(f.rule == with_role(Role.UNPARSABLE).id for f in an.findings)
+    if an.registry.path and not an.registry.entries and not broken:
         raise UsageError(
-            f"no architectures could be read from {ctx.registry.path} (no *_MODELS dict the tool understands)"
+            f"no architectures could be read from {an.registry.path} (no *_MODELS dict the tool understands)"
         )
     # A target no registry entry names but a broken model file does is not a typo: its entry could not be read,
     # and the serving verdict says so (semantic.broken_on_path).
     from eagle3_lint import semantic as sem
 
-    unknown = [a for a in archs if a not in ctx.verdicts and not sem.broken_on_path(ctx, a)]
+    unknown = [a for a in archs if a not in an.verdicts and not sem.broken_on_path(an.model, a)]
     if unknown:
         hints = []
         for a in unknown:
-            close = suggest_arch(a, ctx)
+            close = suggest_arch(a, an)
             hints.append(f"{a}" + (f" (did you mean {' or '.join(close)}?)" if close else ""))
-        raise UsageError(f"unknown architecture for {engine.display} {ctx.version}: {', '.join(hints)}")
-    return ctx
+        raise UsageError(f"unknown architecture for {engine.display} {an.version}: {', '.join(hints)}")
+    return an
 
 
 # Keys of vLLM's SpeculativeConfig that are not the drafter's own config (``vllm serve --speculative-config``).
@@ -239,10 +239,10 @@ def _norm(name: str) -> str:
     return "".join(ch for ch in name.lower() if ch.isalnum())
 
 
-def suggest_arch(name: str, ctx: Context) -> list[str]:
+def suggest_arch(name: str, an: Analysis) -> list[str]:
     """Close registered architectures for a name people type: a class-name typo, a model_type
     (``deepseek_v3``), an HF repo id (``moonshotai/Kimi-K2.5``) or a case/underscore variant."""
-    archs = sorted(ctx.verdicts)
+    archs = sorted(an.verdicts)
     key = _norm(name.rsplit("/", 1)[-1])
     by_norm = {_norm(a): a for a in archs}
     if key in by_norm:
@@ -252,7 +252,7 @@ def suggest_arch(name: str, ctx: Context) -> list[str]:
         return close
     # The module an architecture lives in is its model_type by convention (``kimi_k25`` -> kimi_k25.py). An HF
     # repo name adds sizes and variants (``Llama-3.1-8B-Instruct``): drop those, then shorten from the end.
-    modules = {a: _norm(ctx.registry.entries[a].module.rsplit(".", 1)[-1]) for a in archs}
+    modules = {a: _norm(an.registry.entries[a].module.rsplit(".", 1)[-1]) for a in archs}
     tokens = [t for t in re.split(r"[-_. ]", name.rsplit("/", 1)[-1].lower())
               if t and not re.fullmatch(r"(a?\d+(\.\d+)?[bmk]|instruct|chat|base|hf|it|fp8|bf16|awq|gptq|\d{4})", t)]
     for n in range(len(tokens), 0, -1):
@@ -265,7 +265,7 @@ def suggest_arch(name: str, ctx: Context) -> list[str]:
     return []
 
 
-def report_once(req: CheckRequest, settings: Settings, render: Callable[[Context], Replay],
+def report_once(req: CheckRequest, settings: Settings, render: Callable[[Analysis], Replay],
                 rendering: tuple[object, ...], cacheable: bool = True) -> Replay:
     """``render(run_check(req))``, or the report an identical earlier request rendered (reportcache.py).
 
@@ -281,7 +281,7 @@ def report_once(req: CheckRequest, settings: Settings, render: Callable[[Context
         return _report_once(req, settings, render, rendering, cacheable)
 
 
-def _report_once(req: CheckRequest, settings: Settings, render: Callable[[Context], Replay],
+def _report_once(req: CheckRequest, settings: Settings, render: Callable[[Analysis], Replay],
                  rendering: tuple[object, ...], cacheable: bool) -> Replay:
     if req.no_cache or not cacheable:
         return render(run_check(req))
@@ -313,9 +313,9 @@ def _report_once(req: CheckRequest, settings: Settings, render: Callable[[Contex
         return hit
     from eagle3_lint.analysis import keep_answers
 
-    ctx = run_check(req, source, store, keep=False)
-    result = render(ctx)
-    keep_answers(ctx)  # after rendering: the report's own answers are kept too (outcome.json_text)
+    an = run_check(req, source, store, keep=False)
+    result = render(an)
+    keep_answers(an)  # after rendering: the report's own answers are kept too (outcome.json_text)
     if result.code != 2:
         cache.put(result)
     return result

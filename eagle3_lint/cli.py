@@ -23,7 +23,7 @@ from eagle3_lint import config as config_mod
 from eagle3_lint.app import CLI_PLATFORMS, CheckRequest, check_output, exit_code, report_once, run_check, write_output
 from eagle3_lint.errors import UsageError
 from eagle3_lint.guard import printable
-from eagle3_lint.report.emitters import EMITTERS, MACHINE, Job
+from eagle3_lint.report.emitters import EMITTERS, MACHINE, EmitOptions, Report
 from eagle3_lint.report.textopts import OutputFormat, TextOptions
 from eagle3_lint.reportcache import Replay
 
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from eagle3_lint import outcome as outcome_mod
-    from eagle3_lint.analysis import Context
+    from eagle3_lint.stages import Analysis
 
 # rich, the analysis, fixes and report builders are imported where they are used: a replayed
 # ``check --format json`` (reportcache.py) needs none of them, and importing them was most of its time.
@@ -100,7 +100,7 @@ def _guard(debug: bool, fn: Callable[[], int]) -> NoReturn:
     sys.exit(code)
 
 
-def _report_tail(ctx: Context, out: outcome_mod.Outcome, settings: config_mod.Settings, debug: bool,
+def _report_tail(an: Analysis, out: outcome_mod.Outcome, settings: config_mod.Settings, debug: bool,
                  exit_zero: bool, lines: list[str] | None) -> int:
     """The exit code, and the stderr lines that go with it (echoed now if ``lines`` is None, else collected)."""
     say: Callable[[str], None] = (lambda m: click.echo(m, err=True)) if lines is None else lines.append
@@ -109,14 +109,14 @@ def _report_tail(ctx: Context, out: outcome_mod.Outcome, settings: config_mod.Se
     from eagle3_lint.report.headline import split
 
     # With targets, only the findings on their serving path decide (--arch X --fail-on warning).
-    counted = split(ctx, out.findings)[0] if ctx.targeted else out.findings
-    code = exit_code(counted, settings.fail_on, len(ctx.errors))
+    counted = split(an, out.findings)[0] if an.targeted else out.findings
+    code = exit_code(counted, settings.fail_on, len(an.errors))
     stale = out.stale_baseline_failure()
     if stale and code == 0:
         say(f"eagle3-lint: error: {stale}")
         code = 1
     if code == 2:
-        for e in ctx.errors:
+        for e in an.errors:
             say(f"eagle3-lint: internal error in {printable(e.where)}: {printable(e.message)}")
             if debug:
                 say(e.traceback)
@@ -335,8 +335,8 @@ def check(target: str | None, archs: tuple[str, ...], fmt: str | None, output: s
             unsafe_fixes=settings.unsafe_fixes)
         invocation = _invocation(cctx)
 
-        def render(ctx: Context) -> Replay:
-            return _render(ctx, settings, "text" if not machine else kind, console, text, debug, exit_zero, invocation)
+        def render(an: Analysis) -> Replay:
+            return _render(an, settings, "text" if not machine else kind, console, text, debug, exit_zero, invocation)
 
         # Runs that write or read other trees are never replayed (reportcache.py).
         cacheable = not (plugins or settings.write_baseline)
@@ -448,10 +448,10 @@ def _fix(req: CheckRequest, settings: config_mod.Settings, output: str | None, d
     from eagle3_lint import target as target_mod
     from eagle3_lint.report.headline import split
 
-    ctx = run_check(req)
-    out = outcome_mod.finalize(ctx, settings)
-    plan = fixes_mod.plan(ctx.source, out.findings, settings.unsafe_fixes)
-    root = ctx.source.writable_root
+    an = run_check(req)
+    out = outcome_mod.finalize(an, settings)
+    plan = fixes_mod.plan(an.source, out.findings, settings.unsafe_fixes)
+    root = an.source.writable_root
     if do_apply and into is None and root is not None and target_mod.is_fetched(root, req.cache_dir):
         raise UsageError(f"{req.target or root} is a downloaded release, kept read-only in the cache; "
                          "print the patch with --fix, or write a patched copy with --fix --apply --into DIR")
@@ -469,7 +469,7 @@ def _fix(req: CheckRequest, settings: config_mod.Settings, output: str | None, d
     elif do_apply:
         dest = root
         if into is not None:
-            dest = _copy_tree(ctx.source, Path(into))
+            dest = _copy_tree(an.source, Path(into))
         written = fixes_mod.apply(dest, plan, backup)
         for p in written:
             say(f"fixed {p}" if into is None else f"fixed {Path(into) / p}")
@@ -481,7 +481,7 @@ def _fix(req: CheckRequest, settings: config_mod.Settings, output: str | None, d
         ctx2 = run_check(again)
         out2 = outcome_mod.finalize(ctx2, settings)
         mine = split(ctx2, out2.findings)[0]
-        before = len(split(ctx, out.findings)[0])
+        before = len(split(an, out.findings)[0])
         say(f"Found {before} finding{'' if before == 1 else 's'} ({fixed} fixed, {len(mine)} remaining).")
         if plan.held_back_unsafe:
             say(f"{plan.held_back_unsafe} unsafe fix(es) held back; rerun with --unsafe-fixes")
@@ -499,7 +499,7 @@ def _fix(req: CheckRequest, settings: config_mod.Settings, output: str | None, d
             say(f"{n} unsafe fix{'' if n == 1 else 'es'} available with --unsafe-fixes")
     if plan.conflicts:
         say(f"{plan.conflicts} overlapping edit(s) dropped; rerun --fix after applying")
-    return _report_tail(ctx, out, settings, debug, exit_zero, None)
+    return _report_tail(an, out, settings, debug, exit_zero, None)
 
 
 def _copy_tree(source: Any, dest: Path) -> Path:
@@ -516,15 +516,15 @@ def _copy_tree(source: Any, dest: Path) -> Path:
     return dest
 
 
-def _render(ctx: Context, settings: config_mod.Settings, fmt: str, console: Console | None, text: TextOptions,
+def _render(an: Analysis, settings: config_mod.Settings, fmt: str, console: Console | None, text: TextOptions,
             debug: bool, exit_zero: bool, invocation: str = "eagle3-lint check") -> Replay:
-    """The report of ``ctx`` in ``fmt``, the stderr lines that go with it, and the exit code."""
+    """The report of ``an`` in ``fmt``, the stderr lines that go with it, and the exit code."""
     from eagle3_lint import outcome as outcome_mod
 
-    out = outcome_mod.finalize(ctx, settings)
-    report = EMITTERS[fmt].render(Job(ctx, out, settings, text, console, invocation))
+    out = outcome_mod.finalize(an, settings)
+    report = EMITTERS[fmt].render(Report(an, out), EmitOptions(text, console, invocation, settings.unsafe_fixes))
     lines: list[str] = []
-    code = _report_tail(ctx, out, settings, debug, exit_zero, lines)
+    code = _report_tail(an, out, settings, debug, exit_zero, lines)
     return Replay(report, tuple(lines), code)
 
 
@@ -574,11 +574,11 @@ def trace(args: tuple[str, ...], arch_opt: str | None, target_config: str | None
             _deprecated("--pipeline-parallel", "--pipeline-parallel-size (or -pp)")
             pipeline_parallel = pipeline_parallel or pipeline_parallel_old
         arch, target = _trace_args(args, arch_opt)
-        ctx = run_check(CheckRequest(target, (arch,), cache_dir, no_cache, target_config, draft_config, debug,
+        an = run_check(CheckRequest(target, (arch,), cache_dir, no_cache, target_config, draft_config, debug,
                                      progress=_progress(fmt == "text"), plugins=plugins,
                                      pipeline_parallel=pipeline_parallel, runner=runner, engine=engine,
                                      platform=platform))
-        node = trace_mod.build(ctx, arch)
+        node = trace_mod.build(an, arch)
         if fmt == "json":
             write_output(json_mod.dumps(trace_mod.to_json(node), indent=2) + "\n", None)
         elif fmt == "dot":

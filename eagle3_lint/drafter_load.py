@@ -37,8 +37,8 @@ from eagle3_lint.semantic import Where, fc_init, read_module
 
 if TYPE_CHECKING:
     from eagle3_lint import minieval as me
-    from eagle3_lint.analysis import Context
     from eagle3_lint.graph import ClassKey
+    from eagle3_lint.stages import Model
 else:
     me = lazy("eagle3_lint.minieval")  # imported on first use (lazyimport.py)
 
@@ -198,14 +198,14 @@ def _guard(t: ast.AST, attrs: dict[str, Attr]) -> bool:
     return (not a.value) if neg else a.value
 
 
-def _init_attrs(ctx: Context, key: ClassKey, cfg: dict[str, Any]) -> tuple[dict[str, Attr], str]:
+def _init_attrs(sm: Model, key: ClassKey, cfg: dict[str, Any]) -> tuple[dict[str, Attr], str]:
     """``self.x`` as ``key``'s ``__init__`` assigns it for drafter config ``cfg`` (the branches it takes)."""
-    hit = ctx.graph.method(key, "__init__")
+    hit = sm.graph.method(key, "__init__")
     if hit is None:
         return {}, f"{key.name} has no __init__ the tool can read"
     owner, md = hit
-    path = ctx.graph.path_of(owner)
-    tree = read_module(ctx, path)
+    path = sm.graph.path_of(owner)
+    tree = read_module(sm, path)
     fnode = me.function_at(tree, getattr(md, "line", 0)) if tree is not None else None
     if tree is None or fnode is None:
         return {}, f"cannot read {owner.name}.__init__"
@@ -246,28 +246,28 @@ def _init_attrs(ctx: Context, key: ClassKey, cfg: dict[str, Any]) -> tuple[dict[
     return out, note
 
 
-def loading(ctx: Context, arch: str, cfg: dict[str, Any]) -> Loading | None:
+def loading(sm: Model, arch: str, cfg: dict[str, Any]) -> Loading | None:
     """The loader of the drafter class registered as ``arch`` and what it builds for ``cfg``; None when the class
     or its ``load_weights`` cannot be read."""
-    key = ctx.keys.get(arch)
+    key = sm.keys.get(arch)
     if key is None:
         return None
-    hit = ctx.graph.member_origin(key, LOADER)  # the facts keep only some methods' details: its span will do
+    hit = sm.graph.member_origin(key, LOADER)  # the facts keep only some methods' details: its span will do
     if hit is None:
         return None
     owner, md = hit
-    path = ctx.graph.path_of(owner)
-    tree = read_module(ctx, path)
+    path = sm.graph.path_of(owner)
+    tree = read_module(sm, path)
     fnode = me.function_at(tree, getattr(md, "line", 0)) if tree is not None else None
     if fnode is None or not isinstance(fnode, ast.FunctionDef):
         return None
     out = Loading(key.name, None, path=path)
-    out.top, out.note = _init_attrs(ctx, key, cfg)
-    fi = fc_init(ctx, key)
+    out.top, out.note = _init_attrs(sm, key, cfg)
+    fi = fc_init(sm, key)
     if fi is not None and fi.owner != key:
         out.inner_class, out.inner_path = fi.owner.name, fi.path
-        out.inner_attr = next((d.attr for d in ctx.graph.delegations(key) if d.target == fi.owner), "")
-        out.inner, note = _init_attrs(ctx, fi.owner, cfg)
+        out.inner_attr = next((d.attr for d in sm.graph.delegations(key) if d.target == fi.owner), "")
+        out.inner, note = _init_attrs(sm, fi.owner, cfg)
         out.note = out.note or note
     n = cfg.get("num_hidden_layers")
     out.layers = n if isinstance(n, int) and not isinstance(n, bool) else None

@@ -30,7 +30,7 @@ from eagle3_lint.weights import Checkpoint, Tensor
 
 if TYPE_CHECKING:
     from eagle3_lint import minieval as me
-    from eagle3_lint.analysis import Context
+    from eagle3_lint.stages import Model
 else:
     me = lazy("eagle3_lint.minieval")  # imported on first use (lazyimport.py)
 
@@ -59,16 +59,16 @@ def _range_arg(value: ast.AST) -> ast.expr | None:
     return None
 
 
-def built(ctx: Context, arch: str, hf_config: dict[str, Any]) -> Built:
+def built(sm: Model, arch: str, hf_config: dict[str, Any]) -> Built:
     """What the class registered as ``arch`` builds for ``hf_config`` (the drafter's, after the engine's renaming)."""
     out = Built(drafter_class=arch)
-    key = ctx.keys.get(arch)
+    key = sm.keys.get(arch)
     if key is None:
         out.note = f"{arch} does not resolve to a class in this tree"
         return out
     out.drafter_class = key.name
-    out.loading = dl.loading(ctx, arch, hf_config)
-    fi = fc_init(ctx, key)
+    out.loading = dl.loading(sm, arch, hf_config)
+    fi = fc_init(sm, key)
     if fi is None:
         out.note = f"{key.name} builds no self.fc"
         return out

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import traceback
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -20,13 +20,14 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 if TYPE_CHECKING:
     import os
 
-    from eagle3_lint.analysis import Context
     from eagle3_lint.contract import Contract
     from eagle3_lint.drafter import DraftAnalysis
+    from eagle3_lint.model import Finding
     from eagle3_lint.registry import Registry
     from eagle3_lint.runner import Gate, RunnerKind, RunnerPath
     from eagle3_lint.serving import ServingVerdict
     from eagle3_lint.source import SourceTree
+    from eagle3_lint.stages import Model
     from eagle3_lint.store import FactStore
 
 
@@ -192,16 +193,16 @@ class Engine(ABC):
         raise UsageError(f"--plugin: {self.display} has no out-of-tree model plugins this tool can read")
 
     # -- config-time refusals (None: the engine has no such gate) ---------------------------------------------
-    def config_refusal(self, ctx: Context, arch: str) -> tuple[Gate, str] | None:
+    def config_refusal(self, sm: Model, arch: str) -> tuple[Gate, str] | None:
         """The config-time gate that refuses EAGLE-3 for ``arch`` with no target config, and the model_type it
         judged by (only to grade findings on untargeted architectures)."""
         return None
 
-    def target_model_type(self, ctx: Context, config_attr: str) -> Any:
+    def target_model_type(self, sm: Model, config_attr: str) -> Any:
         """What ``<config_attr>.model_type`` the engine gives the ``--target-config`` (memoised per analysis)."""
         return None
 
-    def pp_refused(self, ctx: Context) -> str | None:
+    def pp_refused(self, sm: Model) -> str | None:
         """Why this tree refuses every EAGLE-3 set-up with pipeline parallelism at config time, or None."""
         return None
 
@@ -211,15 +212,15 @@ class Engine(ABC):
         usage error; None when it has it or the engine does not say (``spec_methods`` is the tool's own list)."""
         return None
 
-    def draft_analysis(self, ctx: Context, arch: str | None = None,
+    def draft_analysis(self, sm: Model, arch: str | None = None,
                        kind: RunnerKind | None = None) -> DraftAnalysis | None:
         """What ``--draft-config`` means to this tree for ``arch`` on runner ``kind`` (memoised per analysis)."""
         return None
 
-    def serving_verdict(self, ctx: Context, arch: str, kind: RunnerKind | None = None) -> ServingVerdict | None:
+    def serving_verdict(self, sm: Model, arch: str, kind: RunnerKind | None = None) -> ServingVerdict | None:
         """The serving chain of ``arch`` (memoised per analysis), or None where the engine has none."""
         return None
 
-    def with_next_step(self, ctx: Context, sv: ServingVerdict) -> ServingVerdict:
-        """``sv`` with its next step worked out from the findings as they are now."""
+    def with_next_step(self, sm: Model, sv: ServingVerdict, findings: Sequence[Finding]) -> ServingVerdict:
+        """``sv`` with its next step worked out from ``findings`` (the reported ones, once every rule ran)."""
         return sv

@@ -17,7 +17,7 @@ Every builder returns ``[]`` when there is nothing to do, which is what makes a 
 Generated loops always index layers absolutely (``enumerate(..., start=<slice start>)``), never
 slice-relatively.
 
-The file text is read through ``ctx.read_text`` and parsed with ``ast`` only to find positions;
+The file text is read through ``sm.read_text`` and parsed with ``ast`` only to find positions;
 nothing here imports or executes the tree.
 """
 
@@ -38,9 +38,9 @@ from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import Edit
 
 if TYPE_CHECKING:
-    from eagle3_lint.analysis import Context
     from eagle3_lint.facts import Loop
     from eagle3_lint.runner import Gate
+    from eagle3_lint.stages import Model
 
 # The default layer choice of every stub-era in-tree override and of the 0.18+ default body:
 # early, middle and late layers.
@@ -74,25 +74,25 @@ class Flavor:
     mixin_attr: str | None  # the attribute the mixin's collector compares with
 
 
-def flavor(ctx: Context) -> Flavor:
-    return ctx.memo.get("fixgen-flavor", lambda: _flavor(ctx))
+def flavor(sm: Model) -> Flavor:
+    return sm.memo.get("fixgen-flavor", lambda: _flavor(sm))
 
 
-def _flavor(ctx: Context) -> Flavor:
+def _flavor(sm: Model) -> Flavor:
     from eagle3_lint import semantic as sem
 
-    c = ctx.contract
-    getters = sem.getter_names(ctx)
+    c = sm.contract
+    getters = sem.getter_names(sm)
     mixin_attr = None
-    mk = sem.mixin_key(ctx)
+    mk = sem.mixin_key(sm)
     if mk is not None and c.mixin_collector:
-        hit = ctx.graph.method(mk, c.mixin_collector)
+        hit = sm.graph.method(mk, c.mixin_collector)
         if hit is not None:
             for _left, container, _line in hit[1].memberships:  # type: ignore[attr-defined]  # md: a MethodDef
                 if container.startswith("self."):
                     mixin_attr = container[5:]
     return Flavor(
-        protocol=c.protocol if c.found else None, module=c.module, setter=sem.setter_name(ctx),
+        protocol=c.protocol if c.found else None, module=c.module, setter=sem.setter_name(sm),
         getter=getters[0] if getters else None, defaults=c.methods_have_defaults,
         mixin=c.mixin, mixin_setter=c.mixin_setter, collector=c.mixin_collector, mixin_attr=mixin_attr,
     )
@@ -222,13 +222,13 @@ class Text:
         return found
 
 
-def text_of(ctx: Context, rel: str) -> Text | None:
+def text_of(sm: Model, rel: str) -> Text | None:
     """The file's text (read and parsed once per analysis)."""
-    cache: dict[str, Text | None] = ctx.memo.get("fixgen-texts", dict)
+    cache: dict[str, Text | None] = sm.memo.get("fixgen-texts", dict)
     deps.note(rel)  # read once per analysis: whoever asks now read that file too
     if rel not in cache:
         try:
-            cache[rel] = Text(rel, ctx.read_text(rel))
+            cache[rel] = Text(rel, sm.read_text(rel))
         except (OSError, UnicodeError, LookupError, SyntaxError):
             cache[rel] = None
     return cache[rel]
@@ -252,14 +252,14 @@ def insert(path: str, pos: tuple[int, int], text: str) -> Edit:
     return Edit(path, pos[0], pos[1], pos[0], pos[1], text)
 
 
-def _class_ctx(ctx: Context, key: ClassKey, header_only: bool = False) -> tuple[str, Text, ast.ClassDef] | None:
+def _class_ctx(sm: Model, key: ClassKey, header_only: bool = False) -> tuple[str, Text, ast.ClassDef] | None:
     """The class's file, text and ``ClassDef``; with ``header_only`` its body is a bare ``pass``
     (all an edit of the bases needs, and a 500-line class is not parsed for it)."""
-    cf = ctx.graph.class_facts(key)
+    cf = sm.graph.class_facts(key)
     if cf is None:
         return None
-    rel = ctx.graph.path_of(key)
-    t = text_of(ctx, rel)
+    rel = sm.graph.path_of(key)
+    t = text_of(sm, rel)
     if t is None:
         return None
     node = None
@@ -274,12 +274,12 @@ def _class_ctx(ctx: Context, key: ClassKey, header_only: bool = False) -> tuple[
 
 
 # -- imports --------------------------------------------------------------------------------------
-def import_name(ctx: Context, rel: str, module: str, name: str) -> list[Edit]:
+def import_name(sm: Model, rel: str, module: str, name: str) -> list[Edit]:
     """Make ``name`` (from ``module``) bound at module level in ``rel``: extend an existing import, else add one."""
-    return import_names(ctx, rel, module, (name,))
+    return import_names(sm, rel, module, (name,))
 
 
-def import_names(ctx: Context, rel: str, module: str, names: tuple[str, ...]) -> list[Edit]:
+def import_names(sm: Model, rel: str, module: str, names: tuple[str, ...]) -> list[Edit]:
     """Make ``names`` (from ``module``) bound at module level in ``rel``, as isort/ruff would write it.
 
     Each name joins an existing ``from <module> import`` at its sorted place (one edit per name, so two
@@ -287,14 +287,14 @@ def import_names(ctx: Context, rel: str, module: str, names: tuple[str, ...]) ->
     import that would overflow becomes the parenthesised one-name-per-line form ruff gives it. Without an
     import from the module, one new statement goes into its import section (standard library, or the
     file's relative imports of sibling modules), at its sorted place."""
-    mf = ctx.store.load_path(rel)
+    mf = sm.store.load_path(rel)
     if mf is None or mf.error:
         return []
     missing = [n for n in dict.fromkeys(names)
                if not any(b.branch in ("", "try", "else") for b in mf.bindings.get(n, []))]
     if not missing:
         return []
-    t = text_of(ctx, rel)
+    t = text_of(sm, rel)
     head = t.head(mf.last_import_line) if t is not None else None
     if t is None or head is None:
         return []
@@ -451,9 +451,9 @@ def _abs_module(module: str, is_package: bool, level: int, name: str | None) -> 
     return f"{base}.{name}" if name else base
 
 
-def bound_name(ctx: Context, rel: str, module: str, name: str) -> str:
+def bound_name(sm: Model, rel: str, module: str, name: str) -> str:
     """The name under which ``module.name`` is (or will be) reachable in ``rel``."""
-    mf = ctx.store.load_path(rel)
+    mf = sm.store.load_path(rel)
     if mf is not None:
         for local, bl in mf.bindings.items():
             for b in bl:
@@ -463,17 +463,17 @@ def bound_name(ctx: Context, rel: str, module: str, name: str) -> str:
 
 
 # -- bases ------------------------------------------------------------------------------------------
-def add_base(ctx: Context, key: ClassKey, module: str, name: str) -> list[Edit]:
+def add_base(sm: Model, key: ClassKey, module: str, name: str) -> list[Edit]:
     """Append ``name`` (imported from ``module``) to the bases of ``key``, with its import; [] if inherited already."""
     target = ClassKey(module, name)
-    if ctx.graph.in_mro(key, target):
+    if sm.graph.in_mro(key, target):
         return []
-    cc = _class_ctx(ctx, key, header_only=True)
+    cc = _class_ctx(sm, key, header_only=True)
     if cc is None:
         return []
     rel, t, node = cc
-    local = bound_name(ctx, rel, module, name)
-    edits = import_name(ctx, rel, module, name) if local == name else []
+    local = bound_name(sm, rel, module, name)
+    edits = import_name(sm, rel, module, name) if local == name else []
     if node.bases:
         edits += _append_base(rel, t, node, local)
     else:
@@ -546,11 +546,11 @@ def _next_char(t: Text, pos: tuple[int, int]) -> tuple[int, int] | None:
 
 
 # -- methods ----------------------------------------------------------------------------------------
-def signature(ctx: Context, name: str, role: str) -> str:
+def signature(sm: Model, name: str, role: str) -> str:
     """``def name(<params>) -> <ret>:`` copied from the tree's Protocol, else the stub-era shape."""
-    c = ctx.contract
+    c = sm.contract
     if c.found and c.path:
-        t = text_of(ctx, c.path)
+        t = text_of(sm, c.path)
         if t is not None and t.tree is not None:
             for st in t.tree.body:
                 if isinstance(st, ast.ClassDef) and st.name == c.protocol:
@@ -563,16 +563,16 @@ def signature(ctx: Context, name: str, role: str) -> str:
     return f"def {name}({params}) -> {ret}:"
 
 
-def setter_param(ctx: Context) -> str:
-    m = ctx.contract.member(ctx.contract.setter or "")
+def setter_param(sm: Model) -> str:
+    m = sm.contract.member(sm.contract.setter or "")
     if m is not None and len(m.params) >= 2:
         return m.params[1]
     return "layers"
 
 
-def add_method(ctx: Context, key: ClassKey, header: str, body: list[str]) -> list[Edit]:
+def add_method(sm: Model, key: ClassKey, header: str, body: list[str]) -> list[Edit]:
     """Append one method at the end of the class body (one edit per method, so identical ones merge)."""
-    cc = _class_ctx(ctx, key)
+    cc = _class_ctx(sm, key)
     if cc is None:
         return []
     rel, t, node = cc
@@ -613,37 +613,37 @@ def getter_delegate(attr: str, getter: str) -> list[str]:
     return [f"return self.{attr}.{getter}()"]
 
 
-def add_setter(ctx: Context, key: ClassKey, body: list[str]) -> list[Edit]:
-    fl = flavor(ctx)
+def add_setter(sm: Model, key: ClassKey, body: list[str]) -> list[Edit]:
+    fl = flavor(sm)
     if fl.setter is None:
         return []
-    return add_method(ctx, key, signature(ctx, fl.setter, "setter"), body)
+    return add_method(sm, key, signature(sm, fl.setter, "setter"), body)
 
 
-def add_getter(ctx: Context, key: ClassKey, body: list[str]) -> list[Edit]:
-    fl = flavor(ctx)
+def add_getter(sm: Model, key: ClassKey, body: list[str]) -> list[Edit]:
+    fl = flavor(sm)
     if fl.getter is None:
         return []
-    return add_method(ctx, key, signature(ctx, fl.getter, "getter"), body)
+    return add_method(sm, key, signature(sm, fl.getter, "getter"), body)
 
 
-def add_protocol(ctx: Context, key: ClassKey) -> list[Edit]:
-    fl = flavor(ctx)
+def add_protocol(sm: Model, key: ClassKey) -> list[Edit]:
+    fl = flavor(sm)
     if fl.protocol is None:
         return []
-    return add_base(ctx, key, fl.module, fl.protocol)
+    return add_base(sm, key, fl.module, fl.protocol)
 
 
-def add_mixin(ctx: Context, key: ClassKey) -> list[Edit]:
-    fl = flavor(ctx)
+def add_mixin(sm: Model, key: ClassKey) -> list[Edit]:
+    fl = flavor(sm)
     if fl.mixin is None:
         return []
-    return add_base(ctx, key, fl.module, fl.mixin)
+    return add_base(sm, key, fl.module, fl.mixin)
 
 
-def rename_method(ctx: Context, key: ClassKey, old: str, new: str, calls: tuple[str, ...] = ()) -> list[Edit]:
+def rename_method(sm: Model, key: ClassKey, old: str, new: str, calls: tuple[str, ...] = ()) -> list[Edit]:
     """Rename ``def old`` in ``key`` to ``new``; also ``.old(`` calls in its body on the receivers in ``calls``."""
-    cc = _class_ctx(ctx, key)
+    cc = _class_ctx(sm, key)
     if cc is None:
         return []
     rel, t, node = cc
@@ -781,13 +781,13 @@ def _existing_aux_list(loop: ast.For, collector: str | None) -> str | None:
 
 
 def collection(
-    ctx: Context, key: ClassKey, attr: str, *, collect: bool, ret: bool, mixin_idiom: bool
+    sm: Model, key: ClassKey, attr: str, *, collect: bool, ret: bool, mixin_idiom: bool
 ) -> list[Edit] | None:
     """Edits to ``key``'s own ``forward``: collect hidden states at absolute layer indices and/or return them.
 
     None when the forward's shape is not one the tool can rewrite safely (the finding stays, without a fix).
     """
-    cc = _class_ctx(ctx, key)
+    cc = _class_ctx(sm, key)
     if cc is None:
         return None
     rel, t, node = cc
@@ -796,14 +796,14 @@ def collection(
         return None
     from eagle3_lint import semantic as sem
 
-    lp = sem.rewrite_loop(ctx, key)
+    lp = sem.rewrite_loop(sm, key)
     loop = _loop_node(t, fn, lp) if lp is not None else None
     if lp is None or loop is None or loop.body[0].lineno == loop.lineno:
         return None
     info = _analyse_loop(t, fn, loop, lp)
     if info is None:
         return None
-    fl = flavor(ctx)
+    fl = flavor(sm)
     edits: list[Edit] = []
     aux = AUX_LIST
     if collect:
@@ -851,7 +851,7 @@ _EMPTY_VALUES = frozenset({"()", "tuple()", "tuple[int, ...]()", "[]", "list()"}
 _EMPTY_ANNOTATIONS = frozenset({"tuple[int, ...]", "Tuple[int, ...]", "list[int]", "List[int]"})
 
 
-def init_idiom(ctx: Context, attr: str) -> str | None:
+def init_idiom(sm: Model, attr: str) -> str | None:
     """How the tree's own decoders start ``self.<attr>`` empty in ``__init__``, as the text after ``self.<attr>``
     (`` = tuple[int, ...]()`` in vLLM 0.11-0.17's llama.py, ``: tuple[int, ...] = ()`` in 0.32's qwen3_5.py): the
     form most of them use. On a tie the form of the contract's own class-level default wins (``EagleModelMixin``'s
@@ -868,22 +868,22 @@ def init_idiom(ctx: Context, attr: str) -> str | None:
             return f": {m['ann']} = {m['val']}" if m["ann"] else f" = {m['val']}"
 
         seen: dict[str, int] = {}
-        mk = sem.mixin_key(ctx)
-        mcf = ctx.graph.class_facts(mk) if mk is not None else None
+        mk = sem.mixin_key(sm)
+        mcf = sm.graph.class_facts(mk) if mk is not None else None
         member = mcf.members.get(attr) if mcf is not None else None
-        mt = text_of(ctx, ctx.graph.path_of(mk)) if mk is not None and member is not None else None
+        mt = text_of(sm, sm.graph.path_of(mk)) if mk is not None and member is not None else None
         own = form(mt.line(member.line)) if mt is not None and member is not None else None
         if own is not None:
             seen[own] = 0  # first among equals
-        for key, rel in ctx.model_classes():
-            cf = ctx.graph.class_facts(key)
+        for key, rel in sm.model_classes():
+            cf = sm.graph.class_facts(key)
             md = cf.methods.get("__init__") if cf is not None else None
             if md is None:
                 continue
             for sa in md.self_assigns:
                 if sa.target != f"self.{attr}" or sa.value_kind in ("name", "attr", "unpack"):
                     continue
-                t = text_of(ctx, rel)
+                t = text_of(sm, rel)
                 tail = form(t.line(sa.line)) if t is not None else None
                 if tail is not None:
                     seen[tail] = seen.get(tail, 0) + 1
@@ -891,22 +891,22 @@ def init_idiom(ctx: Context, attr: str) -> str | None:
             return None
         most = max(seen.values())
         return next(tail for tail, n in seen.items() if n == most)
-    return ctx.memo.get(f"fixgen-init-idiom-{attr}", compute)
+    return sm.memo.get(f"fixgen-init-idiom-{attr}", compute)
 
 
-def init_attr(ctx: Context, key: ClassKey, attr: str, value: str | None = None) -> list[Edit]:
+def init_attr(sm: Model, key: ClassKey, attr: str, value: str | None = None) -> list[Edit]:
     """Give ``key`` an empty ``self.<attr>`` right after ``__init__`` builds ``self.layers`` (else a class
     attribute), written as the tree's decoders write it (``init_idiom``); failing that ``= <value>``, or
     ``: tuple[int, ...] = ()``."""
     from eagle3_lint import semantic as sem
 
-    if sem.attr_initialised(ctx, key, attr):
+    if sem.attr_initialised(sm, key, attr):
         return []
-    cc = _class_ctx(ctx, key)
+    cc = _class_ctx(sm, key)
     if cc is None:
         return []
     rel, t, node = cc
-    tail = init_idiom(ctx, attr) or (f" = {value}" if value else ": tuple[int, ...] = ()")
+    tail = init_idiom(sm, attr) or (f" = {value}" if value else ": tuple[int, ...] = ()")
     init = t.function_node(node, "__init__")
     if init is not None:
         for st in init.body:
@@ -943,10 +943,10 @@ def start_kwarg(t: Text, pos: tuple[int, int], start: str) -> str:
     return f",\n{ind}start={start}" if after.lstrip().startswith(",") else f",\n{ind}start={start},"
 
 
-def enumerate_start_point(ctx: Context, rel: str, lp: Loop) -> tuple[int, int] | None:
+def enumerate_start_point(sm: Model, rel: str, lp: Loop) -> tuple[int, int] | None:
     """(line, col) right after ``enumerate``'s first argument in loop ``lp`` of ``rel`` (the facts recorded where
     it ends): where EGL005's ``, start=...`` goes."""
-    t = text_of(ctx, rel)
+    t = text_of(sm, rel)
     if t is None or not (0 < lp.seq_end[0] <= len(t.lines)):
         return None
     return lp.seq_end
@@ -1011,10 +1011,10 @@ def _fix_literal(text: str, g: Gate, mt: str) -> tuple[Edit, ...]:
     return ()
 
 
-def allow_list_edits(ctx: Context, g: Gate, mt: str) -> tuple[Edit, ...]:
+def allow_list_edits(sm: Model, g: Gate, mt: str) -> tuple[Edit, ...]:
     """Edits that let model_type ``mt`` through gate ``g``: appended to its list, or the literal made a list."""
     try:
-        text = ctx.read_text(g.path)
+        text = sm.read_text(g.path)
         if g.list_name:
             one = _fix_list(text, g, mt)
             return (one,) if one is not None else ()
@@ -1063,19 +1063,19 @@ def _delegation_shape(fn: ast.FunctionDef, setter: str) -> str | None:
     return attr if guarded in (None, f"self.{attr}") else None
 
 
-def setter_idioms(ctx: Context) -> list[SetterIdiom]:
+def setter_idioms(sm: Model) -> list[SetterIdiom]:
     """Every purely delegating setter (``contract.setter``) of the tree's model classes, in path order."""
     def compute() -> list[SetterIdiom]:
-        setter = ctx.contract.setter
+        setter = sm.contract.setter
         out: list[SetterIdiom] = []
         if not setter:
             return out
-        for key, rel in ctx.model_classes():
-            cf = ctx.graph.class_facts(key)
+        for key, rel in sm.model_classes():
+            cf = sm.graph.class_facts(key)
             m = cf.members.get(setter) if cf else None
             if m is None or m.kind != "def" or m.end_line - m.line > 15:
                 continue
-            t = text_of(ctx, rel)
+            t = text_of(sm, rel)
             if t is None:
                 continue
             src = textwrap.dedent("\n".join(t.lines[m.line - 1: m.end_line]))
@@ -1093,19 +1093,19 @@ def setter_idioms(ctx: Context) -> list[SetterIdiom]:
             body = textwrap.dedent("\n".join(src.splitlines()[fn.body[0].lineno - 1:])).splitlines()
             out.append(SetterIdiom(key, rel, m.line, attr, header, tuple(body), tuple(sorted(names))))
         return out
-    return ctx.memo.get("fixgen-setter-idioms", compute)
+    return sm.memo.get("fixgen-setter-idioms", compute)
 
 
-def add_delegating_setter(ctx: Context, key: ClassKey, attr: str) -> tuple[list[Edit], SetterIdiom] | None:
+def add_delegating_setter(sm: Model, key: ClassKey, attr: str) -> tuple[list[Edit], SetterIdiom] | None:
     """The tree's own delegating setter copied onto ``key``, delegating to ``self.<attr>`` (an idiom that already
     delegates to that attribute first), with the names its header needs imported where ``key``'s module lacks them."""
-    idioms = setter_idioms(ctx)
+    idioms = setter_idioms(sm)
     pick = next((i for i in idioms if i.attr == attr), None) or (idioms[0] if idioms else None)
     if pick is None:
         return None
     body = [re.sub(rf"\bself\.{re.escape(pick.attr)}\b", f"self.{attr}", b) for b in pick.body]
-    edits = header_imports(ctx, key, MethodHeader(pick.path, pick.header, (), pick.names))
-    edits += add_method(ctx, key, pick.header, body)
+    edits = header_imports(sm, key, MethodHeader(pick.path, pick.header, (), pick.names))
+    edits += add_method(sm, key, pick.header, body)
     return edits, pick
 
 
@@ -1139,9 +1139,9 @@ def _header_of(src: str, fn: ast.FunctionDef, name: str) -> tuple[str, set[str]]
     return f"def {name}({', '.join(args)})" + (f" -> {ret}" if ret else "") + ":", names
 
 
-def method_header(ctx: Context, key: ClassKey, name: str) -> MethodHeader | None:
+def method_header(sm: Model, key: ClassKey, name: str) -> MethodHeader | None:
     """The header of ``key``'s own ``name`` (plain positional parameters only), to copy onto another class."""
-    cc = _class_ctx(ctx, key)
+    cc = _class_ctx(sm, key)
     if cc is None:
         return None
     rel, t, node = cc
@@ -1153,22 +1153,22 @@ def method_header(ctx: Context, key: ClassKey, name: str) -> MethodHeader | None
     return MethodHeader(rel, header, tuple(a.arg for a in fn.args.args[1:]), tuple(sorted(names)))
 
 
-def header_imports(ctx: Context, key: ClassKey, mh: MethodHeader) -> list[Edit]:
+def header_imports(sm: Model, key: ClassKey, mh: MethodHeader) -> list[Edit]:
     """Imports ``key``'s module needs for the names of a header copied from ``mh.path``."""
-    rel = ctx.graph.path_of(key)
-    src_mf = ctx.store.load_path(mh.path)
+    rel = sm.graph.path_of(key)
+    src_mf = sm.store.load_path(mh.path)
     wanted: dict[str, list[str]] = {}  # module -> names, so ``Optional`` and ``List`` share one new statement
     for name in mh.names:
         bl = src_mf.bindings.get(name) if src_mf is not None else None
         b = bl[0] if bl else None
         if b is not None and b.kind == "import" and b.attr is not None:
             wanted.setdefault(b.target, []).append(b.attr)
-    return [e for module, names in wanted.items() for e in import_names(ctx, rel, module, tuple(names))]
+    return [e for module, names in wanted.items() for e in import_names(sm, rel, module, tuple(names))]
 
 
-def append_to_method(ctx: Context, key: ClassKey, name: str, lines: list[str]) -> list[Edit]:
+def append_to_method(sm: Model, key: ClassKey, name: str, lines: list[str]) -> list[Edit]:
     """``lines`` appended at the end of ``key``'s own ``name`` (its last statement must not be a ``return``)."""
-    cc = _class_ctx(ctx, key)
+    cc = _class_ctx(sm, key)
     if cc is None:
         return []
     rel, t, node = cc

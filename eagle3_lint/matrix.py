@@ -196,29 +196,29 @@ def analyse_one(spec: str, cache_dir: str | None, use_cache: bool) -> Release:
     try:
         source = target_mod.resolve(spec, cache_dir)
         opts = Options(cache_dir=target_mod.cache_root(cache_dir) if use_cache else None)
-        ctx = build(source, opts)
-        ctx.store.save()  # keeps the next sweep warm
+        an = build(source, opts)
+        an.store.save()  # keeps the next sweep warm
     except Exception as exc:  # noqa: BLE001 - one broken release is a row of the matrix, not the end of it
         rel.error = f"{type(exc).__name__}: {exc}"
         rel.seconds = time.perf_counter() - t0
         return rel
-    rel.version = ctx.version
-    rel.engine = ctx.engine.name
-    rel.label = ctx.version if ctx.version != "unknown" else spec
-    rel.statuses = {a: v.status.value for a, v in ctx.verdicts.items()}
-    rel.classes = {a: f"{v.module}.{v.class_name}" for a, v in ctx.verdicts.items()}
-    rel.reasons = {a: v.reason for a, v in ctx.verdicts.items()}
-    rel.locations = {a: str(v.location) for a, v in ctx.verdicts.items() if v.location is not None}
-    c = ctx.contract
+    rel.version = an.version
+    rel.engine = an.engine.name
+    rel.label = an.version if an.version != "unknown" else spec
+    rel.statuses = {a: v.status.value for a, v in an.verdicts.items()}
+    rel.classes = {a: f"{v.module}.{v.class_name}" for a, v in an.verdicts.items()}
+    rel.reasons = {a: v.reason for a, v in an.verdicts.items()}
+    rel.locations = {a: str(v.location) for a, v in an.verdicts.items() if v.location is not None}
+    c = an.contract
     rel.contract = f"{c.check.value}: " + ", ".join(
         m.name + ("()" if m.kind == "method" else "") + ("*" if m.kind == "method" and m.has_default else "")
         for m in c.members
     )
-    rel.fallback = ", ".join(ctx.runner.fallback_names)
+    rel.fallback = ", ".join(an.runner.fallback_names)
     rel.gates = [f"{'/'.join(g.methods)} needs {g.config_attr}.model_type containing one of {', '.join(g.allow_list)} "
-                 f"({g.path}:{g.line})" for g in ctx.runner.gates]
-    rel.pp_verifier = ctx.runner.pp_verifier
-    rel.internal_errors = len(ctx.errors)
+                 f"({g.path}:{g.line})" for g in an.runner.gates]
+    rel.pp_verifier = an.runner.pp_verifier
+    rel.internal_errors = len(an.errors)
     rel.seconds = time.perf_counter() - t0
     return rel
 

@@ -24,7 +24,7 @@ from eagle3_lint.model import Finding, Location
 from eagle3_lint.suppress import Suppression
 
 if TYPE_CHECKING:
-    from eagle3_lint.analysis import Context
+    from eagle3_lint.stages import Analysis
 
 
 @dataclass(frozen=True)
@@ -81,12 +81,14 @@ class PathMap:
             return obj if all(new[k] is obj[k] for k in obj) else new
         return obj
 
-    def context(self, ctx: Context) -> Context:
-        """A view of the context for the text report: verdicts, contract and runner with rewritten paths."""
+    def context(self, an: Analysis) -> Analysis:
+        """A view of the analysis for the text report: verdicts, contract and runner with rewritten paths."""
         if not self.prefixes:
-            return ctx
-        return dataclasses.replace(ctx, verdicts=self.value(ctx.verdicts), contract=self.value(ctx.contract),
-                                   runner=self.value(ctx.runner), serving=self.value(ctx.serving))
+            return an
+        sm = an.model
+        data = dataclasses.replace(sm.data, contract=self.value(sm.contract), runner=self.value(sm.runner))
+        return dataclasses.replace(an, model=dataclasses.replace(sm, data=data, verdicts=self.value(sm.verdicts)),
+                                   serving=self.value(an.serving))
 
     def plan(self, p: Plan) -> Plan:
         """A fix plan whose file names are rewritten, for the printed diff (never for --apply)."""
@@ -161,16 +163,16 @@ def _filter(findings: Sequence[Finding], settings: Settings, paths: PathMap) -> 
     return out
 
 
-def finalize(ctx: Context, settings: Settings) -> Outcome:
+def finalize(an: Analysis, settings: Settings) -> Outcome:
     prefixes = settings.path_prefixes
-    if not prefixes and ctx.source.display_prefix:
+    if not prefixes and an.source.display_prefix:
         # An SGLang checkout: ``sglang/...`` is ``python/sglang/...`` where git and CI look.
-        pkg = ctx.source.package + "/"
-        prefixes = ((pkg, ctx.source.display_prefix + pkg),)
+        pkg = an.source.package + "/"
+        prefixes = ((pkg, an.source.display_prefix + pkg),)
     paths = PathMap(prefixes)
-    active = _filter(ctx.findings, settings, paths)
-    inline = [(f2, s) for f, s in ctx.suppressed for f2 in _filter([f], settings, paths)]
-    reader = baseline_mod.SnippetReader(ctx.read_text)
+    active = _filter(an.findings, settings, paths)
+    inline = [(f2, s) for f, s in an.suppressed for f2 in _filter([f], settings, paths)]
+    reader = baseline_mod.SnippetReader(an.read_text)
     everything = active + [f for f, _ in inline]
     fps = baseline_mod.fingerprints(everything, reader)
     active_fps, inline_fps = fps[: len(active)], fps[len(active):]
@@ -179,7 +181,7 @@ def finalize(ctx: Context, settings: Settings) -> Outcome:
     status: baseline_mod.BaselineStatus | None = None
     bpath = settings.write_baseline or settings.baseline
     if settings.write_baseline:
-        baseline_mod.write(settings.write_baseline, active, active_fps, reader, ctx.version)
+        baseline_mod.write(settings.write_baseline, active, active_fps, reader, an.version)
     if bpath:
         b = baseline_mod.read(bpath)
         hit, status = baseline_mod.compare(b, active_fps)
@@ -193,60 +195,61 @@ def finalize(ctx: Context, settings: Settings) -> Outcome:
     return Outcome(active, active_fps, suppressed, status, paths, settings)
 
 
-def scoped(ctx: Context, out: Outcome, show_all: bool) -> tuple[Outcome, dict[str, Any]]:
+def scoped(an: Analysis, out: Outcome, show_all: bool) -> tuple[Outcome, dict[str, Any]]:
     """The outcome as the machine formats report it, and the JSON ``scope`` that says what it holds. With targets
     and without ``--all`` only the findings that concern a target, as the text shows them (report/headline.py
     ``split``): a CI job checking its model gets annotations about its model, not about thirty others."""
-    targets = list(ctx.targeted)
+    targets = list(an.targeted)
     if not targets or show_all:
         return out, {"targets": targets, "complete": True, "findings_left_out": 0, "architectures_left_out": 0}
     from eagle3_lint.report.headline import split
 
-    mine = {id(f) for f in split(ctx, out.findings)[0]}
+    mine = {id(f) for f in split(an, out.findings)[0]}
     kept = [(f, fp) for f, fp in zip(out.findings, out.fingerprints, strict=True) if id(f) in mine]
     narrowed = dataclasses.replace(out, findings=[f for f, _ in kept], fingerprints=[fp for _, fp in kept])
-    rows = sum(1 for a in ctx.verdicts if a in targets)
+    rows = sum(1 for a in an.verdicts if a in targets)
     return narrowed, {"targets": targets, "complete": False, "findings_left_out": len(out.findings) - len(kept),
-                      "architectures_left_out": len(ctx.verdicts) - rows}
+                      "architectures_left_out": len(an.verdicts) - rows}
 
 
 # Where a row of "architectures" sits in the JSON report: {"architectures": [ {row} ]}.
 _ROW_PAD = "    "
 
 
-def json_text(ctx: Context, out: Outcome, scope: dict[str, Any] | None = None) -> str:
+def json_text(an: Analysis, out: Outcome, scope: dict[str, Any] | None = None) -> str:
     """The JSON report's text (``json.dumps(json_report(...), indent=2)``). The text of each architecture's row is
     an answer kept between runs with its verdict (queries.py): the rows are 1.1 MB of the 1.2 MB report of vLLM
     0.33.0, and encoding them was most of rendering it after a one-file edit."""
     from eagle3_lint.report.build import sorted_verdicts
     from eagle3_lint.report.jsondump import Fragment, dumps
 
-    rep = json_report(ctx, out, rows=False, scope=scope)
+    rep = json_report(an, out, rows=False, scope=scope)
     key = repr(out.paths)
     only = () if scope is None or scope["complete"] else tuple(scope["targets"])
     rep["architectures"] = [
-        Fragment(_ROW_PAD, ctx.queries.get(("json-row", v.architecture, key),
-                                           functools.partial(_row_text, ctx, out.paths, v.architecture), persist=True))
-        for v in sorted_verdicts(ctx, only)]
+        Fragment(_ROW_PAD, an.model.queries.get(("json-row", v.architecture, key),
+                                                 functools.partial(_row_text, an, out.paths, v.architecture),
+                                                 persist=True))
+        for v in sorted_verdicts(an, only)]
     return dumps(rep)
 
 
-def _row_text(ctx: Context, paths: PathMap, arch: str) -> str:
+def _row_text(an: Analysis, paths: PathMap, arch: str) -> str:
     from eagle3_lint.report.build import verdict_model
     from eagle3_lint.report.jsondump import dumps_at
     from eagle3_lint.report.schema import dump
 
-    # Read through ctx.verdicts: the row is the verdict's, so it rests on the files the verdict read.
-    return dumps_at(paths.json(dump(verdict_model(ctx.verdicts[arch]))), _ROW_PAD)
+    # Read through an.verdicts: the row is the verdict's, so it rests on the files the verdict read.
+    return dumps_at(paths.json(dump(verdict_model(an.verdicts[arch]))), _ROW_PAD)
 
 
-def json_report(ctx: Context, out: Outcome, rows: bool = True, scope: dict[str, Any] | None = None) -> dict[str, Any]:
+def json_report(an: Analysis, out: Outcome, rows: bool = True, scope: dict[str, Any] | None = None) -> dict[str, Any]:
     """The JSON report (report/build.py) with fingerprints, suppressed findings and baseline state (``rows``
     False: without the architectures' rows, see json_text), and what it holds (``scope``, from ``scoped``)."""
     from eagle3_lint.report.build import report_model
     from eagle3_lint.report.schema import dump_object
 
-    model = report_model(ctx, out.findings, fingerprints=out.fingerprints,
+    model = report_model(an, out.findings, fingerprints=out.fingerprints,
                          suppressed=[(s.finding, s.fingerprint, s.suppression) for s in out.suppressed],
                          baseline=out.baseline,
                          config=str(out.settings.config_path) if out.settings.config_path else None, rows=rows)

@@ -49,8 +49,8 @@ from eagle3_lint.queries import Queries
 
 if TYPE_CHECKING:
     from eagle3_lint import minieval as me
-    from eagle3_lint.analysis import Context
     from eagle3_lint.engine import CollectionIdiom
+    from eagle3_lint.stages import Model
 else:
     me = lazy("eagle3_lint.minieval")  # imported on first use (lazyimport.py)
 
@@ -77,7 +77,7 @@ _POOLING_DICT_WORDS = (
 
 
 class Memo:
-    """Per-analysis answers, so ``fix(ctx, finding)`` and the serving verdict reuse what a rule computed.
+    """Per-analysis answers, so ``fix(sm, finding)`` and the serving verdict reuse what a rule computed.
 
     A view of the analysis' queries (queries.py): an answer found here adds the files it read to whoever
     asks, so answers kept between runs know what they rest on. These are not kept between runs themselves.
@@ -91,44 +91,44 @@ class Memo:
 
 
 # -- scope ------------------------------------------------------------------------------------
-def in_scope(ctx: Context, arch: str) -> bool:
+def in_scope(sm: Model, arch: str) -> bool:
     """An architecture the runner may interrogate as an EAGLE-3 *target* (or one the user targets)."""
-    return ctx.queries.get(("in-scope", arch), lambda: _in_scope(ctx, arch), persist=True)
+    return sm.queries.get(("in-scope", arch), lambda: _in_scope(sm, arch), persist=True)
 
 
-def _in_scope(ctx: Context, arch: str) -> bool:
-    if ctx.is_targeted(arch):
+def _in_scope(sm: Model, arch: str) -> bool:
+    if sm.is_targeted(arch):
         return True
-    entry = ctx.registry.entries.get(arch)
-    key = ctx.keys.get(arch)
+    entry = sm.registry.entries.get(arch)
+    key = sm.keys.get(arch)
     if entry is None or key is None:
         return False
     d = entry.source_dict.upper()
     if any(w in d for w in DRAFTER_DICT_WORDS) or any(w in d for w in _POOLING_DICT_WORDS):
         return False
-    hit = ctx.graph.member_origin(key, "is_pooling_model")
+    hit = sm.graph.member_origin(key, "is_pooling_model")
     return not (hit is not None and hit[1].value == "True")
 
 
-def scoped_archs(ctx: Context) -> Iterator[tuple[str, ClassKey]]:
+def scoped_archs(sm: Model) -> Iterator[tuple[str, ClassKey]]:
     # Every rule asks; the answer depends only on the finished context, so it is worked out once.
-    cached = ctx.memo.get("scoped-archs", lambda: [
-        (arch, key) for arch in sorted(ctx.keys)
-        if (key := ctx.keys[arch]) is not None and arch in ctx.verdicts and in_scope(ctx, arch)])
+    cached = sm.memo.get("scoped-archs", lambda: [
+        (arch, key) for arch in sorted(sm.keys)
+        if (key := sm.keys[arch]) is not None and arch in sm.verdicts and in_scope(sm, arch)])
     return iter(cached)
 
 
-def definers(ctx: Context, name: str) -> list[str]:
+def definers(sm: Model, name: str) -> list[str]:
     """Modules of the tree that define ``name`` as a module-level class or function (not a re-export)."""
     out: list[str] = []
     needle = name.encode()
-    for rel in ctx.source.py_files():
+    for rel in sm.source.py_files():
         try:
-            if needle not in ctx.source.read_bytes(rel):
+            if needle not in sm.source.read_bytes(rel):
                 continue  # a cheap byte test spares parsing the whole tree
         except OSError:
             continue
-        mf = ctx.store.load_path(rel)
+        mf = sm.store.load_path(rel)
         if mf is None or mf.error:
             continue
         bl = mf.bindings.get(name)
@@ -137,35 +137,35 @@ def definers(ctx: Context, name: str) -> list[str]:
     return out
 
 
-def unreachable(ctx: Context, arch: str, past_interface: bool = True) -> str | None:
+def unreachable(sm: Model, arch: str, past_interface: bool = True) -> str | None:
     """Why the engine never gets this far with ``arch`` under EAGLE-3 (so a defect there cannot bite yet), or None:
     the config-time gate refuses it, or (for a step after the runner's interface check, ``past_interface``)
     the class fails that check first."""
-    refused = ctx.engine.config_refusal(ctx, arch)
+    refused = sm.engine.config_refusal(sm, arch)
     if refused is not None:
         g, mt = refused
-        return f"this {ctx.engine.display} refuses EAGLE-3 for model_type {mt!r} at config time ({g.path}:{g.line})"
-    st = status(ctx, arch)
+        return f"this {sm.engine.display} refuses EAGLE-3 for model_type {mt!r} at config time ({g.path}:{g.line})"
+    st = status(sm, arch)
     if past_interface and st in (Status.PARTIAL, Status.WRAPPER_GAP, Status.UNSUPPORTED):
-        return f"{arch} fails the runner's {ctx.contract.check_function or 'interface'} check first"
+        return f"{arch} fails the runner's {sm.contract.check_function or 'interface'} check first"
     return None
 
 
-def status(ctx: Context, arch: str) -> Status | None:
-    v = ctx.verdicts.get(arch)
+def status(sm: Model, arch: str) -> Status | None:
+    v = sm.verdicts.get(arch)
     return v.status if v is not None else None
 
 
 # -- names of the analysed version ------------------------------------------------------------
-def setter_name(ctx: Context) -> str | None:
-    return ctx.contract.setter or (ctx.runner.setter_names[0] if ctx.runner.setter_names else None)
+def setter_name(sm: Model) -> str | None:
+    return sm.contract.setter or (sm.runner.setter_names[0] if sm.runner.setter_names else None)
 
 
-def getter_names(ctx: Context) -> tuple[str, ...]:
+def getter_names(sm: Model) -> tuple[str, ...]:
     """The fallback getter(s) the runner of this tree calls; the contract's getter if none is read."""
-    if ctx.runner.fallback_names:
-        return ctx.runner.fallback_names
-    return (ctx.contract.default_getter,) if ctx.contract.default_getter else ()
+    if sm.runner.fallback_names:
+        return sm.runner.fallback_names
+    return (sm.contract.default_getter,) if sm.contract.default_getter else ()
 
 
 def looks_like_getter(name: str) -> bool:
@@ -173,25 +173,25 @@ def looks_like_getter(name: str) -> bool:
     return name.startswith("get_") and name.endswith("aux_hidden_state_layers")
 
 
-def protocol_key(ctx: Context) -> ClassKey | None:
-    return ctx.judge.protocol_key() if ctx.contract.found else None
+def protocol_key(sm: Model) -> ClassKey | None:
+    return sm.judge.protocol_key() if sm.contract.found else None
 
 
-def mixin_key(ctx: Context) -> ClassKey | None:
-    c = ctx.contract
+def mixin_key(sm: Model) -> ClassKey | None:
+    c = sm.contract
     return ClassKey(c.module, c.mixin) if c.mixin else None
 
 
-def is_interface_class(ctx: Context, key: ClassKey) -> bool:
+def is_interface_class(sm: Model, key: ClassKey) -> bool:
     """A class of the interfaces module (the Protocol, its bases, the mixin): never the place to fix."""
-    return key.module == ctx.contract.module
+    return key.module == sm.contract.module
 
 
-def holder_falls_back(ctx: Context) -> bool:
+def holder_falls_back(sm: Model) -> bool:
     """Whether the default setter body reads ``getattr(parent, "model", parent)`` (else it needs ``.model``)."""
-    pk = protocol_key(ctx)
-    cf = ctx.graph.class_facts(pk) if pk else None
-    md = cf.methods.get(ctx.contract.setter or "") if cf else None
+    pk = protocol_key(sm)
+    cf = sm.graph.class_facts(pk) if pk else None
+    md = cf.methods.get(sm.contract.setter or "") if cf else None
     if md is None:
         return False
     for f, args, _line in md.calls:
@@ -220,51 +220,51 @@ class Owner:
     def path(self) -> tuple[str, ...]:
         return tuple(h.attr for h in self.hops)
 
-    def location(self, ctx: Context) -> Location:
-        return Location(ctx.graph.path_of(self.where), self.line)
+    def location(self, sm: Model) -> Location:
+        return Location(sm.graph.path_of(self.where), self.line)
 
 
-def delegations(ctx: Context, key: ClassKey) -> list[Delegation]:
+def delegations(sm: Model, key: ClassKey) -> list[Delegation]:
     """``graph.delegations`` (kept with the analysis' queries)."""
-    return ctx.graph.delegations(key)
+    return sm.graph.delegations(key)
 
 
-def delegate(ctx: Context, key: ClassKey, attr: str) -> ClassKey | None:
-    for d in delegations(ctx, key):
+def delegate(sm: Model, key: ClassKey, attr: str) -> ClassKey | None:
+    for d in delegations(sm, key):
         if d.attr == attr and d.target is not None:
             return d.target
     return None
 
 
-def has_unresolved_delegation(ctx: Context, key: ClassKey, attr: str) -> bool:
-    return any(d.attr == attr and d.target is None for d in delegations(ctx, key))
+def has_unresolved_delegation(sm: Model, key: ClassKey, attr: str) -> bool:
+    return any(d.attr == attr and d.target is None for d in delegations(sm, key))
 
 
-def lm_attr(ctx: Context, key: ClassKey) -> str | None:
+def lm_attr(sm: Model, key: ClassKey) -> str | None:
     """The attribute ``get_language_model()`` returns, if the tree says."""
-    for a in sorted(ctx.graph.language_model_attrs(key)):
+    for a in sorted(sm.graph.language_model_attrs(key)):
         return a
-    hit = ctx.graph.member_origin(key, "get_language_model")
-    if hit is not None and is_interface_class(ctx, hit[0]):
+    hit = sm.graph.member_origin(key, "get_language_model")
+    if hit is not None and is_interface_class(sm, hit[0]):
         # The interface's default returns the module built under ``_mark_language_model``:
         # the ``language_model`` attribute by convention, else the one registered sub-model.
-        if any(d.attr == "language_model" for d in delegations(ctx, key)):
+        if any(d.attr == "language_model" for d in delegations(sm, key)):
             return "language_model"
-        regs = [d.attr for d in delegations(ctx, key) if d.how is DelegationHow.REGISTERED_MODEL]
+        regs = [d.attr for d in delegations(sm, key) if d.how is DelegationHow.REGISTERED_MODEL]
         if len(regs) == 1:
             return regs[0]
     return None
 
 
-def assigns_layers(ctx: Context, key: ClassKey) -> tuple[ClassKey, int] | None:
+def assigns_layers(sm: Model, key: ClassKey) -> tuple[ClassKey, int] | None:
     """Where some method of the MRO (``__init__`` or an init helper) assigns ``self.layers``: (class, line)."""
-    hit = ctx.graph.assigns_attr(key, "layers")
+    hit = sm.graph.assigns_attr(key, "layers")
     if hit is not None:
         return hit
-    for e in ctx.graph.mro(key).entries:
-        if not isinstance(e, ClassKey) or is_interface_class(ctx, e):
+    for e in sm.graph.mro(key).entries:
+        if not isinstance(e, ClassKey) or is_interface_class(sm, e):
             continue
-        cf = ctx.graph.class_facts(e)
+        cf = sm.graph.class_facts(e)
         if cf is None:
             continue
         for md in cf.methods.values():
@@ -277,23 +277,23 @@ def assigns_layers(ctx: Context, key: ClassKey) -> tuple[ClassKey, int] | None:
 
 
 def owner(
-    ctx: Context, key: ClassKey, hops: tuple[Hop, ...] = (), seen: frozenset[ClassKey] = frozenset()
+    sm: Model, key: ClassKey, hops: tuple[Hop, ...] = (), seen: frozenset[ClassKey] = frozenset()
 ) -> Owner | None:
     """The class reachable through model delegations that owns ``self.layers`` (language model first, then
     ``.model``)."""
     if key in seen or len(hops) > _MAX_DEPTH:
         return None
-    hit = assigns_layers(ctx, key)
+    hit = assigns_layers(sm, key)
     if hit is not None:
         # ``self.layers = Plamo3Decoder(...)``: a module that holds the real layer list.
-        inner = delegate(ctx, key, "layers")
+        inner = delegate(sm, key, "layers")
         if inner is not None and inner not in seen and inner != key:
-            deeper = owner(ctx, inner, (*hops, Hop("layers", inner)), seen | {key})
+            deeper = owner(sm, inner, (*hops, Hop("layers", inner)), seen | {key})
             if deeper is not None:
                 return deeper
         return Owner(key, hops, hit[1], hit[0])
-    lm = ctx.graph.language_model_attrs(key) | ({lm_attr(ctx, key)} - {None})
-    dels = [d for d in delegations(ctx, key) if d.target is not None]
+    lm = sm.graph.language_model_attrs(key) | ({lm_attr(sm, key)} - {None})
+    dels = [d for d in delegations(sm, key) if d.target is not None]
     dels.sort(key=lambda d: (d.attr not in lm and d.attr != "language_model", d.attr != "model", d.attr))
     for d in dels:
         if (
@@ -303,7 +303,7 @@ def owner(
         ):
             continue
         assert d.target is not None
-        found = owner(ctx, d.target, (*hops, Hop(d.attr, d.target)), seen | {key})
+        found = owner(sm, d.target, (*hops, Hop(d.attr, d.target)), seen | {key})
         if found is not None:
             return found
     return None
@@ -314,7 +314,7 @@ def owner(
 _FORWARD_HOPS = ("model", "language_model", "layers", "decoder")
 
 
-def reached(ctx: Context, key: ClassKey) -> tuple[ClassKey, ...]:
+def reached(sm: Model, key: ClassKey) -> tuple[ClassKey, ...]:
     """The class and the inner models whose ``forward`` runs when it runs (``self.model``, ``self.language_model``,
     ...)."""
 
@@ -322,14 +322,14 @@ def reached(ctx: Context, key: ClassKey) -> tuple[ClassKey, ...]:
         if k in seen or hops > MAX_HOPS:
             return
         yield k
-        lm = ctx.graph.language_model_attrs(k)
-        for d in delegations(ctx, k):
+        lm = sm.graph.language_model_attrs(k)
+        for d in delegations(sm, k):
             if d.target is not None and (
                 d.attr in lm or d.attr in _FORWARD_HOPS or d.how is DelegationHow.REGISTERED_MODEL
             ):
                 yield from walk(d.target, hops + 1, seen | {k})
 
-    return ctx.graph.queries.get(("reached", key), lambda: tuple(dict.fromkeys(walk(key, 0, frozenset()))),
+    return sm.graph.queries.get(("reached", key), lambda: tuple(dict.fromkeys(walk(key, 0, frozenset()))),
                                  persist=True)
 
 
@@ -348,28 +348,28 @@ class Broken:
 _IMPORT_RUNS = (MAIN, TRY, ELSE)
 
 
-def broken_on_path(ctx: Context, arch: str) -> tuple[Broken, ...]:
+def broken_on_path(sm: Model, arch: str) -> tuple[Broken, ...]:
     """Model files that importing ``arch``'s module (the registry entry's, its packages' ``__init__``, and every
     model module they import at load time, transitively) or a class it reaches runs into, and that cannot be read
     or parsed: the engine's import of the model fails there, so the architecture cannot load at all."""
-    return ctx.queries.get(("broken-on-path", arch), lambda: _broken_on_path(ctx, arch), persist=True)
+    return sm.queries.get(("broken-on-path", arch), lambda: _broken_on_path(sm, arch), persist=True)
 
 
-def _broken_on_path(ctx: Context, arch: str) -> tuple[Broken, ...]:
-    entry = ctx.registry.entries.get(arch)
+def _broken_on_path(sm: Model, arch: str) -> tuple[Broken, ...]:
+    entry = sm.registry.entries.get(arch)
     if entry is None:
         # Not registered: where the registry is read from the model files themselves (SGLang's EntryClass), a
         # broken file that names the architecture is where its entry would have come from.
-        return tuple(b for rel in ctx.model_files() if (b := _broken(ctx, rel)) is not None and _names(ctx, rel, arch))
+        return tuple(b for rel in sm.model_files() if (b := _broken(sm, rel)) is not None and _names(sm, rel, arch))
     todo = [entry.module]
-    key = ctx.keys.get(arch)
+    key = sm.keys.get(arch)
     if key is not None:
-        for k in reached(ctx, key):
+        for k in reached(sm, key):
             todo.append(k.module)
-            todo += [e.module for e in ctx.graph.mro(k).entries if isinstance(e, ClassKey)]
+            todo += [e.module for e in sm.graph.mro(k).entries if isinstance(e, ClassKey)]
             # An inner model the registry builds but cannot resolve (its module does not parse): its module still.
-            todo += [ctx.registry.entries[a].module for d in delegations(ctx, k) if d.target is None
-                     for a in d.archs if a in ctx.registry.entries]
+            todo += [sm.registry.entries[a].module for d in delegations(sm, k) if d.target is None
+                     for a in d.archs if a in sm.registry.entries]
     seen: set[str] = set()
     out: list[Broken] = []
     while todo:
@@ -380,20 +380,20 @@ def _broken_on_path(ctx: Context, arch: str) -> tuple[Broken, ...]:
         # Importing a.b.c runs a/__init__.py and a/b/__init__.py first.
         parts = module.split(".")
         todo += [".".join(parts[:i]) for i in range(1, len(parts))]
-        rel = ctx.source.module_path(module)
-        if rel is None or not ctx.engine.is_model_file(rel):
+        rel = sm.source.module_path(module)
+        if rel is None or not sm.engine.is_model_file(rel):
             continue  # outside the tree, or engine code every target imports (not a model file)
-        broken = _broken(ctx, rel)
+        broken = _broken(sm, rel)
         if broken is not None:
             out.append(broken)
             continue
-        mf = ctx.store.load_path(rel)
+        mf = sm.store.load_path(rel)
         assert mf is not None
         for bindings in mf.bindings.values():
             for imp in bindings:
                 runs = branch_platforms(imp.branch)
                 if imp.kind != "import" or not (imp.branch in _IMPORT_RUNS if runs is None
-                                                else ctx.graph.platform in runs):
+                                                else sm.graph.platform in runs):
                     continue
                 todo.append(imp.target)
                 if imp.attr:
@@ -401,23 +401,23 @@ def _broken_on_path(ctx: Context, arch: str) -> tuple[Broken, ...]:
     return tuple(sorted(set(out), key=lambda b: (b.path, b.line)))
 
 
-def _broken(ctx: Context, rel: str) -> Broken | None:
-    mf = ctx.store.load_path(rel)
+def _broken(sm: Model, rel: str) -> Broken | None:
+    mf = sm.store.load_path(rel)
     if mf is None:
-        return Broken(rel, 1, "cannot be read: " + ctx.store.read_errors.get(rel, "not readable"))
+        return Broken(rel, 1, "cannot be read: " + sm.store.read_errors.get(rel, "not readable"))
     if mf.error:
         return Broken(rel, max(1, mf.error_line), mf.error)
     return None
 
 
-def _names(ctx: Context, rel: str, name: str) -> bool:
+def _names(sm: Model, rel: str, name: str) -> bool:
     try:
-        return name.encode() in ctx.source.read_bytes(rel)
+        return name.encode() in sm.source.read_bytes(rel)
     except OSError:
         return True  # unreadable: it may name it, and nothing else can be said
 
 
-def resolve_self_path(ctx: Context, key: ClassKey, expr: str) -> tuple[tuple[Hop, ...], tuple[str, ...]] | None:
+def resolve_self_path(sm: Model, key: ClassKey, expr: str) -> tuple[tuple[Hop, ...], tuple[str, ...]] | None:
     """``self.language_model.model`` -> hops through known delegations, and the parts left over."""
     parts = expr.split(".")
     if not parts or parts[0] != "self":
@@ -427,10 +427,10 @@ def resolve_self_path(ctx: Context, key: ClassKey, expr: str) -> tuple[tuple[Hop
     rest = parts[1:]
     while rest:
         part = rest[0]
-        attr = lm_attr(ctx, cur) if part == "get_language_model()" else part
+        attr = lm_attr(sm, cur) if part == "get_language_model()" else part
         if attr is None:
             break
-        tgt = delegate(ctx, cur, attr)
+        tgt = delegate(sm, cur, attr)
         if tgt is None:
             break
         hops.append(Hop(attr, tgt))
@@ -439,19 +439,19 @@ def resolve_self_path(ctx: Context, key: ClassKey, expr: str) -> tuple[tuple[Hop
     return tuple(hops), tuple(rest)
 
 
-def model_delegations(ctx: Context, key: ClassKey) -> list[Delegation]:
+def model_delegations(sm: Model, key: ClassKey) -> list[Delegation]:
     """The judge's notion of delegation to another model (registered, language model, ``model``), cached."""
-    lm = ctx.graph.language_model_attrs(key)
+    lm = sm.graph.language_model_attrs(key)
     return [
         d
-        for d in delegations(ctx, key)
+        for d in delegations(sm, key)
         if d.how in (DelegationHow.REGISTERED_MODEL, DelegationHow.GETATTR)
         or d.attr in lm
         or d.attr in ("language_model", "model")
     ]
 
 
-def supporting_inner(ctx: Context, key: ClassKey) -> list[tuple[Hop, ...]]:
+def supporting_inner(sm: Model, key: ClassKey) -> list[tuple[Hop, ...]]:
     """Paths of model delegations to the nearest inner classes that pass the check (language model first)."""
     out: list[tuple[Hop, ...]] = []
     frontier: list[tuple[Hop, ...]] = [()]
@@ -460,17 +460,17 @@ def supporting_inner(ctx: Context, key: ClassKey) -> list[tuple[Hop, ...]]:
         nxt: list[tuple[Hop, ...]] = []
         for path in frontier:
             cur = path[-1].key if path else key
-            lm = lm_attr(ctx, cur)
+            lm = lm_attr(sm, cur)
             # The first hop is a model delegation (what the runner's object wraps); below it any
             # sub-module may be the decoder (``self.model.decoder = Qwen2ForCausalLM(...)``).
-            dels = sorted(model_delegations(ctx, cur) if not path else delegations(ctx, cur),
+            dels = sorted(model_delegations(sm, cur) if not path else delegations(sm, cur),
                           key=lambda d: (d.attr != lm and d.attr != "language_model", d.attr != "model", d.attr))
             for d in dels:
                 if d.target is None or d.target in seen:
                     continue
                 seen.add(d.target)
                 p = (*path, Hop(d.attr, d.target))
-                if ctx.judge.check_class(d.target).supports:
+                if sm.judge.check_class(d.target).supports:
                     out.append(p)
                 else:
                     nxt.append(p)
@@ -512,8 +512,8 @@ class Effect:
         return frozenset(m for m, p in self.feeds if p == path)
 
 
-def method_of(ctx: Context, key: ClassKey, name: str) -> tuple[ClassKey, Method] | None:
-    hit = ctx.graph.method(key, name)
+def method_of(sm: Model, key: ClassKey, name: str) -> tuple[ClassKey, Method] | None:
+    hit = sm.graph.method(key, name)
     if hit is None:
         return None
     mowner, md = hit
@@ -521,50 +521,50 @@ def method_of(ctx: Context, key: ClassKey, name: str) -> tuple[ClassKey, Method]
     return mowner, md
 
 
-def is_protocol_method(ctx: Context, mowner: ClassKey) -> bool:
-    pk = protocol_key(ctx)
-    return mowner == pk or (ctx.judge.is_protocol_class(mowner))
+def is_protocol_method(sm: Model, mowner: ClassKey) -> bool:
+    pk = protocol_key(sm)
+    return mowner == pk or (sm.judge.is_protocol_class(mowner))
 
 
-def setter_effect(ctx: Context, key: ClassKey) -> Effect:
-    name = setter_name(ctx)
+def setter_effect(sm: Model, key: ClassKey) -> Effect:
+    name = setter_name(sm)
     if name is None:
         return Effect("unknown", detail="the contract names no setter")
-    idiom = ctx.engine.collection
+    idiom = sm.engine.collection
     if idiom is not None:
-        return ctx.graph.queries.get(("collection-effect", key, name), lambda: collection_effect(ctx, key, name),
+        return sm.graph.queries.get(("collection-effect", key, name), lambda: collection_effect(sm, key, name),
                                      persist=True)
-    return _method_effect(ctx, key, name, 0)
+    return _method_effect(sm, key, name, 0)
 
 
-def _method_effect(ctx: Context, key: ClassKey, name: str, depth: int) -> Effect:
+def _method_effect(sm: Model, key: ClassKey, name: str, depth: int) -> Effect:
     if depth > _MAX_DEPTH:
         return Effect("unknown", detail="delegation too deep")
-    hit = method_of(ctx, key, name)
+    hit = method_of(sm, key, name)
     if hit is None:
-        if ctx.graph.member_origin(key, name) is None:
+        if sm.graph.member_origin(key, name) is None:
             return Effect("missing", detail=f"{key.name} has no {name}")
         return Effect("unknown", detail=f"{name} of {key.name} is not a plain method")
     mowner, md = hit
-    proto = is_protocol_method(ctx, mowner)
+    proto = is_protocol_method(sm, mowner)
     if md.stub:
         return Effect("stub", method_owner=mowner, line=md.line, from_protocol=proto,
                       detail=f"{mowner.name}.{name} has a stub body")
     if proto:
-        eff = default_setter_effect(ctx, key, depth)
+        eff = default_setter_effect(sm, key, depth)
         return Effect(eff.kind, eff.hops, eff.attr, mowner, md.line, eff.detail, True)
-    return _body_effect(ctx, key, mowner, md, depth)
+    return _body_effect(sm, key, mowner, md, depth)
 
 
-def _body_effect(ctx: Context, key: ClassKey, mowner: ClassKey, md: Method, depth: int) -> Effect:
-    sname = setter_name(ctx)
+def _body_effect(sm: Model, key: ClassKey, mowner: ClassKey, md: Method, depth: int) -> Effect:
+    sname = setter_name(sm)
     for sa in md.self_assigns:
         if "." not in sa.target:
             continue
         prefix, attr = sa.target.rsplit(".", 1)
         if "aux" not in attr:
             continue
-        res = resolve_self_path(ctx, key, prefix)
+        res = resolve_self_path(sm, key, prefix)
         if res is None or res[1]:
             return Effect(
                 "unknown",
@@ -577,9 +577,9 @@ def _body_effect(ctx: Context, key: ClassKey, mowner: ClassKey, md: Method, dept
         if not f.startswith("self.") or "." not in f:
             continue
         prefix, meth = f.rsplit(".", 1)
-        if not (meth == sname or meth == ctx.contract.mixin_setter or ("aux" in meth and "set" in meth)):
+        if not (meth == sname or meth == sm.contract.mixin_setter or ("aux" in meth and "set" in meth)):
             continue
-        res = resolve_self_path(ctx, key, prefix)
+        res = resolve_self_path(sm, key, prefix)
         if res is None or res[1]:
             return Effect("unknown", method_owner=mowner, line=md.line,
                           detail=f"{mowner.name}.{md.name} calls {f}(), on an object the tool cannot follow")
@@ -587,80 +587,80 @@ def _body_effect(ctx: Context, key: ClassKey, mowner: ClassKey, md: Method, dept
         target = hops[-1].key if hops else key
         if not hops and meth == md.name:
             continue  # super-style recursion into itself; not a delegation
-        sub = _method_effect(ctx, target, meth, depth + 1)
+        sub = _method_effect(sm, target, meth, depth + 1)
         return Effect(sub.kind, hops + sub.hops, sub.attr, mowner, md.line,
                       f"{mowner.name}.{md.name} calls {f}(); " + sub.detail, False)
     return Effect("unknown", method_owner=mowner, line=md.line,
                   detail=f"{mowner.name}.{md.name} writes no aux-layer attribute the tool recognises")
 
 
-def default_parent(ctx: Context, key: ClassKey) -> tuple[tuple[Hop, ...], str] | None:
+def default_parent(sm: Model, key: ClassKey) -> tuple[tuple[Hop, ...], str] | None:
     """The object the contract's default bodies unwrap to before ``.model`` (None: cannot tell)."""
-    unwrap = ctx.contract.unwrap_attrs
-    if "get_language_model" in unwrap and ctx.graph.member_origin(key, "get_language_model") is not None:
-        attr = lm_attr(ctx, key)
-        tgt = delegate(ctx, key, attr) if attr else None
+    unwrap = sm.contract.unwrap_attrs
+    if "get_language_model" in unwrap and sm.graph.member_origin(key, "get_language_model") is not None:
+        attr = lm_attr(sm, key)
+        tgt = delegate(sm, key, attr) if attr else None
         if tgt is None:
             return None
         return (Hop(attr, tgt),), f"get_language_model() -> self.{attr}"  # type: ignore[arg-type]  # attr set if tgt
-    if "language_model" in unwrap and any(d.attr == "language_model" for d in delegations(ctx, key)):
-        tgt = delegate(ctx, key, "language_model")
+    if "language_model" in unwrap and any(d.attr == "language_model" for d in delegations(sm, key)):
+        tgt = delegate(sm, key, "language_model")
         if tgt is None:
             return None
         return (Hop("language_model", tgt),), "self.language_model"
-    if "language_model" in unwrap and ctx.graph.assigns_attr(key, "language_model") is not None:
+    if "language_model" in unwrap and sm.graph.assigns_attr(key, "language_model") is not None:
         return None
     return (), "self"
 
 
-def default_holder(ctx: Context, key: ClassKey) -> tuple[str, tuple[Hop, ...], str]:
+def default_holder(sm: Model, key: ClassKey) -> tuple[str, tuple[Hop, ...], str]:
     """(kind, hops, detail): where the default bodies look for the layers: ``ok``, ``no-holder`` or ``unknown``."""
-    par = default_parent(ctx, key)
+    par = default_parent(sm, key)
     if par is None:
         return "unknown", (), "get_language_model() returns an object the tool cannot follow"
     hops, how = par
     parent = hops[-1].key if hops else key
-    m = delegate(ctx, parent, "model")
+    m = delegate(sm, parent, "model")
     if m is not None:
         return "ok", (*hops, Hop("model", m)), f"{how}.model"
-    if has_unresolved_delegation(ctx, parent, "model") or ctx.graph.assigns_attr(parent, "model") is not None:
+    if has_unresolved_delegation(sm, parent, "model") or sm.graph.assigns_attr(parent, "model") is not None:
         return "unknown", hops, f"{how}.model is an object the tool cannot follow"
-    if holder_falls_back(ctx):
+    if holder_falls_back(sm):
         return "ok", hops, how
     return "no-holder", hops, f"{how} has no .model, which the default body asserts"
 
 
-def default_setter_effect(ctx: Context, key: ClassKey, depth: int = 0) -> Effect:
-    kind, hops, how = default_holder(ctx, key)
+def default_setter_effect(sm: Model, key: ClassKey, depth: int = 0) -> Effect:
+    kind, hops, how = default_holder(sm, key)
     if kind != "ok":
         return Effect(kind, hops, detail=f"the contract's default setter unwraps {how}")
     holder = hops[-1].key if hops else key
-    mk = mixin_key(ctx)
-    if mk is not None and not ctx.graph.in_mro(holder, mk):
+    mk = mixin_key(sm)
+    if mk is not None and not sm.graph.in_mro(holder, mk):
         return Effect("not-mixin", hops, detail=f"the contract's default setter unwraps {how} = {holder.name}, "
                                                 f"which is not an {mk.name}: its assertion fails at runtime")
-    ms = ctx.contract.mixin_setter
+    ms = sm.contract.mixin_setter
     if ms is None:
         return Effect("unknown", hops, detail="the default setter calls a method the tool cannot read")
-    sub = _method_effect(ctx, holder, ms, depth + 1)
+    sub = _method_effect(sm, holder, ms, depth + 1)
     return Effect(sub.kind, hops + sub.hops, sub.attr, None, 0, f"the contract's default setter calls {how}.{ms}()")
 
 
 # -- collection through engine-named lists and per-layer flags (``Engine.collection``) -------------------------
-def method_node(ctx: Context, key: ClassKey, name: str,
+def method_node(sm: Model, key: ClassKey, name: str,
                  after: ClassKey | None = None) -> tuple[ClassKey, ast.FunctionDef] | None:
     """The ``def`` of ``name`` for an instance of ``key`` (after class ``after`` in the MRO: ``super()``)."""
-    entries = [e for e in ctx.graph.mro(key).entries if isinstance(e, ClassKey)]
+    entries = [e for e in sm.graph.mro(key).entries if isinstance(e, ClassKey)]
     if after is not None:
         entries = entries[entries.index(after) + 1:] if after in entries else []
     for e in entries:
-        cf = ctx.graph.class_facts(e)
+        cf = sm.graph.class_facts(e)
         m = cf.members.get(name) if cf is not None else None
         if m is None or m.kind == "annotation":
             continue
         if m.kind != "def":
             return None
-        tree = read_module(ctx, ctx.graph.path_of(e))
+        tree = read_module(sm, sm.graph.path_of(e))
         fn = me.function_at(tree, m.line) if tree is not None else None
         return (e, fn) if fn is not None else None
     return None
@@ -687,18 +687,18 @@ def _is_flag(node: ast.AST, idiom: CollectionIdiom) -> bool:
     return isinstance(node, ast.Constant) and node.value in idiom.layer_flags
 
 
-def collection_effect(ctx: Context, key: ClassKey, name: str, depth: int = 0,
+def collection_effect(sm: Model, key: ClassKey, name: str, depth: int = 0,
                       after: ClassKey | None = None) -> Effect:
     """What ``key``'s ``name`` feeds on an engine that collects through lists or per-layer flags: every list
     write and flag set in its body and in the methods it calls on ``self`` and its sub-models (both arms of
     an ``if hasattr(...)``: a fallback branch feeds what it writes)."""
-    idiom = ctx.engine.collection
+    idiom = sm.engine.collection
     assert idiom is not None
     if depth > _MAX_DEPTH:
         return Effect("unknown", detail="delegation too deep")
-    hit = method_node(ctx, key, name, after)
+    hit = method_node(sm, key, name, after)
     if hit is None:
-        if ctx.graph.member_origin(key, name) is None:
+        if sm.graph.member_origin(key, name) is None:
             return Effect("missing", detail=f"{key.name} has no {name}")
         return Effect("unknown", detail=f"{name} of {key.name} is not a method the tool can read")
     mowner, fn = hit
@@ -716,7 +716,7 @@ def collection_effect(ctx: Context, key: ClassKey, name: str, depth: int = 0,
 
     def at(prefix: str) -> tuple[Hop, ...] | None:
         nonlocal unknown
-        res = resolve_self_path(ctx, key, (prefix.replace(me_, "self", 1)))
+        res = resolve_self_path(sm, key, (prefix.replace(me_, "self", 1)))
         if res is None or res[1]:
             unknown = unknown or f"{where} writes through {prefix}, an object the tool cannot follow"
             return None
@@ -754,20 +754,20 @@ def collection_effect(ctx: Context, key: ClassKey, name: str, depth: int = 0,
             meth = n.func.attr
             recv = n.func.value
             if isinstance(recv, ast.Call) and head_dotted(recv.func) == "super":
-                sub = collection_effect(ctx, key, meth, depth + 1, after=mowner)
+                sub = collection_effect(sm, key, meth, depth + 1, after=mowner)
                 hops = ()
             else:
                 prefix = head_dotted(recv)
                 if not (prefix == me_ or prefix.startswith(me_ + ".")) or (prefix == me_ and meth == name):
                     continue
-                res = resolve_self_path(ctx, key, prefix.replace(me_, "self", 1))
+                res = resolve_self_path(sm, key, prefix.replace(me_, "self", 1))
                 if res is None or res[1]:
                     continue  # a call on an object the tool cannot follow feeds nothing it can see
                 hops = res[0]
                 target = hops[-1].key if hops else key
-                if ctx.graph.member_origin(target, meth) is None:
+                if sm.graph.member_origin(target, meth) is None:
                     continue
-                sub = collection_effect(ctx, target, meth, depth + 1)
+                sub = collection_effect(sm, target, meth, depth + 1)
             pre = tuple(h.attr for h in hops)
             feeds.extend((m, pre + p) for m, p in sub.feeds)
             capture_flag = capture_flag or (sub.sets_capture_flag and not hops)
@@ -784,42 +784,42 @@ def collection_effect(ctx: Context, key: ClassKey, name: str, depth: int = 0,
                   feeds=tuple(feeds), sets_capture_flag=capture_flag)
 
 
-def flag_feeder(ctx: Context, key: ClassKey) -> str | None:
+def flag_feeder(sm: Model, key: ClassKey) -> str | None:
     """A method of ``key`` that takes a list of layer ids and sets the per-layer flags of its own layers (SGLang's
     ``set_dflash_layers_to_capture`` on a flag-reading decoder): what a setter feeding the flags can call."""
-    idiom = ctx.engine.collection
+    idiom = sm.engine.collection
     if idiom is None:
         return None
-    for e in ctx.graph.mro(key).entries:
-        cf = ctx.graph.class_facts(e) if isinstance(e, ClassKey) else None
+    for e in sm.graph.mro(key).entries:
+        cf = sm.graph.class_facts(e) if isinstance(e, ClassKey) else None
         for m in (cf.members.values() if cf is not None else ()):
             if m.kind != "def" or not any(a in m.name for a in idiom.list_attrs):
                 continue
-            hit = method_node(ctx, key, m.name)
+            hit = method_node(sm, key, m.name)
             if hit is None or len(hit[1].args.args) != 2 or hit[1].args.defaults:
                 continue
-            if Mechanism.FLAG in collection_effect(ctx, key, m.name).fed(()):
+            if Mechanism.FLAG in collection_effect(sm, key, m.name).fed(()):
                 return m.name
     return None
 
 
-def sibling_setter(ctx: Context, key: ClassKey, own: Owner, reads: frozenset[Mechanism]) -> str | None:
+def sibling_setter(sm: Model, key: ClassKey, own: Owner, reads: frozenset[Mechanism]) -> str | None:
     """Another speculative algorithm's setter of ``key`` (SGLang's ``set_dflash_layers_to_capture``): one ids
     parameter, it sets the top-level capture flag and feeds, on the layer owner, a mechanism its forward reads,
     adding 1 to each id as the engine's setters do. An EAGLE-3 setter can hand it the ids."""
-    idiom = ctx.engine.collection
-    name = setter_name(ctx)
+    idiom = sm.engine.collection
+    name = setter_name(sm)
     if idiom is None:
         return None
-    for e in ctx.graph.mro(key).entries:
-        cf = ctx.graph.class_facts(e) if isinstance(e, ClassKey) else None
+    for e in sm.graph.mro(key).entries:
+        cf = sm.graph.class_facts(e) if isinstance(e, ClassKey) else None
         for m in (cf.members.values() if cf is not None else ()):
             if m.kind != "def" or m.name == name or not any(a in m.name for a in idiom.list_attrs):
                 continue
-            hit = method_node(ctx, key, m.name)
+            hit = method_node(sm, key, m.name)
             if hit is None or len(hit[1].args.args) != 2:
                 continue
-            eff = collection_effect(ctx, key, m.name)
+            eff = collection_effect(sm, key, m.name)
             param = hit[1].args.args[1].arg
             plus_one = any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Add) and isinstance(n.right, ast.Constant)
                            and n.right.value == 1 and isinstance(n.left, ast.Name) for n in ast.walk(hit[1])) \
@@ -839,54 +839,54 @@ class GetterState:
     from_protocol: bool = False
 
 
-def getter_state(ctx: Context, key: ClassKey, name: str, depth: int = 0) -> GetterState:
+def getter_state(sm: Model, key: ClassKey, name: str, depth: int = 0) -> GetterState:
     if depth > _MAX_DEPTH:
         return GetterState("unknown")
-    if ctx.graph.member_origin(key, name) is None:
+    if sm.graph.member_origin(key, name) is None:
         return GetterState("missing", detail=f"{key.name} has no {name}")
-    hit = method_of(ctx, key, name)
+    hit = method_of(sm, key, name)
     if hit is None:
         return GetterState("unknown", detail=f"{name} is not a plain method")
     mowner, md = hit
-    proto = is_protocol_method(ctx, mowner)
+    proto = is_protocol_method(sm, mowner)
     if md.stub:
         return GetterState("stub", mowner, md.line, f"{mowner.name}.{name} has a stub body that returns None", proto)
     if proto:
-        return default_getter_state(ctx, key, mowner, md.line)
+        return default_getter_state(sm, key, mowner, md.line)
     for kind_, text, _line in md.returns:
         head = text.split("(", 1)[0].strip()
         if kind_ == "call" and head.startswith("self.") and head.count(".") >= 2:
             prefix, meth = head.rsplit(".", 1)
-            res = resolve_self_path(ctx, key, prefix)
+            res = resolve_self_path(sm, key, prefix)
             if res is None or res[1] or not res[0]:
                 continue
             target = res[0][-1].key
-            sub = getter_state(ctx, target, meth, depth + 1)
+            sub = getter_state(sm, target, meth, depth + 1)
             if sub.kind in ("missing", "stub", "broken-default", "broken-delegate"):
                 return GetterState("broken-delegate", mowner, md.line,
                                    f"{mowner.name}.{name} returns {head}(), and {sub.detail}")
     return GetterState("ok", mowner, md.line, f"{mowner.name}.{name} returns a value")
 
 
-def default_getter_state(ctx: Context, key: ClassKey, mowner: ClassKey | None = None, line: int = 0) -> GetterState:
+def default_getter_state(sm: Model, key: ClassKey, mowner: ClassKey | None = None, line: int = 0) -> GetterState:
     """What the contract's default getter body would return for ``key`` (whether or not it inherits it yet)."""
-    kind, hops, how = default_holder(ctx, key)
+    kind, hops, how = default_holder(sm, key)
     if kind == "unknown":
         return GetterState("unknown", mowner, line, how, True)
     holder = hops[-1].key if hops else key
     if kind == "no-holder":
         return GetterState("broken-default", mowner, line, f"the contract's default getter {how}", True)
-    if assigns_layers(ctx, holder) is None:
-        if ctx.graph.member_origin(holder, "layers") is not None or _opaque(ctx, holder):
+    if assigns_layers(sm, holder) is None:
+        if sm.graph.member_origin(holder, "layers") is not None or _opaque(sm, holder):
             return GetterState("unknown", mowner, line, f"{how}.layers may come from a base the tool cannot read", True)
         return GetterState("broken-default", mowner, line,
                            f"the contract's default getter reads {how}.layers, which {holder.name} never sets", True)
     return GetterState("ok", mowner, line, f"the contract's default body reads {how}.layers", True)
 
 
-def _opaque(ctx: Context, key: ClassKey) -> bool:
+def _opaque(sm: Model, key: ClassKey) -> bool:
     """A base outside the tree other than torch's ``nn.Module`` could define anything."""
-    for r in ctx.graph.external_bases(key):
+    for r in sm.graph.external_bases(key):
         if r.kind != "external" or not (
             r.name.startswith("torch.") or r.name.startswith("builtins.") or r.name.startswith("typing.")
         ):
@@ -894,15 +894,15 @@ def _opaque(ctx: Context, key: ClassKey) -> bool:
     return False
 
 
-def stale_getters(ctx: Context, key: ClassKey) -> list[tuple[ClassKey, str, int]]:
+def stale_getters(sm: Model, key: ClassKey) -> list[tuple[ClassKey, str, int]]:
     """Getter-shaped methods in the MRO that the runner of this tree never calls."""
-    live = set(getter_names(ctx)) | set(ctx.contract.required)
+    live = set(getter_names(sm)) | set(sm.contract.required)
     out: list[tuple[ClassKey, str, int]] = []
     shadowed: set[str] = set()
-    for e in ctx.graph.mro(key).entries:
-        if not isinstance(e, ClassKey) or is_interface_class(ctx, e):
+    for e in sm.graph.mro(key).entries:
+        if not isinstance(e, ClassKey) or is_interface_class(sm, e):
             continue
-        cf = ctx.graph.class_facts(e)
+        cf = sm.graph.class_facts(e)
         if cf is None:
             continue
         for name, m in cf.members.items():
@@ -925,8 +925,8 @@ class Forward:
     mechanisms: frozenset[Mechanism] = frozenset()
 
 
-def forward_of(ctx: Context, key: ClassKey) -> Forward | None:
-    hit = method_of(ctx, key, "forward")
+def forward_of(sm: Model, key: ClassKey) -> Forward | None:
+    hit = method_of(sm, key, "forward")
     if hit is None:
         return None
     fowner, md = hit
@@ -938,10 +938,10 @@ def forward_of(ctx: Context, key: ClassKey) -> Forward | None:
     # One level of helpers the forward calls on ``self`` (``self._forward_layers(...)``).
     for f, _args, _line in md.calls:
         if f.startswith("self.") and f.count(".") == 1 and f[5:] != "forward":
-            h = method_of(ctx, key, f[5:])
-            if h is not None and not is_interface_class(ctx, h[0]):
+            h = method_of(sm, key, f[5:])
+            if h is not None and not is_interface_class(sm, h[0]):
                 methods.append(h[1])
-    collector = ctx.contract.mixin_collector
+    collector = sm.contract.mixin_collector
     for m in methods:
         for r in m.reads:
             # The forward uses the configured layers some way the tool does not model (a
@@ -967,7 +967,7 @@ def forward_of(ctx: Context, key: ClassKey) -> Forward | None:
             last = f.rsplit(".", 1)[-1]
             if f.startswith("self.") and (last == collector or (collector is None and "maybe_add" in last)):
                 collects = True
-                h = method_of(ctx, key, last)
+                h = method_of(sm, key, last)
                 if h is not None:
                     for _l, container, _ln in h[1].memberships:
                         if container.startswith("self."):
@@ -984,9 +984,9 @@ def forward_of(ctx: Context, key: ClassKey) -> Forward | None:
             ):
                 returns_aux = True
     mechanisms: frozenset[Mechanism] = frozenset()
-    idiom = ctx.engine.collection
+    idiom = sm.engine.collection
     if idiom is not None:
-        mechanisms = _read_mechanisms(ctx, key, [m.name for m in methods], attrs, idiom)
+        mechanisms = _read_mechanisms(sm, key, [m.name for m in methods], attrs, idiom)
         collects = bool(mechanisms)
     return Forward(fowner, md, frozenset(attrs), collects, returns_aux, md.line, mechanisms)
 
@@ -998,13 +998,13 @@ def _hands_back_aux(text: str) -> bool:
     return "aux" in text and not text.lstrip().startswith("IntermediateTensors(")
 
 
-def _read_mechanisms(ctx: Context, key: ClassKey, names: list[str], attrs: set[str],
+def _read_mechanisms(sm: Model, key: ClassKey, names: list[str], attrs: set[str],
                      idiom: CollectionIdiom) -> frozenset[Mechanism]:
     """The mechanisms a forward (and the helpers it calls) reads: a list attribute it compares the index with,
     or a per-layer flag (``getattr(layer, "<flag>", False)``, ``layer.<flag>``)."""
     out: set[Mechanism] = set()
     attrs = set(attrs)
-    todo = [method_node(ctx, key, name) for name in names]
+    todo = [method_node(sm, key, name) for name in names]
     seen = 0
     while todo and seen <= MAX_HOPS + len(names):
         hit = todo.pop(0)
@@ -1019,7 +1019,7 @@ def _read_mechanisms(ctx: Context, key: ClassKey, names: list[str], attrs: set[s
             elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Call) \
                     and head_dotted(n.func.value.func) == "super":
                 # ``super().forward(...)``: the base's loop runs too (Qwen4ExpVLModel over Qwen4ExpModel).
-                base = method_node(ctx, key, n.func.attr, after=hit[0])
+                base = method_node(sm, key, n.func.attr, after=hit[0])
                 if base is not None:
                     todo.append(base)
                     attrs |= _membership_attrs(base[1])
@@ -1035,12 +1035,12 @@ def _membership_attrs(fn: ast.FunctionDef) -> set[str]:
             and head_dotted(n.comparators[0]).startswith("self.")}
 
 
-def attr_initialised(ctx: Context, key: ClassKey, attr: str) -> bool:
+def attr_initialised(sm: Model, key: ClassKey, attr: str) -> bool:
     """``attr`` is assigned in some init of the MRO or has a class-level value (the mixin's default)."""
-    for e in ctx.graph.mro(key).entries:
+    for e in sm.graph.mro(key).entries:
         if not isinstance(e, ClassKey):
             continue
-        cf = ctx.graph.class_facts(e)
+        cf = sm.graph.class_facts(e)
         if cf is None:
             continue
         m = cf.members.get(attr)
@@ -1053,40 +1053,40 @@ def attr_initialised(ctx: Context, key: ClassKey, attr: str) -> bool:
 
 
 # -- the class that declares (part of) the contract ----------------------------------------------------
-def direct_protocol_base(ctx: Context, key: ClassKey) -> bool:
-    pk = protocol_key(ctx)
+def direct_protocol_base(sm: Model, key: ClassKey) -> bool:
+    pk = protocol_key(sm)
     if pk is None:
         return False
-    return any(r.kind == "class" and r.key == pk for r in ctx.graph.bases(key))
+    return any(r.kind == "class" and r.key == pk for r in sm.graph.bases(key))
 
 
-def claimer(ctx: Context, key: ClassKey) -> ClassKey:
+def claimer(sm: Model, key: ClassKey) -> ClassKey:
     """The most derived class of the MRO that inherits the Protocol directly or sets the marker by hand."""
-    marker = ctx.contract.marker
-    for e in ctx.graph.mro(key).entries:
-        if not isinstance(e, ClassKey) or is_interface_class(ctx, e):
+    marker = sm.contract.marker
+    for e in sm.graph.mro(key).entries:
+        if not isinstance(e, ClassKey) or is_interface_class(sm, e):
             continue
-        if direct_protocol_base(ctx, e):
+        if direct_protocol_base(sm, e):
             return e
-        cf = ctx.graph.class_facts(e)
+        cf = sm.graph.class_facts(e)
         if marker and cf is not None and marker in cf.members and cf.members[marker].kind != "annotation":
             return e
     return key
 
 
-def class_location(ctx: Context, key: ClassKey) -> Location | None:
-    cf = ctx.graph.class_facts(key)
+def class_location(sm: Model, key: ClassKey) -> Location | None:
+    cf = sm.graph.class_facts(key)
     if cf is None:
         return None
-    return Location(ctx.graph.path_of(key), cf.line, cf.col)
+    return Location(sm.graph.path_of(key), cf.line, cf.col)
 
 
-def method_location(ctx: Context, key: ClassKey, line: int) -> Location:
-    return Location(ctx.graph.path_of(key), line, 0)
+def method_location(sm: Model, key: ClassKey, line: int) -> Location:
+    return Location(sm.graph.path_of(key), line, 0)
 
 
-def facts(ctx: Context, key: ClassKey) -> ClassFacts | None:
-    return ctx.graph.class_facts(key)
+def facts(sm: Model, key: ClassKey) -> ClassFacts | None:
+    return sm.graph.class_facts(key)
 
 
 
@@ -1101,23 +1101,23 @@ class Where:
 _PARSED_KEEP = 4
 
 
-def read_module(ctx: Context, rel: str) -> ast.Module | None:
+def read_module(sm: Model, rel: str) -> ast.Module | None:
     """The parsed module the model evaluates code of (default ids, the capture loop, the drafter's fc): parsed once
     per analysis, since several questions read the same large model file."""
-    cache: dict[str, ast.Module | None] = ctx.memo.get("parsed-modules", dict)
+    cache: dict[str, ast.Module | None] = sm.memo.get("parsed-modules", dict)
     deps.note(rel)  # a syntax tree parsed for an earlier question: whoever asks now read that file too
     if rel not in cache:
         if len(cache) >= _PARSED_KEEP:
             del cache[next(iter(cache))]  # the oldest: questions about one class come together, ASTs are large
-        cache[rel] = _parse_module(ctx, rel)
+        cache[rel] = _parse_module(sm, rel)
     return cache[rel]
 
 
-def _parse_module(ctx: Context, rel: str) -> ast.Module | None:
-    if not ctx.source.exists(rel):
+def _parse_module(sm: Model, rel: str) -> ast.Module | None:
+    if not sm.source.exists(rel):
         return None
     try:
-        return me.parse(decode_source(ctx.source.read_bytes(rel)), rel)
+        return me.parse(decode_source(sm.source.read_bytes(rel)), rel)
     except (OSError, UnicodeError, SyntaxError):
         return None
 
@@ -1136,7 +1136,7 @@ class FcInit:
     fnode: ast.FunctionDef | None
 
 
-def fc_init(ctx: Context, key: ClassKey) -> FcInit | None:
+def fc_init(sm: Model, key: ClassKey) -> FcInit | None:
     """Where ``key`` (or a model it builds, breadth first) assigns ``self.fc``, or None when nothing does. The
     drafter-fc step and the checkpoint check (drafter_weights.py) both evaluate that ``__init__``."""
     todo, seen = [key], set()
@@ -1146,71 +1146,71 @@ def fc_init(ctx: Context, key: ClassKey) -> FcInit | None:
         if k in seen:
             continue
         seen.add(k)
-        found = ctx.graph.assigns_attr(k, "fc")
+        found = sm.graph.assigns_attr(k, "fc")
         if found is None:
-            todo.extend(d.target for d in ctx.graph.delegations(k) if d.target is not None)
+            todo.extend(d.target for d in sm.graph.delegations(k) if d.target is not None)
     if found is None:
         return None
     owner, line = found
-    path = ctx.graph.path_of(owner)
-    tree = read_module(ctx, path)
-    cf = ctx.graph.class_facts(owner)
+    path = sm.graph.path_of(owner)
+    tree = read_module(sm, path)
+    cf = sm.graph.class_facts(owner)
     init = cf.methods.get("__init__") if cf else None
     fnode = me.function_at(tree, init.line) if tree is not None and init is not None else None
     return FcInit(owner, line, path, tree, fnode)
 
 
 # -- the model default aux ids ----------------------------------------------------------------------------
-def same_default(ctx: Context, key: ClassKey, a: str, b: str) -> bool | None:
+def same_default(sm: Model, key: ClassKey, a: str, b: str) -> bool | None:
     """Whether methods ``a`` and ``b`` of ``key`` return the same default aux ids (evaluated for 32 and 61 layers):
     None when either cannot be evaluated from the tree (it delegates to an inner model the checkpoint chooses).
 
     Cached in the facts store under the hashes of every file the evaluation can read (the MROs of the class
     and of the models it reaches), because each evaluation parses whole model files.
     """
-    files = sorted({ctx.graph.path_of(e) for k in reached(ctx, key)
-                    for e in ctx.graph.mro(k).entries if isinstance(e, ClassKey)})
+    files = sorted({sm.graph.path_of(e) for k in reached(sm, key)
+                    for e in sm.graph.mro(k).entries if isinstance(e, ClassKey)})
 
     def compute(_src: Any) -> bool | None:
         for n in (32, 61):
-            x, y = default_ids(ctx, key, n, None, name=a)[0], default_ids(ctx, key, n, None, name=b)[0]
+            x, y = default_ids(sm, key, n, None, name=a)[0], default_ids(sm, key, n, None, name=b)[0]
             if x is None or y is None:
                 return None
             if tuple(x) != tuple(y):
                 return False
         return True
 
-    return ctx.memo.get(f"same-default:{key}:{a}:{b}",
-                        lambda: ctx.store.memo(f"same-default-3:{key}:{a}:{b}", (), files, compute))
+    return sm.memo.get(f"same-default:{key}:{a}:{b}",
+                        lambda: sm.store.memo(f"same-default-3:{key}:{a}:{b}", (), files, compute))
 
 
-def default_ids(ctx: Context, key: ClassKey, n: int, tcfg: dict[str, Any] | None, depth: int = 0,
+def default_ids(sm: Model, key: ClassKey, n: int, tcfg: dict[str, Any] | None, depth: int = 0,
                 name: str | None = None) -> tuple[tuple[Any, ...] | None, Where | None, str]:
-    site = ctx.runner.primary
-    fallback = name or (site.fallback if site else None) or ctx.contract.default_getter
+    site = sm.runner.primary
+    fallback = name or (site.fallback if site else None) or sm.contract.default_getter
     if not fallback:
         return None, None, "the runner calls no default method"
     if depth > MAX_HOPS:
         return None, None, "delegation too deep"
-    hit = ctx.graph.method(key, fallback)
+    hit = sm.graph.method(key, fallback)
     if hit is None:
-        origin = ctx.graph.member_origin(key, fallback)
+        origin = sm.graph.member_origin(key, fallback)
         if origin is None:
             return None, None, f"{key.name} has no {fallback}()"
-        path = ctx.graph.path_of(origin[0])
+        path = sm.graph.path_of(origin[0])
         return None, Where(path, origin[1].line), f"{origin[0].name}.{fallback} is not a method the tool can read"
     mowner, md = hit
-    path = ctx.graph.path_of(mowner)
+    path = sm.graph.path_of(mowner)
     where = Where(path, md.line, f"{mowner.name}.{fallback}")  # type: ignore[attr-defined]  # md: a MethodDef
     if getattr(md, "stub", False):
         return None, where, f"{mowner.name}.{fallback}() has a stub body: it returns None, so there is no default"
-    tree = read_module(ctx, path)
+    tree = read_module(sm, path)
     fnode = me.function_at(tree, md.line) if tree is not None else None  # type: ignore[attr-defined]  # md: a MethodDef
     if fnode is None:
         return None, where, "cannot read the method body"
     full = me.ConfigView(tcfg or {}, "target_config")
     text = me.ConfigView(text_config(tcfg) or {}, "target_text_config")
-    dels = {d.attr: d for d in delegations(ctx, key) if d.target is not None}
+    dels = {d.attr: d for d in delegations(sm, key) if d.target is not None}
     nested: list[str] = []
 
     def attr(p: tuple[str, ...]) -> Any:
@@ -1231,7 +1231,7 @@ def default_ids(ctx: Context, key: ClassKey, n: int, tcfg: dict[str, Any] | None
         if len(p) == 3 and p[0] == fnode.args.args[0].arg and p[1] in dels and "layers" in p[2]:
             inner = dels[p[1]].target
             assert inner is not None
-            ids, w, why = default_ids(ctx, inner, n, tcfg, depth + 1, p[2])
+            ids, w, why = default_ids(sm, inner, n, tcfg, depth + 1, p[2])
             nested.append(f"delegates to {inner.name}.{p[2]}()" + (f" at {w.path}:{w.line}" if w else ""))
             if ids is None:
                 raise me.Unsupported(f"inner default unknown: {why}")
@@ -1282,24 +1282,24 @@ def enumerate_headers(md: Method) -> list[tuple[str, bool, int]]:
     return out
 
 
-def _meets_aux(ctx: Context, u: Use) -> bool:
+def _meets_aux(sm: Model, u: Use) -> bool:
     """``u`` compares with aux-layer ids: membership in an aux attribute, or an argument to a collector."""
     tail = u.target.rsplit(".", 1)[-1]
     low = u.target.lower()
-    idiom = ctx.engine.collection
+    idiom = sm.engine.collection
     if u.kind is UseKind.IN:
         # Also the engine's own list of layers to capture (SGLang's ``layers_to_capture``).
         return bool(u.target) and ("aux" in low or "hidden_state" in low
                                    or (idiom is not None and tail in idiom.list_attrs))
-    return u.kind is UseKind.CALL and (tail == ctx.contract.mixin_collector or "aux" in low or "hidden_state" in low)
+    return u.kind is UseKind.CALL and (tail == sm.contract.mixin_collector or "aux" in low or "hidden_state" in low)
 
 
-def aux_uses(ctx: Context, loop: Loop, uses: tuple[Use, ...]) -> list[tuple[Use, str]]:
+def aux_uses(sm: Model, loop: Loop, uses: tuple[Use, ...]) -> list[tuple[Use, str]]:
     """The uses among ``uses`` (``loop.uses`` or ``loop.rebased``) that meet aux-layer ids, each with a short text
     (EGL005's slice-relative index)."""
     out: list[tuple[Use, str]] = []
     for u in uses:
-        if not _meets_aux(ctx, u):
+        if not _meets_aux(sm, u):
             continue
         arg = u.text or loop.index_var + (
             f" + {u.offset}" if u.offset > 0 else f" - {-u.offset}" if u.offset < 0 else ""
@@ -1329,27 +1329,27 @@ def _meets_ids(lp: Loop, lists: tuple[str, ...] = ()) -> bool:
                and "hidden_state" in st.target for st in lp.sites)
 
 
-def _lists(ctx: Context) -> tuple[str, ...]:
-    idiom = ctx.engine.collection
+def _lists(sm: Model) -> tuple[str, ...]:
+    idiom = sm.engine.collection
     return idiom.list_attrs if idiom is not None else ()
 
 
-def capture_loop(ctx: Context, md: Method) -> Loop | None:
+def capture_loop(sm: Model, md: Method) -> Loop | None:
     """The loop over the layers that collects: every loop counts (a prefill and a decode branch each have one),
     the first that meets the aux ids, else the first."""
     loops = layer_loops(md)
-    lists = _lists(ctx)
+    lists = _lists(sm)
     return next((lp for lp in loops if _meets_ids(lp, lists)), loops[0] if loops else None)
 
 
-def rewrite_loop(ctx: Context, key: ClassKey) -> Loop | None:
+def rewrite_loop(sm: Model, key: ClassKey) -> Loop | None:
     """The loop a fix rewrites into a collecting one in ``key``'s own ``forward`` (the one ``capture`` reads, or a
     plain ``for layer in <layers>``), or None when that forward has none."""
-    cf = ctx.graph.class_facts(key)
+    cf = sm.graph.class_facts(key)
     md = cf.methods.get("forward") if cf is not None else None
     if md is None:
         return None
-    lp = capture_loop(ctx, md)
+    lp = capture_loop(sm, md)
     if lp is not None:
         return lp
     return next((lp for lp in md.loops if lp.over_layers and lp.layer_var and lp.form is LoopForm.PLAIN), None)
@@ -1397,38 +1397,38 @@ class Capture:
         return out
 
 
-def capture(ctx: Context, key: ClassKey) -> Capture | None:
+def capture(sm: Model, key: ClassKey) -> Capture | None:
     """How the decoder that owns ``key``'s layers collects (``owner``), or None when no class owns them."""
-    lo = owner(ctx, key)
-    return None if lo is None else capture_in(ctx, key, lo.key)
+    lo = owner(sm, key)
+    return None if lo is None else capture_in(sm, key, lo.key)
 
 
-def capture_in(ctx: Context, key: ClassKey, decoder: ClassKey) -> Capture:
+def capture_in(sm: Model, key: ClassKey, decoder: ClassKey) -> Capture:
     """How ``decoder``'s forward collects for the top-level class ``key`` (whose setter may sort the ids): the one
     reading of capture points, for the layer owner (``capture``) and for the object an engine's setter feeds."""
-    hit = method_of(ctx, decoder, "forward")
+    hit = method_of(sm, decoder, "forward")
     if hit is None:
-        return Capture(decoder, ctx.graph.path_of(decoder), 0, note=f"{decoder.name} has no forward the tool can read")
+        return Capture(decoder, sm.graph.path_of(decoder), 0, note=f"{decoder.name} has no forward the tool can read")
     mowner, md = hit
-    loop = capture_loop(ctx, md)
+    loop = capture_loop(sm, md)
     for _ in range(MAX_HOPS):
         # ``return super().forward(...)`` (SGLang 0.5.23's Qwen4ExpVLModel over Qwen4ExpModel): the base's loop runs.
-        base = _base_method(ctx, decoder, "forward", mowner) if loop is None and any(
+        base = _base_method(sm, decoder, "forward", mowner) if loop is None and any(
             f == "super().forward" for f, _a, _l in md.calls) else None
         if base is None:
             break
         mowner, md = base
-        loop = capture_loop(ctx, md)
-    path = ctx.graph.path_of(mowner)
+        loop = capture_loop(sm, md)
+    path = sm.graph.path_of(mowner)
     cap = Capture(decoder, path, md.line)
-    collectors = tuple(x for x in (ctx.contract.mixin_collector,) if x)
+    collectors = tuple(x for x in (sm.contract.mixin_collector,) if x)
     if loop is None:
         plain = any(lp.over_layers and lp.form is LoopForm.PLAIN for lp in md.loops)
         cap.note = "the loop over the layers has no index" if plain else "no loop over the layers in forward"
-        _unread(ctx, cap, decoder)
+        _unread(sm, cap, decoder)
         return cap
-    idiom = ctx.engine.collection
-    lists = _lists(ctx)
+    idiom = sm.engine.collection
+    lists = _lists(sm)
     cap.absolute = loop.base is IndexBase.ABSOLUTE
     cap.loop_line = loop.line
     sites: list[tuple[str, int, int]] = []
@@ -1466,10 +1466,10 @@ def capture_in(ctx: Context, key: ClassKey, decoder: ClassKey) -> Capture:
     cap.shift = norm.pop() if len(norm) == 1 else None
     if not sites:
         cap.note = "the layer loop compares no index with aux ids"
-        fw = forward_of(ctx, decoder) if idiom is not None else None
+        fw = forward_of(sm, decoder) if idiom is not None else None
         if fw is not None and Mechanism.FLAG in fw.mechanisms:
             cap.note = "the layer loop collects through per-layer flags set by the setter, not by comparing its index"
-        _unread(ctx, cap, decoder)
+        _unread(sm, cap, decoder)
     # Does anything depend on the order of the configured ids?
     if aux_attr:
         for name, line in md.iterates:
@@ -1477,7 +1477,7 @@ def capture_in(ctx: Context, key: ClassKey, decoder: ClassKey) -> Capture:
                 cap.order_dependent = True
                 cap.order_why = f"forward iterates {aux_attr} (line {line}): states come out in the ids' order"
     if cap.order_dependent:
-        sorts = _setter_sorts(ctx, key, decoder)
+        sorts = _setter_sorts(sm, key, decoder)
         if sorts is not None:
             cap.order_dependent = False
             cap.order_why = f"{cap.order_why}, but {sorts} stores them sorted, so their configured order is irrelevant"
@@ -1486,9 +1486,9 @@ def capture_in(ctx: Context, key: ClassKey, decoder: ClassKey) -> Capture:
     elif aux_attr and not cap.order_why:
         cap.order_why = f"collection tests {aux_attr} membership layer by layer: states come out in layer order"
     # Pipeline relay of states captured on earlier ranks.
-    flag = ctx.contract.pp_flag
+    flag = sm.contract.pp_flag
     if flag:
-        m = ctx.graph.member_origin(decoder, flag)
+        m = sm.graph.member_origin(decoder, flag)
         cap.relays_pp = bool(m and m[1].value == "True")
         cap.relay_why = (f"{decoder.name}.{flag} = True" if cap.relays_pp else
                          f"{decoder.name} does not set {flag} = True")
@@ -1501,24 +1501,24 @@ def capture_in(ctx: Context, key: ClassKey, decoder: ClassKey) -> Capture:
     return cap
 
 
-def _unread(ctx: Context, cap: Capture, decoder: ClassKey) -> None:
+def _unread(sm: Model, cap: Capture, decoder: ClassKey) -> None:
     """No capture point in the layer loop, yet the forward reads the configured layers (as EGL004 reads it,
     ``forward_of``): it collects some way the tool does not follow (DeepseekV4Model in vLLM 0.33.0 fills a dict per
     layer in a helper, then picks ``aux_hidden_by_layer[i] for i in self.aux_hidden_state_layers``)."""
-    if ctx.engine.collection is not None:
+    if sm.engine.collection is not None:
         return  # an engine with a collection idiom: its mechanisms are the sites (flags, lists)
-    fw = forward_of(ctx, decoder)
+    fw = forward_of(sm, decoder)
     if fw is not None and fw.collects:
         cap.unread = True
         read = ", ".join(f"self.{a}" for a in sorted(fw.attrs_read)) or "the aux layers"
         cap.note = f"{cap.note}, but it reads {read}: it collects in a way the tool does not follow"
 
 
-def _base_method(ctx: Context, key: ClassKey, name: str, after: ClassKey) -> tuple[ClassKey, Method] | None:
+def _base_method(sm: Model, key: ClassKey, name: str, after: ClassKey) -> tuple[ClassKey, Method] | None:
     """The method ``name`` that ``super()`` reaches from class ``after`` for an instance of ``key``."""
-    entries = [e for e in ctx.graph.mro(key).entries if isinstance(e, ClassKey)]
+    entries = [e for e in sm.graph.mro(key).entries if isinstance(e, ClassKey)]
     for e in entries[entries.index(after) + 1:] if after in entries else []:
-        cf = ctx.graph.class_facts(e)
+        cf = sm.graph.class_facts(e)
         m = cf.members.get(name) if cf is not None else None
         if m is None or m.kind == "annotation":
             continue
@@ -1527,21 +1527,21 @@ def _base_method(ctx: Context, key: ClassKey, name: str, after: ClassKey) -> tup
     return None
 
 
-def _setter_sorts(ctx: Context, key: ClassKey, owner: ClassKey) -> str | None:
+def _setter_sorts(sm: Model, key: ClassKey, owner: ClassKey) -> str | None:
     """The setter that stores the ids, if it sorts them (``tuple(sorted(set(layers)))``), as ``Class.method``."""
-    c = ctx.contract
+    c = sm.contract
     cands: list[tuple[ClassKey, str]] = []
     if c.mixin and c.mixin_setter:
         mixin_key = ClassKey(c.module, c.mixin)
-        if ctx.graph.in_mro(owner, mixin_key):
+        if sm.graph.in_mro(owner, mixin_key):
             cands.append((mixin_key, c.mixin_setter))
     if c.setter:
-        hit = ctx.graph.method(key, c.setter)
+        hit = sm.graph.method(key, c.setter)
         if hit is not None:
             cands.append((hit[0], c.setter))
     for cls, name in cands:
-        path = ctx.graph.path_of(cls)
-        tree = read_module(ctx, path)
+        path = sm.graph.path_of(cls)
+        tree = read_module(sm, path)
         fnode = me.find_function(tree, name, cls.qualname) if tree is not None else None
         if fnode is not None and any(
             isinstance(n, ast.Call) and head_dotted(n.func) == "sorted" for n in ast.walk(fnode)

@@ -10,7 +10,7 @@ named, never ``servable``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
@@ -19,7 +19,8 @@ from eagle3_lint.model import Location
 from eagle3_lint.runner import RunnerKind
 
 if TYPE_CHECKING:
-    from eagle3_lint.analysis import Context
+    from eagle3_lint.model import Finding
+    from eagle3_lint.stages import Model
 
 
 # How the verdict line and trace name the platform a chain was evaluated for (--platform).
@@ -119,33 +120,33 @@ class ServingVerdict:
         return next((s for s in self.steps if s.gate is gate), None)
 
 
-def import_step(ctx: Context, arch: str) -> ServingStep | None:
+def import_step(sm: Model, arch: str) -> ServingStep | None:
     """The engine's import of the model module, failing at the first file on ``arch``'s import path that cannot be
     read or parsed (semantic.broken_on_path); None when every such file parses (the step is shown only failing)."""
     from eagle3_lint import semantic as sem
 
-    broken = sem.broken_on_path(ctx, arch)
+    broken = sem.broken_on_path(sm, arch)
     if not broken:
         return None
     b = broken[0]
     more = f" (and {len(broken) - 1} more file{'s' if len(broken) > 2 else ''})" if len(broken) > 1 else ""
     return ServingStep(Gate.IMPORT, StepResult.FAIL,
                        f"loading {arch} imports {b.path}, which {_broken_words(b.why)}{more}: the import fails, so "
-                       f"{ctx.engine.display} cannot load the model", Location(b.path, b.line))
+                       f"{sm.engine.display} cannot load the model", Location(b.path, b.line))
 
 
-def unregistered_step(ctx: Context, arch: str, registry: Location | None) -> ServingStep:
+def unregistered_step(sm: Model, arch: str, registry: Location | None) -> ServingStep:
     """The registry step of an architecture no entry names: at the broken model file that names it, if one does
     (its entry could not be read from there), else at the registry."""
     from eagle3_lint import semantic as sem
 
-    broken = sem.broken_on_path(ctx, arch)
+    broken = sem.broken_on_path(sm, arch)
     if broken:
         b = broken[0]
         return ServingStep(Gate.REGISTRY, StepResult.FAIL,
-                           f"{arch} is not in this {ctx.engine.display}'s model registry: {b.path}, which names it, "
+                           f"{arch} is not in this {sm.engine.display}'s model registry: {b.path}, which names it, "
                            f"{_broken_words(b.why)}", Location(b.path, b.line))
-    return ServingStep(Gate.REGISTRY, StepResult.FAIL, f"{arch} is not in this {ctx.engine.display}'s model registry",
+    return ServingStep(Gate.REGISTRY, StepResult.FAIL, f"{arch} is not in this {sm.engine.display}'s model registry",
                        registry)
 
 
@@ -167,28 +168,28 @@ def outcome_of(steps: Iterable[ServingStep]) -> tuple[Outcome, Gate | None]:
     return Outcome.SERVABLE, None
 
 
-def next_step(ctx: Context, arch: str, outcome: Outcome, stage: Gate | None, steps: list[ServingStep],
-              hints: Mapping[Outcome, str]) -> str | None:
-    """The one thing to do next: pass the configs an unchecked step needs, apply the fix the findings hold for a
+def next_step(sm: Model, arch: str, outcome: Outcome, stage: Gate | None, steps: list[ServingStep],
+              hints: Mapping[Outcome, str], findings: Sequence[Finding]) -> str | None:
+    """The one thing to do next: pass the configs an unchecked step needs, apply the fix ``findings`` hold for a
     step a fix repairs, or the engine's hint for the outcome (None for an empty one)."""
     unchecked = [s.gate.value for s in steps if s.result is StepResult.UNCHECKED]
     if outcome is Outcome.SERVABLE:
         return None
     if outcome is Outcome.UNCHECKED:
         needs = []
-        if ctx.options.target_config is None:
+        if sm.options.target_config is None:
             needs.append("--target-config <model>/config.json")
-        if ctx.options.draft_config is None:
+        if sm.options.draft_config is None:
             needs.append("--draft-config <drafter>/config.json")
         return (f"pass {' and '.join(needs)} to check {', '.join(unchecked)}" if needs
                 else f"not checked: {', '.join(unchecked)}")
     if outcome in (Outcome.UNIMPORTABLE, Outcome.UNREGISTERED):
         from eagle3_lint import semantic as sem
 
-        broken = sem.broken_on_path(ctx, arch)
+        broken = sem.broken_on_path(sm, arch)
         if broken:
             return f"repair {broken[0].path}:{broken[0].line} by hand (no automatic fix), then check again"
-    fixable = [f for f in ctx.findings if f.architecture == arch and f.fix is not None]
+    fixable = [f for f in findings if f.architecture == arch and f.fix is not None]
     if fixable and stage in (Gate.CONFIG_GATE, Gate.RUNNER_INTERFACE, Gate.CAPTURE, Gate.AUX_IDS):
         unsafe = any(f.fix is not None and f.fix.applicability.value == "unsafe" for f in fixable)
         return "patch it: eagle3-lint check TREE --arch " + arch + " --fix" + (" --unsafe-fixes" if unsafe else "")

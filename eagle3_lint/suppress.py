@@ -25,7 +25,7 @@ import functools
 import io
 import re
 import tokenize
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -35,7 +35,7 @@ from eagle3_lint.model import Edit, Finding, Fix, Location
 from eagle3_lint.rules import Role, make, with_role
 
 if TYPE_CHECKING:
-    from eagle3_lint.analysis import Context
+    from eagle3_lint.stages import Model
 
 MARKER = SUPPRESSION_MARKER
 DIRECTIVE = re.compile(r"#\s*eagle3-lint\s*:\s*ignore\b(?:\[(?P<codes>[^\]]*)\])?(?P<rest>.*)")
@@ -113,29 +113,29 @@ def scan(text: str, path: str) -> list[Directive]:
     return out
 
 
-def collect(ctx: Context, findings: Collection[Finding]) -> dict[str, list[Directive]]:
+def collect(sm: Model, findings: Collection[Finding]) -> dict[str, list[Directive]]:
     # Model files, plus the runner, gate and interface files a rule may flag: an unused directive
     # there is reported too, even when that file has no finding this run.
-    files = set(ctx.model_files()) | {f.location.path for f in findings}
-    files |= {s.path for s in ctx.runner.sites} | {g.path for g in ctx.runner.gates}
-    if ctx.contract.path:
-        files.add(ctx.contract.path)
+    files = set(sm.model_files()) | {f.location.path for f in findings}
+    files |= {s.path for s in sm.runner.sites} | {g.path for g in sm.runner.gates}
+    if sm.contract.path:
+        files.add(sm.contract.path)
     out: dict[str, list[Directive]] = {}
     for rel in sorted(files):
         # One answer per file, kept between runs; ``used`` is this run's own (marked as findings meet it).
-        found = ctx.queries.get(("directives", rel), functools.partial(_directives_in, ctx, rel), persist=True)
+        found = sm.queries.get(("directives", rel), functools.partial(_directives_in, sm, rel), persist=True)
         if found:
             out[rel] = [dataclasses.replace(d, used=set()) for d in found]
     return out
 
 
-def _directives_in(ctx: Context, rel: str) -> list[Directive]:
+def _directives_in(sm: Model, rel: str) -> list[Directive]:
     deps.note(rel)  # also when the loaded facts answer without reading the bytes
-    mf = ctx.store.loaded_facts(rel)
+    mf = sm.store.loaded_facts(rel)
     if mf is not None and not mf.mentions_marker:
         return []  # its facts, made from the bytes this run hashed, say no comment can be there
     try:
-        data = ctx.source.read_bytes(rel)
+        data = sm.source.read_bytes(rel)
     except OSError:
         return []
     if MARKER not in data:
@@ -187,17 +187,17 @@ def unused_findings(directives: dict[str, list[Directive]], ran: Collection[str]
     return out
 
 
-def apply(ctx: Context, ran: Collection[str]) -> None:
-    """Split ``ctx.findings`` into reported and suppressed; add EGL100 findings if that rule ran."""
+def apply(sm: Model, findings: Sequence[Finding],
+          ran: Collection[str]) -> tuple[list[Finding], list[tuple[Finding, Suppression]]]:
+    """Split ``findings`` into (reported, suppressed with why); add EGL100 findings if that rule ran."""
     from eagle3_lint.rules import all_rules
 
     UNUSED = with_role(Role.UNUSED_SUPPRESSION)
-    directives = collect(ctx, ctx.findings)
-    noqa = noqa_findings(ctx, ctx.findings) if UNUSED.id in ran else []
+    suppressed: list[tuple[Finding, Suppression]] = []
+    directives = collect(sm, findings)
+    noqa = noqa_findings(sm, findings) if UNUSED.id in ran else []
     if not directives:
-        if noqa:
-            ctx.findings[:] = sorted([*ctx.findings, *noqa], key=Finding.sort_key)
-        return
+        return sorted([*findings, *noqa], key=Finding.sort_key) if noqa else list(findings), suppressed
     by_line: dict[tuple[str, int], list[Directive]] = {}
     for ds in directives.values():
         for d in ds:
@@ -205,28 +205,28 @@ def apply(ctx: Context, ran: Collection[str]) -> None:
             if d.own_line:
                 by_line.setdefault((d.path, d.line + 1), []).append(d)
     kept: list[Finding] = []
-    for f in ctx.findings:
+    for f in findings:
         hit = next((d for d in by_line.get((f.location.path, f.location.line), ()) if f.rule in d.codes), None)
         if hit is None:
             kept.append(f)
             continue
         hit.used.add(f.rule)
-        ctx.suppressed.append((f, Suppression("inSource", hit.reason, hit.location)))
+        suppressed.append((f, Suppression("inSource", hit.reason, hit.location)))
     if UNUSED.id in ran:
         for u in unused_findings(directives, ran, {r.meta.id for r in all_rules()}):
             # An EGL100 can itself be silenced by naming EGL100 in the same comment.
             same = next((d for d in by_line.get((u.location.path, u.location.line), ()) if UNUSED.id in d.codes), None)
             if same is not None:
-                ctx.suppressed.append((u, Suppression("inSource", same.reason, same.location)))
+                suppressed.append((u, Suppression("inSource", same.reason, same.location)))
             else:
                 kept.append(u)
     kept += [n for n in noqa
              if not any(UNUSED.id in d.codes for d in by_line.get((n.location.path, n.location.line), ()))]
     kept.sort(key=Finding.sort_key)
-    ctx.findings[:] = kept
+    return kept, suppressed
 
 
-def noqa_findings(ctx: Context, findings: Collection[Finding]) -> list[Finding]:
+def noqa_findings(sm: Model, findings: Collection[Finding]) -> list[Finding]:
     """EGL100 for a ``# noqa: EGLnnn`` on the line of a finding it names (see the module docstring)."""
     UNUSED = with_role(Role.UNUSED_SUPPRESSION)
     out: list[Finding] = []
@@ -238,7 +238,7 @@ def noqa_findings(ctx: Context, findings: Collection[Finding]) -> list[Finding]:
             continue
         if path not in texts:
             try:
-                texts[path] = ctx.read_text(path).splitlines()
+                texts[path] = sm.read_text(path).splitlines()
             except (OSError, UnicodeError, LookupError, SyntaxError):
                 texts[path] = []
         line = texts[path][row - 1] if 0 < row <= len(texts[path]) else ""

@@ -1,6 +1,6 @@
 """``trace``: the path the runner takes for one architecture, as data the semantic model builds.
 
-``build(ctx, arch)`` returns a tree of ``TraceNode``: the serving verdict's chain of gates (when the
+``build(an, arch)`` returns a tree of ``TraceNode``: the serving verdict's chain of gates (when the
 context has one), the config-time gates, the runner call sites, the registry entry, the interrogated
 class with its MRO, contract members and delegations to inner models, the fallback getter, and the
 aux-state path (the layer owner and how its ``forward`` collects). Every fact is a query of
@@ -25,7 +25,7 @@ from eagle3_lint.runner import MODEL_CLASS
 from eagle3_lint.serving import PLATFORM_LABEL
 
 if TYPE_CHECKING:
-    from eagle3_lint.analysis import Context
+    from eagle3_lint.stages import Analysis, Model
 
 # Inner models are expanded this deep (wrapper -> language model -> decoder); the semantic model's own
 # walks go up to ``semantic.MAX_HOPS``.
@@ -86,13 +86,13 @@ def _loc(path: str | None, line: int | None) -> Location | None:
     return Location(path, line or 1) if path else None
 
 
-def build(ctx: Context, arch: str) -> TraceNode:
-    v = ctx.verdicts[arch]
-    key = ctx.keys.get(arch)
-    c, r = ctx.contract, ctx.runner
+def build(an: Analysis, arch: str) -> TraceNode:
+    v = an.verdicts[arch]
+    key = an.keys.get(arch)
+    c, r = an.contract, an.runner
     tone = Tone.GOOD if v.supports_eagle3 else Tone.BAD if v.supports_eagle3 is False else Tone.DIM
     top: list[TraceNode] = []
-    sv = ctx.serving.get(arch)
+    sv = an.serving.get(arch)
     if sv is not None:
         steps = [_node(NodeKind.STEP, f"{s.gate.value}: {s.result.value}: {s.message}", s.location,
                        {"pass": Tone.GOOD, "fail": Tone.BAD, "unknown": Tone.WARN}.get(s.result.value, Tone.DIM))
@@ -139,78 +139,78 @@ def build(ctx: Context, arch: str) -> TraceNode:
     if key is None:
         top.append(_node(NodeKind.NOTE, v.reason, tone=Tone.BAD))
     else:
-        top.append(_class_node(ctx, key, "interrogated top-level class", 0))
-        top.append(_fallback(ctx, key))
-        top.append(_layers(ctx, key))
+        top.append(_class_node(an.model, key, "interrogated top-level class", 0))
+        top.append(_fallback(an.model, key))
+        top.append(_layers(an.model, key))
     return _node(NodeKind.ARCHITECTURE, f"{arch}  {v.status.value}  supports_eagle3={v.supports_eagle3}", v.location,
                  tone, top, str(key) if key else None)
 
 
-def _class_node(ctx: Context, key: ClassKey, label: str, depth: int) -> TraceNode:
-    cf = ctx.graph.class_facts(key)
-    chk = ctx.judge.check_class(key)
-    mro = ctx.graph.mro(key)
+def _class_node(sm: Model, key: ClassKey, label: str, depth: int) -> TraceNode:
+    cf = sm.graph.class_facts(key)
+    chk = sm.judge.check_class(key)
+    mro = sm.graph.mro(key)
     entries = []
     for e in mro.entries:
         if isinstance(e, ClassKey):
-            ecf = ctx.graph.class_facts(e)
-            entries.append(_node(NodeKind.CLASS, e.name, _loc(ctx.graph.path_of(e), ecf.line if ecf else None),
+            ecf = sm.graph.class_facts(e)
+            entries.append(_node(NodeKind.CLASS, e.name, _loc(sm.graph.path_of(e), ecf.line if ecf else None),
                                  ref=str(e)))
         elif isinstance(e, Resolved):
             entries.append(_node(NodeKind.NOTE, f"{e.name} ({e.kind})", tone=Tone.DIM))
     present = {n: (o, ln) for n, o, ln in chk.present}
     members = []
-    for cm in ctx.contract.members:
+    for cm in sm.contract.members:
         if cm.name in present:
             o, ln = present[cm.name]
-            members.append(_node(NodeKind.MEMBER, f"{cm.name}: from {o.name}", _loc(ctx.graph.path_of(o), ln)))
+            members.append(_node(NodeKind.MEMBER, f"{cm.name}: from {o.name}", _loc(sm.graph.path_of(o), ln)))
         else:
             members.append(_node(NodeKind.MEMBER, f"{cm.name}: missing", tone=Tone.BAD))
     kids = [_node(NodeKind.MRO, "MRO" + (f" ({mro.error})" if mro.error else ""), None,
                   Tone.BAD if mro.error else Tone.PLAIN, entries),
             _node(NodeKind.MEMBER, "contract members", None, Tone.PLAIN, members)]
     if depth < _CLASS_DEPTH:
-        for d in ctx.judge.model_delegations(key):
-            sub = [_class_node(ctx, d.target, "inner model", depth + 1)] if d.target is not None else []
+        for d in sm.judge.model_delegations(key):
+            sub = [_class_node(sm, d.target, "inner model", depth + 1)] if d.target is not None else []
             kids.append(_node(NodeKind.DELEGATION, f"delegates self.{d.attr} ({d.how.value}): {d.detail}",
                               _loc(d.path, d.line), children=sub))
     tone = Tone.GOOD if chk.supports else Tone.BAD if chk.supports is False else Tone.DIM
     return _node(NodeKind.CLASS, f"{label}: {key.name} supports_eagle3={chk.supports}",
-                 _loc(ctx.graph.path_of(key), cf.line if cf else None), tone, kids, str(key))
+                 _loc(sm.graph.path_of(key), cf.line if cf else None), tone, kids, str(key))
 
 
-def _fallback(ctx: Context, key: ClassKey) -> TraceNode:
+def _fallback(sm: Model, key: ClassKey) -> TraceNode:
     kids = []
-    for name in ctx.runner.fallback_names:
-        hit = ctx.graph.member_origin(key, name)
-        cm = ctx.contract.member(name)
+    for name in sm.runner.fallback_names:
+        hit = sm.graph.member_origin(key, name)
+        cm = sm.contract.member(name)
         if hit is None:
             kids.append(_node(NodeKind.MEMBER, f"{name}(): missing from {key.name}'s MRO", tone=Tone.BAD))
             continue
         extra = (" stub body: returns None" if hit[1].stub else "") + (
-            " (contract default body)" if cm and cm.has_default and ctx.judge.is_protocol_class(hit[0]) else "")
+            " (contract default body)" if cm and cm.has_default and sm.judge.is_protocol_class(hit[0]) else "")
         kids.append(_node(NodeKind.MEMBER, f"{name}(): from {hit[0].name}{extra}",
-                          _loc(ctx.graph.path_of(hit[0]), hit[1].line), Tone.WARN if hit[1].stub else Tone.PLAIN))
-    if not ctx.runner.fallback_names:
+                          _loc(sm.graph.path_of(hit[0]), hit[1].line), Tone.WARN if hit[1].stub else Tone.PLAIN))
+    if not sm.runner.fallback_names:
         kids.append(_node(NodeKind.NOTE, "none: the runner of this tree never asks the model for default layers"))
     return _node(NodeKind.FALLBACK, "fallback the runner would call", children=kids)
 
 
-def _layers(ctx: Context, key: ClassKey) -> TraceNode:
-    own = sem.owner(ctx, key)
+def _layers(sm: Model, key: ClassKey) -> TraceNode:
+    own = sem.owner(sm, key)
     if own is None:
         return _node(NodeKind.LAYERS, "aux hidden states", children=[
             _node(NodeKind.NOTE, "no class reachable from this one assigns self.layers", tone=Tone.BAD)])
     hops = ".".join(own.path) or "(itself)"
     kids = [_node(NodeKind.LAYERS, f"layers owned by {own.key.name} via self.{hops}"
-                  + (f" (assigned in {own.where.name})" if own.where != own.key else ""), own.location(ctx),
+                  + (f" (assigned in {own.where.name})" if own.where != own.key else ""), own.location(sm),
                   ref=str(own.key))]
-    fwd = sem.forward_of(ctx, own.key)
-    cap = sem.capture(ctx, key)
+    fwd = sem.forward_of(sm, own.key)
+    cap = sem.capture(sm, key)
     if fwd is None:
         kids.append(_node(NodeKind.NOTE, "no forward() found", tone=Tone.BAD))
     else:
-        path = ctx.graph.path_of(fwd.owner)
+        path = sm.graph.path_of(fwd.owner)
         for header, rel, line in sem.enumerate_headers(fwd.method):
             kids.append(_node(NodeKind.LOOP, header + (" (slice-relative index)" if rel else ""), _loc(path, line),
                               Tone.WARN if rel else Tone.PLAIN, ref=str(fwd.owner)))
@@ -281,7 +281,7 @@ def to_dot(node: TraceNode) -> str:
 
 
 def _mermaid_text(s: str) -> str:
-    # Mermaid labels are quoted; a quote or markup character inside is written as an entity.
+    # Mermaid labels are quoted; a quote or markup character inside is written as sm entity.
     return (s.replace("&", "#amp;").replace('"', "#quot;").replace("<", "#lt;").replace(">", "#gt;")
             .replace("\n", "<br/>"))
 

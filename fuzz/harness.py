@@ -45,7 +45,7 @@ from eagle3_lint import facts as facts_mod
 from eagle3_lint import fixes
 from eagle3_lint import store as store_mod
 from eagle3_lint import trace as trace_mod
-from eagle3_lint.analysis import Context, Options, analyze
+from eagle3_lint.analysis import Analysis, Options, analyze
 from eagle3_lint.engines.vllm import contract as contract_mod
 from eagle3_lint.engines.vllm import runner as runner_mod
 from eagle3_lint.source import MAX_FILE_BYTES, SourceTree
@@ -488,7 +488,7 @@ _RUNS = [0]
 def _run_case(tree: MemoryTree, base: BaseTree, case: Case, targets: tuple[str, ...],
               configs: Configs | None) -> Outcome:
     try:
-        ctx: Context = analyze(tree, configs.options(targets) if configs else Options(targets=targets))
+        ctx: Analysis = analyze(tree, configs.options(targets) if configs else Options(targets=targets))
         plan = fixes.plan(ctx.source, ctx.findings, True)
         fixes.unified_diff(plan)
         shown = render_all(ctx, targets, case)
@@ -509,7 +509,7 @@ def _run_case(tree: MemoryTree, base: BaseTree, case: Case, targets: tuple[str, 
     return Outcome(True, findings=len(ctx.findings), parsed=parsed)
 
 
-def render_all(ctx: Context, targets: tuple[str, ...], case: Case) -> str:
+def render_all(ctx: Analysis, targets: tuple[str, ...], case: Case) -> str:
     """Every output a user can ask for: JSON, SARIF, GitHub annotations, the text report, and the
     trace of the targeted architectures and of those defined in the mutated files."""
     from eagle3_lint import config as config_mod

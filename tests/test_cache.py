@@ -19,7 +19,7 @@ import pytest
 
 from eagle3_lint import reportcache
 from eagle3_lint import store as store_mod
-from eagle3_lint.analysis import Context, Options, analyze
+from eagle3_lint.analysis import Analysis, Options, analyze
 from eagle3_lint.report import build_report
 from eagle3_lint.source import DirSource
 from eagle3_lint.store import FactStore
@@ -34,11 +34,11 @@ def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
     return run_cli(args, env={**os.environ, **(env or {})})
 
 
-def report(ctx: Context) -> str:
+def report(ctx: Analysis) -> str:
     return json.dumps(build_report(ctx, ctx.findings), indent=2)
 
 
-def run(root: Path, cache: Path | None) -> Context:
+def run(root: Path, cache: Path | None) -> Analysis:
     return analyze(DirSource(root), Options(cache_dir=cache))
 
 
@@ -100,11 +100,11 @@ def test_real_release_reports_identical_without_cold_and_warm(real_trees: object
     shutil.rmtree(cache / "queries")
     fresh = report(run(root, None))
     warm_ctx = run(root, cache)
-    assert warm_ctx.store.misses == 0 and warm_ctx.store.hits > 200 and not warm_ctx.queries.reused
+    assert warm_ctx.store.misses == 0 and warm_ctx.store.hits > 200 and not warm_ctx.model.queries.reused
     assert report(warm_ctx) == fresh
     kept_ctx = run(root, cache)
-    assert kept_ctx.store.misses == 0 and kept_ctx.queries.reused > 1000 and not kept_ctx.queries.computed_entries(
-        lambda atoms: ())
+    kept = kept_ctx.model.queries
+    assert kept_ctx.store.misses == 0 and kept.reused > 1000 and not kept.computed_entries(lambda atoms: ())
     assert report(kept_ctx) == fresh
 
 

@@ -138,7 +138,7 @@ def test_insertions_and_multiline_replacements(tmp_path: Path) -> None:
              Edit(path, 6, 0, 7, 8, "class UniForCausalLM(nn.Module, SupportsEagle3):\n    x = 1"),
              Edit(path, 1, 0, 1, 0, "import os\n"),
              Edit(path, 3, 18, 3, 99, " # clamped"))
-    ctx.findings[:] = [dataclasses.replace(f, fix=Fix("synthetic", edits))]
+    ctx = dataclasses.replace(ctx, findings=(dataclasses.replace(f, fix=Fix("synthetic", edits)),))
     out = finalize(ctx, Settings())
     doc = build_sarif(ctx, out)
     validate_sarif(doc)

@@ -18,7 +18,7 @@ import pytest
 
 from eagle3_lint import minieval
 from eagle3_lint._compat import tomllib
-from eagle3_lint.analysis import Context, Options, analyze
+from eagle3_lint.analysis import Analysis, Options, analyze
 from eagle3_lint.engines.vllm import drafter, pp
 from eagle3_lint.source import DirSource
 from tests.cihelp import run_cli
@@ -33,7 +33,7 @@ def _cases() -> list[Path]:
 
 
 def _run(root: Path, target_cfg: Path, draft_cfg: Path, archs: tuple[str, ...], pp_size: int | None = None,
-         partition: str | None = None, runner: str = "auto") -> Context:
+         partition: str | None = None, runner: str = "auto") -> Analysis:
     opts = Options(targets=archs, target_config=json.loads(target_cfg.read_text()), target_config_path=str(target_cfg),
                    draft_config=json.loads(draft_cfg.read_text()), draft_config_path=str(draft_cfg),
                    pipeline_parallel=pp_size, pp_partition=partition, runner=runner)
@@ -155,13 +155,13 @@ LLAMA_REFERENCE = ("llama-3.1-8b-instruct.json", "yuhuili-eagle3-llama3.1-8b.jso
 
 
 def _real(real_trees: Any, version: str, target: str, draft: str, arch: str, pp_size: int | None = None,
-          runner: str = "auto") -> Context:
+          runner: str = "auto") -> Analysis:
     ctx = _run(real_trees.get(version), CHECKPOINTS / target, CHECKPOINTS / draft, (arch,), pp_size, runner=runner)
     assert not ctx.errors, [e.message for e in ctx.errors]
     return ctx
 
 
-def _msgs(ctx: Context, severity: str | None = None) -> list[str]:
+def _msgs(ctx: Analysis, severity: str | None = None) -> list[str]:
     return [f.message for f in ctx.findings if severity is None or f.severity.value == severity]
 
 
@@ -169,14 +169,14 @@ def _msgs(ctx: Context, severity: str | None = None) -> list[str]:
 def test_real_kimi_specforge_drafter_across_runner_generations(real_trees: Any) -> None:
     # 0.18: the runner reads only the top-level key, so eagle_config's ids are ignored for the default.
     c18 = _real(real_trees, "0.18.0", *KIMI_SPECFORGE)
-    da = drafter.analyze(c18)
+    da = drafter.analyze(c18.model)
     assert da is not None and da.runner_ids is None and da.default_ids == (2, 30, 58)
     # The drafter's trained layers are known (SpecForge numbering, +1) and differ from the default: an error.
     assert any("is ignored" in m and "(3, 31, 59)" in m for m in _msgs(c18, "error"))
     # 0.33, V1 (gpu_model_runner.py:5180 _get_eagle3_aux_layers_from_config): eagle_config is read as-is, in
     # SGLang's output numbering: one layer early.
     c33 = _real(real_trees, "0.33.0", *KIMI_SPECFORGE, 4, runner="v1")
-    da = drafter.analyze(c33)
+    da = drafter.analyze(c33.model)
     assert da is not None and da.runner_ids == (2, 30, 58) and da.fc is not None and da.fc.in_size == 3 * 7168
     assert any("one layer early" in m for m in _msgs(c33, "error"))
     # 0.33, V2, the default (config/vllm.py:731 use_v2_model_runner is True for a plain EAGLE-3 set-up):
@@ -184,7 +184,7 @@ def test_real_kimi_specforge_drafter_across_runner_generations(real_trees: Any) 
     # ignored and the model default (2, n//2, n-3) = (2, 30, 58) is used; V2's verifier refuses PP 4
     # (eagle3_utils.py:57: DeepseekV2Model does not set supports_aux_hidden_states_over_pp).
     v2 = _real(real_trees, "0.33.0", *KIMI_SPECFORGE, 4)
-    da2 = drafter.analyze(v2)
+    da2 = drafter.analyze(v2.model)
     assert da2 is not None and da2.runner is not None and da2.runner.value == "v2"
     assert da2.runner_ids is None and da2.default_ids == (2, 30, 58) and da2.effective_from == "default"
     assert any("refuses EAGLE-3" in m for m in _msgs(v2, "error"))
@@ -200,7 +200,7 @@ def test_real_deepseek_specforge_drafter_matches_the_default(real_trees: Any) ->
 def test_real_speculators_conversion_by_the_tree(real_trees: Any) -> None:
     ctx = _real(real_trees, "0.33.0", "qwen3-235b-a22b.json", "nm-testing-qwen3-235b-eagle3-speculators.json",
                 "Qwen3MoeForCausalLM", 4)
-    da = drafter.analyze(ctx)
+    da = drafter.analyze(ctx.model)
     assert da is not None and da.speculators and da.converted is not None
     assert da.converted["architectures"] == ["Eagle3LlamaForCausalLM"]  # set by the tree's update_eagle3
     assert da.runner_ids == (1, 46, 90) and da.default_ids == (2, 47, 91) and da.fc and da.fc.in_size == 3 * 4096

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from eagle3_lint.analysis import Context, Options, analyze
+from eagle3_lint.analysis import Analysis, Options, analyze
 from eagle3_lint.engines import drafter_keys as dk
 from eagle3_lint.engines.vllm.drafter import DRAFTER_MODULE_GLOBS
 from eagle3_lint.serving import Gate, Outcome, StepResult
@@ -65,7 +65,7 @@ def test_reader_records_the_default_a_read_falls_back_to() -> None:
 
 
 def _ctx(root: Path, draft: dict[str, Any], tmp_path: Path, target: str = "llama-3.1-8b-instruct.json",
-         arch: str = "LlamaForCausalLM") -> Context:
+         arch: str = "LlamaForCausalLM") -> Analysis:
     dpath = tmp_path / "draft.json"
     dpath.write_text(json.dumps(draft, indent=1))
     tpath = CHECKPOINTS / target
@@ -81,7 +81,7 @@ EAGLE31 = {**json.loads((CHECKPOINTS / "yuhuili-eagle3-llama3.1-8b.json").read_t
            "norm_before_fc": True, "fc_norm": True, "norm_output": True}
 
 
-def _egl011(ctx: Context) -> dict[str, str]:
+def _egl011(ctx: Analysis) -> dict[str, str]:
     return {f.symbol or "": f.message for f in ctx.findings if f.rule == "EGL011"}
 
 
@@ -103,7 +103,7 @@ def test_real_vllm_norm_before_fc_first_read_in_0_18_0(real_trees: Any, tmp_path
     c17 = _ctx(old, EAGLE31, tmp_path)
     msg = _egl011(c17)["norm_before_fc"]
     assert "vLLM 0.18.0 reads it (vllm/model_executor/models/llama_eagle3.py:153; 0.17.1" in msg
-    sv = c17.engine.serving_verdict(c17, "LlamaForCausalLM")
+    sv = c17.engine.serving_verdict(c17.model, "LlamaForCausalLM")
     assert sv is not None and sv.outcome is Outcome.DRAFTER_UNLOADABLE and sv.stage is Gate.DRAFTER_CLASS
     step = sv.step(Gate.DRAFTER_CLASS)
     assert step is not None and step.result is StepResult.FAIL and "norm_before_fc" in step.message
@@ -126,11 +126,11 @@ def test_real_vllm_fc_norm_and_norm_output_read_by_0_25_1_not_0_20_2(real_trees:
     assert set(got) == {"fc_norm", "norm_output"}  # 0.20.2 reads norm_before_fc (llama_eagle3.py:153)
     assert "vLLM 0.25.1 reads it (vllm/model_executor/models/llama_eagle3.py:197; 0.20.2, the" in got["fc_norm"]
     assert "llama_eagle3.py:218" in got["norm_output"]
-    sv = c20.engine.serving_verdict(c20, "LlamaForCausalLM")
+    sv = c20.engine.serving_verdict(c20.model, "LlamaForCausalLM")
     assert sv is not None and sv.outcome is Outcome.DRAFTER_UNLOADABLE
     c25 = _ctx(new, EAGLE31, tmp_path)
     assert _egl011(c25) == {}
-    sv = c25.engine.serving_verdict(c25, "LlamaForCausalLM")
+    sv = c25.engine.serving_verdict(c25.model, "LlamaForCausalLM")
     step = sv.step(Gate.DRAFTER_CLASS) if sv is not None else None
     assert step is not None and step.result is StepResult.PASS
 
@@ -166,7 +166,7 @@ def test_sample_tree_ignores_norm_before_fc_until_its_drafter_reads_it(tmp_path:
     assert "vLLM 0.18.0 reads it (vllm/model_executor/models/llama_eagle3.py:153; 0.17.1" in got["norm_before_fc"]
     f = next(f for f in ctx.findings if f.rule == "EGL011")
     assert f.severity.value == "error" and f.location.path == str(tdir / "draft.json")
-    sv = ctx.engine.serving_verdict(ctx, "ToyForCausalLM")
+    sv = ctx.engine.serving_verdict(ctx.model, "ToyForCausalLM")
     assert sv is not None and sv.outcome is Outcome.DRAFTER_UNLOADABLE and sv.next_step is not None
     assert "reads norm_before_fc" in sv.next_step
     # The tree's drafter starts reading the key: no finding, the drafter-class step passes.
@@ -178,7 +178,7 @@ def test_sample_tree_ignores_norm_before_fc_until_its_drafter_reads_it(tmp_path:
     ctx = _ctx(root, draft, tdir, target="../draft-layer-ids-invalid/count_mismatch_v016/configs/target.json",
                arch="ToyForCausalLM")
     assert _egl011(ctx) == {}
-    sv = ctx.engine.serving_verdict(ctx, "ToyForCausalLM")
+    sv = ctx.engine.serving_verdict(ctx.model, "ToyForCausalLM")
     step = sv.step(Gate.DRAFTER_CLASS) if sv is not None else None
     assert step is not None and step.result is StepResult.PASS
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from eagle3_lint import fixes
-from eagle3_lint.analysis import Context, Options, analyze
+from eagle3_lint.analysis import Analysis, Options, analyze
 from eagle3_lint.app import CheckRequest, run_check
 from eagle3_lint.model import Finding
 from eagle3_lint.source import DirSource
@@ -173,7 +173,7 @@ def test_fix_without_apply_never_writes(real_trees: object, tmp_path: Path) -> N
 # -- how --apply writes ------------------------------------------------------------------------------------
 
 
-def planned(root: Path, unsafe: bool = False) -> tuple[Context, fixes.Plan]:
+def planned(root: Path, unsafe: bool = False) -> tuple[Analysis, fixes.Plan]:
     ctx = run_check(CheckRequest(str(root), no_cache=True))
     plan = fixes.plan(ctx.source, ctx.findings, unsafe)
     assert plan.files

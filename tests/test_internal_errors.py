@@ -15,7 +15,7 @@ from eagle3_lint import cli, facts
 from eagle3_lint import rules as rules_mod
 from eagle3_lint.engines.vllm import contract as contract_mod
 from eagle3_lint.engines.vllm import runner as runner_mod
-from eagle3_lint.model import Severity
+from eagle3_lint.model import Finding, Severity
 from eagle3_lint.rules import Rule, RuleMeta
 from eagle3_lint.verdict import Judge
 from tests.hostile import small_tree
@@ -24,7 +24,7 @@ PLAIN = "vllm/model_executor/models/plain.py"
 
 
 def broken_rule() -> Rule:
-    def check(ctx: object) -> Iterator[object]:
+    def check(sm: object) -> Iterator[Finding]:
         raise ValueError("boom in a rule")
         yield  # pragma: no cover - makes this a generator like real rules
 

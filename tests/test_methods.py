@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from eagle3_lint.analysis import Context, Options, analyze
+from eagle3_lint.analysis import Analysis, Options, analyze
 from eagle3_lint.engines.vllm import methods
 from eagle3_lint.runner import RunnerKind
 from eagle3_lint.serving import Gate, Outcome, StepResult
@@ -25,7 +25,7 @@ V2 = "vllm/v1/worker/gpu/model_runner.py"
 
 
 def _ctx(root: Path, method: str | None, draft: dict[str, Any] | None, tmp_path: Path,
-         target: str = "llama-3.1-8b-instruct.json", arch: str = "LlamaForCausalLM", runner: str = "auto") -> Context:
+         target: str = "llama-3.1-8b-instruct.json", arch: str = "LlamaForCausalLM", runner: str = "auto") -> Analysis:
     dpath = tmp_path / "draft.json"
     if draft is not None:
         dpath.write_text(json.dumps(draft, indent=1))
@@ -50,14 +50,14 @@ def test_real_0_33_runner_flag_per_method(real_trees: Any, tmp_path: Path) -> No
     want_v1 = {"eagle3": (True, 653), "dflash": (True, 647), "extract_hidden_states": (True, 660),
                "eagle": (False, 593)}
     for m, (asks, line) in want_v1.items():
-        a = methods.aux_use(ctx, v1, m, {})
+        a = methods.aux_use(ctx.model, v1, m, {})
         assert (a.asks, a.where.path if a.where else None, a.where.line if a.where else None) == (asks, V1, line), m
     # V2 (gpu/model_runner.py:306): requires_aux_hidden_states(spec_config) (eagle3_utils.py:15-22): eagle3 reads
     # eagle_config's use_aux_hidden_state (default True); dflash, dspark and extract_hidden_states are listed.
     for m, asks in {"eagle3": True, "dflash": True, "extract_hidden_states": True, "eagle": False}.items():
-        a = methods.aux_use(ctx, v2, m, {})
+        a = methods.aux_use(ctx.model, v2, m, {})
         assert a.asks is asks and a.where is not None and (a.where.path, a.where.line) == (V2, 306), m
-    assert methods.aux_use(ctx, v2, "eagle3", {"eagle_config": {"use_aux_hidden_state": False}}).asks is False
+    assert methods.aux_use(ctx.model, v2, "eagle3", {"eagle_config": {"use_aux_hidden_state": False}}).asks is False
 
 
 @pytest.mark.real
@@ -67,7 +67,7 @@ def test_real_0_33_eagle_given_an_eagle3_drafter(real_trees: Any, tmp_path: Path
     # architectures LlamaForCausalLMEagle3: EAGLEConfig's eagle branch (transformers_utils/configs/eagle.py:46-53)
     # gives EagleLlamaForCausalLMEagle3, which the registry lacks.
     ctx = _ctx(root, "eagle", ref, tmp_path)
-    sv = ctx.engine.serving_verdict(ctx, "LlamaForCausalLM")
+    sv = ctx.engine.serving_verdict(ctx.model, "LlamaForCausalLM")
     assert sv is not None and sv.outcome is Outcome.DRAFTER_UNLOADABLE
     step = sv.step(Gate.DRAFTER_CLASS)
     assert step is not None and "[EagleLlamaForCausalLMEagle3]" in step.message
@@ -76,7 +76,7 @@ def test_real_0_33_eagle_given_an_eagle3_drafter(real_trees: Any, tmp_path: Path
     # (With a plain architecture name, only the aux ids say the config is an EAGLE-3 drafter's.)
     plain = {**ref, "architectures": ["LlamaForCausalLM"], "eagle_aux_hidden_state_layer_ids": [2, 16, 29]}
     ctx = _ctx(root, "eagle", plain, tmp_path)
-    sv = ctx.engine.serving_verdict(ctx, "LlamaForCausalLM")
+    sv = ctx.engine.serving_verdict(ctx.model, "LlamaForCausalLM")
     assert sv is not None and sv.outcome is Outcome.DRAFTER_SHAPE_MISMATCH and sv.stage is Gate.DRAFTER_FC
     fc = sv.step(Gate.DRAFTER_FC)
     assert fc is not None and "takes 12288" in fc.message and "whose fc takes 8192" in fc.message
@@ -84,7 +84,7 @@ def test_real_0_33_eagle_given_an_eagle3_drafter(real_trees: Any, tmp_path: Path
     assert iface is not None and iface.result is StepResult.SKIPPED
     # The same drafter as EAGLE-3 serves.
     ctx = _ctx(root, "eagle3", plain, tmp_path)
-    sv = ctx.engine.serving_verdict(ctx, "LlamaForCausalLM")
+    sv = ctx.engine.serving_verdict(ctx.model, "LlamaForCausalLM")
     assert sv is not None and sv.outcome is not Outcome.DRAFTER_SHAPE_MISMATCH
 
 
@@ -92,7 +92,7 @@ def test_real_0_33_eagle_given_an_eagle3_drafter(real_trees: Any, tmp_path: Path
 def test_real_methods_the_release_does_not_know(real_trees: Any, tmp_path: Path) -> None:
     # 0.16.0's config/speculative.py names neither "dflash" nor "extract_hidden_states": refused at config time.
     ctx = _ctx(real_trees.get("0.16.0"), "dflash", None, tmp_path)
-    sv = ctx.engine.serving_verdict(ctx, "LlamaForCausalLM")
+    sv = ctx.engine.serving_verdict(ctx.model, "LlamaForCausalLM")
     assert sv is not None and sv.outcome is Outcome.REFUSED_AT_CONFIG
     # 0.33.0 builds the dflash drafter through EAGLEConfig (speculative.py:1514 `self.method in ("eagle", "eagle3",
     # "dflash")`), its dflash branch keeping names that start with DFlash (eagle.py:64-74), and the registry maps
@@ -100,14 +100,14 @@ def test_real_methods_the_release_does_not_know(real_trees: Any, tmp_path: Path)
     dflash = {"architectures": ["DFlashDraftModel"], "model_type": "qwen3", "hidden_size": 4096,
               "num_hidden_layers": 1, "vocab_size": 151936}  # a config in DFlash's shape, for this test
     ctx = _ctx(real_trees.get("0.33.0"), "dflash", dflash, tmp_path, "qwen3-8b.json", "Qwen3ForCausalLM")
-    sv = ctx.engine.serving_verdict(ctx, "Qwen3ForCausalLM")
+    sv = ctx.engine.serving_verdict(ctx.model, "Qwen3ForCausalLM")
     step = sv.step(Gate.DRAFTER_CLASS) if sv is not None else None
     assert step is not None and step.result is StepResult.PASS and "DFlashDraftModel ->" in step.message
     iface = sv.step(Gate.RUNNER_INTERFACE) if sv is not None else None
     assert iface is not None and iface.result is StepResult.PASS
     ctx = _ctx(real_trees.get("0.33.0"), "extract_hidden_states", dflash, tmp_path, "qwen3-8b.json",
                "Qwen3ForCausalLM")
-    sv = ctx.engine.serving_verdict(ctx, "Qwen3ForCausalLM")
+    sv = ctx.engine.serving_verdict(ctx.model, "Qwen3ForCausalLM")
     step = sv.step(Gate.DRAFTER_CLASS) if sv is not None else None
     assert step is not None and step.result is StepResult.UNCHECKED
 

@@ -440,6 +440,7 @@ def test_action_steps_run(tmp_path: Path) -> None:
 def test_verdict_line_takes_the_serving_verdict_when_the_context_has_one(real_trees: object) -> None:
     """The lead's serving verdict (ctx.serving, the serving-verdict contract) replaces the class verdict
     on the first line: its outcome, and the failing steps' path:line in serving order."""
+    import dataclasses
     from types import SimpleNamespace
 
     from eagle3_lint.app import CheckRequest, run_check
@@ -450,14 +451,14 @@ def test_verdict_line_takes_the_serving_verdict_when_the_context_has_one(real_tr
     plain = verdict_line(ctx, KIMI)
     assert plain.startswith(f"{KIMI} on vLLM 0.16.0 (CUDA): ") and "refused at load" in plain
     step = SimpleNamespace
-    ctx.serving = {KIMI: SimpleNamespace(  # type: ignore[attr-defined]
+    ctx = dataclasses.replace(ctx, serving={KIMI: SimpleNamespace(  # type: ignore[dict-item]
         architecture=KIMI, outcome="refused-at-config", stage="config-gate", next_step="pass a drafter config",
         steps=(step(gate="registry", result="pass", message="",
                     location=Location("vllm/model_executor/models/registry.py", 1)),
                step(gate="config-gate", result="fail", message="",
                     location=Location("vllm/config/speculative.py", 698)),
                step(gate="runner-interface", result="fail", message="",
-                    location=Location("vllm/v1/worker/gpu_model_runner.py", 4190))))}
+                    location=Location("vllm/v1/worker/gpu_model_runner.py", 4190))))})
     line = verdict_line(ctx, KIMI)
     assert line == (f"{KIMI} on vLLM 0.16.0 (CUDA): refused at config time (vllm/config/speculative.py:698) and at "
                     "load (vllm/v1/worker/gpu_model_runner.py:4190) -- 1 blocker")

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from eagle3_lint import target
-from eagle3_lint.analysis import Context, Options, analyze
+from eagle3_lint.analysis import Analysis, Options, analyze
 from eagle3_lint.engines.vllm import plugins
 from eagle3_lint.source import DirSource
 from tests.cihelp import run_cli, validate_report
@@ -55,7 +55,7 @@ def _markers(root: Path, prefix: str) -> set[tuple[str, int, str]]:
     return out
 
 
-def _check(base: Path, specs: list[str], archs: tuple[str, ...] = ()) -> Context:
+def _check(base: Path, specs: list[str], archs: tuple[str, ...] = ()) -> Analysis:
     src = plugins.overlay(DirSource(base), specs)
     ctx = analyze(src, Options(targets=archs))
     assert not ctx.errors, [e.message + e.traceback for e in ctx.errors]
@@ -198,12 +198,12 @@ def test_real_release_with_the_demo_plugin(real_trees: Any, version: str) -> Non
 
 
 # -- registration shapes of real plugins ------------------------------------------------------------
-def _regs(ctx: Context, i: int = 0) -> dict[str, tuple[str, str, str, str, int, bool]]:
+def _regs(ctx: Analysis, i: int = 0) -> dict[str, tuple[str, str, str, str, int, bool]]:
     p = ctx.source.plugins[i]  # type: ignore[attr-defined]
     return {r.arch: (r.module, r.class_name, r.form.value, r.path, r.line, r.conditional) for r in p.registrations}
 
 
-def _registry_step(ctx: Context, arch: str) -> str:
+def _registry_step(ctx: Analysis, arch: str) -> str:
     return next(s.text for s in ctx.verdicts[arch].evidence if s.kind == "registry")
 
 

@@ -18,7 +18,7 @@ import pytest
 
 from eagle3_lint import deps, queries
 from eagle3_lint import store as store_mod
-from eagle3_lint.analysis import Context, Options, analyze
+from eagle3_lint.analysis import Analysis, Options, analyze
 from eagle3_lint.report import build_report
 from eagle3_lint.source import DirSource
 from tests.conftest import SAMPLES, materialize
@@ -53,23 +53,23 @@ def tree(tmp_path: Path) -> Path:
     return root
 
 
-def run(root: Path, cache: Path | None) -> Context:
+def run(root: Path, cache: Path | None) -> Analysis:
     return analyze(DirSource(root), Options(cache_dir=cache))
 
 
-def report(ctx: Context) -> str:
+def report(ctx: Analysis) -> str:
     return json.dumps(build_report(ctx, ctx.findings), indent=2)
 
 
-def reused(ctx: Context) -> set[object]:
-    return {k for k, e in ctx.queries._run.items() if e.layer is not None}
+def reused(ctx: Analysis) -> set[object]:
+    return {k for k, e in ctx.model.queries._run.items() if e.layer is not None}
 
 
-def computed(ctx: Context) -> set[object]:
-    return {k for k, e in ctx.queries._run.items() if e.persist and e.layer is None}
+def computed(ctx: Analysis) -> set[object]:
+    return {k for k, e in ctx.model.queries._run.items() if e.persist and e.layer is None}
 
 
-def same_as_fresh(root: Path, cache: Path) -> Context:
+def same_as_fresh(root: Path, cache: Path) -> Analysis:
     ctx = run(root, cache)
     assert report(ctx) == report(run(root, None))
     return ctx
@@ -188,7 +188,7 @@ def test_an_internal_error_drops_the_table(tree: Path, tmp_path: Path, monkeypat
     run(tree, cache)
     from eagle3_lint.rules import all_rules
 
-    def broken(ctx: Context) -> object:
+    def broken(ctx: Analysis) -> object:
         raise RuntimeError("a bug of ours")
 
     monkeypatch.setattr(next(r for r in all_rules() if r.meta.id == "EGL002"), "_check", broken)

@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from eagle3_lint.analysis import Context, Options, analyze
+from eagle3_lint.analysis import Analysis, Options, analyze
 from eagle3_lint.model import Status
 from eagle3_lint.source import DirSource
 
 pytestmark = pytest.mark.real
 
-_CTX: dict[str, Context] = {}
+_CTX: dict[str, Analysis] = {}
 
 
-def ctx_for(real_trees: object, version: str) -> Context:
+def ctx_for(real_trees: object, version: str) -> Analysis:
     if version not in _CTX:
         root = real_trees.get(version)  # type: ignore[attr-defined]
         _CTX[version] = analyze(DirSource(root), Options())

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from eagle3_lint import fixes, fixgen
-from eagle3_lint.analysis import Context, Options, analyze
+from eagle3_lint.analysis import Analysis, Options, analyze
 from eagle3_lint.model import Applicability, Finding, Severity, Status
 from eagle3_lint.source import DirSource
 
@@ -27,10 +27,10 @@ pytestmark = pytest.mark.real
 KIMI = "KimiK25ForConditionalGeneration"
 DSV3 = "DeepseekV3ForCausalLM"
 MODELS = "vllm/model_executor/models"
-_CTX: dict[str, Context] = {}
+_CTX: dict[str, Analysis] = {}
 
 
-def ctx_for(real_trees: object, version: str) -> Context:
+def ctx_for(real_trees: object, version: str) -> Analysis:
     if version not in _CTX:
         root = real_trees.get(version)  # type: ignore[attr-defined]
         _CTX[version] = analyze(DirSource(root), Options())
@@ -262,7 +262,7 @@ def test_every_interface_fix_applies_and_converges(real_trees: object, tmp_path:
 ])
 def test_empty_aux_layers_follow_the_release(real_trees: object, version: str, idiom: str) -> None:
     ctx = ctx_for(real_trees, version)
-    assert fixgen.init_idiom(ctx, "aux_hidden_state_layers") == idiom
+    assert fixgen.init_idiom(ctx.model, "aux_hidden_state_layers") == idiom
 
 
 def test_v011_interface_fixes_keep_yapfs_layout(real_trees: object, tmp_path: Path) -> None:

@@ -20,9 +20,10 @@ from typing import Any
 import pytest
 
 from eagle3_lint import semantic as sem
-from eagle3_lint.analysis import Context, Options, analyze
-from eagle3_lint.model import Status
+from eagle3_lint.analysis import Analysis, Options, analyze, each_for
+from eagle3_lint.model import Finding, Status
 from eagle3_lint.rules import egl004_aux_states_not_collected as egl004
+from eagle3_lint.rules._interface import Group
 from eagle3_lint.serving import Gate, Outcome, StepResult
 from eagle3_lint.source import DirSource
 from tests import mutate
@@ -45,9 +46,14 @@ def _tree(engine: str, version: str, real_trees: Any) -> Path:
     return SglangTrees().get(version) if engine == "sglang" else real_trees.get(version)
 
 
-def _egl004_kinds(ctx: Context) -> dict[str, set[str]]:
+def _egl004_pairs(ctx: Analysis) -> list[tuple[Finding, Group]]:
+    """EGL004's findings with the groups they were made from (the rule's check, asked as the pipeline does)."""
+    return [(egl004._finding(ctx.model, g), g) for g in egl004._compute(ctx.model, each_for(ctx.model, "EGL004"))]
+
+
+def _egl004_kinds(ctx: Analysis) -> dict[str, set[str]]:
     out: dict[str, set[str]] = {}
-    for _f, g in egl004._pairs(ctx):
+    for _f, g in _egl004_pairs(ctx):
         for arch in g.archs:
             out.setdefault(arch, set()).add(g.kind)
     return out
@@ -64,13 +70,13 @@ def test_serving_capture_agrees_with_egl004(engine: str, version: str, real_tree
     ctx = analyze(DirSource(root), Options(target_config=TARGET, draft_config=DRAFTER), keep=False)
     kinds = _egl004_kinds(ctx)
     compared, disagree = 0, []
-    for arch, key in sem.scoped_archs(ctx):
-        if sem.status(ctx, arch) is not Status.SUPPORTED or sem.owner(ctx, key) is None:
+    for arch, key in sem.scoped_archs(ctx.model):
+        if sem.status(ctx.model, arch) is not Status.SUPPORTED or sem.owner(ctx.model, key) is None:
             continue
         flagged = kinds.get(arch, set())
         if flagged & EARLIER_DEFECTS:
             continue
-        sv = ctx.engine.serving_verdict(ctx, arch)
+        sv = ctx.engine.serving_verdict(ctx.model, arch)
         assert sv is not None
         step = next(s for s in sv.steps if s.gate is Gate.CAPTURE)
         none = step.result is StepResult.FAIL and sv.captured_layers == ()
@@ -124,7 +130,7 @@ def test_qwen3_vl_captures_the_default_layers(version: str, loop_line: int, real
     # The SpecForge drafter (no ids: trained on the states entering 2, n // 2, n - 3) and 3 x 4096 inputs to fc.
     assert sv.outcome is Outcome.SERVABLE, [(s.gate.value, s.result.value, s.message) for s in sv.steps]
     assert arch not in _egl004_kinds(ctx)
-    cap = sem.capture(ctx, ctx.keys[arch])
+    cap = sem.capture(ctx.model, ctx.keys[arch])
     assert cap is not None and cap.absolute and cap.loop_line == loop_line
 
 
@@ -144,13 +150,13 @@ def test_v033_qwen2_lost_last_rank_return_is_not_read_as_returning(real_trees: A
     assert "**self.pack_local_aux_hidden_states(aux_hidden_states)" in edit.text  # the relay is kept
     (tree / rel).write_text(edit.text, encoding="utf-8")
     ctx = analyze(DirSource(tree), Options(), keep=False)
-    hits = [(f, g) for f, g in egl004._pairs(ctx) if g.kind == "no-return" and f.symbol == "Qwen2Model.forward"]
-    assert len(hits) == 1, [(f.symbol, g.kind) for f, g in egl004._pairs(ctx)]
+    hits = [(f, g) for f, g in _egl004_pairs(ctx) if g.kind == "no-return" and f.symbol == "Qwen2Model.forward"]
+    assert len(hits) == 1, [(f.symbol, g.kind) for f, g in _egl004_pairs(ctx)]
     f, g = hits[0]
     # Qwen3Model subclasses Qwen2Model and keeps its forward (qwen3.py:269). Qwen2ForCausalLM itself is out of the
     # tool's scope on 0.33.0: registry.py:247 lists it among the embedding models too.
     assert (f.location.path, f.location.line) == (rel, 402) and "Qwen3ForCausalLM" in g.archs, (f.location, g.archs)
     key = ctx.keys["Qwen3ForCausalLM"]
-    own = sem.owner(ctx, key) if key is not None else None
-    fw = sem.forward_of(ctx, own.key) if own is not None else None
+    own = sem.owner(ctx.model, key) if key is not None else None
+    fw = sem.forward_of(ctx.model, own.key) if own is not None else None
     assert fw is not None and fw.collects and not fw.returns_aux

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from eagle3_lint import fixes
-from eagle3_lint.analysis import Context, Options, analyze, run_rules
+from eagle3_lint.analysis import Analysis, Options, analyze, run_rules
 from eagle3_lint.model import Applicability, Severity
 from eagle3_lint.rules import by_id
 from eagle3_lint.source import DirSource
@@ -51,32 +51,33 @@ def _releases(lo: str, hi: str, default: tuple[str, ...]) -> list[str]:
     return list(default)
 
 
-_CTX: dict[tuple[str, str], Context] = {}
+_CTX: dict[tuple[str, str], Analysis] = {}
 
 
-def run(root: Path, *, config: Path | None = None, archs: tuple[str, ...] = ()) -> Context:
+def run(root: Path, *, config: Path | None = None, archs: tuple[str, ...] = ()) -> Analysis:
     opts = Options(targets=archs, target_config=json.loads(config.read_text()) if config else None,
                    target_config_path=str(config) if config else None)
     return analyze(DirSource(root), opts, select=lambda r: r in RULES)
 
 
-def ctx_for(real_trees: object, version: str, mode: str = "plain") -> Context:
+def ctx_for(real_trees: object, version: str, mode: str = "plain") -> Analysis:
     """One analysis per release; the Kimi-config variant re-runs EGL009 on it with the config as options."""
     if (version, "plain") not in _CTX:
         _CTX[version, "plain"] = run(real_trees.get(version))  # type: ignore[attr-defined]
     if (version, mode) not in _CTX:
         opts = Options(target_config=json.loads(KIMI_CONFIG.read_text()), target_config_path=str(KIMI_CONFIG))
-        ctx = dataclasses.replace(_CTX[version, "plain"], options=opts, findings=[], errors=[])
-        run_rules(ctx, [by_id()["EGL009"]])
-        _CTX[version, mode] = ctx
+        plain = _CTX[version, "plain"]
+        sm = dataclasses.replace(plain.model, options=opts)
+        found, errors = run_rules(sm, [by_id()["EGL009"]])
+        _CTX[version, mode] = dataclasses.replace(plain, model=sm, findings=tuple(found), errors=tuple(errors))
     return _CTX[version, mode]
 
 
-def findings(ctx: Context, rule: str, path: str | None = None) -> list:
+def findings(ctx: Analysis, rule: str, path: str | None = None) -> list:
     return [f for f in ctx.findings if f.rule == rule and (path is None or f.location.path == path)]
 
 
-def patched(real_trees: object, version: str, tmp_path: Path, ctx: Context, rules: set[str]) -> tuple[Path, str]:
+def patched(real_trees: object, version: str, tmp_path: Path, ctx: Analysis, rules: set[str]) -> tuple[Path, str]:
     """A copy of the release with the fixes of ``rules`` applied through ``git apply``."""
     root = tmp_path / f"vllm-{version}"
     shutil.copytree(real_trees.get(version), root)  # type: ignore[attr-defined]

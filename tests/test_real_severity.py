@@ -23,20 +23,20 @@ from typing import Any
 
 import pytest
 
-from eagle3_lint.analysis import Context, Options, analyze
+from eagle3_lint.analysis import Analysis, Options, analyze
 from eagle3_lint.model import Finding, Severity
 from eagle3_lint.source import DirSource
 
-_CTX: dict[str, Context] = {}
+_CTX: dict[str, Analysis] = {}
 
 
-def _ctx(real_trees: Any, version: str) -> Context:
+def _ctx(real_trees: Any, version: str) -> Analysis:
     if version not in _CTX:
         _CTX[version] = analyze(DirSource(real_trees.get(version)), Options())
     return _CTX[version]
 
 
-def _find(ctx: Context, rule: str, path_end: str) -> list[Finding]:
+def _find(ctx: Analysis, rule: str, path_end: str) -> list[Finding]:
     return [f for f in ctx.findings if f.rule == rule and f.location.path.endswith(path_end)]
 
 

@@ -9,14 +9,14 @@ from pathlib import Path
 
 from eagle3_lint import fixes
 from eagle3_lint._compat import tomllib
-from eagle3_lint.analysis import Context
+from eagle3_lint.analysis import Analysis
 from eagle3_lint.engines.vllm import hfconfig
 from eagle3_lint.model import Severity
 from tests.conftest import SAMPLES, materialize
 from tests.test_sample_trees import run
 
 
-def case_ctx(group: str, name: str, tmp_path: Path) -> tuple[Path, Context, dict]:
+def case_ctx(group: str, name: str, tmp_path: Path) -> tuple[Path, Analysis, dict]:
     case = SAMPLES / group / name
     meta = tomllib.loads((case / "case.toml").read_text())
     root = materialize(case, tmp_path / name)
@@ -25,7 +25,7 @@ def case_ctx(group: str, name: str, tmp_path: Path) -> tuple[Path, Context, dict
     return root, ctx, meta  # type: ignore[return-value]
 
 
-def by_file(ctx: Context, rule: str) -> dict[str, object]:
+def by_file(ctx: Analysis, rule: str) -> dict[str, object]:
     return {Path(f.location.path).name: f for f in ctx.findings if f.rule == rule}
 
 

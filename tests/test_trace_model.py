@@ -35,16 +35,16 @@ def test_trace_rules_and_serving_agree_on_every_architecture(version: str, real_
             continue
         node = trace_mod.build(ctx, arch)
         layers = next(n for n in node.children if n.kind is NodeKind.LAYERS)
-        own = sem.owner(ctx, key)
+        own = sem.owner(ctx.model, key)
         # The trace's owner is the semantic model's owner ...
         assert layers.ref == (str(own.key) if own else None), arch
         if own is None:
             continue
         # ... which is the owner the drafter/serving capture reads ...
-        cap = sem.capture(ctx, key)
+        cap = sem.capture(ctx.model, key)
         assert cap is not None and cap.owner == own.key, arch
         # ... and the forward the trace shows is the one the rules judge.
-        fwd = sem.forward_of(ctx, own.key)
+        fwd = sem.forward_of(ctx.model, own.key)
         coll = [n for n in layers.walk() if n.kind is NodeKind.COLLECTION]
         if fwd is not None:
             assert coll and coll[0].ref == str(fwd.owner) and coll[0].location is not None, arch

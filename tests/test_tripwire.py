@@ -256,7 +256,7 @@ def test_guard_is_active_during_analysis(tripwire: tuple[Path, Path, Path], tmp_
     class Sneaky:
         meta = rules_mod.RuleMeta("EGL999", "sneaky", rules_mod.Severity.NOTE, False, "imports the tree")
 
-        def run(self, ctx: object) -> list[object]:
+        def check(self, sm: object) -> list[object]:
             try:  # noqa: SIM105 - spelled out as a careless rule would write it
                 importlib.import_module("vllm.model_executor.models.inner")
             except BaseException:  # noqa: BLE001 - a rule that hides the error must not hide it from the guard
@@ -280,12 +280,13 @@ def test_guard_is_active_during_analysis(tripwire: tuple[Path, Path, Path], tmp_
 
 
 def _as_rule(obj: object) -> object:
-    """Wrap a duck-typed rule so ``run_rules``' isinstance check accepts it."""
+    """Wrap a duck-typed rule so ``run_rules`` asks it as it asks a rule module (``check(sm)``)."""
     from eagle3_lint.rules import Rule
 
     r = Rule.__new__(Rule)
     r.meta = obj.meta  # type: ignore[attr-defined]
-    r.run = obj.run  # type: ignore[attr-defined,method-assign]
+    r._check = obj.check  # type: ignore[attr-defined]  # noqa: SLF001
+    r._fix = None  # noqa: SLF001
     return r
 
 

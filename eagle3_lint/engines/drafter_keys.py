@@ -33,7 +33,7 @@ from eagle3_lint.drafter import IgnoredKey
 from eagle3_lint.semantic import Where
 
 if TYPE_CHECKING:
-    from eagle3_lint.analysis import Context
+    from eagle3_lint.stages import Model
 
 # The names drafter code gives the config object (see the module docstring).
 _CONFIG_NAMES = frozenset({"config", "hf_config", "config_dict"})
@@ -237,25 +237,25 @@ def readers(engine: str, key: str, modules: tuple[str, ...]) -> list[Reader]:
 LOADER_KEYS = frozenset({"architectures", "model_type"})
 
 
-def chain_reads(ctx: Context, module: str | None, extra: tuple[str, ...] = ()) -> Reads:
+def chain_reads(sm: Model, module: str | None, extra: tuple[str, ...] = ()) -> Reads:
     """The keys read by ``module`` (dotted module name of the drafter class), by the modules of every base class of
     the classes it defines (a drafter's decoder layer subclasses the target's, whose ``__init__`` reads the
     generic keys), and by the files ``extra`` (a format converter)."""
     from eagle3_lint.graph import ClassKey
     from eagle3_lint.semantic import read_module
 
-    mf = ctx.graph.module(module) if module else None
+    mf = sm.graph.module(module) if module else None
     paths: dict[str, None] = {}
     if mf is not None and module:
         paths[mf.path] = None
         for qual in mf.classes:
-            for e in ctx.graph.mro(ClassKey(module, qual)).entries:
+            for e in sm.graph.mro(ClassKey(module, qual)).entries:
                 if isinstance(e, ClassKey):
-                    paths[ctx.graph.path_of(e)] = None
+                    paths[sm.graph.path_of(e)] = None
     paths.update(dict.fromkeys(extra))
     out: Reads = {}
     for p in paths:
-        tree = read_module(ctx, p)
+        tree = read_module(sm, p)
         if tree is not None:
             for k, line in config_reads(tree).items():
                 out.setdefault(k, line)

@@ -34,7 +34,7 @@ from eagle3_lint.engines.drafter_fields import id_fields
 from eagle3_lint.errors import UsageError
 
 if TYPE_CHECKING:
-    from eagle3_lint.analysis import Context
+    from eagle3_lint.stages import Model
 
 TRTLLM = "trtllm"
 TRTLLM_FIELD = "EagleDecodingConfig.eagle3_layers_to_capture"
@@ -161,26 +161,26 @@ class _Tree:
 
 
 class _Vllm(_Tree):
-    def __init__(self, ctx: Context, arch: str, n: int) -> None:
+    def __init__(self, sm: Model, arch: str, n: int) -> None:
         from eagle3_lint import semantic as sem
         from eagle3_lint.engines.vllm import drafter as vdr
         from eagle3_lint.engines.vllm import runnerchoice
 
-        self.ctx, self.arch, self.n, self.engine, self.version = ctx, arch, n, "vllm", ctx.version
-        key = ctx.keys.get(arch)
+        self.sm, self.arch, self.n, self.engine, self.version = sm, arch, n, "vllm", sm.version
+        key = sm.keys.get(arch)
         if key is None:
-            raise UsageError(f"{arch} does not resolve to a class in vLLM {ctx.version}")
-        self.site = vdr.runner_site(ctx, runnerchoice.chosen(ctx, arch).kind)
-        self.cap = sem.capture(ctx, key)
+            raise UsageError(f"{arch} does not resolve to a class in vLLM {sm.version}")
+        self.site = vdr.runner_site(sm, runnerchoice.chosen(sm, arch).kind)
+        self.cap = sem.capture(sm, key)
         self.default, self.default_where, self.default_note = sem.default_ids(
-            ctx, key, n, ctx.options.target_config, name=self.site.fallback if self.site else None)
-        self.key_name = ctx.runner.config_key or "eagle_aux_hidden_state_layer_ids"
+            sm, key, n, sm.options.target_config, name=self.site.fallback if self.site else None)
+        self.key_name = sm.runner.config_key or "eagle_aux_hidden_state_layer_ids"
 
     def _read(self, ids: tuple[int, ...]) -> tuple[tuple[int, ...] | None, str | None, str]:
         """What the runner's config function returns for a drafter config holding ``ids`` (None: never read)."""
         from eagle3_lint.engines.vllm import drafter as vdr
 
-        got, where, note, _reads = vdr.runner_ids(self.ctx, {self.key_name: list(ids)}, self.site)
+        got, where, note, _reads = vdr.runner_ids(self.sm, {self.key_name: list(ids)}, self.site)
         at = f"{where.path}:{where.line}" if where is not None else None
         if got is None or not all(isinstance(i, int) for i in got):
             return None, at, note or "the runner's config function gives no ids for it"
@@ -237,15 +237,15 @@ class _Vllm(_Tree):
 
 
 class _Sglang(_Tree):
-    def __init__(self, ctx: Context, arch: str, n: int) -> None:
+    def __init__(self, sm: Model, arch: str, n: int) -> None:
         from eagle3_lint.engines.sglang import drafter as sdr
 
-        self.ctx, self.arch, self.n, self.engine, self.version = ctx, arch, n, "sglang", ctx.version
-        key = ctx.keys.get(arch)
+        self.sm, self.arch, self.n, self.engine, self.version = sm, arch, n, "sglang", sm.version
+        key = sm.keys.get(arch)
         if key is None:
-            raise UsageError(f"{arch} does not resolve to a class in SGLang {ctx.version}")
-        self.hops = sdr.setter_chain(ctx, key)
-        self.coll = sdr.collection(ctx, self.hops) if self.hops else None
+            raise UsageError(f"{arch} does not resolve to a class in SGLang {sm.version}")
+        self.hops = sdr.setter_chain(sm, key)
+        self.coll = sdr.collection(sm, self.hops) if self.hops else None
         self.shift = self.coll.shift if self.coll is not None else 0
         self.ids_key = sdr.IDS_KEY
 
@@ -293,7 +293,7 @@ class _Sglang(_Tree):
             row.note = (row.note + "; " if row.note else "") + \
                 f"no ids make this SGLang's setters store {_ids(i - self.shift for i in trained)}"
             return row
-        read = sdr.read_ids(self.ctx, {"eagle_config": {self.ids_key: list(want)}})
+        read = sdr.read_ids(self.sm, {"eagle_config": {self.ids_key: list(want)}})
         row.read_at = f"{read.where.path}:{read.where.line}" if read.where is not None else None
         if read.ids is None or tuple(read.ids) != tuple(want):
             row.field = None
@@ -334,7 +334,7 @@ class Request:
 
 
 # The engines whose trees `layers` reads ids from, by engine name (the engines between which this module translates).
-_READERS: dict[str, Callable[[Context, str, int], _Tree]] = {"vllm": _Vllm, "sglang": _Sglang}
+_READERS: dict[str, Callable[[Model, str, int], _Tree]] = {"vllm": _Vllm, "sglang": _Sglang}
 
 
 def answer(req: Request) -> Answer:
@@ -358,13 +358,13 @@ def answer(req: Request) -> Answer:
         raise UsageError("give the layers the drafter was trained on: --trained-on ENGINE:IDS or --draft-config")
     trees: list[_Tree] = []
     for t in req.targets:
-        ctx = run_check(CheckRequest(t, (arch,) if arch else (), req.cache_dir, req.no_cache, req.target_config,
-                                     None))
-        reader = _READERS.get(ctx.engine.name)
+        sm = run_check(CheckRequest(t, (arch,) if arch else (), req.cache_dir, req.no_cache, req.target_config,
+                                    None)).model
+        reader = _READERS.get(sm.engine.name)
         if reader is None:  # a plugin engine: its id reading is not modelled here (yet), so no answer is made up
-            raise UsageError(f"layers: how {ctx.engine.display} turns drafter ids into layers is not modelled; "
+            raise UsageError(f"layers: how {sm.engine.display} turns drafter ids into layers is not modelled; "
                              f"targets must be {' or '.join(e for e in _READERS)} trees")
-        trees.append(reader(ctx, arch or "", n))
+        trees.append(reader(sm, arch or "", n))
     if req.trained_on is not None:
         eng, ids = parse_trained_on(req.trained_on)
         if eng == TRTLLM:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from eagle3_lint.model import Finding, Status, Verdict
 
 if TYPE_CHECKING:
-    from eagle3_lint.analysis import Context
+    from eagle3_lint.stages import Analysis
 
 # The report's schema_version: fields are only added within one; a breaking change bumps it and adds
 # tests/snapshots/report.schema.v<N>.json (tests/test_ci_schema.py decides which a change is).
@@ -22,15 +22,15 @@ SCHEMA_VERSION = 2
 STATUS_ORDER = [Status.WRAPPER_GAP, Status.PARTIAL, Status.UNSUPPORTED, Status.UNKNOWN, Status.SUPPORTED]
 
 
-def sorted_verdicts(ctx: Context, only: tuple[str, ...] = ()) -> list[Verdict]:
-    vs = [ctx.verdicts[a] for a in (only or tuple(ctx.verdicts)) if a in ctx.verdicts]
+def sorted_verdicts(an: Analysis, only: tuple[str, ...] = ()) -> list[Verdict]:
+    vs = [an.verdicts[a] for a in (only or tuple(an.verdicts)) if a in an.verdicts]
     return sorted(vs, key=lambda v: (STATUS_ORDER.index(v.status), v.architecture))
 
 
-def build_report(ctx: Context, findings: Sequence[Finding] | None = None) -> dict[str, Any]:
+def build_report(an: Analysis, findings: Sequence[Finding] | None = None) -> dict[str, Any]:
     """The JSON-shaped report of the core's findings (no fingerprints, suppressions or baseline);
     outcome.json_report adds those."""
     from eagle3_lint.report.build import report_model
     from eagle3_lint.report.schema import dump_object
 
-    return dump_object(report_model(ctx, findings))
+    return dump_object(report_model(an, findings))

@@ -16,9 +16,9 @@ from eagle3_lint.report import SCHEMA_VERSION, sorted_verdicts
 from eagle3_lint.report import schema as rs
 
 if TYPE_CHECKING:
-    from eagle3_lint.analysis import Context
     from eagle3_lint.baseline import BaselineStatus
     from eagle3_lint.serving import ServingVerdict
+    from eagle3_lint.stages import Analysis
     from eagle3_lint.suppress import Suppression
 
 
@@ -70,8 +70,8 @@ def _copy(cls: type[Any], obj: Any, **renamed: Any) -> Any:
                   for f in dataclasses.fields(cls)})
 
 
-def _contract(ctx: Context) -> rs.Contract:
-    c = ctx.contract
+def _contract(an: Analysis) -> rs.Contract:
+    c = an.contract
     return rs.Contract(
         found=c.found, protocol=c.protocol, path=c.path, line=c.line, check=c.check.value,
         check_function=c.check_function, runtime_checkable=c.runtime_checkable,
@@ -81,8 +81,8 @@ def _contract(ctx: Context) -> rs.Contract:
         notes=list(c.notes))
 
 
-def _runner(ctx: Context) -> rs.Runner:
-    r = ctx.runner
+def _runner(an: Analysis) -> rs.Runner:
+    r = an.runner
     return rs.Runner(
         sites=[_copy(rs.RunnerSite, s) for s in r.sites], config_key=r.config_key, fallback=list(r.fallback_names),
         setter=list(r.setter_names), pp_verifier=r.pp_verifier, pp_flag=r.pp_flag,
@@ -131,7 +131,7 @@ def serving_model(sv: ServingVerdict) -> rs.ServingVerdict:
         next_step=sv.next_step)
 
 
-def report_model(ctx: Context, findings: Sequence[Finding] | None = None, *,
+def report_model(an: Analysis, findings: Sequence[Finding] | None = None, *,
                  fingerprints: Sequence[str] | None = None,
                  suppressed: Sequence[tuple[Finding, str, Suppression]] | None = None,
                  baseline: BaselineStatus | None | rs.Absent = rs.ABSENT,
@@ -139,9 +139,9 @@ def report_model(ctx: Context, findings: Sequence[Finding] | None = None, *,
     """The report as the typed model. ``fingerprints`` (aligned with ``findings``), ``suppressed``,
     ``baseline`` and ``config`` come from outcome.finalize; without them those keys are left out. ``rows``
     False leaves "architectures" empty, for a caller that has their text (outcome.json_text)."""
-    fs = list(ctx.findings if findings is None else findings)
+    fs = list(an.findings if findings is None else findings)
     counts: dict[str, int] = {s.value: 0 for s in Status}
-    for v in ctx.verdicts.values():
+    for v in an.verdicts.values():
         counts[v.status.value] += 1
     sev: dict[str, int] = {"error": 0, "warning": 0, "note": 0}
     for f in fs:
@@ -149,10 +149,10 @@ def report_model(ctx: Context, findings: Sequence[Finding] | None = None, *,
     fps: Sequence[str | rs.Absent] = fingerprints if fingerprints is not None else [rs.ABSENT] * len(fs)
     draft: rs.Draft | rs.Absent = rs.ABSENT
     plugins: list[rs.Plugin] | rs.Absent = rs.ABSENT
-    if ctx.options.draft_config is not None or getattr(ctx.source, "plugins", None):
+    if an.options.draft_config is not None or getattr(an.source, "plugins", None):
         from eagle3_lint.report.draft import report_json
 
-        sections = report_json(ctx)  # "draft" (--draft-config) and "plugins" (--plugin)
+        sections = report_json(an)  # "draft" (--draft-config) and "plugins" (--plugin)
         if "draft" in sections:
             draft = rs.from_mapping(rs.Draft, sections["draft"])
         if "plugins" in sections:
@@ -161,18 +161,18 @@ def report_model(ctx: Context, findings: Sequence[Finding] | None = None, *,
         schema_version=SCHEMA_VERSION,
         tool=rs.Tool(name="eagle3-lint", version=__version__),
         # vllm_version stays what it was for vLLM trees; engine and engine_version name every engine's.
-        target=rs.Target(root=ctx.source.root_label,
-                         vllm_version=ctx.version if ctx.engine.report_version_field == "vllm_version" else rs.ABSENT,
+        target=rs.Target(root=an.source.root_label,
+                         vllm_version=an.version if an.engine.report_version_field == "vllm_version" else rs.ABSENT,
                          # ignore below: the engine's name is a str; the model's Engine marks one of engines.names()
-                         engine=ctx.engine.name, engine_version=ctx.version),  # type: ignore[arg-type]
-        contract=_contract(ctx),
-        runner=_runner(ctx),
-        registry=rs.Registry(path=ctx.registry.path, architectures=len(ctx.registry.entries), note=ctx.registry.note),
+                         engine=an.engine.name, engine_version=an.version),  # type: ignore[arg-type]
+        contract=_contract(an),
+        runner=_runner(an),
+        registry=rs.Registry(path=an.registry.path, architectures=len(an.registry.entries), note=an.registry.note),
         summary=rs.Summary(statuses=rs.StatusCounts(wrapper_gap=counts.pop(Status.WRAPPER_GAP.value), **counts),
-                           findings=rs.SeverityCounts(**sev), targeted=list(ctx.targeted)),
-        architectures=[verdict_model(v) for v in sorted_verdicts(ctx)] if rows else [],
+                           findings=rs.SeverityCounts(**sev), targeted=list(an.targeted)),
+        architectures=[verdict_model(v) for v in sorted_verdicts(an)] if rows else [],
         findings=[finding_model(f, fp) for f, fp in zip(fs, fps, strict=True)],
-        errors=[rs.ErrorEntry(where=e.where, message=e.message) for e in ctx.errors],
+        errors=[rs.ErrorEntry(where=e.where, message=e.message) for e in an.errors],
         draft=draft,
         plugins=plugins,
         suppressed=rs.ABSENT if suppressed is None else [suppressed_model(*s) for s in suppressed],
@@ -180,6 +180,6 @@ def report_model(ctx: Context, findings: Sequence[Finding] | None = None, *,
             path=baseline.path, written=baseline.written, entries=baseline.entries, matched=baseline.matched,
             new=baseline.new, stale=list(baseline.stale)),
         config=config,
-        serving=[serving_model(sv) for sv in ctx.serving.values()] if ctx.serving else rs.ABSENT,
+        serving=[serving_model(sv) for sv in an.serving.values()] if an.serving else rs.ABSENT,
     )
 

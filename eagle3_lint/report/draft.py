@@ -17,7 +17,7 @@ from rich.table import Table
 from eagle3_lint import drafter as dr
 
 if TYPE_CHECKING:
-    from eagle3_lint.analysis import Context
+    from eagle3_lint.stages import Analysis
 
 
 def escape(text: str) -> str:
@@ -27,12 +27,12 @@ def escape(text: str) -> str:
     return _escape(printable(text))
 
 
-def _analysis(ctx: Context) -> dr.DraftAnalysis | None:
-    if ctx.options.draft_config is None:
+def _analysis(an: Analysis) -> dr.DraftAnalysis | None:
+    if an.options.draft_config is None:
         return None
     from eagle3_lint.rules.egl007_draft_layer_ids_invalid import analysis
 
-    return analysis(ctx)
+    return analysis(an.model)
 
 
 def _where(w: dr.Where | None) -> dict[str, Any] | None:
@@ -123,12 +123,12 @@ def draft_json(da: dr.DraftAnalysis) -> dict[str, Any]:
     return out
 
 
-def report_json(ctx: Context) -> dict[str, Any]:
+def report_json(an: Analysis) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    da = _analysis(ctx)
+    da = _analysis(an)
     if da is not None:
         out["draft"] = draft_json(da)
-    plugins = ctx.source.plugins_json()
+    plugins = an.source.plugins_json()
     if plugins:
         out["plugins"] = plugins
     return out
@@ -138,12 +138,12 @@ def _ids(v: Any) -> str:
     return "-" if v is None else "(" + ", ".join(str(x) for x in v) + ")"
 
 
-def render_text(ctx: Context, console: Console) -> None:
+def render_text(an: Analysis, console: Console) -> None:
     def say(text: str) -> None:
         # Piped or written with -o: whole lines for grep, as the findings are; a terminal wraps at its width.
         console.print(text, soft_wrap=not console.is_terminal)
 
-    for p in ctx.source.plugins_json():
+    for p in an.source.plugins_json():
         # Names, paths and notes come from the analyzed files: escape them, never render them as markup.
         t = Table(
             title=escape(f"plugin {p['name']} ({p['kind']}, {p['files']} files as {p['prefix']}/)"),
@@ -157,7 +157,7 @@ def render_text(ctx: Context, console: Console) -> None:
         t.add_column("notes")
         registrations: list[dict[str, Any]] = p["registrations"]  # type: ignore[assignment]  # plugin_json's shape
         for reg in registrations:
-            v = ctx.verdicts.get(reg["architecture"])
+            v = an.verdicts.get(reg["architecture"])
             notes = ["conditional: " + "; ".join(
                 c["text"] for c in reg["conditions"]) if reg["conditional"] else "",
                 "overrides " + str(reg["overrides"]) if reg["overrides"] else ""]
@@ -174,7 +174,7 @@ def render_text(ctx: Context, console: Console) -> None:
         notes_of_plugin: list[str] = p["notes"]  # type: ignore[assignment]  # plugin_json's shape
         for n in notes_of_plugin:
             say(f"[dim]plugin note: {escape(n)}[/]")
-    da = _analysis(ctx)
+    da = _analysis(an)
     if da is None:
         return
     say(escape(f"drafter config: {da.draft_path}" + (" (speculators format)" if da.speculators else "")))

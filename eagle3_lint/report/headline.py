@@ -1,8 +1,8 @@
 """The answer first: one verdict line per targeted architecture, its next step, and its findings.
 
-``verdict_line(ctx, arch)`` is the single place the first line of a text report comes from. It
-uses the serving verdict (``ctx.serving[arch]``, the ordered chain of gates ``vllm serve`` applies)
-when the context carries one for ``arch``, and otherwise the class verdict (``ctx.verdicts[arch]``:
+``verdict_line(an, arch)`` is the single place the first line of a text report comes from. It
+uses the serving verdict (``an.serving[arch]``, the ordered chain of gates ``vllm serve`` applies)
+when the context carries one for ``arch``, and otherwise the class verdict (``an.verdicts[arch]``:
 does the class the runner interrogates pass ``supports_eagle3()``, and what the runner does when it
 does not) together with the config-time gate findings (EGL009).
 
@@ -24,7 +24,7 @@ from eagle3_lint.rules import Role, with_role
 from eagle3_lint.serving import PLATFORM_LABEL
 
 if TYPE_CHECKING:
-    from eagle3_lint.analysis import Context
+    from eagle3_lint.stages import Analysis, Model
 
 _MAX_HOPS = 6
 # Serving outcomes (the serving-verdict contract) in words for the verdict line.
@@ -65,55 +65,55 @@ def _where(loc: Any) -> str:
     return f"{path}:{line}" if path and line else (str(path) if path else "")
 
 
-def serving_of(ctx: Context, arch: str) -> Any | None:
+def serving_of(an: Analysis, arch: str) -> Any | None:
     """The serving verdict of ``arch``, when the analysis produced one."""
-    serving = getattr(ctx, "serving", None)
+    serving = getattr(an, "serving", None)
     if not isinstance(serving, dict):
         return None
     return serving.get(arch)
 
 
 # -- which findings concern a target -----------------------------------------------------------
-def reached_classes(ctx: Context, arch: str) -> set[ClassKey]:
+def reached_classes(sm: Model, arch: str) -> set[ClassKey]:
     """The target's class, every class of its MRO, and the inner models it delegates to (and theirs)."""
-    memo: dict[str, set[ClassKey]] = ctx.__dict__.setdefault("_headline_reached", {})
-    if arch in memo:
-        return memo[arch]
+    return sm.memo.get(f"headline-reached:{arch}", lambda: _reached(sm, arch))
+
+
+def _reached(sm: Model, arch: str) -> set[ClassKey]:
     out: set[ClassKey] = set()
-    start = ctx.keys.get(arch)
+    start = sm.keys.get(arch)
     todo: list[tuple[ClassKey, int]] = [(start, 0)] if start is not None else []
     while todo:
         key, hops = todo.pop()
         if key in out or hops > _MAX_HOPS:
             continue
         out.add(key)
-        out.update(e for e in ctx.graph.mro(key).entries if isinstance(e, ClassKey))
-        for d in ctx.graph.delegations(key):
+        out.update(e for e in sm.graph.mro(key).entries if isinstance(e, ClassKey))
+        for d in sm.graph.delegations(key):
             if d.target is not None:
                 todo.append((d.target, hops + 1))
-    memo[arch] = out
     return out
 
 
-def _on_path(ctx: Context, arch: str) -> tuple[set[str], set[tuple[str, str]]]:
+def _on_path(an: Analysis, arch: str) -> tuple[set[str], set[tuple[str, str]]]:
     """Files the target's classes live in, and (file, class name) of those classes."""
     from eagle3_lint import semantic as sem
 
-    keys = reached_classes(ctx, arch)
-    pairs = {(ctx.graph.path_of(k), k.name) for k in keys}
+    keys = reached_classes(an.model, arch)
+    pairs = {(an.graph.path_of(k), k.name) for k in keys}
     # A file that cannot be read or parsed on the target's import path stops it loading at all (EGL000).
-    broken = {b.path for b in sem.broken_on_path(ctx, arch)}
+    broken = {b.path for b in sem.broken_on_path(an.model, arch)}
     return {p for p, _ in pairs} | broken, pairs
 
 
-def concerns(ctx: Context, f: Finding, arch: str) -> bool:
+def concerns(an: Analysis, f: Finding, arch: str) -> bool:
     """Whether ``arch``'s serving path runs through finding ``f`` (see the module docstring)."""
     if f.architecture is not None:
         return arch in (f.architectures or (f.architecture,))
     path = f.location.path
-    if not ctx.engine.is_model_file(path):
+    if not an.engine.is_model_file(path):
         return True  # registry, interfaces, runner, config: every target runs through them
-    files, pairs = _on_path(ctx, arch)
+    files, pairs = _on_path(an, arch)
     if path not in files:
         return False
     if f.symbol:
@@ -122,14 +122,14 @@ def concerns(ctx: Context, f: Finding, arch: str) -> bool:
     return True
 
 
-def split(ctx: Context, findings: Iterable[Finding],
+def split(an: Analysis, findings: Iterable[Finding],
           targets: Sequence[str] | None = None) -> tuple[list[Finding], list[Finding]]:
     """(findings that concern a target, the rest); everything is "targeted" when there is no target."""
-    archs = tuple(ctx.targeted if targets is None else targets)
+    archs = tuple(an.targeted if targets is None else targets)
     mine: list[Finding] = []
     rest: list[Finding] = []
     for f in findings:
-        (mine if not archs or any(concerns(ctx, f, a) for a in archs) else rest).append(f)
+        (mine if not archs or any(concerns(an, f, a) for a in archs) else rest).append(f)
     return mine, rest
 
 
@@ -138,27 +138,27 @@ def most_severe_first(findings: Iterable[Finding]) -> list[Finding]:
 
 
 # -- the verdict line --------------------------------------------------------------------------
-def _class_phrases(ctx: Context, arch: str, findings: Sequence[Finding]) -> list[str]:
+def _class_phrases(an: Analysis, arch: str, findings: Sequence[Finding]) -> list[str]:
     """What refuses (or lets through) ``arch``, in serving order: the config gate, then the runner."""
-    v = ctx.verdicts[arch]
+    v = an.verdicts[arch]
     out: list[str] = []
     gate_rule = with_role(Role.CONFIG_GATE).id
     gate = [f for f in findings if f.rule == gate_rule and f.architecture == arch]
-    gates = [g for g in ctx.runner.gates if "eagle3" in g.methods]
+    gates = [g for g in an.runner.gates if "eagle3" in g.methods]
     if any(f.severity is Severity.ERROR for f in gate):
         g = gates[0] if gates else None
         out.append(f"refused at config time ({g.path}:{g.line})" if g else "refused at config time")
     elif gate and gates:
         g = gates[0]
         out.append(f"config gate ({g.path}:{g.line}) unchecked")
-    site = ctx.runner.primary
+    site = an.runner.primary
     where = f" ({site.path}:{site.line})" if site is not None else ""
     if v.status is Status.SUPPORTED:
-        out.append(f"passes {ctx.contract.check_name}{where}")
+        out.append(f"passes {an.contract.check_name}{where}")
     elif v.status is Status.UNKNOWN:
         out.append(f"unknown: {v.reason}")
     elif site is not None and site.checked and not site.negated:
-        out.append(f"fails {ctx.contract.check_name}: aux layers silently not set{where}")
+        out.append(f"fails {an.contract.check_name}: aux layers silently not set{where}")
     else:
         out.append(f"refused at load{where}")
     return out
@@ -199,16 +199,16 @@ def _count(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def verdict_line(ctx: Context, arch: str, findings: Sequence[Finding] | None = None) -> str:
+def verdict_line(an: Analysis, arch: str, findings: Sequence[Finding] | None = None) -> str:
     """``ARCH on <engine> X: what stops it (path:line) -- N blockers``, from the serving verdict when present."""
-    fs = list(ctx.findings if findings is None else findings)
-    mine = [f for f in fs if concerns(ctx, f, arch)]
+    fs = list(an.findings if findings is None else findings)
+    mine = [f for f in fs if concerns(an, f, arch)]
     blockers = sum(1 for f in mine if f.severity is Severity.ERROR)
-    sv = serving_of(ctx, arch)
+    sv = serving_of(an, arch)
     if sv is not None:
-        what = _serving_phrase(sv, ctx.options.method)
-    elif arch in ctx.verdicts:
-        phrases = _class_phrases(ctx, arch, fs)
+        what = _serving_phrase(sv, an.options.method)
+    elif arch in an.verdicts:
+        phrases = _class_phrases(an, arch, fs)
         if len(phrases) == 2 and phrases[0].startswith("refused ") and phrases[1].startswith("refused "):
             phrases[1] = phrases[1][len("refused "):]  # "refused at config time (...) and at load (...)"
         what = " and ".join(phrases)
@@ -228,7 +228,7 @@ def verdict_line(ctx: Context, arch: str, findings: Sequence[Finding] | None = N
                 "or a step no rule covers)")
     else:
         tail = " -- no blocker found"
-    return f"{arch} on {ctx.engine.display} {ctx.version} ({PLATFORM_LABEL[ctx.options.platform]}): {what}{tail}"
+    return f"{arch} on {an.engine.display} {an.version} ({PLATFORM_LABEL[an.options.platform]}): {what}{tail}"
 
 
 def fixable(findings: Iterable[Finding], unsafe: bool) -> tuple[int, int]:
@@ -244,16 +244,16 @@ def fixable(findings: Iterable[Finding], unsafe: bool) -> tuple[int, int]:
     return now, later
 
 
-def next_step(ctx: Context, arch: str, findings: Sequence[Finding], invocation: str,
+def next_step(an: Analysis, arch: str, findings: Sequence[Finding], invocation: str,
               unsafe: bool = False) -> str | None:
     """The one command to run next for ``arch`` (a patch, a config to pass), or None when done."""
-    sv = serving_of(ctx, arch)
+    sv = serving_of(an, arch)
     hint = getattr(sv, "next_step", None) if sv is not None else None
     from eagle3_lint import semantic as sem
 
-    if hint and sem.broken_on_path(ctx, arch):
+    if hint and sem.broken_on_path(an.model, arch):
         return str(hint)  # nothing else matters until the engine can import the model: no fix reaches that far
-    mine = [f for f in findings if concerns(ctx, f, arch)]
+    mine = [f for f in findings if concerns(an, f, arch)]
     # A note's fix is there for who wants it (the summary line counts it); it is not the next thing to do.
     now, later = fixable([f for f in mine if f.severity is not Severity.NOTE], unsafe)
     parts: list[str] = []

@@ -32,8 +32,8 @@ from eagle3_lint.rules import Role, Rule, all_rules, with_role
 from eagle3_lint.source import DirSource
 
 if TYPE_CHECKING:
-    from eagle3_lint.analysis import Context
     from eagle3_lint.outcome import Outcome, Suppressed
+    from eagle3_lint.stages import Analysis
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -115,10 +115,10 @@ def _artifact(path: str) -> dict[str, Any]:
     return {"uri": quote(path, safe="/"), "uriBaseId": SRCROOT}
 
 
-def build_sarif(ctx: Context, out: Outcome, scope: dict[str, Any] | None = None) -> dict[str, Any]:
+def build_sarif(an: Analysis, out: Outcome, scope: dict[str, Any] | None = None) -> dict[str, Any]:
     rules = all_rules()
     index = {r.meta.id: i for i, r in enumerate(rules)}
-    reader = SnippetReader(ctx.read_text)
+    reader = SnippetReader(an.read_text)
     regions = _Regions(reader)
     pm = out.paths
     baseline_used = out.baseline is not None
@@ -179,8 +179,8 @@ def build_sarif(ctx: Context, out: Outcome, scope: dict[str, Any] | None = None)
     results += [result(s.finding, s.fingerprint, s) for s in out.suppressed]
 
     invocation: dict[str, Any] = {
-        "executionSuccessful": not ctx.errors,
-        "toolExecutionNotifications": _notifications(ctx, out, phys),
+        "executionSuccessful": not an.errors,
+        "toolExecutionNotifications": _notifications(an, out, phys),
     }
     overrides = _overrides(rules, out)
     if overrides:
@@ -197,16 +197,16 @@ def build_sarif(ctx: Context, out: Outcome, scope: dict[str, Any] | None = None)
         "columnKind": "unicodeCodePoints",
         "results": results,
         # vllmVersion as before for vLLM trees; engine and engineVersion for every engine (properties only added).
-        "properties": {**({"vllmVersion": ctx.version} if ctx.engine.report_version_field == "vllm_version" else {}),
-                       "targeted": list(ctx.targeted), "engine": ctx.engine.name, "engineVersion": ctx.version,
+        "properties": {**({"vllmVersion": an.version} if an.engine.report_version_field == "vllm_version" else {}),
+                       "targeted": list(an.targeted), "engine": an.engine.name, "engineVersion": an.version,
                        # What the results hold (the JSON report's "scope", camel-cased as SARIF's own keys are).
                        **({"scope": {"targets": scope["targets"], "complete": scope["complete"],
                                      "findingsLeftOut": scope["findings_left_out"]}} if scope is not None else {})},
     }
-    if isinstance(ctx.source, DirSource) and not pm.prefixes:
-        root = ctx.source.root.resolve().as_uri().rstrip("/") + "/"
+    if isinstance(an.source, DirSource) and not pm.prefixes:
+        root = an.source.root.resolve().as_uri().rstrip("/") + "/"
         run["originalUriBaseIds"] = {
-            SRCROOT: {"uri": root, "description": {"text": f"The analyzed {ctx.engine.display} tree"}}}
+            SRCROOT: {"uri": root, "description": {"text": f"The analyzed {an.engine.display} tree"}}}
     return {"$schema": SARIF_SCHEMA, "version": SARIF_VERSION, "runs": [run]}
 
 
@@ -224,20 +224,20 @@ def _overrides(rules: Sequence[Rule], out: Outcome) -> list[dict[str, Any]]:
     return res
 
 
-def _notifications(ctx: Context, out: Outcome, phys: Any) -> list[dict[str, Any]]:
+def _notifications(an: Analysis, out: Outcome, phys: Any) -> list[dict[str, Any]]:
     notes: list[dict[str, Any]] = []
     unparsable = with_role(Role.UNPARSABLE).id  # the rule that reports these files as findings
-    for rel in ctx.model_files():
-        mf = ctx.store.load_path(rel)
+    for rel in an.model.model_files():
+        mf = an.store.load_path(rel)
         if mf is None:
-            why = ctx.store.read_errors.get(rel, "cannot be read")
+            why = an.store.read_errors.get(rel, "cannot be read")
             notes.append({"level": "error", "message": {"text": f"{rel} cannot be read: {why}"},
                           "locations": [phys(Location(rel, 1))], "descriptor": {"id": unparsable}})
         elif mf.error:
             notes.append({"level": "error", "message": {"text": f"{rel} cannot be parsed: {mf.error}"},
                           "locations": [phys(Location(rel, max(1, mf.error_line)))],
                           "descriptor": {"id": unparsable}})
-    for e in ctx.errors:
+    for e in an.errors:
         notes.append({"level": "error", "message": {"text": f"internal error in {e.where}: {e.message}"},
                       "descriptor": {"id": "internal-error"}})
     b = out.baseline

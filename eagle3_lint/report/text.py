@@ -19,7 +19,7 @@ from eagle3_lint.report.title import title
 from eagle3_lint.trace import NodeKind, Tone, TraceNode
 
 if TYPE_CHECKING:
-    from eagle3_lint.analysis import Context
+    from eagle3_lint.stages import Analysis
 
 _STATUS_STYLE = {
     Status.SUPPORTED: "green", Status.UNSUPPORTED: "red", Status.WRAPPER_GAP: "magenta",
@@ -64,15 +64,15 @@ def _finding_line(f: Finding, o: TextOptions, with_path: bool = True) -> Text:
                          (_mark(f, o.unsafe_fixes), "green"), title(f))
 
 
-def _context(ctx: Context, console: Console, o: TextOptions) -> None:
+def _context(an: Analysis, console: Console, o: TextOptions) -> None:
     """The derivation the verdicts rest on: contract, runner call site, gates, status counts, table."""
-    c, r = ctx.contract, ctx.runner
+    c, r = an.contract, an.runner
 
     def say(x: object) -> None:
         console.print(x, soft_wrap=not o.wrap)  # hard-wrapped on a terminal only
 
     say(Text.assemble(("eagle3-lint", "bold"),
-                      f"  {_p(ctx.source.root_label)}  {ctx.engine.display} {_p(ctx.version)}"))
+                      f"  {_p(an.source.root_label)}  {an.engine.display} {_p(an.version)}"))
     if c.found:
         kinds = ", ".join(
             f"{_s(m.name)}{'' if m.kind != 'method' else '()'}{'*' if m.has_default and m.kind == 'method' else ''}"
@@ -97,17 +97,17 @@ def _context(ctx: Context, console: Console, o: TextOptions) -> None:
             f"contains one of {_s(list(g.allow_list))}")
 
 
-def _status_counts(ctx: Context, console: Console, soft: bool = False, hint: str = "") -> None:
+def _status_counts(an: Analysis, console: Console, soft: bool = False, hint: str = "") -> None:
     counts = {s: 0 for s in Status}
-    for v in ctx.verdicts.values():
+    for v in an.verdicts.values():
         counts[v.status] += 1
-    console.print(f"{ctx.engine.display} {_s(ctx.version)} ({_s(ctx.source.root_label)}): "
+    console.print(f"{an.engine.display} {_s(an.version)} ({_s(an.source.root_label)}): "
                   + ", ".join(f"[{_STATUS_STYLE[s]}]{counts[s]} {s.value}[/]" for s in Status)
-                  + f" of {len(ctx.verdicts)} architectures" + hint, soft_wrap=soft)
+                  + f" of {len(an.verdicts)} architectures" + hint, soft_wrap=soft)
 
 
-def _table(ctx: Context, console: Console, only: tuple[str, ...]) -> None:
-    vs = sorted_verdicts(ctx, only)
+def _table(an: Analysis, console: Console, only: tuple[str, ...]) -> None:
+    vs = sorted_verdicts(an, only)
     if not vs:
         return
     t = Table(show_lines=False, header_style="bold")
@@ -176,16 +176,16 @@ def summary_line(findings: list[Finding], unsafe: bool, whom: str = "") -> str:
     return f"Found {head}{whom}" + (f" ({'; '.join(fx)})" if fx else "") + "."
 
 
-def render_check(ctx: Context, console: Console, findings: list[Finding], show_all: bool,
+def render_check(an: Analysis, console: Console, findings: list[Finding], show_all: bool,
                  opts: TextOptions | None = None, hidden: list[Finding] | None = None) -> None:
     """The text report. ``findings`` are the ones to show; ``hidden`` the ones that concern no target
-    (counted only). Without ``hidden``, targets (``ctx.targeted``) split the findings here."""
+    (counted only). Without ``hidden``, targets (``an.targeted``) split the findings here."""
     o = opts or TextOptions(show_all=show_all, show_context=True)
     soft = not o.wrap
-    targets = o.targets or (ctx.targeted if not o.show_all else ())
+    targets = o.targets or (an.targeted if not o.show_all else ())
     if hidden is None:
         if targets and not o.show_all:
-            shown, hidden = split(ctx, findings, targets)
+            shown, hidden = split(an, findings, targets)
         else:
             shown, hidden = list(findings), []
     else:
@@ -194,7 +194,7 @@ def render_check(ctx: Context, console: Console, findings: list[Finding], show_a
         shown = most_severe_first(shown)
     if o.quiet or o.statistics:
         _findings(console, shown, o)
-        for e in ctx.errors:
+        for e in an.errors:
             console.print(f"[red]internal error[/] in {_s(e.where)}: {_s(e.message)}", soft_wrap=soft)
         return
     for line, nxt in o.headline:
@@ -202,16 +202,16 @@ def render_check(ctx: Context, console: Console, findings: list[Finding], show_a
         if nxt:
             console.print(Text.assemble("  next: ", (_p(nxt), "cyan")), soft_wrap=soft)
     if o.show_context or o.show_all:
-        _context(ctx, console, o)
+        _context(an, console, o)
     if o.show_context or o.show_all:
-        _status_counts(ctx, console, soft)
-        _table(ctx, console, targets if targets and not o.show_all else ())
+        _status_counts(an, console, soft)
+        _table(an, console, targets if targets and not o.show_all else ())
     elif not targets:
         # Without targets the counts answer "what supports EAGLE-3 here"; the one-row-per-architecture table
         # (hundreds of rows) is there when asked, so a hook or a pipe shows the findings, as ruff would.
-        _status_counts(ctx, console, soft, " (-v lists each)")
+        _status_counts(an, console, soft, " (-v lists each)")
     _findings(console, shown, o)
-    for e in ctx.errors:
+    for e in an.errors:
         console.print(f"[red]internal error[/] in {_s(e.where)}: {_s(e.message)}", soft_wrap=soft)
     whom = f" for {', '.join(targets)}" if targets and not o.show_all else ""
     line = summary_line(shown, o.unsafe_fixes, whom)

@@ -1,28 +1,71 @@
 """Rules are plugins: one module per rule, discovered by name (``eglNNN_<name>.py``).
 
 Each module defines ``META`` (a ``RuleMeta``), a docstring in ruff's shape (What it does / Why is
-this bad? / Example / Fix safety), ``check(ctx)`` yielding findings, and optionally a pure
-``fix(ctx, finding)`` returning a ``Fix`` (or None). Rules query the context; they never read files.
+this bad? / Example / Fix safety), and ``check``, a function of the semantic model (``stages.Model``:
+the model, the engine data, the options) whose arguments follow the rule's declared ``Scope``:
+
+- ``Scope.FILE``: ``check(sm, rel)``, the findings in one model file; the pipeline asks it per file.
+- ``Scope.ARCH``: ``check(sm, each)``; the rule's work per architecture (or per file) goes through
+  ``each(fn, items)``, and the rule combines the answers (one finding for every architecture a defect
+  affects).
+- ``Scope.TREE``: ``check(sm)``.
+
+``check`` returns findings, or ``Found``s (a finding with what makes its fix); a module may define
+``fix(sm, finding)`` instead, for findings that carry none. Rules read the model; they never read
+files, and never name a cache: the pipeline (analysis.py) keeps each answer per (rule, scope item)
+and each fix per (rule, finding), with what it read (queries.py).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import importlib
 import pkgutil
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass
+from enum import Enum
 from functools import lru_cache
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from eagle3_lint.engine import Capability
 from eagle3_lint.model import MAX_TITLE, Finding, Fix, Location, Severity
 
 if TYPE_CHECKING:
-    from eagle3_lint.analysis import Context
+    from eagle3_lint.stages import Model
+
+_I = TypeVar("_I", bound=Hashable)
+_R = TypeVar("_R")
+
+
+class Scope(str, Enum):
+    """What a rule is a function of, besides the model: what the pipeline asks it for and keeps answers by."""
+
+    TREE = "tree"  # the whole model: one answer per check
+    ARCH = "arch"  # each architecture's contribution (through ``Each``), combined by the rule
+    FILE = "file"  # one model file: an answer per file, kept between runs with what it read
+
+
+class Each(Protocol):
+    """``each(fn, items)``: ``(item, fn(sm, item), source)`` for each item, in order, each answer kept by the
+    pipeline under (the rule, ``fn``, the item) with the files it read. ``source`` names that answer: a ``Found``
+    whose fix rests on it lists it (``Found.rests_on``)."""
+
+    def __call__(self, fn: Callable[[Model, _I], _R], items: Iterable[_I]) -> Iterator[tuple[_I, _R, Hashable]]: ...
+
+
+@dataclass(frozen=True)
+class Found:
+    """A finding with what makes its fix (the pipeline makes it once and keeps it under the finding), and the
+    ``Each`` answers the fix rests on: the fix then depends on what those read rather than on everything the rule
+    read, so an edit elsewhere keeps it."""
+
+    finding: Finding
+    fix: Callable[[], Fix | None] | None = None
+    rests_on: tuple[Hashable, ...] = ()
 
 
 class Role(str, enum.Enum):
@@ -45,6 +88,7 @@ class RuleMeta:
     # not run on an engine that lacks any of them.
     needs: frozenset[Capability] = frozenset()
     role: Role | None = None
+    scope: Scope = Scope.TREE
 
 
 class Rule:
@@ -52,21 +96,24 @@ class Rule:
         self.module = module
         self.meta: RuleMeta = module.META
         self.doc: str = (module.__doc__ or "").strip()
-        self._check: Callable[[Context], Iterable[Finding]] = module.check
-        self._fix: Callable[[Context, Finding], Fix | None] | None = getattr(module, "fix", None)
+        # check(sm), check(sm, each) or check(sm, rel), as META.scope says.
+        self._check: Callable[..., Iterable[Finding | Found]] = module.check
+        self._fix: Callable[[Model, Finding], Fix | None] | None = getattr(module, "fix", None)
 
-    def run(self, ctx: Context) -> Iterator[Finding]:
-        for f in self._check(ctx):
-            f = dataclasses.replace(f, engine=ctx.engine.name, check=ctx.contract.check_name,
-                                    title=f.title or default_title(self.meta, f),
-                                    architectures=_architectures(f))
-            if self._fix is not None and f.fix is None:
-                # A fix re-reads whole files (fixgen), so it is kept between runs with the files it read.
-                fx = ctx.queries.get(("fix", self.meta.id, f), lambda f=f: self._fix(ctx, f),  # type: ignore[misc]
-                                     persist=True)
-                if fx is not None and fx.edits:
-                    f = dataclasses.replace(f, fix=fx)
-            yield f
+    def check(self, sm: Model, *scope: Any) -> Iterable[Finding | Found]:
+        """The rule's findings: ``scope`` is the ``Each`` of an ARCH rule, the file of a FILE rule, nothing else."""
+        return self._check(sm, *scope)
+
+    def finish(self, sm: Model, x: Finding | Found) -> Found:
+        """A finding as reported (engine, check, title, architectures), with what makes its fix."""
+        fd = x if isinstance(x, Found) else Found(x)
+        f = fd.finding
+        f = dataclasses.replace(f, engine=sm.engine.name, check=sm.contract.check_name,
+                                title=f.title or default_title(self.meta, f),
+                                architectures=_architectures(f))
+        if fd.fix is None and self._fix is not None:
+            return Found(f, functools.partial(self._fix, sm, f))
+        return dataclasses.replace(fd, finding=f)
 
     def finding(self, message: str, location: Location, *, severity: Severity | None = None, **kw: Any) -> Finding:
         # kw are Finding's optional fields, passed through (Finding checks their names)

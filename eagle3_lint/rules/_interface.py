@@ -7,17 +7,19 @@ groups one defect's affected architectures at one place and decides severity and
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from eagle3_lint import deps
 from eagle3_lint import semantic as sem
 from eagle3_lint.graph import ClassKey
-from eagle3_lint.model import Finding, Location, Severity
+from eagle3_lint.model import Finding, Fix, Location, Severity
+from eagle3_lint.rules import Found
 
 if TYPE_CHECKING:
-    from eagle3_lint.analysis import Context
+    from eagle3_lint.rules import Each
+    from eagle3_lint.stages import Model
 
 
 # -- grouping findings -------------------------------------------------------------------------
@@ -29,7 +31,7 @@ class Group:
     kind: str
     archs: list[str] = field(default_factory=list)
     data: dict[str, object] = field(default_factory=dict)
-    # The queries whose answers made the group (each_arch): what a fix made from it depends on (group_for).
+    # The answers that made the group (each_arch): what a fix made from it depends on (found).
     sources: list[Hashable] = field(default_factory=list)
 
     def add(self, arch: str) -> None:
@@ -64,53 +66,61 @@ class Sink:
         self.items.append((location, kind, data))
 
 
-def each_arch(ctx: Context, rule: str, groups: Groups, one: Callable[[str, ClassKey, Sink], None],
+def each_arch(each: Each, groups: Groups, one: Callable[[str, ClassKey, Sink], None],
               archs: Iterable[tuple[str, ClassKey]]) -> None:
     """``one(arch, key, sink)`` for each architecture, into ``groups`` in that order. Each architecture's
-    contribution is one answer of the analysis' queries, kept between runs with the files it read: a re-check
-    after an edit recomputes only the architectures whose files changed (queries.py)."""
-    for arch, key in archs:
-        def compute(arch: str = arch, key: ClassKey = key) -> list[tuple[Location, str, dict[str, object]]]:
-            sink = Sink()
-            one(arch, key, sink)
-            return sink.items
+    contribution is one answer the pipeline keeps (``each``): a re-check after an edit recomputes only the
+    architectures whose files changed (queries.py)."""
+    def contribution(_sm: Model, ak: tuple[str, ClassKey]) -> list[tuple[Location, str, dict[str, object]]]:
+        sink = Sink()
+        one(ak[0], ak[1], sink)
+        return sink.items
 
-        q = (rule, arch, key)
-        for loc, kind, data in ctx.queries.get(q, compute, persist=True):
-            groups.get(loc, kind, arch, **data).sources.append(q)
+    for (arch, _key), items, source in each(contribution, archs):
+        for loc, kind, data in items:
+            groups.get(loc, kind, arch, **data).sources.append(source)
 
 
-def primary_arch(ctx: Context, archs: Iterable[str]) -> str | None:
+def found(sm: Model, groups: Iterable[Group], finding: Callable[[Model, Group], Finding],
+          fix: Callable[[Model, Group], Fix | None]) -> Iterator[Found]:
+    """One ``Found`` per group: its finding, and its fix, which rests on what the group's architectures contributed
+    rather than on everything the rule read (fixes are kept under their finding, and an architecture joining or
+    leaving the group changes the finding: its architecture list and count)."""
+    for f, g in [(finding(sm, g), g) for g in groups]:
+        yield Found(f, functools.partial(fix, sm, g), tuple(g.sources))
+
+
+def primary_arch(sm: Model, archs: Iterable[str]) -> str | None:
     archs = list(archs)
     for a in archs:
-        if ctx.is_targeted(a):
+        if sm.is_targeted(a):
             return a
     return min(archs) if archs else None
 
 
-def any_targeted(ctx: Context, archs: Iterable[str]) -> bool:
-    return any(ctx.is_targeted(a) for a in archs)
+def any_targeted(sm: Model, archs: Iterable[str]) -> bool:
+    return any(sm.is_targeted(a) for a in archs)
 
 
-def severity_for(ctx: Context, archs: Iterable[str], default: Severity, past_interface: bool = True) -> Severity:
+def severity_for(sm: Model, archs: Iterable[str], default: Severity, past_interface: bool = True) -> Severity:
     """Severity follows the serving chain. With ``--arch``, a finding that affects none of the targets is a
     warning, so the gate is about them. For architectures nobody targets, a defect that an earlier gate makes
     unreachable for every affected architecture (the config-time model_type gate refuses them, or they fail the
     interface check first) is reported as a warning, not an error."""
     archs = list(archs)
-    if default is not Severity.ERROR or any_targeted(ctx, archs):
+    if default is not Severity.ERROR or any_targeted(sm, archs):
         return default
-    if ctx.targeted or (archs and all(sem.unreachable(ctx, a, past_interface) for a in archs)):
+    if sm.targeted or (archs and all(sem.unreachable(sm, a, past_interface) for a in archs)):
         return Severity.WARNING
     return default
 
 
-def unreachable_note(ctx: Context, archs: Iterable[str], past_interface: bool = True) -> str:
+def unreachable_note(sm: Model, archs: Iterable[str], past_interface: bool = True) -> str:
     """`` (unreachable: why)`` for a finding downgraded because every affected architecture is unreachable."""
     archs = list(archs)
-    if any_targeted(ctx, archs) or not archs:
+    if any_targeted(sm, archs) or not archs:
         return ""
-    whys = [sem.unreachable(ctx, a, past_interface) for a in archs]
+    whys = [sem.unreachable(sm, a, past_interface) for a in archs]
     if not all(whys):
         return ""
     first = whys[0]
@@ -119,32 +129,12 @@ def unreachable_note(ctx: Context, archs: Iterable[str], past_interface: bool = 
     )
 
 
-def wants_fix(ctx: Context, archs: Iterable[str]) -> bool:
+def wants_fix(sm: Model, archs: Iterable[str]) -> bool:
     """With ``--arch``, fix only what the targeted architectures need; without, fix everything."""
-    return not ctx.targeted or any_targeted(ctx, archs)
+    return not sm.targeted or any_targeted(sm, archs)
 
 
 def arch_list(archs: list[str], limit: int = 4) -> str:
     s = sorted(archs)
     more = f" and {len(s) - limit} more" if len(s) > limit else ""
     return ", ".join(s[:limit]) + more
-
-
-def group_for(ctx: Context, pairs: Callable[[], list[tuple[Finding, Group]]], finding: Finding) -> Group | None:
-    """The group ``finding`` was made from, for its fix, which then depends on what the group's architectures
-    contributed rather than on everything the rule read: fixes are kept between runs under their finding, and an
-    architecture joining or leaving the group changes the finding (its architecture list and count)."""
-    with deps.unrecorded():
-        g = group_of(pairs(), finding)
-    if g is None or not g.sources:
-        return group_of(pairs(), finding)  # recorded in full: nothing narrower is known
-    for q in g.sources:
-        ctx.queries.note_answer(q)
-    return g
-
-
-def group_of(pairs: list[tuple[Finding, Group]], finding: Finding) -> Group | None:
-    for f, g in pairs:
-        if f is finding or f == finding:
-            return g
-    return None

@@ -18,30 +18,23 @@ No automatic fix: the file needs a human.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from eagle3_lint.model import Finding, Location, Severity
-from eagle3_lint.rules import Role, RuleMeta, fit, make
+from eagle3_lint.rules import Role, RuleMeta, Scope, fit, make
 
 if TYPE_CHECKING:
-    from eagle3_lint.analysis import Context
+    from eagle3_lint.stages import Model
 
 META = RuleMeta("EGL000", "unparsable-file", Severity.ERROR, False,
-                "A model file cannot be decoded or parsed, so the engine cannot import it.", role=Role.UNPARSABLE)
+                "A model file cannot be decoded or parsed, so the engine cannot import it.", role=Role.UNPARSABLE,
+                scope=Scope.FILE)
 
 
-def check(ctx: Context) -> Iterator[Finding]:
-    for rel in ctx.model_files():
-        # One answer per file, kept between runs: an unchanged file's facts are not even loaded.
-        yield from ctx.queries.get((META.id, rel), functools.partial(_in_file, ctx, rel), persist=True)
-
-
-def _in_file(ctx: Context, rel: str) -> list[Finding]:
-    mf = ctx.store.load_path(rel)
+def check(sm: Model, rel: str) -> list[Finding]:
+    mf = sm.store.load_path(rel)
     if mf is None:
-        why = ctx.store.read_errors.get(rel, "not readable")
+        why = sm.store.read_errors.get(rel, "not readable")
         return [make(META, f"{rel} cannot be read ({why}), so the engine cannot import it", Location(rel, 1),
                      title=fit(f"{rel} cannot be read ({why}).", f"{rel} cannot be read."))]
     if mf.error:

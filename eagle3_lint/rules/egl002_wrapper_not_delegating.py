@@ -43,7 +43,8 @@ a body reaching the wrong object gets no automatic fix.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from eagle3_lint import semantic as sem
@@ -51,12 +52,13 @@ from eagle3_lint.engine import Capability
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.lazyimport import lazy
 from eagle3_lint.model import Applicability, Edit, Finding, Fix, Severity, Status, Step
-from eagle3_lint.rules import RuleMeta, fit, make
+from eagle3_lint.rules import Found, RuleMeta, Scope, fit, make
 from eagle3_lint.rules import _interface as shared
 
 if TYPE_CHECKING:
     from eagle3_lint import fixgen
-    from eagle3_lint.analysis import Context
+    from eagle3_lint.rules import Each
+    from eagle3_lint.stages import Model
 else:
     fixgen = lazy("eagle3_lint.fixgen")  # imported on first use (lazyimport.py)
 
@@ -66,104 +68,102 @@ META = RuleMeta(
     Severity.ERROR,
     True,
     "The top-level class fails the contract (or does not reach the layers) while its inner model supports it.",
+    scope=Scope.ARCH,
 )
 
 
-def check(ctx: Context) -> Iterator[Finding]:
-    for f, _g in _pairs(ctx):
-        yield f
+def check(sm: Model, each: Each) -> Iterator[Found]:
+    heirs = functools.cache(functools.partial(_failing_heirs, sm))  # asked for gap groups only, once
+    yield from shared.found(sm, _compute(sm, each), lambda sm, g: _finding(sm, g, heirs), _fix)
 
 
-def _pairs(ctx: Context) -> list[tuple[Finding, shared.Group]]:
-    return ctx.memo.get(META.id, lambda: [(_finding(ctx, g), g) for g in _compute(ctx)])
-
-
-def _compute(ctx: Context) -> shared.Groups:
+def _compute(sm: Model, each: Each) -> shared.Groups:
     groups = shared.Groups()
     # Targeted architectures first: a group shared by several (one wrapper class, subclasses with other inner
     # models) names the inner model of the one the user asked about.
     # One architecture's contribution: an answer kept between runs with the files it read (each_arch).
     def one(arch: str, key: ClassKey, groups: shared.Sink) -> None:
-        st = sem.status(ctx, arch)
+        st = sem.status(sm, arch)
         if st is Status.WRAPPER_GAP:
-            inner = sem.supporting_inner(ctx, key)
-            where = _definer(ctx, key, inner)
-            loc = sem.class_location(ctx, where)
+            inner = sem.supporting_inner(sm, key)
+            where = _definer(sm, key, inner)
+            loc = sem.class_location(sm, where)
             if loc is not None:
                 groups.get(loc, "gap", arch, key=where, inner=inner)
-        elif st is Status.SUPPORTED and ctx.engine.has(Capability.AUX_PLUMBING):
-            inner = sem.supporting_inner(ctx, key)
+        elif st is Status.SUPPORTED and sm.engine.has(Capability.AUX_PLUMBING):
+            inner = sem.supporting_inner(sm, key)
             if not inner:
                 return
-            eff = sem.setter_effect(ctx, key)
+            eff = sem.setter_effect(sm, key)
             if eff.kind in ("missing", "unknown"):
                 return
-            own = sem.owner(ctx, key)
+            own = sem.owner(sm, key)
             if eff.kind == "writes" and (own is None or eff.path == own.path):
                 return
-            loc = sem.class_location(ctx, key)
+            loc = sem.class_location(sm, key)
             if loc is not None:
                 groups.get(loc, "no-reach", arch, key=key, inner=inner, effect=eff, owner=own)
-    shared.each_arch(ctx, "EGL002", groups, one,
-                     sorted(sem.scoped_archs(ctx), key=lambda ak: not ctx.is_targeted(ak[0])))
+    shared.each_arch(each, groups, one,
+                     sorted(sem.scoped_archs(sm), key=lambda ak: not sm.is_targeted(ak[0])))
     return groups
 
 
-def _failing_heirs(ctx: Context) -> dict[ClassKey, list[tuple[str, ClassKey]]]:
+def _failing_heirs(sm: Model) -> dict[ClassKey, list[tuple[str, ClassKey]]]:
     """For each class, the scoped architectures that fail the check and whose class inherits it (in scope order):
     worked out once, not once per wrapper."""
     def compute() -> dict[ClassKey, list[tuple[str, ClassKey]]]:
         out: dict[ClassKey, list[tuple[str, ClassKey]]] = {}
-        for a, k in sem.scoped_archs(ctx):
-            if sem.status(ctx, a) is Status.UNSUPPORTED:
-                for e in ctx.graph.mro(k).entries:
+        for a, k in sem.scoped_archs(sm):
+            if sem.status(sm, a) is Status.UNSUPPORTED:
+                for e in sm.graph.mro(k).entries:
                     if isinstance(e, ClassKey):
                         out.setdefault(e, []).append((a, k))
         return out
 
-    return ctx.memo.get("EGL002-failing-heirs", compute)
+    return compute()
 
 
-def _definer(ctx: Context, key: ClassKey, inner: list[tuple[sem.Hop, ...]]) -> ClassKey:
+def _definer(sm: Model, key: ClassKey, inner: list[tuple[sem.Hop, ...]]) -> ClassKey:
     """The class whose ``__init__`` builds the inner model: a subclass that only inherits the
     wrapper (Tarsier2 from Qwen2-VL) is the same gap, reported and fixed once, on that class."""
     if inner:
-        hit = ctx.graph.assigns_attr(key, inner[0][0].attr)
-        if hit is not None and not sem.is_interface_class(ctx, hit[0]):
+        hit = sm.graph.assigns_attr(key, inner[0][0].attr)
+        if hit is not None and not sem.is_interface_class(sm, hit[0]):
             return hit[0]
     return key
 
 
-def _finding(ctx: Context, g: shared.Group) -> Finding:
+def _finding(sm: Model, g: shared.Group,
+             heirs: Callable[[], dict[ClassKey, list[tuple[str, ClassKey]]]]) -> Finding:
     key: ClassKey = g.data["key"]  # type: ignore[assignment]  # Group.data: what _pairs stored
     inner: list[tuple[sem.Hop, ...]] = g.data["inner"]  # type: ignore[assignment]  # Group.data: what _pairs stored
-    targeted = shared.any_targeted(ctx, g.archs)
+    targeted = shared.any_targeted(sm, g.archs)
     sev = Severity.ERROR if targeted else Severity.WARNING
-    check_fn = ctx.contract.check_name
+    check_fn = sm.contract.check_name
     related: list[Step] = []
     for p in inner:
-        loc = sem.class_location(ctx, p[-1].key)
+        loc = sem.class_location(sm, p[-1].key)
         related.append(Step("inner", f"{_dotted(p)} -> {p[-1].key.name} supports the contract", loc))
     inner_txt = ", ".join(f"{_dotted(p)} -> {p[-1].key.name}" for p in inner) or "an inner model"
     if g.kind == "gap":
-        chk = ctx.judge.check_class(key)
-        fails = f"fails {check_fn}" if ctx.contract.found else "lacks the methods the runner calls"
+        chk = sm.judge.check_class(key)
+        fails = f"fails {check_fn}" if sm.contract.found else "lacks the methods the runner calls"
         msg = (f"{key.name} {fails} ({chk.reason}), but the inner model it delegates to "
                f"({inner_txt}) supports the contract; the runner asks the wrapper")
-        exposed = [a for a, k in _failing_heirs(ctx).get(key, ()) if a not in g.archs and k != key]
+        exposed = [a for a, k in heirs().get(key, ()) if a not in g.archs and k != key]
         if exposed:
             msg += (
                 f" (note: {shared.arch_list(exposed)} {'inherits' if len(exposed) == 1 else 'inherit'} {key.name} "
                 f"but build{'s' if len(exposed) == 1 else ''} an inner model without the "
                 f"contract; once {key.name} implements it they pass the check without working"
-                + (", and EGL004/EGL006 report them)" if ctx.engine.has(Capability.AUX_PLUMBING) else ")")
+                + (", and EGL004/EGL006 report them)" if sm.engine.has(Capability.AUX_PLUMBING) else ")")
             )
     else:
         eff: sem.Effect = g.data["effect"]  # type: ignore[assignment]  # Group.data: what _pairs stored
         own: sem.Owner | None = g.data["owner"]  # type: ignore[assignment]  # Group.data: what _pairs stored
         where = f"self.{'.'.join(own.path)}" if own is not None and own.path else "the layer owner"
         if eff.kind == "stub":
-            how = f"its {ctx.contract.setter}() is {eff.detail.split(' has ')[0]}'s stub, which does nothing"
+            how = f"its {sm.contract.setter}() is {eff.detail.split(' has ')[0]}'s stub, which does nothing"
         elif eff.kind == "writes":
             how = f"its setter writes self.{'.'.join((*eff.path, eff.attr or '?'))}, not {where}"
         else:
@@ -171,57 +171,56 @@ def _finding(ctx: Context, g: shared.Group) -> Finding:
         msg = (f"{key.name} passes {check_fn} but does not delegate to the inner model ({inner_txt}): {how}; "
                f"the decoder at {where} never gets the aux layers")
     msg += f"; architectures: {shared.arch_list(g.archs)}"
-    who = shared.primary_arch(ctx, g.archs) or key.name
+    who = shared.primary_arch(sm, g.archs) or key.name
     # One wording for every EGL002 line (the check's name dropped only for the longest class names).
     title = fit(f"{who} fails {check_fn}; its inner model passes",
                 f"{who} fails the EAGLE-3 check; its inner model passes")
     if g.kind != "gap":
         title = fit(f"{key.name} passes {check_fn} but never hands the aux layers to its inner model",
                     f"{key.name} passes {check_fn} but does not delegate to its inner model")
-    return make(META, msg, g.location, severity=sev, architecture=shared.primary_arch(ctx, g.archs),
+    return make(META, msg, g.location, severity=sev, architecture=shared.primary_arch(sm, g.archs),
                 architectures=tuple(sorted(g.archs)),
                 symbol=key.name, related=tuple(related), title=title)
 
 
-def fix(ctx: Context, finding: Finding) -> Fix | None:
-    g = shared.group_for(ctx, lambda: _pairs(ctx), finding)
-    if g is None or not shared.wants_fix(ctx, g.archs):
+def _fix(sm: Model, g: shared.Group) -> Fix | None:
+    if not shared.wants_fix(sm, g.archs):
         return None
     key: ClassKey = g.data["key"]  # type: ignore[assignment]  # Group.data: what _pairs stored
     inner: list[tuple[sem.Hop, ...]] = g.data["inner"]  # type: ignore[assignment]  # Group.data: what _pairs stored
     if not inner:
         return None
-    if not ctx.engine.has(Capability.AUX_PLUMBING):
-        return idiom_fix(ctx, key, inner[0]) if g.kind == "gap" else None
+    if not sm.engine.has(Capability.AUX_PLUMBING):
+        return idiom_fix(sm, key, inner[0]) if g.kind == "gap" else None
     path = _dotted(inner[0])[5:]
     if g.kind == "gap":
-        return wrapper_fix(ctx, key, path)
+        return wrapper_fix(sm, key, path)
     eff: sem.Effect = g.data["effect"]  # type: ignore[assignment]  # Group.data: what _pairs stored
     if eff.kind == "writes" or (eff.kind == "stub" and not eff.from_protocol):
         return None  # an override with the wrong body needs a human
-    flavor = fixgen.flavor(ctx)
+    flavor = fixgen.flavor(sm)
     if flavor.setter is None:
         return None
-    edits = fixgen.add_setter(ctx, key, fixgen.setter_delegate(path, flavor.setter, fixgen.setter_param(ctx)))
+    edits = fixgen.add_setter(sm, key, fixgen.setter_delegate(path, flavor.setter, fixgen.setter_param(sm)))
     if not edits:
         return None
     return Fix(f"delegate {flavor.setter}() to self.{path}", tuple(edits), Applicability.UNSAFE)
 
 
-def idiom_fix(ctx: Context, key: ClassKey, path: tuple[sem.Hop, ...]) -> Fix | None:
+def idiom_fix(sm: Model, key: ClassKey, path: tuple[sem.Hop, ...]) -> Fix | None:
     """For an engine whose aux plumbing the tool does not model: the tree's own delegating setter copied onto the
     wrapper, only where delegating is all it takes: the inner model is a whole registered model that passes the
     check (its own forward returns the aux states), one attribute away, and no architecture inheriting the wrapper
     holds an inner model without the method (it would pass the check and capture nothing)."""
-    if len(path) != 1 or path[0].key not in set(ctx.keys.values()):
+    if len(path) != 1 or path[0].key not in set(sm.keys.values()):
         return None
-    if _failing_heirs(ctx).get(key):
+    if _failing_heirs(sm).get(key):
         return None
-    made = fixgen.add_delegating_setter(ctx, key, path[0].attr)
+    made = fixgen.add_delegating_setter(sm, key, path[0].attr)
     if made is None or not made[0]:
         return None
     edits, idiom = made
-    return Fix(f"delegate {ctx.contract.setter}() to self.{path[0].attr} as {idiom.key.name} does "
+    return Fix(f"delegate {sm.contract.setter}() to self.{path[0].attr} as {idiom.key.name} does "
                f"({idiom.path}:{idiom.line})", tuple(edits), Applicability.UNSAFE)
 
 
@@ -229,16 +228,16 @@ def _dotted(path: tuple[sem.Hop, ...]) -> str:
     return "self." + ".".join(h.attr for h in path)
 
 
-def wrapper_fix(ctx: Context, key: ClassKey, attr: str) -> Fix | None:
+def wrapper_fix(sm: Model, key: ClassKey, attr: str) -> Fix | None:
     """Interface base (+ import) on the wrapper, and delegating methods where the contract's bodies do not reach."""
-    flavor = fixgen.flavor(ctx)
-    edits: list[Edit] = list(fixgen.add_protocol(ctx, key))
+    flavor = fixgen.flavor(sm)
+    edits: list[Edit] = list(fixgen.add_protocol(sm, key))
     methods: list[Edit] = []
-    param = fixgen.setter_param(ctx)
-    if flavor.setter and _needs_setter(ctx, key):
-        methods += fixgen.add_setter(ctx, key, fixgen.setter_delegate(attr, flavor.setter, param))
-    if flavor.getter and _needs_getter(ctx, key, flavor.getter):
-        methods += fixgen.add_getter(ctx, key, fixgen.getter_delegate(attr, flavor.getter))
+    param = fixgen.setter_param(sm)
+    if flavor.setter and _needs_setter(sm, key):
+        methods += fixgen.add_setter(sm, key, fixgen.setter_delegate(attr, flavor.setter, param))
+    if flavor.getter and _needs_getter(sm, key, flavor.getter):
+        methods += fixgen.add_getter(sm, key, fixgen.getter_delegate(attr, flavor.getter))
     edits += methods
     if not edits:
         return None
@@ -249,27 +248,27 @@ def wrapper_fix(ctx: Context, key: ClassKey, attr: str) -> Fix | None:
     return Fix(what, tuple(edits), app)
 
 
-def _needs_setter(ctx: Context, key: ClassKey) -> bool:
+def _needs_setter(sm: Model, key: ClassKey) -> bool:
     """After the base is added, would the setter the runner calls still not reach the layers?"""
-    name = sem.setter_name(ctx)
+    name = sem.setter_name(sm)
     if name is None:
         return False
-    hit = sem.method_of(ctx, key, name)
-    if hit is not None and not sem.is_protocol_method(ctx, hit[0]):
+    hit = sem.method_of(sm, key, name)
+    if hit is not None and not sem.is_protocol_method(sm, hit[0]):
         return False  # the class has its own (EGL002 reports it if it does not reach)
-    if not ctx.contract.methods_have_defaults:
+    if not sm.contract.methods_have_defaults:
         return True
-    eff = sem.default_setter_effect(ctx, key)
-    own = sem.owner(ctx, key)
+    eff = sem.default_setter_effect(sm, key)
+    own = sem.owner(sm, key)
     return not (eff.kind == "writes" and own is not None and eff.path == own.path)
 
 
-def _needs_getter(ctx: Context, key: ClassKey, name: str) -> bool:
-    hit = sem.method_of(ctx, key, name)
-    if hit is not None and not sem.is_protocol_method(ctx, hit[0]):
+def _needs_getter(sm: Model, key: ClassKey, name: str) -> bool:
+    hit = sem.method_of(sm, key, name)
+    if hit is not None and not sem.is_protocol_method(sm, hit[0]):
         return False
-    if ctx.graph.member_origin(key, name) is not None and hit is None:
+    if sm.graph.member_origin(key, name) is not None and hit is None:
         return False
-    if not ctx.contract.methods_have_defaults:
+    if not sm.contract.methods_have_defaults:
         return True
-    return sem.default_getter_state(ctx, key).kind == "broken-default"
+    return sem.default_getter_state(sm, key).kind == "broken-default"

@@ -45,6 +45,7 @@ the capture flag), or hands the ids to the class's DFlash setter where it has on
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -54,97 +55,98 @@ from eagle3_lint.engine import Capability, Mechanism
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.lazyimport import lazy
 from eagle3_lint.model import Applicability, Edit, Finding, Fix, Severity, Status, Step
-from eagle3_lint.rules import RuleMeta, fit, make
+from eagle3_lint.rules import Found, RuleMeta, Scope, fit, make
 from eagle3_lint.rules import _interface as shared
 
 if TYPE_CHECKING:
     from eagle3_lint import fixgen
-    from eagle3_lint.analysis import Context
+    from eagle3_lint.rules import Each
+    from eagle3_lint.stages import Model
 else:
     fixgen = lazy("eagle3_lint.fixgen")  # imported on first use (lazyimport.py)
 
 META = RuleMeta("EGL003", "incomplete-eagle3-interface", Severity.ERROR, True,
                 "A class carries part of the EAGLE-3 contract but not all of it.",
-                needs=frozenset({Capability.AUX_COLLECTION}))
+                needs=frozenset({Capability.AUX_COLLECTION}), scope=Scope.ARCH)
 
 
-def check(ctx: Context) -> Iterator[Finding]:
-    for f, _g in _pairs(ctx):
-        yield f
+def check(sm: Model, each: Each) -> Iterator[Found]:
+    groups = list(_compute(sm, each))
+    every = tuple(q for o in groups for q in o.sources)
+    for f, g in [(_finding(sm, g), g) for g in groups]:
+        # A missing setter's fix looks at the other classes missing one (a base's new setter is inherited): it rests
+        # on what every group was made from.
+        yield Found(f, functools.partial(_fix, sm, g, groups), every if g.kind == "no-setter" else tuple(g.sources))
 
 
-def _pairs(ctx: Context) -> list[tuple[Finding, shared.Group]]:
-    return ctx.memo.get(META.id, lambda: [(_finding(ctx, g), g) for g in _compute(ctx)])
-
-
-def _compute(ctx: Context) -> shared.Groups:
+def _compute(sm: Model, each: Each) -> shared.Groups:
     groups = shared.Groups()
-    if ctx.engine.collection is not None:
-        return _compute_plumbing(ctx, groups)
+    if sm.engine.collection is not None:
+        return _compute_plumbing(sm, each, groups)
     # One architecture's contribution: an answer kept between runs with the files it read (each_arch).
     def one(arch: str, key: ClassKey, groups: shared.Sink) -> None:
-        st = sem.status(ctx, arch)
+        st = sem.status(sm, arch)
         if st is Status.PARTIAL:
-            chk = ctx.judge.check_class(key)
-            definer = _definer(ctx, key, chk.own_present)
-            loc = sem.class_location(ctx, definer) if definer else None
+            chk = sm.judge.check_class(key)
+            definer = _definer(sm, key, chk.own_present)
+            loc = sem.class_location(sm, definer) if definer else None
             if loc is not None:
                 groups.get(loc, "partial", arch, key=definer, top=key, missing=chk.missing, present=chk.own_present)
-        elif st is Status.SUPPORTED and not ctx.contract.methods_have_defaults:
-            eff = sem.setter_effect(ctx, key)
-            if eff.kind != "stub" or sem.supporting_inner(ctx, key):
+        elif st is Status.SUPPORTED and not sm.contract.methods_have_defaults:
+            eff = sem.setter_effect(sm, key)
+            if eff.kind != "stub" or sem.supporting_inner(sm, key):
                 return
-            where = sem.claimer(ctx, key) if eff.from_protocol else eff.method_owner
-            loc = sem.class_location(ctx, where) if where else None
+            where = sem.claimer(sm, key) if eff.from_protocol else eff.method_owner
+            loc = sem.class_location(sm, where) if where else None
             if loc is not None:
                 groups.get(loc, "stub-setter", arch, key=where, top=key, effect=eff)
-    shared.each_arch(ctx, "EGL003", groups, one, sem.scoped_archs(ctx))
+    shared.each_arch(each, groups, one, sem.scoped_archs(sm))
     return groups
 
 
-def _compute_plumbing(ctx: Context, groups: shared.Groups) -> shared.Groups:
+def _compute_plumbing(sm: Model, each: Each, groups: shared.Groups) -> shared.Groups:
     """Engines that collect through lists or per-layer flags (``Engine.collection``) and check only for the setter:
     a class without the setter whose ``forward`` unpacks ``(hidden, aux)`` behind the capture flag lacks the setter
     (and, where its layer owner's ``forward`` does not collect, the collection too). Reported on the class."""
-    idiom = ctx.engine.collection
+    idiom = sm.engine.collection
     assert idiom is not None
     # One architecture's contribution: an answer kept between runs with the files it read (each_arch).
     def one(arch: str, key: ClassKey, groups: shared.Sink) -> None:
-        if sem.status(ctx, arch) is not Status.UNSUPPORTED or sem.setter_effect(ctx, key).kind != "missing":
+        if sem.status(sm, arch) is not Status.UNSUPPORTED or sem.setter_effect(sm, key).kind != "missing":
             return
-        own = sem.owner(ctx, key)
-        top_fw = sem.forward_of(ctx, key)
+        own = sem.owner(sm, key)
+        top_fw = sem.forward_of(sm, key)
         unpacks = top_fw is not None and f"self.{idiom.capture_flag}" in top_fw.method.reads
-        fw = sem.forward_of(ctx, own.key) if own is not None else None
+        fw = sem.forward_of(sm, own.key) if own is not None else None
         collects = fw is not None and bool(fw.mechanisms)
         if not unpacks:
             return  # a decoder that collects under a head that never unpacks (a pooling model) is not plumbing
-        loc = sem.class_location(ctx, key)
+        loc = sem.class_location(sm, key)
         if loc is not None:
             groups.get(loc, "no-setter", arch, key=key, top=key, owner=own, forward=fw, top_forward=top_fw,
                        unpacks=unpacks, collects=collects)
-    shared.each_arch(ctx, "EGL003-plumbing", groups, one, sem.scoped_archs(ctx))
+    shared.each_arch(each, groups, one, sem.scoped_archs(sm))
     return groups
 
 
-def _definer(ctx: Context, key: ClassKey, own_present: tuple[str, ...]) -> ClassKey | None:
+def _definer(sm: Model, key: ClassKey, own_present: tuple[str, ...]) -> ClassKey | None:
     """The most derived class in the MRO that defines one of the contract members present."""
     origins = {}
     for name in own_present:
-        hit = ctx.graph.member_origin(key, name)
-        if hit is not None and not sem.is_interface_class(ctx, hit[0]):
+        hit = sm.graph.member_origin(key, name)
+        if hit is not None and not sem.is_interface_class(sm, hit[0]):
             origins[hit[0]] = name
-    for e in ctx.graph.mro(key).entries:
+    for e in sm.graph.mro(key).entries:
         if isinstance(e, ClassKey) and e in origins:
             return e
     return None
 
 
-def _finding(ctx: Context, g: shared.Group) -> Finding:
+def _finding(sm: Model, g: shared.Group) -> Finding:
     key: ClassKey = g.data["key"]  # type: ignore[assignment]  # Group.data: what _pairs stored
-    c = ctx.contract
+    c = sm.contract
     if g.kind == "no-setter":
-        return _plumbing_finding(ctx, g, key)
+        return _plumbing_finding(sm, g, key)
     if g.kind == "partial":
         missing: tuple[str, ...] = g.data["missing"]  # type: ignore[assignment]  # Group.data: what _pairs stored
         present: tuple[str, ...] = g.data["present"]  # type: ignore[assignment]  # Group.data: what _pairs stored
@@ -163,13 +165,13 @@ def _finding(ctx: Context, g: shared.Group) -> Finding:
         title = fit(f"{key.name} passes {c.check_name} with the Protocol's stub {c.setter}(), which sets nothing",
                     f"{key.name}: the Protocol's stub {c.setter}() sets nothing")
     msg += f"; architectures: {shared.arch_list(g.archs)}"
-    return make(META, msg, g.location, severity=shared.severity_for(ctx, g.archs, META.severity, past_interface=False),
-                architecture=shared.primary_arch(ctx, g.archs),
+    return make(META, msg, g.location, severity=shared.severity_for(sm, g.archs, META.severity, past_interface=False),
+                architecture=shared.primary_arch(sm, g.archs),
                 architectures=tuple(sorted(g.archs)), symbol=key.name, title=title)
 
 
-def _plumbing_finding(ctx: Context, g: shared.Group, key: ClassKey) -> Finding:
-    idiom = ctx.engine.collection
+def _plumbing_finding(sm: Model, g: shared.Group, key: ClassKey) -> Finding:
+    idiom = sm.engine.collection
     assert idiom is not None
     own: sem.Owner | None = g.data["owner"]  # type: ignore[assignment]  # Group.data: what _pairs stored
     fw: sem.Forward | None = g.data["forward"]  # type: ignore[assignment]  # Group.data: what _pairs stored
@@ -179,107 +181,106 @@ def _plumbing_finding(ctx: Context, g: shared.Group, key: ClassKey) -> Finding:
     if g.data["unpacks"] and top_fw is not None:
         have.append(f"{top_fw.owner.name}.forward unpacks (hidden_states, aux_hidden_states) when "
                     f"self.{idiom.capture_flag} is set")
-        related.append(Step("forward", "unpacks the aux hidden states", sem.method_location(ctx, top_fw.owner,
+        related.append(Step("forward", "unpacks the aux hidden states", sem.method_location(sm, top_fw.owner,
                                                                                             top_fw.line)))
     if g.data["collects"] and fw is not None and own is not None:
         how = " and ".join(f"per-layer `{idiom.layer_flags[0]}` flags" if m is Mechanism.FLAG
                            else f"`idx in self.{idiom.list_attrs[0]}`" for m in sorted(fw.mechanisms))
         have.append(f"its layer owner {own.key.name}.forward collects them ({how})")
-        related.append(Step("forward", f"collects through {how}", sem.method_location(ctx, fw.owner, fw.line)))
-    site = ctx.runner.primary
+        related.append(Step("forward", f"collects through {how}", sem.method_location(sm, fw.owner, fw.line)))
+    site = sm.runner.primary
     fails = f" ({site.error or 'an error'} at {site.path}:{site.line})" if site is not None else ""
-    msg = (f"{key.name} has the EAGLE-3 plumbing but not {ctx.contract.setter}(): {'; '.join(have)}, yet nothing "
-           f"sets the layers to capture, so {ctx.contract.check_name} fails at start-up{fails}; "
+    msg = (f"{key.name} has the EAGLE-3 plumbing but not {sm.contract.setter}(): {'; '.join(have)}, yet nothing "
+           f"sets the layers to capture, so {sm.contract.check_name} fails at start-up{fails}; "
            f"architectures: {shared.arch_list(g.archs)}")
-    check = ctx.contract.check_name
-    return make(META, msg, g.location, severity=shared.severity_for(ctx, g.archs, META.severity, past_interface=False),
-                architecture=shared.primary_arch(ctx, g.archs),
+    check = sm.contract.check_name
+    return make(META, msg, g.location, severity=shared.severity_for(sm, g.archs, META.severity, past_interface=False),
+                architecture=shared.primary_arch(sm, g.archs),
                 architectures=tuple(sorted(g.archs)), symbol=key.name, related=tuple(related),
                 title=fit(f"{key.name} has the EAGLE-3 plumbing but no setter, so {check} fails",
                           f"{key.name} has the EAGLE-3 plumbing but no setter"))
 
 
-def _plumbing_fix(ctx: Context, g: shared.Group) -> Fix | None:
+def _plumbing_fix(sm: Model, g: shared.Group) -> Fix | None:
     """A setter in the engine's own style (``CollectionIdiom.setter_body``) writing the list on the layer owner,
     plus the per-layer flags where the owner's forward reads those (through its own flag-setting method, SGLang's
     DFlash setter, where it has one). Only when both halves of the plumbing are there: the top-level forward
     unpacks the states and the owner's forward collects them."""
-    idiom = ctx.engine.collection
+    idiom = sm.engine.collection
     key: ClassKey = g.data["key"]  # type: ignore[assignment]  # Group.data: what _pairs stored
     own: sem.Owner | None = g.data["owner"]  # type: ignore[assignment]  # Group.data: what _pairs stored
     fw: sem.Forward | None = g.data["forward"]  # type: ignore[assignment]  # Group.data: what _pairs stored
-    setter = ctx.contract.setter
+    setter = sm.contract.setter
     if idiom is None or not setter or own is None or fw is None or not (g.data["unpacks"] and g.data["collects"]):
         return None
-    mh = _setter_header(ctx, key, setter)
+    mh = _setter_header(sm, key, setter)
     if mh is None or len(mh.params) != 1:
         return None
     p = fixgen.path_expr(own.path)
     attr = idiom.list_attrs[0]
     param = mh.params[0]
-    sibling = sem.sibling_setter(ctx, key, own, fw.mechanisms)
+    sibling = sem.sibling_setter(sm, key, own, fw.mechanisms)
     if sibling is not None:
         # The class already sets the layers for another algorithm (the DFlash setter): hand it the ids, the
         # engine's default layers (2, n // 2, n - 3, states entering those layers) as ids it adds 1 to.
         body = [f"if {param} is None:", f"    num_layers = len({p}.layers)",
                 f"    {param} = [1, num_layers // 2 - 1, num_layers - 4]", f"self.{sibling}({param})"]
-        edits = fixgen.header_imports(ctx, key, mh) + fixgen.add_method(ctx, key, mh.header, body)
+        edits = fixgen.header_imports(sm, key, mh) + fixgen.add_method(sm, key, mh.header, body)
         return Fix(f"add {setter}() to {key.name}, handing the ids to its {sibling}()", tuple(edits),
                    Applicability.UNSAFE)
     body = [line.format(param=param, path=p, list=attr, flag=idiom.capture_flag) for line in idiom.setter_body]
     if f"self.{idiom.capture_flag}" in fw.method.reads:
         body.append(f"{p}.{idiom.capture_flag} = True")  # the owner's loop collects only behind its own flag
     if Mechanism.FLAG in fw.mechanisms and Mechanism.LIST not in fw.mechanisms:
-        feeder = sem.flag_feeder(ctx, own.key)
+        feeder = sem.flag_feeder(sm, own.key)
         body += [f"{p}.{feeder}({p}.{attr})"] if feeder else \
             [f"for layer_id in {p}.{attr}:", f"    setattr({p}.layers[layer_id], \"{idiom.layer_flags[0]}\", True)"]
-    edits = fixgen.header_imports(ctx, key, mh) + fixgen.add_method(ctx, key, mh.header, body)
+    edits = fixgen.header_imports(sm, key, mh) + fixgen.add_method(sm, key, mh.header, body)
     if Mechanism.LIST in fw.mechanisms:
-        edits = fixgen.init_attr(ctx, own.key, attr, "[]") + edits
+        edits = fixgen.init_attr(sm, own.key, attr, "[]") + edits
     return Fix(f"add {setter}() to {key.name}", tuple(edits), Applicability.UNSAFE)
 
 
-def _setter_header(ctx: Context, key: ClassKey, setter: str) -> fixgen.MethodHeader | None:
+def _setter_header(sm: Model, key: ClassKey, setter: str) -> fixgen.MethodHeader | None:
     """The header of a setter of the tree to copy: one in ``key``'s own module first, else the first in path order
     (one ids parameter with a default)."""
-    own_path = ctx.graph.path_of(key)
-    classes = sorted(ctx.model_classes(), key=lambda kr: (kr[1] != own_path, kr[1], kr[0].qualname))
+    own_path = sm.graph.path_of(key)
+    classes = sorted(sm.model_classes(), key=lambda kr: (kr[1] != own_path, kr[1], kr[0].qualname))
     for k, _rel in classes:
-        cf = ctx.graph.class_facts(k)
+        cf = sm.graph.class_facts(k)
         m = cf.members.get(setter) if cf is not None else None
         if m is None or m.kind != "def":
             continue
-        mh = fixgen.method_header(ctx, k, setter)
+        mh = fixgen.method_header(sm, k, setter)
         if mh is not None and len(mh.params) == 1 and "=" in mh.header:
             return mh
     return None
 
 
-def fix(ctx: Context, finding: Finding) -> Fix | None:
-    g = shared.group_for(ctx, lambda: _pairs(ctx), finding)
-    if g is None or not shared.wants_fix(ctx, g.archs):
+def _fix(sm: Model, g: shared.Group, groups: list[shared.Group]) -> Fix | None:
+    if not shared.wants_fix(sm, g.archs):
         return None
     key: ClassKey = g.data["key"]  # type: ignore[assignment]  # Group.data: what _pairs stored
     if g.kind == "no-setter":
-        others = [o.data["key"] for _f, o in _pairs(ctx) if o.kind == "no-setter" and o.data["key"] != key]
-        if any(ctx.graph.in_mro(key, o) for o in others):  # type: ignore[arg-type]  # Group.data: a ClassKey
+        others = [o.data["key"] for o in groups if o.kind == "no-setter" and o.data["key"] != key]
+        if any(sm.graph.in_mro(key, o) for o in others):  # type: ignore[arg-type]  # Group.data: a ClassKey
             return None  # the base's new setter is inherited
-        return _plumbing_fix(ctx, g)
+        return _plumbing_fix(sm, g)
     top: ClassKey = g.data["top"]  # type: ignore[assignment]  # Group.data: what _pairs stored
-    flavor = fixgen.flavor(ctx)
-    own = sem.owner(ctx, top)
-    base: list[Edit] = list(fixgen.add_protocol(ctx, key)) if g.kind == "partial" else []
+    flavor = fixgen.flavor(sm)
+    own = sem.owner(sm, top)
+    base: list[Edit] = list(fixgen.add_protocol(sm, key)) if g.kind == "partial" else []
     methods: list[Edit] = []
-    need_setter = bool(flavor.setter) and _setter_needed(ctx, top, g.kind)
-    need_getter = bool(flavor.getter) and g.kind == "partial" and _getter_needed(ctx, top, flavor.getter or "")
+    need_setter = bool(flavor.setter) and _setter_needed(sm, top, g.kind)
+    need_getter = bool(flavor.getter) and g.kind == "partial" and _getter_needed(sm, top, flavor.getter or "")
     if (need_setter or need_getter) and own is None:
         # No method body can be written without the layer owner; a base alone would make the
         # check pass over stub methods, which is worse than the finding.
         return None
     if need_setter and own is not None:
-        methods += fixgen.add_setter(ctx, key, _setter_body(ctx, flavor, own))
+        methods += fixgen.add_setter(sm, key, _setter_body(sm, flavor, own))
     if need_getter and own is not None:
-        methods += fixgen.add_getter(ctx, key, fixgen.getter_direct(own.path))
+        methods += fixgen.add_getter(sm, key, fixgen.getter_direct(own.path))
     edits = base + methods
     if not edits:
         return None
@@ -290,38 +291,38 @@ def fix(ctx: Context, finding: Finding) -> Fix | None:
     return Fix(f"add the {flavor.protocol} base to {key.name}", tuple(edits), Applicability.SAFE)
 
 
-def _setter_body(ctx: Context, flavor: fixgen.Flavor, own: sem.Owner) -> list[str]:
-    mixin_key = sem.mixin_key(ctx)
-    via_mixin = bool(flavor.defaults and mixin_key is not None and ctx.graph.in_mro(own.key, mixin_key))
+def _setter_body(sm: Model, flavor: fixgen.Flavor, own: sem.Owner) -> list[str]:
+    mixin_key = sem.mixin_key(sm)
+    via_mixin = bool(flavor.defaults and mixin_key is not None and sm.graph.in_mro(own.key, mixin_key))
     return fixgen.setter_direct(
-        flavor, own.path, fixgen.setter_param(ctx), flavor.mixin_attr or "aux_hidden_state_layers", via_mixin
+        flavor, own.path, fixgen.setter_param(sm), flavor.mixin_attr or "aux_hidden_state_layers", via_mixin
     )
 
 
-def _setter_needed(ctx: Context, top: ClassKey, kind: str) -> bool:
-    name = sem.setter_name(ctx)
+def _setter_needed(sm: Model, top: ClassKey, kind: str) -> bool:
+    name = sem.setter_name(sm)
     if name is None:
         return False
     if kind == "stub-setter":
         return True
-    hit = sem.method_of(ctx, top, name)
-    if hit is not None and not sem.is_protocol_method(ctx, hit[0]):
+    hit = sem.method_of(sm, top, name)
+    if hit is not None and not sem.is_protocol_method(sm, hit[0]):
         return False
-    if ctx.graph.member_origin(top, name) is not None and hit is None:
+    if sm.graph.member_origin(top, name) is not None and hit is None:
         return False
-    if not ctx.contract.methods_have_defaults:
+    if not sm.contract.methods_have_defaults:
         return True
-    eff = sem.default_setter_effect(ctx, top)
-    own = sem.owner(ctx, top)
+    eff = sem.default_setter_effect(sm, top)
+    own = sem.owner(sm, top)
     return not (eff.kind == "writes" and own is not None and eff.path == own.path)
 
 
-def _getter_needed(ctx: Context, top: ClassKey, name: str) -> bool:
-    hit = sem.method_of(ctx, top, name)
-    if hit is not None and not sem.is_protocol_method(ctx, hit[0]):
+def _getter_needed(sm: Model, top: ClassKey, name: str) -> bool:
+    hit = sem.method_of(sm, top, name)
+    if hit is not None and not sem.is_protocol_method(sm, hit[0]):
         return False
-    if ctx.graph.member_origin(top, name) is not None and hit is None:
+    if sm.graph.member_origin(top, name) is not None and hit is None:
         return False
-    if not ctx.contract.methods_have_defaults:
+    if not sm.contract.methods_have_defaults:
         return True
-    return sem.default_getter_state(ctx, top).kind == "broken-default"
+    return sem.default_getter_state(sm, top).kind == "broken-default"

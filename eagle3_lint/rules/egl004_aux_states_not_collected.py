@@ -66,12 +66,13 @@ from eagle3_lint.model import (
     Status,
     Step,
 )
-from eagle3_lint.rules import RuleMeta, fit, make
+from eagle3_lint.rules import Found, RuleMeta, Scope, fit, make
 from eagle3_lint.rules import _interface as shared
 
 if TYPE_CHECKING:
     from eagle3_lint import fixgen
-    from eagle3_lint.analysis import Context
+    from eagle3_lint.rules import Each
+    from eagle3_lint.stages import Model
 else:
     fixgen = lazy("eagle3_lint.fixgen")  # imported on first use (lazyimport.py)
 
@@ -82,161 +83,157 @@ META = RuleMeta(
     True,
     "The interface is claimed, but the layer owner's forward never collects or returns the aux hidden states.",
     needs=frozenset({Capability.AUX_COLLECTION}),
+    scope=Scope.ARCH,
 )
 
 
-def check(ctx: Context) -> Iterator[Finding]:
-    for f, _g in _pairs(ctx):
-        yield f
+def check(sm: Model, each: Each) -> Iterator[Found]:
+    yield from shared.found(sm, _compute(sm, each), _finding, _fix)
 
 
-def _pairs(ctx: Context) -> list[tuple[Finding, shared.Group]]:
-    return ctx.memo.get(META.id, lambda: [(_finding(ctx, g), g) for g in _compute(ctx)])
-
-
-def _compute(ctx: Context) -> shared.Groups:
+def _compute(sm: Model, each: Each) -> shared.Groups:
     groups = shared.Groups()
-    if ctx.engine.collection is not None:
-        return _compute_mechanisms(ctx, groups)
+    if sm.engine.collection is not None:
+        return _compute_mechanisms(sm, each, groups)
     # One architecture's contribution: an answer kept between runs with the files it read (each_arch).
     def one(arch: str, key: ClassKey, groups: shared.Sink) -> None:
         # Supported classes, and those that claim the interface without passing yet: a partial
         # class (methods, no marker) or a wrapper around a supporting inner model. Their EGL003 /
         # EGL002 fixes make the runner accept them, so the forward they reach must work too.
-        st = sem.status(ctx, arch)
+        st = sem.status(sm, arch)
         if st not in (Status.SUPPORTED, Status.PARTIAL, Status.WRAPPER_GAP):
             return
-        own = sem.owner(ctx, key)
+        own = sem.owner(sm, key)
         if own is None:
             return
-        inner = sem.supporting_inner(ctx, key)
+        inner = sem.supporting_inner(sm, key)
         wrapper_case = bool(inner)
-        eff = sem.setter_effect(ctx, key)
+        eff = sem.setter_effect(sm, key)
         if st is Status.WRAPPER_GAP:
             if not inner:
                 return
             # The wrapper has no setter yet; the one its fix delegates to decides the attribute.
-            sub = sem.setter_effect(ctx, inner[0][-1].key)
+            sub = sem.setter_effect(sm, inner[0][-1].key)
             eff = sem.Effect("unknown", attr=sub.attr if sub.kind == "writes" else None)
         # The setter's own defects first: they decide which attribute the forward must read.
         if eff.kind in ("not-mixin", "no-holder") and not wrapper_case:
-            mixin_key = sem.mixin_key(ctx)
+            mixin_key = sem.mixin_key(sm)
             holder = eff.hops[-1].key if eff.hops else key
-            loc = sem.class_location(ctx, holder)
+            loc = sem.class_location(sm, holder)
             if loc is not None and eff.kind == "not-mixin" and mixin_key is not None:
                 groups.get(loc, "not-mixin", arch, holder=holder, top=key, effect=eff, owner=own)
             return
         if eff.kind == "writes" and eff.path != own.path:
             if not wrapper_case and eff.method_owner is not None:
-                loc = sem.method_location(ctx, eff.method_owner, eff.line)
+                loc = sem.method_location(sm, eff.method_owner, eff.line)
                 groups.get(loc, "wrong-object", arch, top=key, effect=eff, owner=own)
             return
-        fw = sem.forward_of(ctx, own.key)
+        fw = sem.forward_of(sm, own.key)
         if fw is None:
             return
         if not fw.collects:
-            attr = eff.attr if eff.attr else _expected_attr(ctx, own.key)
-            groups.get(sem.method_location(ctx, fw.owner, fw.line), "no-collect", arch,
+            attr = eff.attr if eff.attr else _expected_attr(sm, own.key)
+            groups.get(sem.method_location(sm, fw.owner, fw.line), "no-collect", arch,
                        top=key, owner=own, forward=fw, attr=attr, effect=eff)
         elif eff.kind == "writes" and eff.attr and eff.attr not in fw.attrs_read:
             if eff.method_owner is not None:
-                loc = sem.method_location(ctx, eff.method_owner, eff.line)
+                loc = sem.method_location(sm, eff.method_owner, eff.line)
                 groups.get(loc, "wrong-attr", arch, top=key, effect=eff, owner=own, forward=fw)
         elif not fw.returns_aux:
-            groups.get(sem.method_location(ctx, fw.owner, fw.line), "no-return", arch,
+            groups.get(sem.method_location(sm, fw.owner, fw.line), "no-return", arch,
                        top=key, owner=own, forward=fw, effect=eff)
-    shared.each_arch(ctx, "EGL004", groups, one, sem.scoped_archs(ctx))
+    shared.each_arch(each, groups, one, sem.scoped_archs(sm))
     return groups
 
 
-def _compute_mechanisms(ctx: Context, groups: shared.Groups) -> shared.Groups:
+def _compute_mechanisms(sm: Model, each: Each, groups: shared.Groups) -> shared.Groups:
     """Engines whose decoders collect through a list attribute or per-layer flags (``Engine.collection``): the
     setter must feed, on the layer owner, a mechanism its forward reads, and that forward must return the states.
     Wrapper gaps are EGL002's (their fix delegates to an inner model checked as its own architecture)."""
     # One architecture's contribution: an answer kept between runs with the files it read (each_arch).
     def one(arch: str, key: ClassKey, groups: shared.Sink) -> None:
-        if sem.status(ctx, arch) is not Status.SUPPORTED:
+        if sem.status(sm, arch) is not Status.SUPPORTED:
             return
-        own = sem.owner(ctx, key)
-        eff = sem.setter_effect(ctx, key)
+        own = sem.owner(sm, key)
+        eff = sem.setter_effect(sm, key)
         if own is None or eff.kind != "writes" or eff.method_owner is None:
             return
-        fw = sem.forward_of(ctx, own.key)
+        fw = sem.forward_of(sm, own.key)
         if fw is None:
             return
         fed = eff.fed(own.path)
-        setter_loc = sem.method_location(ctx, eff.method_owner, eff.line)
+        setter_loc = sem.method_location(sm, eff.method_owner, eff.line)
         if not fw.mechanisms:
-            groups.get(sem.method_location(ctx, fw.owner, fw.line), "no-collect", arch,
-                       top=key, owner=own, forward=fw, attr=eff.attr or _list_attr(ctx), effect=eff)
+            groups.get(sem.method_location(sm, fw.owner, fw.line), "no-collect", arch,
+                       top=key, owner=own, forward=fw, attr=eff.attr or _list_attr(sm), effect=eff)
             return
         if not fed & fw.mechanisms:
             kind = "wrong-mechanism" if fed else "wrong-object"
             groups.get(setter_loc, kind, arch, top=key, effect=eff, owner=own, forward=fw)
         # Reported as well: fixing the mechanism alone would leave states that never reach the caller.
         if not fw.returns_aux:
-            groups.get(sem.method_location(ctx, fw.owner, fw.line), "no-return", arch,
+            groups.get(sem.method_location(sm, fw.owner, fw.line), "no-return", arch,
                        top=key, owner=own, forward=fw, effect=eff)
-    shared.each_arch(ctx, "EGL004-mechanisms", groups, one, sem.scoped_archs(ctx))
+    shared.each_arch(each, groups, one, sem.scoped_archs(sm))
     return groups
 
 
-def _list_attr(ctx: Context) -> str:
-    idiom = ctx.engine.collection
+def _list_attr(sm: Model) -> str:
+    idiom = sm.engine.collection
     return idiom.list_attrs[0] if idiom is not None and idiom.list_attrs else "aux_hidden_state_layers"
 
 
-def _inherited(ctx: Context, top: ClassKey, eff: sem.Effect | None) -> str:
+def _inherited(sm: Model, top: ClassKey, eff: sem.Effect | None) -> str:
     """`` (inherited from X)`` when the setter in effect is a base's."""
     if eff is None or eff.method_owner is None or eff.method_owner == top:
         return ""
     return f" ({top.name} inherits it from {eff.method_owner.name})"
 
 
-def _expected_attr(ctx: Context, owner: ClassKey) -> str:
-    flavor = fixgen.flavor(ctx)
-    mixin_key = sem.mixin_key(ctx)
-    if mixin_key is not None and ctx.graph.in_mro(owner, mixin_key) and flavor.mixin_attr:
+def _expected_attr(sm: Model, owner: ClassKey) -> str:
+    flavor = fixgen.flavor(sm)
+    mixin_key = sem.mixin_key(sm)
+    if mixin_key is not None and sm.graph.in_mro(owner, mixin_key) and flavor.mixin_attr:
         return flavor.mixin_attr
     return "aux_hidden_state_layers"
 
 
-def _finding(ctx: Context, g: shared.Group) -> Finding:
+def _finding(sm: Model, g: shared.Group) -> Finding:
     own: sem.Owner = g.data["owner"]  # type: ignore[assignment]  # Group.data: what _pairs stored
     top: ClassKey = g.data["top"]  # type: ignore[assignment]  # Group.data: what _pairs stored
     where = "self." + ".".join(own.path) if own.path else "self"
     owner_txt = f"{own.key.name} (at {where} of {top.name})"
     related = [Step("layers", f"{own.key.name} owns self.layers"
-                    + (f" (assigned in {own.where.name})" if own.where != own.key else ""), own.location(ctx))]
+                    + (f" (assigned in {own.where.name})" if own.where != own.key else ""), own.location(sm))]
     eff: sem.Effect | None = g.data.get("effect")  # type: ignore[assignment]  # Group.data: what _pairs stored
     if eff is not None and eff.method_owner is not None and eff.line:
-        related.append(Step("setter", eff.detail, sem.method_location(ctx, eff.method_owner, eff.line)))
+        related.append(Step("setter", eff.detail, sem.method_location(sm, eff.method_owner, eff.line)))
     symbol = own.key.name
-    idiom = ctx.engine.collection
+    idiom = sm.engine.collection
     if g.kind == "no-collect":
         fw: sem.Forward = g.data["forward"]  # type: ignore[assignment]  # Group.data: what _pairs stored
         symbol = f"{fw.owner.name}.forward"
         if idiom is not None and eff is not None:
             flags = " or ".join(f"`{f}`" for f in idiom.layer_flags)
-            msg = (f"{eff.detail}{_inherited(ctx, top, eff)}, but {fw.owner.name}.forward, the forward of the layer "
+            msg = (f"{eff.detail}{_inherited(sm, top, eff)}, but {fw.owner.name}.forward, the forward of the layer "
                    f"owner {owner_txt}, never collects hidden states (no `idx in self.{g.data['attr']}` test, no "
                    f"per-layer {flags} read), so the drafter gets none")
         else:
             msg = (f"{fw.owner.name}.forward, the forward of the layer owner {owner_txt}, never collects hidden "
                    f"states at the configured aux layers (no `idx in self.{g.data['attr']}` test, no "
-                   f"{ctx.contract.mixin_collector or 'collector'} call), so the drafter gets none")
+                   f"{sm.contract.mixin_collector or 'collector'} call), so the drafter gets none")
     elif g.kind == "wrong-mechanism":
         fw = g.data["forward"]  # type: ignore[assignment]  # Group.data: what _pairs stored
         assert eff is not None and idiom is not None
         reads = " and ".join(f"per-layer `{idiom.layer_flags[0]}` flags" if m is Mechanism.FLAG
-                             else f"`self.{_list_attr(ctx)}`" for m in sorted(fw.mechanisms))
-        fed = " and ".join("per-layer flags" if m is Mechanism.FLAG else f"the `{eff.attr or _list_attr(ctx)}` list"
+                             else f"`self.{_list_attr(sm)}`" for m in sorted(fw.mechanisms))
+        fed = " and ".join("per-layer flags" if m is Mechanism.FLAG else f"the `{eff.attr or _list_attr(sm)}` list"
                            for m in sorted(eff.fed(own.path)))
-        msg = (f"{eff.detail}{_inherited(ctx, top, eff)}: it feeds {fed} of {owner_txt}, but "
+        msg = (f"{eff.detail}{_inherited(sm, top, eff)}: it feeds {fed} of {owner_txt}, but "
                f"{fw.owner.name}.forward reads only {reads}, so it captures nothing")
-        symbol = f"{top.name}.{ctx.contract.setter}"
+        symbol = f"{top.name}.{sm.contract.setter}"
         related.append(Step("forward", f"{fw.owner.name}.forward reads {reads}",
-                            sem.method_location(ctx, fw.owner, fw.line)))
+                            sem.method_location(sm, fw.owner, fw.line)))
     elif g.kind == "no-return":
         fw = g.data["forward"]  # type: ignore[assignment]  # Group.data: what _pairs stored
         symbol = f"{fw.owner.name}.forward"
@@ -247,19 +244,19 @@ def _finding(ctx: Context, g: shared.Group) -> Finding:
         assert eff is not None
         read = ", ".join(sorted(fw.attrs_read)) or "nothing"
         msg = (f"{eff.detail}, but {fw.owner.name}.forward reads {read}: the configured layers never reach the loop")
-        symbol = f"{top.name}.{ctx.contract.setter}"
+        symbol = f"{top.name}.{sm.contract.setter}"
     elif g.kind == "wrong-object":
         assert eff is not None
         wrote = "self." + ".".join((*eff.path, eff.attr or "?"))
         msg = (f"{eff.detail}: it writes {wrote}, but the layers are owned by {owner_txt}, whose forward never sees it")
-        symbol = f"{top.name}.{ctx.contract.setter}"
+        symbol = f"{top.name}.{sm.contract.setter}"
     else:  # not-mixin
         holder: ClassKey = g.data["holder"]  # type: ignore[assignment]  # Group.data: what _pairs stored
         assert eff is not None
-        msg = f"{eff.detail} ({top.name} inherits the default {ctx.contract.setter}())"
+        msg = f"{eff.detail} ({top.name} inherits the default {sm.contract.setter}())"
         symbol = holder.name
-    msg += f"; architectures: {shared.arch_list(g.archs)}" + shared.unreachable_note(ctx, g.archs)
-    arch = shared.primary_arch(ctx, g.archs)
+    msg += f"; architectures: {shared.arch_list(g.archs)}" + shared.unreachable_note(sm, g.archs)
+    arch = shared.primary_arch(sm, g.archs)
     who = arch or symbol
     owner = f" {symbol}" if symbol != arch else ""
     if g.kind == "wrong-mechanism":
@@ -271,78 +268,77 @@ def _finding(ctx: Context, g: shared.Group) -> Finding:
     else:
         forms = [f"{who}: the layer owner{owner} never collects or returns the aux hidden states",
                  f"{who}:{owner} never collects the aux hidden states"]
-    return make(META, msg, g.location, severity=shared.severity_for(ctx, g.archs, META.severity),
+    return make(META, msg, g.location, severity=shared.severity_for(sm, g.archs, META.severity),
                 architecture=arch, architectures=tuple(sorted(g.archs)), symbol=symbol, related=tuple(related),
                 title=fit(*forms, f"{who}: the aux hidden states are never collected"))
 
 
-def fix(ctx: Context, finding: Finding) -> Fix | None:
-    g = shared.group_for(ctx, lambda: _pairs(ctx), finding)
-    if g is None or not shared.wants_fix(ctx, g.archs):
+def _fix(sm: Model, g: shared.Group) -> Fix | None:
+    if not shared.wants_fix(sm, g.archs):
         return None
     own: sem.Owner = g.data["owner"]  # type: ignore[assignment]  # Group.data: what _pairs stored
     if g.kind == "no-collect":
         fw: sem.Forward = g.data["forward"]  # type: ignore[assignment]  # Group.data: what _pairs stored
-        edits = collect_edits(ctx, fw.owner, own.key, str(g.data["attr"]), ret=not fw.returns_aux)
+        edits = collect_edits(sm, fw.owner, own.key, str(g.data["attr"]), ret=not fw.returns_aux)
         if not edits:
             return None
         return Fix(f"collect aux hidden states in {fw.owner.name}.forward", tuple(edits), Applicability.UNSAFE)
     if g.kind == "wrong-mechanism":
-        return _feed_flags_fix(ctx, g)
+        return _feed_flags_fix(sm, g)
     if g.kind == "no-return":
         fw = g.data["forward"]  # type: ignore[assignment]  # Group.data: what _pairs stored
-        ed = fixgen.collection(ctx, fw.owner, "", collect=False, ret=True, mixin_idiom=False)
+        ed = fixgen.collection(sm, fw.owner, "", collect=False, ret=True, mixin_idiom=False)
         if not ed:
             return None
         return Fix(f"return the aux hidden states from {fw.owner.name}.forward", tuple(ed), Applicability.UNSAFE)
     if g.kind == "not-mixin":
         holder: ClassKey = g.data["holder"]  # type: ignore[assignment]  # Group.data: what _pairs stored
-        edits = list(fixgen.add_mixin(ctx, holder))
-        fw2 = sem.forward_of(ctx, holder)
+        edits = list(fixgen.add_mixin(sm, holder))
+        fw2 = sem.forward_of(sm, holder)
         if fw2 is not None and not fw2.collects:
-            more = fixgen.collection(ctx, fw2.owner, fixgen.flavor(ctx).mixin_attr or "aux_hidden_state_layers",
+            more = fixgen.collection(sm, fw2.owner, fixgen.flavor(sm).mixin_attr or "aux_hidden_state_layers",
                                      collect=True, ret=not fw2.returns_aux, mixin_idiom=True)
             if more is None:
                 return None
             edits += more
         if not edits:
             return None
-        return Fix(f"make {holder.name} an {ctx.contract.mixin}", tuple(edits), Applicability.UNSAFE)
+        return Fix(f"make {holder.name} an {sm.contract.mixin}", tuple(edits), Applicability.UNSAFE)
     return None
 
 
-def _feed_flags_fix(ctx: Context, g: shared.Group) -> Fix | None:
+def _feed_flags_fix(sm: Model, g: shared.Group) -> Fix | None:
     """The setter in effect also sets the per-layer flags from the list it writes: through the decoder's own
     flag-setting method where it has one (SGLang's DFlash setter, ``set_dflash_layers_to_capture``), else with
     ``setattr`` on each listed layer. An override calling ``super()`` on each affected class that inherits the
     setter (a base's setter also serves decoders that read the list), the lines appended where the class owns it."""
-    idiom = ctx.engine.collection
+    idiom = sm.engine.collection
     eff: sem.Effect = g.data["effect"]  # type: ignore[assignment]  # Group.data: what _pairs stored
-    setter = sem.setter_name(ctx)
+    setter = sem.setter_name(sm)
     if idiom is None or setter is None or eff.method_owner is None or not idiom.layer_flags:
         return None
-    tops = [k for a in g.archs if (k := ctx.keys.get(a)) is not None]
+    tops = [k for a in g.archs if (k := sm.keys.get(a)) is not None]
     # A class inheriting the setter through another affected class is fixed by that class's override.
-    tops = sorted({t for t in tops if not any(o != t and ctx.graph.in_mro(t, o) for o in tops)},
-                  key=lambda k: (ctx.graph.path_of(k), k.qualname))
-    mh = fixgen.method_header(ctx, eff.method_owner, setter)
+    tops = sorted({t for t in tops if not any(o != t and sm.graph.in_mro(t, o) for o in tops)},
+                  key=lambda k: (sm.graph.path_of(k), k.qualname))
+    mh = fixgen.method_header(sm, eff.method_owner, setter)
     edits: list[Edit] = []
     for top in tops:
-        own = sem.owner(ctx, top)
-        top_eff = sem.setter_effect(ctx, top)
+        own = sem.owner(sm, top)
+        top_eff = sem.setter_effect(sm, top)
         if own is None or top_eff.method_owner != eff.method_owner or top_eff.fed(own.path) != {Mechanism.LIST}:
             return None
         p = fixgen.path_expr(own.path)
-        attr = eff.attr or _list_attr(ctx)
-        ids = f"{p}.{attr}" if sem.attr_initialised(ctx, own.key, attr) else f"getattr({p}, \"{attr}\", [])"
-        feeder = sem.flag_feeder(ctx, own.key)
+        attr = eff.attr or _list_attr(sm)
+        ids = f"{p}.{attr}" if sem.attr_initialised(sm, own.key, attr) else f"getattr({p}, \"{attr}\", [])"
+        feeder = sem.flag_feeder(sm, own.key)
         lines = [f"{p}.{feeder}({ids})"] if feeder else \
             [f"for layer_id in {ids}:", f"    setattr({p}.layers[layer_id], \"{idiom.layer_flags[0]}\", True)"]
         if top == eff.method_owner:
-            more = fixgen.append_to_method(ctx, top, setter, lines)
+            more = fixgen.append_to_method(sm, top, setter, lines)
         elif mh is not None:
-            more = fixgen.header_imports(ctx, top, mh) + fixgen.add_method(
-                ctx, top, mh.header, [f"super().{setter}({', '.join(mh.params)})", *lines])
+            more = fixgen.header_imports(sm, top, mh) + fixgen.add_method(
+                sm, top, mh.header, [f"super().{setter}({', '.join(mh.params)})", *lines])
         else:
             more = []
         if not more:
@@ -350,27 +346,27 @@ def _feed_flags_fix(ctx: Context, g: shared.Group) -> Fix | None:
         edits += more
     if not edits:
         return None
-    return Fix(f"set the per-layer {idiom.layer_flags[0]} flags from {eff.attr or _list_attr(ctx)} as well",
+    return Fix(f"set the per-layer {idiom.layer_flags[0]} flags from {eff.attr or _list_attr(sm)} as well",
                tuple(edits), Applicability.UNSAFE)
 
 
 def collect_edits(
-    ctx: Context, forward_owner: ClassKey, layer_owner: ClassKey, attr: str, *, ret: bool
+    sm: Model, forward_owner: ClassKey, layer_owner: ClassKey, attr: str, *, ret: bool
 ) -> list[Edit] | None:
     """Collection in ``forward_owner.forward`` for the layers of ``layer_owner``, in the analysed version's idiom."""
-    flavor = fixgen.flavor(ctx)
-    mixin_key = sem.mixin_key(ctx)
+    flavor = fixgen.flavor(sm)
+    mixin_key = sem.mixin_key(sm)
     mixin = bool(
         mixin_key is not None
         and flavor.collector
-        and ctx.graph.in_mro(layer_owner, mixin_key)
+        and sm.graph.in_mro(layer_owner, mixin_key)
         and attr == flavor.mixin_attr
     )
-    edits = fixgen.collection(ctx, forward_owner, attr, collect=True, ret=ret, mixin_idiom=mixin)
+    edits = fixgen.collection(sm, forward_owner, attr, collect=True, ret=ret, mixin_idiom=mixin)
     if edits is None:
         return None
     if not mixin:
         # An engine with its own collection idiom initialises the list as its decoders do (``= []``).
-        value = "[]" if ctx.engine.collection is not None else None
-        edits = fixgen.init_attr(ctx, layer_owner, attr, value) + edits
+        value = "[]" if sm.engine.collection is not None else None
+        edits = fixgen.init_attr(sm, layer_owner, attr, value) + edits
     return edits

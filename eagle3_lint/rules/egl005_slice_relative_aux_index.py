@@ -61,7 +61,6 @@ architecture runs is a warning without a fix, so the patch stays about the targe
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -79,12 +78,13 @@ from eagle3_lint.model import (
     Severity,
     Step,
 )
-from eagle3_lint.rules import RuleMeta, fit, make
+from eagle3_lint.rules import RuleMeta, Scope, fit, make
 from eagle3_lint.runner import RunnerKind
 
 if TYPE_CHECKING:
     from eagle3_lint import fixgen
-    from eagle3_lint.analysis import Context
+    from eagle3_lint.rules import Each
+    from eagle3_lint.stages import Model
 else:
     fixgen = lazy("eagle3_lint.fixgen")  # imported on first use (lazyimport.py)
 
@@ -96,6 +96,7 @@ META = RuleMeta(
     "A forward loop over a slice of the layers compares the slice-relative enumerate index with absolute "
     "aux-layer ids.",
     needs=frozenset({Capability.AUX_COLLECTION}),
+    scope=Scope.ARCH,  # its answers are kept per file (the loops) and per architecture (the forwards it runs)
 )
 
 
@@ -109,10 +110,10 @@ class _Runner:
     pp: bool | None  # the architecture's class supports pipeline parallelism (None: cannot tell)
 
 
-def _pp_marker(ctx: Context) -> str | None:
+def _pp_marker(sm: Model) -> str | None:
     """The class-level marker of the tree's ``SupportsPP`` interface (``supports_pp``), read from interfaces.py."""
-    r = ctx.graph.resolve_name(ctx.contract.module, ctx.engine.pp_protocol)
-    class_facts = ctx.graph.class_facts(r.key) if r.kind == "class" and r.key is not None else None
+    r = sm.graph.resolve_name(sm.contract.module, sm.engine.pp_protocol)
+    class_facts = sm.graph.class_facts(r.key) if r.kind == "class" and r.key is not None else None
     if class_facts is None:
         return None
     for m in class_facts.members.values():
@@ -121,28 +122,25 @@ def _pp_marker(ctx: Context) -> str | None:
     return None
 
 
-def _flag_value(ctx: Context, key: ClassKey, flag: str) -> tuple[bool, str]:
+def _flag_value(sm: Model, key: ClassKey, flag: str) -> tuple[bool, str]:
     """Whether ``key`` sets the PP flag to True, and where the effective value comes from."""
-    hit = ctx.graph.member_origin(key, flag)
+    hit = sm.graph.member_origin(key, flag)
     if hit is None:
         return False, f"{key.name} does not define {flag}"
     origin, m = hit
-    where = f"{ctx.graph.path_of(origin)}:{m.line}"
+    where = f"{sm.graph.path_of(origin)}:{m.line}"
     if m.value == "True":
         return True, f"{origin.name} sets {flag} = True ({where})"
     return False, f"{flag} is {m.value or 'not a literal True'} for {key.name} (from {origin.name}, {where})"
 
 
-def _runners(ctx: Context) -> dict[ClassKey, list[_Runner]]:
+def _runners(sm: Model, each: Each) -> dict[ClassKey, list[_Runner]]:
     """For each class defining a ``forward``: the EAGLE-3 architectures whose object graph runs it."""
-    marker = _pp_marker(ctx)
+    marker = _pp_marker(sm)
     out: dict[ClassKey, list[_Runner]] = {}
-    for arch, v in sorted(ctx.verdicts.items()):
-        key = ctx.keys.get(arch)
-        if v.supports_eagle3 is not True or key is None:
-            continue
-        runs = ctx.queries.get(("EGL005-runs", arch, key, marker), functools.partial(_runs, ctx, arch, key, marker),
-                               persist=True)
+    archs = [(arch, key, marker) for arch, v in sorted(sm.verdicts.items())
+             if (key := sm.keys.get(arch)) is not None and v.supports_eagle3 is True]
+    for (arch, _key, _marker), runs, _source in each(_runs, archs):
         for owner, runner in runs:
             lst = out.setdefault(owner, [])
             if all(r.arch != arch for r in lst):
@@ -150,27 +148,28 @@ def _runners(ctx: Context) -> dict[ClassKey, list[_Runner]]:
     return out
 
 
-def _runs(ctx: Context, arch: str, key: ClassKey, marker: str | None) -> list[tuple[ClassKey, _Runner]]:
+def _runs(sm: Model, item: tuple[str, ClassKey, str | None]) -> list[tuple[ClassKey, _Runner]]:
     """The forwards ``arch`` runs, each with its owner class. One answer per architecture, kept between runs."""
+    arch, key, marker = item
     pp: bool | None = None
     if marker is not None:
-        m = ctx.graph.member_origin(key, marker)
+        m = sm.graph.member_origin(key, marker)
         pp = m is not None and m[1].value == "True"
     out: list[tuple[ClassKey, _Runner]] = []
-    for inner in sem.reached(ctx, key):
-        hit = ctx.graph.method(inner, "forward")
+    for inner in sem.reached(sm, key):
+        hit = sm.graph.method(inner, "forward")
         if hit is not None:
             out.append((hit[0], _Runner(arch, inner, pp)))
     return out
 
 
-def _targeted_forwards(ctx: Context) -> set[ClassKey]:
+def _targeted_forwards(sm: Model) -> set[ClassKey]:
     """Classes whose ``forward`` an architecture named with ``--arch`` runs (whether or not it passes yet)."""
     out: set[ClassKey] = set()
-    for arch in ctx.targeted:
-        key = ctx.keys.get(arch)
-        for inner in (sem.reached(ctx, key) if key is not None else ()):
-            hit = ctx.graph.method(inner, "forward")
+    for arch in sm.targeted:
+        key = sm.keys.get(arch)
+        for inner in (sem.reached(sm, key) if key is not None else ()):
+            hit = sm.graph.method(inner, "forward")
             if hit is not None:
                 out.add(hit[0])
     return out
@@ -181,9 +180,9 @@ def _names(runners: list[_Runner]) -> str:
     return head + (f" and {len(runners) - 4} more" if len(runners) > 4 else "")
 
 
-def _severity(ctx: Context, key: ClassKey, runners: list[_Runner]) -> tuple[Severity, str, list[Step]]:
+def _severity(sm: Model, key: ClassKey, runners: list[_Runner]) -> tuple[Severity, str, list[Step]]:
     """Error when this tree runs EAGLE-3 with pipeline parallelism through this forward, else a latent warning."""
-    runner = ctx.runner
+    runner = sm.runner
     related: list[Step] = []
     if runner.pp_verifier and runner.pp_flag:
         vloc = Location(runner.pp_verifier_path, runner.pp_verifier_line)
@@ -195,21 +194,21 @@ def _severity(ctx: Context, key: ClassKey, runners: list[_Runner]) -> tuple[Seve
             )
         )
         flagged: list[str] = []
-        own_true, own_why = _flag_value(ctx, key, runner.pp_flag)
+        own_true, own_why = _flag_value(sm, key, runner.pp_flag)
         if own_true:
             flagged.append(own_why)
         for r in runners:
-            t, why = _flag_value(ctx, r.owner, runner.pp_flag)
+            t, why = _flag_value(sm, r.owner, runner.pp_flag)
             if t and why not in flagged:
                 flagged.append(why)
         if flagged:
-            msg = (f"this {ctx.engine.display} runs EAGLE-3 with pipeline parallelism here: {flagged[0]}, "
+            msg = (f"this {sm.engine.display} runs EAGLE-3 with pipeline parallelism here: {flagged[0]}, "
                    f"so {runner.pp_verifier} "
                    f"({vloc}) lets PP through and start_layer != 0 on every rank but the first")
             return Severity.ERROR, msg, related
         v1_site = runner.site_for(RunnerKind.V1) if runner.site_for(RunnerKind.V2) is not None else None
         other = (
-            f"; the V1 runner ({v1_site.path}) has no such verifier, so with {ctx.engine.runner_switch} the index "
+            f"; the V1 runner ({v1_site.path}) has no such verifier, so with {sm.engine.runner_switch} the index "
             "is wrong under PP already"
             if v1_site is not None and v1_site.path != runner.pp_verifier_path
             else ""
@@ -221,29 +220,29 @@ def _severity(ctx: Context, key: ClassKey, runners: list[_Runner]) -> tuple[Seve
             f"runs; the index is wrong as soon as the flag is set{other}"
         )
         return Severity.WARNING, msg, related
-    refused = ctx.engine.pp_refused(ctx)
+    refused = sm.engine.pp_refused(sm)
     if refused is not None:
         msg = f"latent: {refused}, so start_layer is 0 whenever this runs with EAGLE-3"
         return Severity.WARNING, msg, related
     for r in runners[:4]:
-        k = ctx.keys.get(r.arch)
-        class_facts = ctx.graph.class_facts(k) if k is not None else None
+        k = sm.keys.get(r.arch)
+        class_facts = sm.graph.class_facts(k) if k is not None else None
         if class_facts is not None and k is not None:
-            related.append(Step("architecture", f"{r.arch} passes {ctx.contract.check_name} and runs this forward",
-                                Location(ctx.graph.path_of(k), class_facts.line)))
+            related.append(Step("architecture", f"{r.arch} passes {sm.contract.check_name} and runs this forward",
+                                Location(sm.graph.path_of(k), class_facts.line)))
     pp_runners = [r for r in runners if r.pp is not False]
-    live = [r for r in pp_runners if ctx.engine.config_refusal(ctx, r.arch) is None]
+    live = [r for r in pp_runners if sm.engine.config_refusal(sm, r.arch) is None]
     if pp_runners and not live:
-        g, _mt = ctx.engine.config_refusal(ctx, pp_runners[0].arch) or (None, "")
+        g, _mt = sm.engine.config_refusal(sm, pp_runners[0].arch) or (None, "")
         msg = (f"latent: {_names(pp_runners)} run{'s' if len(pp_runners) == 1 else ''} this forward, "
-               f"but this {ctx.engine.display} "
+               f"but this {sm.engine.display} "
                f"refuses EAGLE-3 for their model_type at config time ({g.path}:{g.line})" if g else "latent")
         return Severity.WARNING, msg, related
     pp_runners = live
     one = len(pp_runners) == 1
     if pp_runners:
         msg = ("nothing in this tree refuses pipeline parallelism for EAGLE-3 (the runner has no PP verifier), and "
-               f"{_names(pp_runners)} pass{'es' if one else ''} {ctx.contract.check_name} "
+               f"{_names(pp_runners)} pass{'es' if one else ''} {sm.contract.check_name} "
                f"and run{'s' if one else ''} this "
                "forward: with PP the drafter's rank has start_layer != 0 and captures the wrong layers")
         return Severity.ERROR, msg, related
@@ -251,22 +250,22 @@ def _severity(ctx: Context, key: ClassKey, runners: list[_Runner]) -> tuple[Seve
     if runners:
         msg = (
             f"latent: {_names(runners)} run{'s' if one else ''} this forward with EAGLE-3 but do{'es' if one else ''} "
-            f"not implement {ctx.engine.pp_protocol}, so {ctx.engine.display} refuses pipeline parallelism "
+            f"not implement {sm.engine.pp_protocol}, so {sm.engine.display} refuses pipeline parallelism "
             f"for {'it' if one else 'them'} "
             "and start_layer is 0"
         )
         return Severity.WARNING, msg, related
-    msg = (f"latent: no registered architecture that passes {ctx.contract.check_name} runs this forward, "
+    msg = (f"latent: no registered architecture that passes {sm.contract.check_name} runs this forward, "
            "so the runner never "
            "configures aux layers on it; the index is wrong as soon as one does, under pipeline parallelism")
     return Severity.WARNING, msg, related
 
 
-def _loops_in(ctx: Context, rel: str) -> list[tuple[ClassKey, sem.Loop, str]]:
+def _loops_in(sm: Model, rel: str) -> list[tuple[ClassKey, sem.Loop, str]]:
     """The file's ``forward`` loops that compare a slice-relative index with aux-layer ids, with what the message
     says about each. One answer per file, kept between runs: an unchanged file's facts are not loaded."""
     out: list[tuple[ClassKey, sem.Loop, str]] = []
-    mf = ctx.store.load_path(rel)
+    mf = sm.store.load_path(rel)
     if mf is None or mf.error:
         return out
     seen: set[int] = set()
@@ -274,7 +273,7 @@ def _loops_in(ctx: Context, rel: str) -> list[tuple[ClassKey, sem.Loop, str]]:
         if cf.nested_in is not None:
             continue
         key = ClassKey(mf.module, qn)
-        class_facts = ctx.graph.class_facts(key)
+        class_facts = sm.graph.class_facts(key)
         method_facts = class_facts.methods.get("forward") if class_facts is not None else None
         if not isinstance(method_facts, sem.Method):
             continue
@@ -284,14 +283,14 @@ def _loops_in(ctx: Context, rel: str) -> list[tuple[ClassKey, sem.Loop, str]]:
             start = loop.slice_lower
             assert start is not None  # slice_relative_loops: a slice with a start
             if loop.start_text is None:
-                uses = [t for _u, t in sem.aux_uses(ctx, loop, loop.uses)]
+                uses = [t for _u, t in sem.aux_uses(sm, loop, loop.uses)]
                 head = (
                     f"{key.name}.forward enumerates {loop.iter_text} without start=, so {loop.index_var} counts "
                     f"from 0 inside the slice, yet it is compared with absolute aux-layer ids: {'; '.join(uses)}."
                 )
             elif loop.start_norm == start:
                 # The index is absolute already; ``idx - start`` undoes that (moss_audio in 0.33.0).
-                uses = [t for _u, t in sem.aux_uses(ctx, loop, loop.rebased)]
+                uses = [t for _u, t in sem.aux_uses(sm, loop, loop.rebased)]
                 head = (
                     f"{key.name}.forward enumerates {loop.iter_text} with start={start}, so {loop.index_var} is "
                     f"already the absolute layer id, but subtracting the slice start makes it slice-relative "
@@ -306,15 +305,15 @@ def _loops_in(ctx: Context, rel: str) -> list[tuple[ClassKey, sem.Loop, str]]:
     return out
 
 
-def check(ctx: Context) -> Iterator[Finding]:
+def check(sm: Model, each: Each) -> Iterator[Finding]:
     runners: dict[ClassKey, list[_Runner]] | None = None
-    targeted = _targeted_forwards(ctx) if ctx.targeted else set()
-    for rel in ctx.model_files():
-        for key, loop, head in ctx.queries.get(("EGL005", rel), functools.partial(_loops_in, ctx, rel), persist=True):
+    targeted = _targeted_forwards(sm) if sm.targeted else set()
+    for rel, loops, _source in each(_loops_in, sm.model_files()):
+        for key, loop, head in loops:
             if runners is None:
-                runners = _runners(ctx)
-            sev, why, related = _severity(ctx, key, runners.get(key, []))
-            if ctx.targeted and key not in targeted:
+                runners = _runners(sm, each)
+            sev, why, related = _severity(sm, key, runners.get(key, []))
+            if sm.targeted and key not in targeted:
                 # Under --arch, a loop no target runs is reported as a warning, without a fix.
                 sev = Severity.WARNING
                 why += " (no architecture named with --arch runs this forward, so no fix is attached)"
@@ -335,27 +334,27 @@ def check(ctx: Context) -> Iterator[Finding]:
             )
 
 
-def fix(ctx: Context, finding: Finding) -> Fix | None:
+def fix(sm: Model, finding: Finding) -> Fix | None:
     rel, line = finding.location.path, finding.location.line
-    mf = ctx.store.load_path(rel)
+    mf = sm.store.load_path(rel)
     if mf is None:
         return None
     for class_facts in mf.classes.values():
         method_facts = class_facts.methods.get("forward")
         loop = sem.loop_at(method_facts, line) if isinstance(method_facts, sem.Method) else None
         if loop is not None:
-            if ctx.targeted and ClassKey(mf.module, class_facts.qualname) not in _targeted_forwards(ctx):
+            if sm.targeted and ClassKey(mf.module, class_facts.qualname) not in _targeted_forwards(sm):
                 return None
             start = loop.slice_lower
             if start is None:
                 return None
             if loop.start_text is not None:
-                return _unrebase_fix(ctx, rel, loop, start)
-            pt = fixgen.enumerate_start_point(ctx, rel, loop)
+                return _unrebase_fix(sm, rel, loop, start)
+            pt = fixgen.enumerate_start_point(sm, rel, loop)
             if pt is None:
                 return None
             ln, col = pt
-            t = fixgen.text_of(ctx, rel)
+            t = fixgen.text_of(sm, rel)
             if t is None:
                 return None
             # Right after the first argument: ``islice(...), start=X`` keeps any trailing comma after it.
@@ -364,13 +363,13 @@ def fix(ctx: Context, finding: Finding) -> Fix | None:
     return None
 
 
-def _unrebase_fix(ctx: Context, rel: str, loop: sem.Loop, start: str) -> Fix | None:
+def _unrebase_fix(sm: Model, rel: str, loop: sem.Loop, start: str) -> Fix | None:
     """Delete `` - <start>`` from every rebased index that meets aux ids (``idx - s + 1`` -> ``idx + 1``).
 
     All or nothing: a use whose subtraction cannot be cut cleanly (parentheses around an operand)
     gets no fix, and a partial one would leave a wrong index behind.
     """
-    uses = [u for u, _t in sem.aux_uses(ctx, loop, loop.rebased)]
+    uses = [u for u, _t in sem.aux_uses(sm, loop, loop.rebased)]
     if not uses or any(u.cut == (0, 0, 0, 0) for u in uses):
         return None
     edits = tuple(Edit(rel, *u.cut, "") for u in uses)

@@ -46,12 +46,13 @@ from eagle3_lint.engine import Capability
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.lazyimport import lazy
 from eagle3_lint.model import Applicability, Finding, Fix, Location, Severity, Status
-from eagle3_lint.rules import RuleMeta, fit, make
+from eagle3_lint.rules import Found, RuleMeta, Scope, fit, make
 from eagle3_lint.rules import _interface as shared
 
 if TYPE_CHECKING:
     from eagle3_lint import fixgen
-    from eagle3_lint.analysis import Context
+    from eagle3_lint.rules import Each
+    from eagle3_lint.stages import Model
 else:
     fixgen = lazy("eagle3_lint.fixgen")  # imported on first use (lazyimport.py)
 
@@ -62,68 +63,64 @@ META = RuleMeta(
     True,
     "The runner's fallback getter for the default aux layers is missing, a stub, or shadowed by a stale name.",
     needs=frozenset({Capability.AUX_PLUMBING}),
+    scope=Scope.ARCH,
 )
 
 _BROKEN = ("missing", "stub", "broken-default", "broken-delegate")
 
 
-def check(ctx: Context) -> Iterator[Finding]:
-    for f, _g in _pairs(ctx):
-        yield f
+def check(sm: Model, each: Each) -> Iterator[Found]:
+    yield from shared.found(sm, _compute(sm, each), _finding, _fix)
 
 
-def _pairs(ctx: Context) -> list[tuple[Finding, shared.Group]]:
-    return ctx.memo.get(META.id, lambda: [(_finding(ctx, g), g) for g in _compute(ctx)])
-
-
-def _compute(ctx: Context) -> shared.Groups:
+def _compute(sm: Model, each: Each) -> shared.Groups:
     groups = shared.Groups()
-    names = sem.getter_names(ctx)
+    names = sem.getter_names(sm)
     if not names:
         return groups
     # One architecture's contribution: an answer kept between runs with the files it read (each_arch).
     def one(arch: str, key: ClassKey, groups: shared.Sink) -> None:
         # A class that claims the interface but fails the check is EGL003's (or EGL002's).
-        if sem.status(ctx, arch) is not Status.SUPPORTED:
+        if sem.status(sm, arch) is not Status.SUPPORTED:
             return
-        stale = sem.stale_getters(ctx, key)
+        stale = sem.stale_getters(sm, key)
         for name in names:
-            st = sem.getter_state(ctx, key, name)
+            st = sem.getter_state(sm, key, name)
             if st.kind in _BROKEN:
                 if stale:
                     cls, old, line = stale[0]
-                    groups.get(sem.method_location(ctx, cls, line), "stale-broken", arch,
+                    groups.get(sem.method_location(sm, cls, line), "stale-broken", arch,
                                key=cls, top=key, old=old, new=name, state=st)
                     continue
                 loc: Location | None
                 if st.kind == "stub" and not st.from_protocol and st.origin is not None:
-                    loc, where = sem.method_location(ctx, st.origin, st.line), st.origin
+                    loc, where = sem.method_location(sm, st.origin, st.line), st.origin
                 else:
-                    where = sem.claimer(ctx, key)
-                    loc = sem.class_location(ctx, where)
+                    where = sem.claimer(sm, key)
+                    loc = sem.class_location(sm, where)
                 if loc is not None:
                     groups.get(loc, "broken", arch, key=where, top=key, new=name, state=st)
             else:
                 # A working (or a default) body runs instead of the stale one.
                 for cls, old, line in stale:
-                    groups.get(sem.method_location(ctx, cls, line), "stale", arch,
+                    groups.get(sem.method_location(sm, cls, line), "stale", arch,
                                key=cls, top=key, old=old, new=name, state=st)
-    shared.each_arch(ctx, "EGL006", groups, one, sem.scoped_archs(ctx))
+    shared.each_arch(each, groups, one, sem.scoped_archs(sm))
     return groups
 
 
-def _finding(ctx: Context, g: shared.Group) -> Finding:
+def _finding(sm: Model, g: shared.Group) -> Finding:
     key: ClassKey = g.data["key"]  # type: ignore[assignment]  # Group.data: what _pairs stored
     st: sem.GetterState = g.data["state"]  # type: ignore[assignment]  # Group.data: what _pairs stored
     new = str(g.data["new"])
-    site = next((s for s in ctx.runner.sites if s.fallback == new), ctx.runner.primary)
+    site = next((s for s in sm.runner.sites if s.fallback == new), sm.runner.primary)
     at = f" ({site.path}:{site.fallback_line or site.line})" if site is not None else ""
-    sev = shared.severity_for(ctx, g.archs, META.severity)
+    sev = shared.severity_for(sm, g.archs, META.severity)
     if g.kind == "stale":
         old = g.data["old"]
         instead = "the contract's default body" if st.from_protocol or st.origin is None else f"{st.origin.name}.{new}"
         top: ClassKey = g.data.get("top", key)  # type: ignore[assignment]  # Group.data: what _pairs stored
-        same = sem.same_default(ctx, top, str(old), new)
+        same = sem.same_default(sm, top, str(old), new)
         if same:
             msg = (f"{key.name}.{old} is a dead override: the runner calls {new}(){at}, never {old}(); it returns "
                    f"the same ids as {instead}, so nothing is lost, but the method is dead code")
@@ -151,7 +148,7 @@ def _finding(ctx: Context, g: shared.Group) -> Finding:
     generic = (f"{symbol}: the runner's default aux-layer getter is missing, a stub or shadowed",
                f"{symbol}: default aux-layer getter missing, a stub or shadowed")
     title = fit(f"{symbol} is a dead override", *generic) if g.kind == "stale" else fit(*generic)
-    return make(META, msg, g.location, severity=sev, architecture=shared.primary_arch(ctx, g.archs),
+    return make(META, msg, g.location, severity=sev, architecture=shared.primary_arch(sm, g.archs),
                 architectures=tuple(sorted(g.archs)), symbol=symbol,
                 title=title)
 
@@ -164,46 +161,45 @@ def _broken_text(st: sem.GetterState) -> str:
     return f"cannot return the layers: {st.detail}"
 
 
-def fix(ctx: Context, finding: Finding) -> Fix | None:
-    g = shared.group_for(ctx, lambda: _pairs(ctx), finding)
-    if g is None or not shared.wants_fix(ctx, g.archs):
+def _fix(sm: Model, g: shared.Group) -> Fix | None:
+    if not shared.wants_fix(sm, g.archs):
         return None
     key: ClassKey = g.data["key"]  # type: ignore[assignment]  # Group.data: what _pairs stored
     top: ClassKey = g.data["top"]  # type: ignore[assignment]  # Group.data: what _pairs stored
     new = str(g.data["new"])
     if g.kind in ("stale", "stale-broken"):
         old = str(g.data["old"])
-        edits = fixgen.rename_method(ctx, key, old, new, _receivers_with(ctx, top, new))
+        edits = fixgen.rename_method(sm, key, old, new, _receivers_with(sm, top, new))
         if not edits:
             return None
         return Fix(f"rename {key.name}.{old} to {new}", tuple(edits), Applicability.UNSAFE)
     st: sem.GetterState = g.data["state"]  # type: ignore[assignment]  # Group.data: what _pairs stored
     if st.kind == "stub" and not st.from_protocol:
         return None  # an own stub body needs a human to decide the layers
-    body = _getter_body(ctx, top)
+    body = _getter_body(sm, top)
     if body is None:
         return None
-    edits = fixgen.add_getter(ctx, key, body)
+    edits = fixgen.add_getter(sm, key, body)
     if not edits:
         return None
     return Fix(f"add {new}() to {key.name}", tuple(edits), Applicability.UNSAFE)
 
 
-def _getter_body(ctx: Context, top: ClassKey) -> list[str] | None:
-    flavor = fixgen.flavor(ctx)
-    inner = sem.supporting_inner(ctx, top)
+def _getter_body(sm: Model, top: ClassKey) -> list[str] | None:
+    flavor = fixgen.flavor(sm)
+    inner = sem.supporting_inner(sm, top)
     if inner and flavor.getter:
         return fixgen.getter_delegate(".".join(h.attr for h in inner[0]), flavor.getter)
-    own = sem.owner(ctx, top)
+    own = sem.owner(sm, top)
     if own is None:
         return None
     return fixgen.getter_direct(own.path)
 
 
-def _receivers_with(ctx: Context, top: ClassKey, name: str) -> tuple[str, ...]:
+def _receivers_with(sm: Model, top: ClassKey, name: str) -> tuple[str, ...]:
     """``self.<attr>`` receivers (delegations of ``top``) whose class has ``name``, so renamed calls still resolve."""
     out = []
-    for d in sem.delegations(ctx, top):
-        if d.target is not None and ctx.graph.member_origin(d.target, name) is not None:
+    for d in sem.delegations(sm, top):
+        if d.target is not None and sm.graph.member_origin(d.target, name) is not None:
             out.append(f"self.{d.attr}")
     return tuple(out)

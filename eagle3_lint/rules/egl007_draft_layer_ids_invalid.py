@@ -94,7 +94,7 @@ from eagle3_lint.rules import RuleMeta, fit, make
 
 if TYPE_CHECKING:
     from eagle3_lint import drafter as dr
-    from eagle3_lint.analysis import Context
+    from eagle3_lint.stages import Model
 else:
     dr = lazy("eagle3_lint.drafter")  # imported on first use (lazyimport.py): only with a drafter config
 
@@ -103,19 +103,19 @@ META = RuleMeta("EGL007", "draft-layer-ids-invalid", Severity.ERROR, False,
                 needs=frozenset({Capability.DRAFTER_IDS}))
 
 
-def analysis(ctx: Context) -> dr.DraftAnalysis | None:
+def analysis(sm: Model) -> dr.DraftAnalysis | None:
     """The drafter analysis, computed once per context (the JSON and text reports reuse it)."""
-    return ctx.engine.draft_analysis(ctx)
+    return sm.engine.draft_analysis(sm)
 
 
 def _ids(ids: Sequence[object] | None) -> str:
     return "(" + ", ".join(str(i) for i in (ids or ())) + ")"
 
 
-def check(ctx: Context) -> Iterator[Finding]:
-    if ctx.options.draft_config is None:
+def check(sm: Model) -> Iterator[Finding]:
+    if sm.options.draft_config is None:
         return  # no drafter to check (and the drafter analysis need not even be imported)
-    da = analysis(ctx)
+    da = analysis(sm)
     if da is None:
         return
     arch = da.arch
@@ -126,7 +126,7 @@ def check(ctx: Context) -> Iterator[Finding]:
                        architecture=arch, symbol=issue.symbol or None,
                        title=fit(f"{arch}: {issue.title}", issue.title) if issue.title else "")
         if arch is not None:
-            yield from _checkpoint(ctx, arch)
+            yield from _checkpoint(sm, arch)
         return
     cfg_loc = Location(da.draft_path, 1)
 
@@ -161,7 +161,7 @@ def check(ctx: Context) -> Iterator[Finding]:
         ids_rel = runner_rel
     elif da.effective_from == "default" and da.default_where is not None:
         ids_loc = Location(da.default_where.path, da.default_where.line)
-        ids_what = f"the model default {_ids(ids)} (no ids in the drafter config this {ctx.engine.display} reads)"
+        ids_what = f"the model default {_ids(ids)} (no ids in the drafter config this {sm.engine.display} reads)"
         ids_rel = default_rel
     else:
         ids_loc = cfg_loc
@@ -189,7 +189,7 @@ def check(ctx: Context) -> Iterator[Finding]:
                 named += f" (layers {_ids(intended)} in vLLM's numbering)"
             fallback = "the model default" + (f" {_ids(da.default_ids)}" if da.default_ids is not None else "")
             yield make(META, f"{named} is ignored: {why}; {uses}", Location(da.draft_path, f0.line),
-                       severity=_wrong_layers_severity(ctx, arch), architecture=arch, symbol=f0.name,
+                       severity=_wrong_layers_severity(sm, arch), architecture=arch, symbol=f0.name,
                        related=runner_rel + default_rel,
                        title=fit(f"{arch}: the drafter's {f0.name} {_ids(f0.ids)} is ignored; {fallback} is used",
                                  f"{arch}: the drafter's {f0.name} is ignored; {fallback} is used",
@@ -249,7 +249,7 @@ def check(ctx: Context) -> Iterator[Finding]:
             yield make(
                 META,
                 f"the drafter's fc takes {fc.in_size} inputs ({exp_txt} x {width}, {src}), "
-                f"but this {ctx.engine.display} "
+                f"but this {sm.engine.display} "
                 f"collects {k} hidden state(s) for {ids_what}: {k * width} inputs; the first drafter "
                 f"forward fails on the shape",
                 ids_loc,
@@ -278,7 +278,7 @@ def check(ctx: Context) -> Iterator[Finding]:
                              f"vLLM uses the ids as-is and captures the states entering layers {_ids(ids)}: one layer "
                              f"early. In vLLM's numbering the drafter's layers are {_ids(intended)}; put those in "
                              f"eagle_aux_hidden_state_layer_ids",
-                       Location(da.draft_path, used.line), severity=_wrong_layers_severity(ctx, arch),
+                       Location(da.draft_path, used.line), severity=_wrong_layers_severity(sm, arch),
                        architecture=arch, symbol=used.name, related=runner_rel)
         elif used.convention == dr.INPUT and da.default_minus_one(int_ids):
             yield make(
@@ -297,33 +297,33 @@ def check(ctx: Context) -> Iterator[Finding]:
 
     # 8. Pipeline parallelism.
     if da.pp is not None:
-        yield from _pp(ctx, da, collected, arch)
+        yield from _pp(sm, da, collected, arch)
 
     # 9. The serving chain's blockers no check above names: the drafter class, a config-time PP refusal, the
     # relay slots the runner never reserves; and the two runners reading the drafter differently.
     if arch is not None:
-        yield from _serving_blockers(ctx, da, arch)
+        yield from _serving_blockers(sm, da, arch)
 
 
-def _wrong_layers_severity(ctx: Context, arch: str | None) -> Severity:
+def _wrong_layers_severity(sm: Model, arch: str | None) -> Severity:
     """An error where the serving chain knows the drafter's trained layers and they are not what is captured."""
     if arch is None:
         return Severity.WARNING
     from eagle3_lint import serving
 
-    sv = ctx.engine.serving_verdict(ctx, arch)
+    sv = sm.engine.serving_verdict(sm, arch)
     step = sv.step(serving.Gate.TRAINED_LAYERS) if sv is not None else None
     return Severity.ERROR if step is not None and step.result is serving.StepResult.FAIL else Severity.WARNING
 
 
-def _serving_blockers(ctx: Context, da: dr.DraftAnalysis, arch: str) -> Iterator[Finding]:
+def _serving_blockers(sm: Model, da: dr.DraftAnalysis, arch: str) -> Iterator[Finding]:
     from eagle3_lint import serving
     from eagle3_lint.runner import RunnerKind
 
-    sv = ctx.engine.serving_verdict(ctx, arch)
+    sv = sm.engine.serving_verdict(sm, arch)
     if sv is None:
         return
-    yield from _checkpoint(ctx, arch)
+    yield from _checkpoint(sm, arch)
     for st in sv.steps:
         if st.result is not serving.StepResult.FAIL:
             continue
@@ -332,7 +332,7 @@ def _serving_blockers(ctx: Context, da: dr.DraftAnalysis, arch: str) -> Iterator
         if st.gate is serving.Gate.DRAFTER_CLASS:
             yield make(
                 META,
-                f"{ctx.engine.display} cannot build this drafter: {st.message}",
+                f"{sm.engine.display} cannot build this drafter: {st.message}",
                 Location(da.draft_path, da.json_line("architectures")),
                 architecture=arch,
                 symbol="architectures",
@@ -345,8 +345,8 @@ def _serving_blockers(ctx: Context, da: dr.DraftAnalysis, arch: str) -> Iterator
             yield make(META, f"{arch} on the {sv.runner.value.upper() if sv.runner else ''} runner: {st.message}",
                        st.location or Location(da.draft_path, 1), architecture=arch, symbol="relay")
     # Where the release has two runners, say when they disagree about this drafter.
-    if sv.runner is not None and len(ctx.runner.kinds) == 2:
-        other = ctx.engine.serving_verdict(ctx, arch, RunnerKind.V2 if sv.runner is RunnerKind.V1 else RunnerKind.V1)
+    if sv.runner is not None and len(sm.runner.kinds) == 2:
+        other = sm.engine.serving_verdict(sm, arch, RunnerKind.V2 if sv.runner is RunnerKind.V1 else RunnerKind.V1)
         if other is not None and (other.aux_layer_ids, other.outcome) != (sv.aux_layer_ids, sv.outcome):
             def says(v: serving.ServingVerdict) -> str:
                 src = {"drafter-config": "from the drafter config", "model-default": "the model default"}
@@ -355,7 +355,7 @@ def _serving_blockers(ctx: Context, da: dr.DraftAnalysis, arch: str) -> Iterator
 
             yield make(
                 META,
-                f"the two runners of this {ctx.engine.display} read this drafter differently: {says(sv)} "
+                f"the two runners of this {sm.engine.display} read this drafter differently: {says(sv)} "
                 f"(the one modelled: {sv.runner_reason}); {says(other)}",
                 Location(da.draft_path, da.fields[0].line if da.fields else 1),
                 severity=Severity.WARNING,
@@ -364,18 +364,18 @@ def _serving_blockers(ctx: Context, da: dr.DraftAnalysis, arch: str) -> Iterator
             )
 
 
-def _checkpoint(ctx: Context, arch: str) -> Iterator[Finding]:
+def _checkpoint(sm: Model, arch: str) -> Iterator[Finding]:
     """The serving chain's ``drafter-fc`` failure that the checkpoint's headers decided (its location is a file of
     the checkpoint folder), as an error at that file."""
     from eagle3_lint import serving
 
-    ck = ctx.options.draft_weights
-    sv = ctx.engine.serving_verdict(ctx, arch) if ck is not None else None
+    ck = sm.options.draft_weights
+    sv = sm.engine.serving_verdict(sm, arch) if ck is not None else None
     st = sv.step(serving.Gate.DRAFTER_FC) if sv is not None else None
     if st is None or st.result is not serving.StepResult.FAIL or st.location is None \
             or not st.location.path.startswith(ck.folder):
         return
-    yield make(META, f"the drafter checkpoint does not fit what this {ctx.engine.display} builds and hands it: "
+    yield make(META, f"the drafter checkpoint does not fit what this {sm.engine.display} builds and hands it: "
                      f"{st.message}", st.location, architecture=arch, symbol="checkpoint",
                title=fit(f"{arch}: the drafter checkpoint's shapes do not fit", "the drafter checkpoint's shapes "
                          "do not fit"))
@@ -412,7 +412,7 @@ def _capture_text(cap: dr.Capture, n: int) -> str:
     )
 
 
-def _pp(ctx: Context, da: dr.DraftAnalysis, collected: list[int], arch: str | None) -> Iterator[Finding]:
+def _pp(sm: Model, da: dr.DraftAnalysis, collected: list[int], arch: str | None) -> Iterator[Finding]:
     assert da.pp is not None
     sp = da.pp.split
     cap = da.capture
@@ -437,7 +437,7 @@ def _pp(ctx: Context, da: dr.DraftAnalysis, collected: list[int], arch: str | No
     src = (f"get_pp_indices at {sp.path}:{sp.line}" if sp.source == "tree" else "the reference arithmetic")
     extra = []
     if sp.partition is not None:
-        extra.append(f"{ctx.engine.pp_partition_env}={sp.partition}")
+        extra.append(f"{sm.engine.pp_partition_env}={sp.partition}")
     if sp.note:
         extra.append(sp.note)
     if cap is not None and not cap.absolute:
@@ -451,18 +451,18 @@ def _pp(ctx: Context, da: dr.DraftAnalysis, collected: list[int], arch: str | No
     if cap is None:
         return
     last = len(sp.ranges) - 1
-    verifier = ctx.runner.pp_verifier
+    verifier = sm.runner.pp_verifier
     if verifier and cap.relays_pp is False:
         # The tree's runner checks the decoder whenever pipeline parallelism is on, whatever the ids.
         yield make(
             META,
-            f"with --pipeline-parallel {sp.pp_size} this {ctx.engine.display} refuses EAGLE-3 for this model: "
+            f"with --pipeline-parallel {sp.pp_size} this {sm.engine.display} refuses EAGLE-3 for this model: "
             f"{cap.relay_why}, "
-            f"and {verifier}() ({ctx.runner.pp_verifier_path}:{ctx.runner.pp_verifier_line}) requires it "
+            f"and {verifier}() ({sm.runner.pp_verifier_path}:{sm.runner.pp_verifier_line}) requires it "
             f"to relay aux states between ranks",
             loc,
             architecture=arch,
-            related=(Step("verifier", verifier, Location(ctx.runner.pp_verifier_path, ctx.runner.pp_verifier_line)),),
+            related=(Step("verifier", verifier, Location(sm.runner.pp_verifier_path, sm.runner.pp_verifier_line)),),
         )
         return
     if cap.relays_pp is not False:

@@ -30,7 +30,6 @@ candidates.
 from __future__ import annotations
 
 import builtins
-import functools
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -38,13 +37,14 @@ from eagle3_lint import semantic as sem
 from eagle3_lint.facts import TYPE_CHECKING as TC_BRANCH
 from eagle3_lint.facts import ClassFacts, ModuleFacts
 from eagle3_lint.model import Applicability, Edit, Finding, Fix, Location, Severity
-from eagle3_lint.rules import RuleMeta, make
+from eagle3_lint.rules import RuleMeta, Scope, make
 
 if TYPE_CHECKING:
-    from eagle3_lint.analysis import Context
+    from eagle3_lint.stages import Model
 
 META = RuleMeta("EGL008", "undefined-base", Severity.ERROR, True,
-                "A class base is bound nowhere in its module, so importing the module raises NameError.")
+                "A class base is bound nowhere in its module, so importing the module raises NameError.",
+                scope=Scope.FILE)
 
 _BUILTINS = frozenset(dir(builtins))
 
@@ -63,17 +63,17 @@ def _names(class_facts: ClassFacts) -> Iterator[tuple[str, str]]:
         yield head, meta
 
 
-def _star_may_provide(ctx: Context, mf: ModuleFacts, name: str) -> bool:
+def _star_may_provide(sm: Model, mf: ModuleFacts, name: str) -> bool:
     for star in mf.star_imports:
-        smf = ctx.graph.module(star)
+        smf = sm.graph.module(star)
         if smf is None:
             return True  # a module outside the tree (or unreadable): it may export anything
-        if ctx.graph.resolve_name(star, name).kind != "unresolved":
+        if sm.graph.resolve_name(star, name).kind != "unresolved":
             return True
     return False
 
 
-def _problem(ctx: Context, mf: ModuleFacts, class_facts: ClassFacts, name: str) -> str | None:
+def _problem(sm: Model, mf: ModuleFacts, class_facts: ClassFacts, name: str) -> str | None:
     """Why ``name`` raises NameError where the class statement runs, or None when something binds it."""
     if class_facts.nested_in is not None:
         # A factory's class statement runs when the factory is called, with the factory's own
@@ -89,23 +89,18 @@ def _problem(ctx: Context, mf: ModuleFacts, class_facts: ClassFacts, name: str) 
             return None
         first = min(b.line for b in bl)
         return f"{name!r} is bound only at line {first}, after the class statement at line {class_facts.line} runs"
-    if name in _BUILTINS or _star_may_provide(ctx, mf, name):
+    if name in _BUILTINS or _star_may_provide(sm, mf, name):
         return None
     return f"{name!r} is bound nowhere in {mf.module} (no import, def, class, assignment or star import provides it)"
 
 
-def check(ctx: Context) -> Iterator[Finding]:
-    for rel in ctx.model_files():
-        # One answer per file, kept between runs with the files it read (its star imports, say).
-        yield from ctx.queries.get((META.id, rel), functools.partial(_in_file, ctx, rel), persist=True)
+def check(sm: Model, rel: str) -> list[Finding]:
+    # One file: the pipeline keeps the answer between runs with the files it read (its star imports, say).
+    return list(_findings_in(sm, rel))
 
 
-def _in_file(ctx: Context, rel: str) -> list[Finding]:
-    return list(_findings_in(ctx, rel))
-
-
-def _findings_in(ctx: Context, rel: str) -> Iterator[Finding]:
-    mf = ctx.store.load_path(rel)
+def _findings_in(sm: Model, rel: str) -> Iterator[Finding]:
+    mf = sm.store.load_path(rel)
     if mf is not None and not mf.error:
         archs: list[str] | None = None  # who cannot load: only worked out for a file with a finding
         reported: set[tuple[str, int]] = set()
@@ -115,12 +110,12 @@ def _findings_in(ctx: Context, rel: str) -> Iterator[Finding]:
             for name, expr in _names(class_facts):
                 if (name, class_facts.line) in reported:
                     continue
-                why = _problem(ctx, mf, class_facts, name)
+                why = _problem(sm, mf, class_facts, name)
                 if why is None:
                     continue
                 reported.add((name, class_facts.line))
                 if archs is None:
-                    archs = sorted(a for a, e in ctx.registry.entries.items() if e.module == mf.module)
+                    archs = sorted(a for a, e in sm.registry.entries.items() if e.module == mf.module)
                 who = (f"; {', '.join(archs[:4])}{' and more' if len(archs) > 4 else ''} cannot load" if archs
                        else "")
                 msg = (f"class {class_facts.qualname} uses {expr} as a base, but {why}: importing {mf.module} raises "
@@ -141,14 +136,14 @@ def _import_text(module: str, target: str, name: str) -> str:
     return f"from {target} import {name}"
 
 
-def fix(ctx: Context, finding: Finding) -> Fix | None:
+def fix(sm: Model, finding: Finding) -> Fix | None:
     name = finding.symbol
     if not name or "bound nowhere" not in finding.message:
         return None
-    mf = ctx.store.load_path(finding.location.path)
+    mf = sm.store.load_path(finding.location.path)
     if mf is None:
         return None
-    found = [m for m in sem.definers(ctx, name) if m != mf.module]
+    found = [m for m in sem.definers(sm, name) if m != mf.module]
     if len(found) != 1:
         return None
     line = mf.last_import_line + 1 if mf.last_import_line else 1

@@ -51,7 +51,7 @@ from eagle3_lint.runner import Gate
 
 if TYPE_CHECKING:
     from eagle3_lint import fixgen
-    from eagle3_lint.analysis import Context
+    from eagle3_lint.stages import Model
 else:
     fixgen = lazy("eagle3_lint.fixgen")  # imported on first use (lazyimport.py)
 
@@ -60,8 +60,8 @@ META = RuleMeta("EGL009", "eagle3-model-type-gate", Severity.ERROR, True,
                 needs=frozenset({Capability.CONFIG_GATES}), role=Role.CONFIG_GATE)
 
 
-def _gates(ctx: Context) -> list[Gate]:
-    return [g for g in ctx.runner.gates if "eagle3" in g.methods and g.allow_list]
+def _gates(sm: Model) -> list[Gate]:
+    return [g for g in sm.runner.gates if "eagle3" in g.methods and g.allow_list]
 
 
 def _where(g: Gate) -> Location:
@@ -75,41 +75,41 @@ def _list_text(g: Gate) -> str:
     return f"the literal {g.allow_list[0]!r} {where}" if len(g.allow_list) == 1 else f"{list(g.allow_list)} {where}"
 
 
-def _arch_location(ctx: Context, arch: str | None, g: Gate) -> Location:
+def _arch_location(sm: Model, arch: str | None, g: Gate) -> Location:
     """The architecture's class when the tree registers it (the finding is about that target), else the list."""
-    v = ctx.verdicts.get(arch) if arch else None
+    v = sm.verdicts.get(arch) if arch else None
     return v.location if v is not None and v.location is not None else _where(g)
 
 
-def _target_arch(ctx: Context) -> str | None:
-    cfg = ctx.options.target_config or {}
+def _target_arch(sm: Model) -> str | None:
+    cfg = sm.options.target_config or {}
     archs = cfg.get("architectures")
     if isinstance(archs, list) and archs and isinstance(archs[0], str):
         return archs[0]
-    return ctx.targeted[0] if ctx.targeted else None
+    return sm.targeted[0] if sm.targeted else None
 
 
-def check(ctx: Context) -> Iterator[Finding]:
-    gates = _gates(ctx)
+def check(sm: Model) -> Iterator[Finding]:
+    gates = _gates(sm)
     if not gates:
         return
-    cfg = ctx.options.target_config
+    cfg = sm.options.target_config
     if cfg is None:
-        for arch in ctx.targeted:
+        for arch in sm.targeted:
             for g in gates:
                 yield make(META, (
-                    f"{arch}: this {ctx.engine.display} refuses EAGLE-3 at config time unless the target's "
+                    f"{arch}: this {sm.engine.display} refuses EAGLE-3 at config time unless the target's "
                     f"{g.config_attr}.model_type "
                     f"contains one of {_list_text(g)}; the check raises {g.error or 'an error'} at {g.path}:{g.line}. "
                     "Pass --target-config config.json to check this target exactly."),
-                    _arch_location(ctx, arch, g), severity=Severity.NOTE, architecture=arch, symbol=g.list_name,
+                    _arch_location(sm, arch, g), severity=Severity.NOTE, architecture=arch, symbol=g.list_name,
                     related=(Step("gate", f"the allow-list {g.list_name or ''}".rstrip(), _where(g)),),
                     title=f"{arch}: model_type not checked against the EAGLE-3 config gate (pass --target-config)")
         return
-    target_arch = _target_arch(ctx)
-    src = ctx.options.target_config_path or "the target config"
+    target_arch = _target_arch(sm)
+    src = sm.options.target_config_path or "the target config"
     for g in gates:
-        res = ctx.engine.target_model_type(ctx, g.config_attr)
+        res = sm.engine.target_model_type(sm, g.config_attr)
         related = tuple(Step("derivation", s) for s in res.steps) + (
             Step("gate", f"the allow-list {g.list_name or ''}".rstrip(), _where(g)),
             Step("gate", f"raises {g.error}", Location(g.path, g.line)))
@@ -119,10 +119,10 @@ def check(ctx: Context) -> Iterator[Finding]:
                 META,
                 (
                     f"{target_arch or 'the target'}: cannot tell which {g.config_attr}.model_type "
-                    f"this {ctx.engine.display} gives "
+                    f"this {sm.engine.display} gives "
                     f"{src} ({chain}), so whether the EAGLE-3 gate {_list_text(g)} lets it through is unknown"
                 ),
-                _arch_location(ctx, target_arch, g),
+                _arch_location(sm, target_arch, g),
                 severity=Severity.NOTE,
                 architecture=target_arch,
                 symbol=g.list_name,
@@ -142,7 +142,7 @@ def check(ctx: Context) -> Iterator[Finding]:
                 f"{g.error or 'an error'} at "
                 f"{g.path}:{g.line} before any weight loads"
             ),
-            _arch_location(ctx, target_arch, g),
+            _arch_location(sm, target_arch, g),
             architecture=target_arch,
             symbol=mt,
             related=related,
@@ -150,14 +150,14 @@ def check(ctx: Context) -> Iterator[Finding]:
         )
 
 
-def fix(ctx: Context, finding: Finding) -> Fix | None:
+def fix(sm: Model, finding: Finding) -> Fix | None:
     if finding.severity is not Severity.ERROR or not finding.symbol:
         return None
     mt = finding.symbol
-    for g in _gates(ctx):
+    for g in _gates(sm):
         if not any(st.location == _where(g) for st in finding.related):
             continue  # the finding names the gate it is about among its related steps
-        edits = fixgen.allow_list_edits(ctx, g, mt)
+        edits = fixgen.allow_list_edits(sm, g, mt)
         if not edits:
             return None
         return Fix(f"add {mt!r} to the EAGLE-3 model_type allow-list", edits, Applicability.UNSAFE)

@@ -38,14 +38,14 @@ from eagle3_lint.rules import RuleMeta, fit, make
 from eagle3_lint.runner import SetterIds
 
 if TYPE_CHECKING:
-    from eagle3_lint.analysis import Context
+    from eagle3_lint.stages import Model
 
 META = RuleMeta("EGL010", "drafter-ids-replaced-by-default", Severity.WARNING, False,
                 "A runner hands the aux-layer setter the model's default layers instead of the drafter's ids.")
 
 
-def check(ctx: Context) -> Iterator[Finding]:
-    sites = [s for s in ctx.runner.sites if s.setter_ids is not None]
+def check(sm: Model) -> Iterator[Finding]:
+    sites = [s for s in sm.runner.sites if s.setter_ids is not None]
     drafter = [s for s in sites if s.setter_ids is SetterIds.DRAFTER]
     defaults = [s for s in sites if s.setter_ids is not SetterIds.DRAFTER]
     if not drafter:

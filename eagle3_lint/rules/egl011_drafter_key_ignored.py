@@ -45,18 +45,18 @@ from eagle3_lint.model import Finding, Location, Severity, Step
 from eagle3_lint.rules import RuleMeta, fit, make
 
 if TYPE_CHECKING:
-    from eagle3_lint.analysis import Context
     from eagle3_lint.drafter import IgnoredKey
+    from eagle3_lint.stages import Model
 
 META = RuleMeta("EGL011", "drafter-key-ignored", Severity.ERROR, False,
                 "The drafter config sets a key this release's drafter code never reads, while another release's does.",
                 needs=frozenset({Capability.DRAFTER_IDS}))
 
 
-def message(ctx: Context, ik: IgnoredKey) -> str:
+def message(sm: Model, ik: IgnoredKey) -> str:
     """What the finding and the serving chain's drafter-class step say about ``ik``."""
-    eng = ctx.engine.display
-    head = (f"the drafter config sets {ik.key}, which {eng} {ctx.version}'s drafter ({ik.drafter_class}; read in "
+    eng = sm.engine.display
+    head = (f"the drafter config sets {ik.key}, which {eng} {sm.version}'s drafter ({ik.drafter_class}; read in "
             f"{ik.module} and the modules it builds on) never reads: it builds a different drafter than the one "
             "trained")
     if ik.reader and ik.reader_where is not None:
@@ -69,18 +69,18 @@ def message(ctx: Context, ik: IgnoredKey) -> str:
     return head
 
 
-def check(ctx: Context) -> Iterator[Finding]:
-    if ctx.options.draft_config is None:
+def check(sm: Model) -> Iterator[Finding]:
+    if sm.options.draft_config is None:
         return
-    da = ctx.engine.draft_analysis(ctx)
+    da = sm.engine.draft_analysis(sm)
     if da is None or not da.ignored_keys:
         return
     for ik in da.ignored_keys:
         w = ik.reader_where or ik.earlier_where
         rel = (Step("read by", f"{ik.reader or ik.earlier} reads {ik.key}", Location(w.path, w.line)),) if w else ()
-        since = f"read from {ctx.engine.display} {ik.reader}" if ik.reader else "no longer read"
-        yield make(META, message(ctx, ik), Location(da.draft_path, ik.line), architecture=da.arch, symbol=ik.key,
+        since = f"read from {sm.engine.display} {ik.reader}" if ik.reader else "no longer read"
+        yield make(META, message(sm, ik), Location(da.draft_path, ik.line), architecture=da.arch, symbol=ik.key,
                    related=rel,
-                   title=fit(f"{ik.key} is ignored by {ctx.engine.display} {ctx.version}'s drafter ({since})",
+                   title=fit(f"{ik.key} is ignored by {sm.engine.display} {sm.version}'s drafter ({since})",
                              f"{ik.key} is ignored by this release's drafter ({since})",
                              f"drafter key {ik.key} is ignored"))

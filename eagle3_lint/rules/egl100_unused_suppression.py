@@ -47,13 +47,13 @@ from eagle3_lint.model import Finding, Severity
 from eagle3_lint.rules import Role, RuleMeta
 
 if TYPE_CHECKING:
-    from eagle3_lint.analysis import Context
+    from eagle3_lint.stages import Model
 
 META = RuleMeta("EGL100", "unused-suppression", Severity.WARNING, True,
                 "An `# eagle3-lint: ignore[...]` comment suppressed nothing.", role=Role.UNUSED_SUPPRESSION)
 
 
-def check(ctx: Context) -> Iterator[Finding]:
+def check(sm: Model) -> Iterator[Finding]:
     # The suppression layer (suppress.py) reports these once every other rule has run: whether a
     # comment is used depends on all the other findings.
     return iter(())

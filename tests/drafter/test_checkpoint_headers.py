@@ -145,7 +145,7 @@ def _verdict(tree: Path, arch: str, target: str, folder: Path) -> Any:
     from eagle3_lint.app import CheckRequest, run_check
 
     ctx = run_check(CheckRequest(str(tree), (arch,), target_config=str(CKPTS / target), draft_config=str(folder)))
-    sv = engines.for_package(ctx.source.package).serving_verdict(ctx, arch)
+    sv = engines.for_package(ctx.source.package).serving_verdict(ctx.model, arch)
     # EGL007 reports a drafter-fc failure the headers decided, at the checkpoint's file (exit 1, not 0).
     mine = [f for f in ctx.findings if f.rule == "EGL007" and f.location.path.startswith(str(folder))]
     fc = sv.step(Gate.DRAFTER_FC)
@@ -258,6 +258,6 @@ def test_speculative_config_model_folder_has_its_headers_checked_too(real_trees:
     spec = json.dumps({"method": "eagle3", "model": str(folder), "num_speculative_tokens": 3})
     ctx = run_check(CheckRequest(str(real_trees.get("0.33.0")), (LLAMA,),
                                  target_config=str(CKPTS / "llama-3.1-8b-instruct.json"), speculative_config=spec))
-    sv = engines.for_package(ctx.source.package).serving_verdict(ctx, LLAMA)
+    sv = engines.for_package(ctx.source.package).serving_verdict(ctx.model, LLAMA)
     assert sv.outcome is Outcome.DRAFTER_SHAPE_MISMATCH and sv.stage is Gate.DRAFTER_FC
     assert sv.step(Gate.DRAFTER_FC).message.startswith("fc.weight is [4096, 8192]")

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from eagle3_lint._compat import tomllib
-from eagle3_lint.analysis import Context, Options, analyze
+from eagle3_lint.analysis import Analysis, Options, analyze
 from eagle3_lint.serving import Outcome, StepResult
 from eagle3_lint.source import DirSource
 
@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 CASES = tomllib.loads((REPO / "tests/serving/cases.toml").read_text())["case"]
 
 
-def _ctx(real_trees: Any, case: dict[str, Any], convention: str | None) -> Context:
+def _ctx(real_trees: Any, case: dict[str, Any], convention: str | None) -> Analysis:
     tc, dc = REPO / case["target_config"], REPO / case["draft_config"]
     opts = Options(targets=(case["arch"],), target_config=json.loads(tc.read_text()), target_config_path=str(tc),
                    draft_config=json.loads(dc.read_text()), draft_config_path=str(dc), pipeline_parallel=case["pp"],

@@ -17,7 +17,7 @@ import pytest
 
 from eagle3_lint import semantic as sem
 from eagle3_lint import serving
-from eagle3_lint.analysis import Context, Options, analyze
+from eagle3_lint.analysis import Analysis, Options, analyze
 from eagle3_lint.checkpoint import text_config
 from eagle3_lint.engines.vllm import drafter as dr
 from eagle3_lint.engines.vllm import runnerchoice
@@ -35,7 +35,7 @@ def _load(name: str) -> dict[str, Any]:
     return data
 
 
-def _ctx(real_trees: Any, version: str, target: str | None = None, draft: str | None = None) -> Context:
+def _ctx(real_trees: Any, version: str, target: str | None = None, draft: str | None = None) -> Analysis:
     tcfg = _load(target) if target else None
     archs = tuple(tcfg["architectures"][:1]) if tcfg else ()
     opts = Options(targets=archs, target_config=tcfg, target_config_path=str(CHECKPOINTS / target) if target else None,
@@ -54,11 +54,11 @@ def test_drafter_facts_agree_with_vllm(version: str, real_trees: Any) -> None:
         raw = _load(name)
         da_cfg = raw
         if dr.SPECULATORS_KEY in raw:
-            conv, err, _where = dr.convert_speculators(ctx, raw)
+            conv, err, _where = dr.convert_speculators(ctx.model, raw)
             assert conv is not None, err
             da_cfg, names = conv, [a for a in conv.get("architectures", [])]
         else:
-            names = dr.eagle3_architectures(ctx, raw)[0] or []
+            names = dr.eagle3_architectures(ctx.model, raw)[0] or []
         # 1. The drafter's architectures after EAGLEConfig / the speculators converter, and the registry.
         assert sorted(names) == sorted(facts["draft_architectures"]), name
         for arch, got in facts["draft_architectures"].items():
@@ -70,7 +70,7 @@ def test_drafter_facts_agree_with_vllm(version: str, real_trees: Any) -> None:
             if not answer["ok"]:
                 assert site is None and "No module named" in (answer["error"] or ""), (name, kind, answer)
                 continue
-            ids, _w, why, _reads = dr.runner_ids(ctx, da_cfg, site)
+            ids, _w, why, _reads = dr.runner_ids(ctx.model, da_cfg, site)
             assert (list(ids) if ids is not None else None) == answer["value"], (name, kind, why)
             compared += 1
     assert compared >= len(oracle["drafters"])
@@ -88,7 +88,7 @@ def test_target_facts_agree_with_vllm(version: str, real_trees: Any) -> None:
         # The config-time model_type gate.
         gate = facts["model_type_gate"]
         if gate["ok"]:
-            step = vserving.verdict(ctx, arch).step(serving.Gate.CONFIG_GATE)
+            step = vserving.verdict(ctx.model, arch).step(serving.Gate.CONFIG_GATE)
             assert step is not None
             assert (step.result is serving.StepResult.PASS) == gate["value"]["accepted"], (name, step.message)
             compared += 1
@@ -98,7 +98,7 @@ def test_target_facts_agree_with_vllm(version: str, real_trees: Any) -> None:
             assert ctx.verdicts[a].supports_eagle3 == af["supports_eagle3"], (name, a)
             default = af["default_aux_ids"][oracle["runner_method"]]
             n = text_config(tcfg)["num_hidden_layers"]  # type: ignore[index]
-            ids, _w, why = sem.default_ids(ctx, key, n, tcfg, name=oracle["runner_method"])
+            ids, _w, why = sem.default_ids(ctx.model, key, n, tcfg, name=oracle["runner_method"])
             err = default["error"] or ""
             if default["ok"]:
                 assert (list(ids) if ids is not None else None) == default["value"], (name, a, why)

@@ -51,7 +51,7 @@ AUX = ("EGL003", "EGL004", "EGL005")
 QWEN35 = {"Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration"}
 
 
-def _analyze(root: Path) -> analysis.Context:
+def _analyze(root: Path) -> analysis.Analysis:
     return analysis.analyze(DirSource(root, "sglang"), analysis.Options(), select=lambda r: r in AUX)
 
 

@@ -27,7 +27,7 @@ SETTER = "set_eagle3_layers_to_capture"
 SGLANG_RULES = {"EGL000", "EGL001", "EGL002", "EGL003", "EGL004", "EGL005", "EGL008", "EGL100"}
 
 
-def _analyze(root: Path, targets: tuple[str, ...] = ()) -> analysis.Context:
+def _analyze(root: Path, targets: tuple[str, ...] = ()) -> analysis.Analysis:
     return analysis.analyze(DirSource(root, "sglang"), analysis.Options(targets=targets))
 
 
@@ -118,10 +118,10 @@ def test_check_every_architecture_0_5_23(sglang_trees) -> None:
     assert "DeepseekV2ForCausalLM" in kimi.message and kimi.location.path == "sglang/srt/models/kimi_vl.py"
 
 
-def _scoped(ctx: analysis.Context) -> list[tuple[str, object]]:
+def _scoped(ctx: analysis.Analysis) -> list[tuple[str, object]]:
     from eagle3_lint import semantic
 
-    return list(semantic.scoped_archs(ctx))
+    return list(semantic.scoped_archs(ctx.model))
 
 
 @pytest.mark.real

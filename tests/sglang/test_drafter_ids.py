@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from eagle3_lint.analysis import Context, Options, analyze
+from eagle3_lint.analysis import Analysis, Options, analyze
 from eagle3_lint.report.title import title
 from eagle3_lint.source import DirSource
 from tests.conftest import SAMPLES
@@ -25,7 +25,7 @@ DSV3 = "DeepseekV3ForCausalLM"
 
 
 def _check(root: Path, arch: str, draft: Path | dict[str, Any], target: str, tmp_path: Path,
-           pp: int | None = None, convention: str | None = None) -> Context:
+           pp: int | None = None, convention: str | None = None) -> Analysis:
     if isinstance(draft, dict):
         path = tmp_path / "draft.json"
         path.write_text(json.dumps(draft, indent=2) + "\n")
@@ -39,11 +39,11 @@ def _check(root: Path, arch: str, draft: Path | dict[str, Any], target: str, tmp
     return ctx
 
 
-def _egl007(ctx: Context, arch: str) -> list[Any]:
+def _egl007(ctx: Analysis, arch: str) -> list[Any]:
     return [f for f in ctx.findings if f.rule == "EGL007" and f.architecture == arch]
 
 
-def _step(ctx: Context, arch: str, gate: str) -> Any:
+def _step(ctx: Analysis, arch: str, gate: str) -> Any:
     return next(s for s in ctx.serving[arch].steps if s.gate.value == gate)
 
 
@@ -202,4 +202,4 @@ def test_pipeline_parallel_refused_at_launch(sglang_trees: Any, tmp_path: Path, 
     [f] = _egl007(ctx, DSV3)
     assert (f.location.path, f.location.line) == where and f.severity.value == "error"
     assert (f"in {via}()" in f.message) if via else "in check_" not in f.message
-    assert ctx.engine.pp_refused(ctx) is not None
+    assert ctx.engine.pp_refused(ctx.model) is not None

@@ -6,7 +6,7 @@ is named here and nowhere else; the class graph and the per-file facts it uses a
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,11 +16,12 @@ from eagle3_lint.engine import Capability, CollectionIdiom, Derived, Engine, Err
 if TYPE_CHECKING:
     import os
 
-    from eagle3_lint.analysis import Context
     from eagle3_lint.drafter import DraftAnalysis
+    from eagle3_lint.model import Finding
     from eagle3_lint.runner import RunnerKind
     from eagle3_lint.serving import ServingVerdict
     from eagle3_lint.source import SourceTree
+    from eagle3_lint.stages import Model
     from eagle3_lint.store import FactStore
 
 PACKAGE = "sglang"
@@ -112,10 +113,10 @@ class SglangEngine(Engine):
                    "so the method being present through the MRO is the check",))
         return Derived(registry, contract, runner, tuple(errors))
 
-    def pp_refused(self, ctx: Context) -> str | None:
+    def pp_refused(self, sm: Model) -> str | None:
         from eagle3_lint.engines.sglang import pp
 
-        r = pp.refusal(ctx)
+        r = pp.refusal(sm)
         return None if r is None else f"{r.path}:{r.line} refuses EAGLE-3 with pipeline parallelism at launch " \
                                       f"({r.text})"
 
@@ -124,28 +125,28 @@ class SglangEngine(Engine):
 
         return methods.refusal_of_method(source, method, self.display, self.version(source))
 
-    def draft_analysis(self, ctx: Context, arch: str | None = None,
+    def draft_analysis(self, sm: Model, arch: str | None = None,
                        kind: RunnerKind | None = None) -> DraftAnalysis | None:
         from eagle3_lint.engines.sglang import drafter
 
-        if (ctx.options.method or "EAGLE3") != "EAGLE3":
+        if (sm.options.method or "EAGLE3") != "EAGLE3":
             # Not EAGLE-3's ids (eagle_config's, through EAGLE-3's setter): under DFLASH or DSPARK the serving chain
             # reads the method's own, and its failing id steps are EGL007's findings (method_chain.analysis).
             from eagle3_lint.engines.sglang import method_chain
 
-            return method_chain.analysis(ctx, arch)
-        sd = drafter.analyze(ctx, arch)
+            return method_chain.analysis(sm, arch)
+        sd = drafter.analyze(sm, arch)
         return sd.da if sd is not None else None
 
-    def serving_verdict(self, ctx: Context, arch: str, kind: RunnerKind | None = None) -> ServingVerdict | None:
+    def serving_verdict(self, sm: Model, arch: str, kind: RunnerKind | None = None) -> ServingVerdict | None:
         from eagle3_lint.engines.sglang import serving
 
-        return serving.verdict(ctx, arch)
+        return serving.verdict(sm, arch)
 
-    def with_next_step(self, ctx: Context, sv: ServingVerdict) -> ServingVerdict:
+    def with_next_step(self, sm: Model, sv: ServingVerdict, findings: Sequence[Finding]) -> ServingVerdict:
         from eagle3_lint.engines.sglang import serving
 
-        return serving.with_next_step(ctx, sv)
+        return serving.with_next_step(sm, sv, findings)
 
 
 ENGINE = SglangEngine()

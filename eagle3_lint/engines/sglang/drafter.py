@@ -56,7 +56,7 @@ from eagle3_lint.semantic import Where, capture_in, collection_effect, delegate,
 
 if TYPE_CHECKING:
     from eagle3_lint import minieval as me
-    from eagle3_lint.analysis import Context
+    from eagle3_lint.stages import Model
 else:
     me = lazy("eagle3_lint.minieval")  # imported on first use (lazyimport.py)
 
@@ -108,15 +108,15 @@ def _target_of(body: list[ast.stmt], needle: str) -> str | None:
     return None
 
 
-def read_ids(ctx: Context, cfg: dict[str, Any]) -> IdRead:
+def read_ids(sm: Model, cfg: dict[str, Any]) -> IdRead:
     """The ids SGLang's runner hands the setter for drafter config ``cfg``, by the tree's own read."""
-    srcs: tuple[IdSource, ...] = ctx.memo.get("sglang:id-sources", lambda: id_sources(ctx.source))
+    srcs: tuple[IdSource, ...] = sm.memo.get("sglang:id-sources", lambda: id_sources(sm.source))
     if not srcs:
         return IdRead(None, None, True, f"this SGLang never reads {IDS_KEY} from the drafter config: every setter "
                                         "gets None and uses its default layers")
     src = srcs[0]
     where = Where(src.path, src.line, src.text)
-    tree = read_module(ctx, src.path)
+    tree = read_module(sm, src.path)
     tr = _enclosing_try(tree, src.line) if tree is not None else None
     if tree is None or tr is None:
         return IdRead(where, None, True, f"the read at {src.path}:{src.line} is not in a try the tool can evaluate")
@@ -167,24 +167,24 @@ class SetterHop:
     setter: str = SETTER  # its name (DFLASH's and DSPARK's setters are followed the same way, methods.py)
 
 
-def setter_chain(ctx: Context, key: ClassKey, depth: int = 0, setter: str = SETTER) -> list[SetterHop]:
+def setter_chain(sm: Model, key: ClassKey, depth: int = 0, setter: str = SETTER) -> list[SetterHop]:
     """The setter ``key`` runs, then the ones it delegates to (``self.model``/``self.language_model``)."""
     if depth > 4:
         return []
-    hit = ctx.graph.member_origin(key, setter)
+    hit = sm.graph.member_origin(key, setter)
     if hit is None:
         return []
     owner, member = hit
-    path = ctx.graph.path_of(owner)
-    t = read_setter(ctx.source, path, member.line, getattr(member, "end_line", member.line), setter)
+    path = sm.graph.path_of(owner)
+    t = read_setter(sm.source, path, member.line, getattr(member, "end_line", member.line), setter)
     if t is None:
         return []
     hops = [SetterHop(key, owner, path, t, setter)]
     for recv in t.delegates_to:
         parts = recv.split(".")
-        inner = delegate(ctx, key, parts[1]) if len(parts) == 2 and parts[0] == "self" else None
+        inner = delegate(sm, key, parts[1]) if len(parts) == 2 and parts[0] == "self" else None
         if inner is not None and inner != key:
-            hops.extend(setter_chain(ctx, inner, depth + 1, setter))
+            hops.extend(setter_chain(sm, inner, depth + 1, setter))
             break
     return hops
 
@@ -247,28 +247,28 @@ class Collection:
         return {i for i in out if 0 <= i <= n}
 
 
-def collection(ctx: Context, hops: list[SetterHop]) -> Collection:
+def collection(sm: Model, hops: list[SetterHop]) -> Collection:
     if not hops:
         return Collection(None, note="no setter")
     last = hops[-1]
     # What the last setter feeds, and on which object, is the semantic model's (semantic.collection_effect: list
     # writes and per-layer flag sets through every method it calls), as EGL004 reads it.
-    eff = collection_effect(ctx, last.holder, last.setter)
+    eff = collection_effect(sm, last.holder, last.setter)
     fed = next((f for f in eff.feeds if f[0] is Mechanism.LIST), eff.feeds[0] if eff.feeds else None)
     if fed is None:
         return Collection(None, note=f"{last.owner.name}.{last.setter} stores the ids in no list or flag the tool "
                                      "knows")
     flags = any(m is Mechanism.FLAG for m, _p in eff.feeds)
-    idiom = ctx.engine.collection
+    idiom = sm.engine.collection
     attr = idiom.list_attrs[0] if idiom is not None else ""
     head = ".".join(("self", *fed[1]))
-    res = resolve_self_path(ctx, last.holder, head)
+    res = resolve_self_path(sm, last.holder, head)
     dec: ClassKey | None = last.holder if not fed[1] else (res[0][-1].key if res and res[0] and not res[1] else None)
     if dec is None:
         return Collection(None, note=f"{head} of {last.holder.name} cannot be followed to a class")
     # The decoder's capture points, read once by the semantic model (semantic.capture_in); here only those that
     # read what this setter feeds: membership in the list it writes, or the per-layer flags it sets.
-    cap = capture_in(ctx, last.holder, dec)
+    cap = capture_in(sm, last.holder, dec)
     if cap.forward_line == 0 and cap.note:
         return Collection(dec, note=cap.note)
     path, fline = cap.path, cap.forward_line
@@ -284,7 +284,7 @@ def collection(ctx: Context, hops: list[SetterHop]) -> Collection:
     index_error = False
     flags_line = 0
     if flags:
-        setter_tree = read_module(ctx, last.path)
+        setter_tree = read_module(sm, last.path)
         sfn = me.function_at(setter_tree, last.transform.line) if setter_tree is not None else None
         for x in ast.walk(sfn) if sfn is not None else ():
             if isinstance(x, ast.Subscript) and head_dotted(x.value) == "self.layers":
@@ -378,19 +378,19 @@ def _ids(ids: Any) -> str:
     return "[" + ", ".join(str(i) for i in (ids or ())) + "]"
 
 
-def analyze(ctx: Context, arch: str | None = None) -> SglDraft | None:
-    raw = ctx.options.draft_config
+def analyze(sm: Model, arch: str | None = None) -> SglDraft | None:
+    raw = sm.options.draft_config
     if raw is None:
         return None
     if arch is None:
-        arch = ctx.targeted[0] if ctx.targeted else None
-    return ctx.memo.get(f"sglang:draft:{arch}", lambda: _analyze(ctx, raw, arch))
+        arch = sm.targeted[0] if sm.targeted else None
+    return sm.memo.get(f"sglang:draft:{arch}", lambda: _analyze(sm, raw, arch))
 
 
-def _analyze(ctx: Context, raw: dict[str, Any], arch: str | None) -> SglDraft:
-    path = ctx.options.draft_config_path or "<draft config>"
+def _analyze(sm: Model, raw: dict[str, Any], arch: str | None) -> SglDraft:
+    path = sm.options.draft_config_path or "<draft config>"
     da = DraftAnalysis(path, arch, issues=[])
-    ttext = text_config(ctx.options.target_config)
+    ttext = text_config(sm.options.target_config)
     n: int | None = None
     if ttext:
         v = ttext.get("num_hidden_layers")
@@ -400,15 +400,15 @@ def _analyze(ctx: Context, raw: dict[str, Any], arch: str | None) -> SglDraft:
     da.num_layers = n
     da.converted = raw
     da.fields = id_fields(raw, path)
-    read = read_ids(ctx, raw)
+    read = read_ids(sm, raw)
     da.runner_reads = read.where is not None
     da.runner_ids, da.runner_note = read.ids, read.note
     da.runner_where = read.where
     da.used_field = next((f for f in da.fields if f.path == ("eagle_config", IDS_KEY)), None) \
         if read.ids is not None else None
     da.transform = None
-    key = ctx.keys.get(arch) if arch else None
-    hops = setter_chain(ctx, key) if key is not None else []
+    key = sm.keys.get(arch) if arch else None
+    hops = setter_chain(sm, key) if key is not None else []
     stored, is_default, why = stored_indices(hops, read.ids, n) if hops else (None, False, "no setter")
     if hops:
         # Where the default list is written (the first setter on the chain that has one), and what it stores.
@@ -419,17 +419,17 @@ def _analyze(ctx: Context, raw: dict[str, Any], arch: str | None) -> SglDraft:
     da.effective_from = "" if stored is None else ("default" if is_default else "config")
     if stored is None and why:
         da.default_note = why
-    coll = collection(ctx, hops) if hops else None
-    da.ignored_keys = ignored_keys(ctx, raw, path)
-    tr = trained(da.fields, ctx.options.drafter_convention, n)
+    coll = collection(sm, hops) if hops else None
+    da.ignored_keys = ignored_keys(sm, raw, path)
+    tr = trained(da.fields, sm.options.drafter_convention, n)
     sd = SglDraft(da, read, hops, stored, is_default, why, coll, tr)
-    pp = ctx.options.pipeline_parallel or 1
+    pp = sm.options.pipeline_parallel or 1
     sd.pp_size = pp
     if pp > 1:
-        sd.pp_refusal = pp_mod.refusal(ctx)
+        sd.pp_refusal = pp_mod.refusal(sm)
         if n is not None:
-            sd.split = pp_mod.split(ctx.source, n, pp, ctx.options.pp_partition)
-    _judge(ctx, sd)
+            sd.split = pp_mod.split(sm.source, n, pp, sm.options.pp_partition)
+    _judge(sm, sd)
     return sd
 
 
@@ -437,25 +437,25 @@ def _analyze(ctx: Context, raw: dict[str, Any], arch: str | None) -> SglDraft:
 _ID_KEYS = frozenset(".".join(p) for p, *_ in ID_FIELDS)
 
 
-def drafter_class(ctx: Context, raw: dict[str, Any]) -> str | None:
+def drafter_class(sm: Model, raw: dict[str, Any]) -> str | None:
     """The drafter architecture SGLang builds: the first of the config's ``architectures`` its registry has."""
     archs = raw.get("architectures")
     names = [a for a in archs if isinstance(a, str)] if isinstance(archs, list) else []
-    return next((a for a in names if a in ctx.registry.entries), None)
+    return next((a for a in names if a in sm.registry.entries), None)
 
 
-def ignored_keys(ctx: Context, raw: dict[str, Any], path: str) -> list[IgnoredKey] | None:
+def ignored_keys(sm: Model, raw: dict[str, Any], path: str) -> list[IgnoredKey] | None:
     """The keys ``raw`` sets that the drafter class SGLang builds (its module and its bases' modules) never reads,
     while another examined release's drafter module does (EGL011). None when the drafter class is not known."""
-    arch = drafter_class(ctx, raw)
-    key = ctx.keys.get(arch) if arch else None
+    arch = drafter_class(sm, raw)
+    key = sm.keys.get(arch) if arch else None
     if arch is None or key is None:
         return None
-    reads = dk.chain_reads(ctx, key.module)
-    return dk.ignored(ctx.engine.name, ctx.version, raw, path, reads, (ctx.graph.path_of(key),), arch, _ID_KEYS)
+    reads = dk.chain_reads(sm, key.module)
+    return dk.ignored(sm.engine.name, sm.version, raw, path, reads, (sm.graph.path_of(key),), arch, _ID_KEYS)
 
 
-def _judge(ctx: Context, sd: SglDraft) -> None:
+def _judge(sm: Model, sd: SglDraft) -> None:
     """EGL007's findings on SGLang, as data (``DraftAnalysis.issues``), and the PP layout."""
     da = sd.da
     issues = da.issues
@@ -548,7 +548,7 @@ def _judge(ctx: Context, sd: SglDraft) -> None:
             f"captures layers {_ids(captured)}, but the drafter was trained on {_ids(tr.layers)}"))
     # Pipeline parallelism.
     if sd.pp_size > 1:
-        _pp(ctx, sd)
+        _pp(sm, sd)
 
 
 def ids_for(hops: list[SetterHop], layers: tuple[int, ...], n: int | None, shift: int) -> tuple[int, ...] | None:
@@ -571,7 +571,7 @@ def _ids_where(sd: SglDraft) -> Where:
     return Where(da.draft_path, 1)
 
 
-def _pp(ctx: Context, sd: SglDraft) -> None:
+def _pp(sm: Model, sd: SglDraft) -> None:
     da = sd.da
     assert da.issues is not None
     ref = sd.pp_refusal

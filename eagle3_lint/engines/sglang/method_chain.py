@@ -46,8 +46,8 @@ from eagle3_lint.serving import (
 )
 
 if TYPE_CHECKING:
-    from eagle3_lint.analysis import Context
     from eagle3_lint.graph import ClassKey
+    from eagle3_lint.stages import Model
 
 HINTS = {
     Outcome.UNREGISTERED: ssv.HINTS[Outcome.UNREGISTERED],
@@ -71,33 +71,33 @@ def _loc(w: Where | None) -> Location | None:
     return Location(w.path, w.line or 1) if w is not None and w.path else None
 
 
-def verdict(ctx: Context, arch: str, method: str) -> ServingVerdict:
+def verdict(sm: Model, arch: str, method: str) -> ServingVerdict:
     """The chain of ``arch`` for ``method`` with the check's drafter config."""
-    return chain_for(ctx, arch, method, ctx.options.draft_config, ctx.options.draft_config_path)
+    return chain_for(sm, arch, method, sm.options.draft_config, sm.options.draft_config_path)
 
 
-def chain_for(ctx: Context, arch: str, method: str, draft: dict[str, Any] | None,
+def chain_for(sm: Model, arch: str, method: str, draft: dict[str, Any] | None,
               draft_path: str | None) -> ServingVerdict:
     """The chain of ``arch`` for ``method`` and drafter config ``draft`` (the check's, or another one on the same
     analysis: nothing the chain reads from the tree depends on the drafter); the checkpoint step only for the
     check's own drafter, whose folder ``--draft-config`` named."""
-    opts = ctx.options
+    opts = sm.options
     pp = opts.pipeline_parallel or 1
     steps: list[ServingStep] = []
-    entry = ctx.registry.entries.get(arch)
+    entry = sm.registry.entries.get(arch)
     if entry is None:
-        steps.append(unregistered_step(ctx, arch, Location(ctx.registry.path, 1) if ctx.registry.path else None))
-        return _finish(ctx, arch, steps, None, None, None)
+        steps.append(unregistered_step(sm, arch, Location(sm.registry.path, 1) if sm.registry.path else None))
+        return _finish(sm, arch, steps, None, None, None)
     steps.append(ServingStep(Gate.REGISTRY, StepResult.PASS, f"{arch} -> {entry.module}.{entry.class_name}",
-                             Location(getattr(entry, "path", "") or ctx.registry.path, entry.line or 1)))
-    imported = import_step(ctx, arch)
+                             Location(getattr(entry, "path", "") or sm.registry.path, entry.line or 1)))
+    imported = import_step(sm, arch)
     if imported is not None:
         steps.append(imported)
-        return _finish(ctx, arch, steps, None, None, None)
+        return _finish(sm, arch, steps, None, None, None)
     if pp > 1:
-        steps.append(_pp_refusal(ctx, pp, method))
-    key = ctx.keys.get(arch)
-    ids = methods.target_ids(ctx, method, draft, opts.target_config) \
+        steps.append(_pp_refusal(sm, pp, method))
+    key = sm.keys.get(arch)
+    ids = methods.target_ids(sm, method, draft, opts.target_config) \
         if draft is not None and opts.target_config is not None else None
     if ids is not None and ids.raised:
         # The runner resolves the layers while the model runner is set up, before any weight loads.
@@ -106,14 +106,14 @@ def chain_for(ctx: Context, arch: str, method: str, draft: dict[str, Any] | None
                                  f"({ids.where.path}:{ids.where.line}) raises {ids.raised} for this drafter config, "
                                  "while the model runner is set up" if ids.where else ids.raised,
                                  _loc(ids.raised_where)))
-        return _finish(ctx, arch, steps, None, None, None)
-    iface, call = _interface(ctx, arch, key, method)
+        return _finish(sm, arch, steps, None, None, None)
+    iface, call = _interface(sm, arch, key, method)
     steps.append(iface)
     if call is None or iface.result is not StepResult.PASS:
         for g in (Gate.AUX_IDS, Gate.CAPTURE, Gate.PP_RELAY, Gate.TRAINED_LAYERS):
             if g is not Gate.PP_RELAY or pp > 1:
                 steps.append(ServingStep(g, StepResult.SKIPPED, "no capture setter is called"))
-        return _finish(ctx, arch, steps, None, None, None)
+        return _finish(sm, arch, steps, None, None, None)
     if draft is None or ids is None:
         need = "the drafter config (--draft-config)" if draft is None else "the target config (--target-config)"
         steps.append(ServingStep(Gate.AUX_IDS, StepResult.UNCHECKED, f"which layers the runner selects for "
@@ -121,32 +121,32 @@ def chain_for(ctx: Context, arch: str, method: str, draft: dict[str, Any] | None
         for g in (Gate.CAPTURE, Gate.PP_RELAY, Gate.TRAINED_LAYERS):
             if g is not Gate.PP_RELAY or pp > 1:
                 steps.append(ServingStep(g, StepResult.UNCHECKED, f"needs {need}"))
-        return _finish(ctx, arch, steps, None, None, None)
-    sd = _draft(ctx, key, call, ids, method, draft, draft_path)
+        return _finish(sm, arch, steps, None, None, None)
+    sd = _draft(sm, key, call, ids, method, draft, draft_path)
     steps.append(_aux_ids(ids, method, sd.da.num_layers))
     if ids.ids is None:
         for g in (Gate.CAPTURE, Gate.PP_RELAY, Gate.TRAINED_LAYERS):
             if g is not Gate.PP_RELAY or pp > 1:
                 steps.append(ServingStep(g, StepResult.UNKNOWN, "the ids the runner hands the setter are not known"))
-        return _finish(ctx, arch, steps, sd, None, ids)
+        return _finish(sm, arch, steps, sd, None, ids)
     cap, captured = ssv._capture(sd)
     steps.append(cap)
     if opts.draft_weights is not None and draft is opts.draft_config:
-        steps.append(ssv._weights(ctx, sd, captured))
+        steps.append(ssv._weights(sm, sd, captured))
     if pp > 1:
         steps.append(ssv._relay(sd))
     steps.append(_trained(sd, ids, captured))
-    return _finish(ctx, arch, steps, sd, captured, ids)
+    return _finish(sm, arch, steps, sd, captured, ids)
 
 
-def analysis(ctx: Context, arch: str | None) -> DraftAnalysis | None:
+def analysis(sm: Model, arch: str | None) -> DraftAnalysis | None:
     """EGL007's findings under the method: the chain's failing id steps (``capture``, ``trained-layers``), as data
     (``DraftAnalysis.issues``); the checkpoint's ``drafter-fc`` failure EGL007 finds from the chain itself."""
-    if ctx.options.draft_config is None:
+    if sm.options.draft_config is None:
         return None
-    arch = arch or (ctx.targeted[0] if ctx.targeted else None)
-    sv = ctx.engine.serving_verdict(ctx, arch) if arch is not None else None
-    da = DraftAnalysis(ctx.options.draft_config_path or "<draft config>", arch, issues=[])
+    arch = arch or (sm.targeted[0] if sm.targeted else None)
+    sv = sm.engine.serving_verdict(sm, arch) if arch is not None else None
+    da = DraftAnalysis(sm.options.draft_config_path or "<draft config>", arch, issues=[])
     if sv is None:
         return da
     da.effective_ids = sv.aux_layer_ids
@@ -160,14 +160,14 @@ def analysis(ctx: Context, arch: str | None) -> DraftAnalysis | None:
     return da
 
 
-def _interface(ctx: Context, arch: str, key: ClassKey | None,
+def _interface(sm: Model, arch: str, key: ClassKey | None,
                method: str) -> tuple[ServingStep, methods.SetterCall | None]:
-    v = ctx.verdicts.get(arch)
+    v = sm.verdicts.get(arch)
     if key is None or v is None:
         return ServingStep(Gate.RUNNER_INTERFACE, StepResult.UNKNOWN, f"{arch}: the class cannot be resolved"), None
-    names = sorted({s.setter for s in methods.call_sites(ctx)})
-    has = {n: ctx.graph.member_origin(key, n) is not None for n in names}
-    route = methods.route(ctx, method, has)
+    names = sorted({s.setter for s in methods.call_sites(sm)})
+    has = {n: sm.graph.member_origin(key, n) is not None for n in names}
+    route = methods.route(sm, method, has)
     if route.refusal is not None:
         msg = route.refusal.text.replace("<model class>", v.class_name)
         return ServingStep(Gate.RUNNER_INTERFACE, StepResult.FAIL,
@@ -182,15 +182,15 @@ def _interface(ctx: Context, arch: str, key: ClassKey | None,
                            f"this SGLang's runner calls no capture setter for {method}: the target is asked for no "
                            "aux hidden states"), None
     c = calls[0]
-    hit = ctx.graph.member_origin(key, c.setter)
-    how = f" ({hit[0].name}.{c.setter}, {ctx.graph.path_of(hit[0])}:{hit[1].line})" if hit is not None else ""
+    hit = sm.graph.member_origin(key, c.setter)
+    how = f" ({hit[0].name}.{c.setter}, {sm.graph.path_of(hit[0])}:{hit[1].line})" if hit is not None else ""
     return ServingStep(Gate.RUNNER_INTERFACE, StepResult.PASS,
                        f"for {method} the runner calls {c.where.text}, which {v.class_name} has{how}",
                        _loc(c.where)), c
 
 
-def _pp_refusal(ctx: Context, pp: int, method: str) -> ServingStep:
-    r = pp_mod.refusal(ctx, method)
+def _pp_refusal(sm: Model, pp: int, method: str) -> ServingStep:
+    r = pp_mod.refusal(sm, method)
     if r is None:
         return ServingStep(Gate.PP_VERIFIER, StepResult.PASS, f"no launch-time refusal of {method} with "
                            f"pipeline_parallel_size={pp} in this tree")
@@ -199,11 +199,11 @@ def _pp_refusal(ctx: Context, pp: int, method: str) -> ServingStep:
                        Location(r.path, r.line))
 
 
-def _draft(ctx: Context, key: ClassKey | None, call: methods.SetterCall, ids: methods.Ids, method: str,
+def _draft(sm: Model, key: ClassKey | None, call: methods.SetterCall, ids: methods.Ids, method: str,
            draft: dict[str, Any], draft_path: str | None) -> sdr.SglDraft:
     """The EAGLE-3 chain's picture (``drafter.SglDraft``) for the method's setter and ids, so its capture, checkpoint
     and PP steps read them the same way."""
-    opts = ctx.options
+    opts = sm.options
     raw = draft
     path = draft_path or "<draft config>"
     da = DraftAnalysis(path, None, issues=[])
@@ -215,10 +215,10 @@ def _draft(ctx: Context, key: ClassKey | None, call: methods.SetterCall, ids: me
     da.target_hidden = h if isinstance(h, int) and not isinstance(h, bool) else None
     da.converted = raw
     da.fields = id_fields(raw, path)
-    hops = sdr.setter_chain(ctx, key, setter=call.setter) if key is not None else []
+    hops = sdr.setter_chain(sm, key, setter=call.setter) if key is not None else []
     stored, is_default, why = sdr.stored_indices(hops, ids.ids, da.num_layers) if hops and ids.ids is not None \
         else (None, False, "no setter" if not hops else "the ids are not known")
-    coll = sdr.collection(ctx, hops) if hops else None
+    coll = sdr.collection(sm, hops) if hops else None
     read = sdr.IdRead(ids.where, ids.ids)
     trained = sdr.Trained(tuple(i + 1 for i in ids.named) if ids.named else None, "sglang" if ids.named else None,
                           "the drafter config's target_layer_ids, which number layer outputs (dflash_utils.py's "
@@ -227,10 +227,10 @@ def _draft(ctx: Context, key: ClassKey | None, call: methods.SetterCall, ids: me
     pp = opts.pipeline_parallel or 1
     sd.pp_size = pp
     if pp > 1:
-        sd.pp_refusal = pp_mod.refusal(ctx, method)
+        sd.pp_refusal = pp_mod.refusal(sm, method)
         if da.num_layers is not None:
-            sd.split = pp_mod.split(ctx.source, da.num_layers, pp, opts.pp_partition)
-        sdr._pp(ctx, sd)
+            sd.split = pp_mod.split(sm.source, da.num_layers, pp, opts.pp_partition)
+        sdr._pp(sm, sd)
     return sd
 
 
@@ -254,22 +254,22 @@ def _trained(sd: sdr.SglDraft, ids: methods.Ids, captured: tuple[int, ...] | Non
     return ssv._trained(sd, captured)
 
 
-def _finish(ctx: Context, arch: str, steps: list[ServingStep], sd: sdr.SglDraft | None,
+def _finish(sm: Model, arch: str, steps: list[ServingStep], sd: sdr.SglDraft | None,
             captured: tuple[int, ...] | None, ids: methods.Ids | None) -> ServingVerdict:
     outcome, stage = outcome_of(steps)
     tr = sd.trained if sd is not None else None
     aux = sd.stored if sd is not None else None
     if outcome in (Outcome.SERVABLE, Outcome.UNCHECKED, Outcome.UNREGISTERED, Outcome.UNIMPORTABLE, Outcome.UNKNOWN):
-        nxt = next_step(ctx, arch, outcome, stage, steps, HINTS)
+        nxt = next_step(sm, arch, outcome, stage, steps, HINTS, ())
     else:
         # Not next_step's "patch it": the fixes the findings hold add EAGLE-3's setter, not this method's.
         nxt = HINTS.get(outcome) or (f"see the {stage.value} step" if stage else None)
     return ServingVerdict(
-        architecture=arch, engine=ssv.ENGINE_NAME, engine_version=ctx.version, runner=None,
+        architecture=arch, engine=ssv.ENGINE_NAME, engine_version=sm.version, runner=None,
         runner_reason="SGLang has one model runner", outcome=outcome, stage=stage, aux_layer_ids=aux,
         aux_layer_ids_source=None if ids is None or ids.ids is None else (
             "drafter-config" if ids.named is not None else "model-default"),
         drafter_trained_ids=tr.layers if tr is not None else None, drafter_architecture=None, steps=tuple(steps),
-        next_step=nxt, captured_layers=captured, pipeline_parallel=ctx.options.pipeline_parallel or 1,
-        tensor_parallel=ctx.options.tensor_parallel, trained_convention=tr.convention if tr is not None else None,
-        platform=ctx.options.platform)
+        next_step=nxt, captured_layers=captured, pipeline_parallel=sm.options.pipeline_parallel or 1,
+        tensor_parallel=sm.options.tensor_parallel, trained_convention=tr.convention if tr is not None else None,
+        platform=sm.options.platform)

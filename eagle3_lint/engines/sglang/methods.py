@@ -40,8 +40,8 @@ from eagle3_lint.semantic import Where
 
 if TYPE_CHECKING:
     from eagle3_lint import minieval as me
-    from eagle3_lint.analysis import Context
     from eagle3_lint.source import SourceTree
+    from eagle3_lint.stages import Model
 else:
     me = lazy("eagle3_lint.minieval")  # imported on first use (lazyimport.py)
 
@@ -111,12 +111,12 @@ def _parents(tree: ast.AST) -> dict[ast.AST, ast.AST]:
     return {c: p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
 
 
-def _module(ctx: Context, rel: str) -> tuple[ast.Module | None, dict[ast.AST, ast.AST]]:
+def _module(sm: Model, rel: str) -> tuple[ast.Module | None, dict[ast.AST, ast.AST]]:
     """``rel`` parsed once per analysis with its parent links, kept for the whole question (the semantic model's
     cache keeps only a few modules, and these questions walk up from nodes found earlier)."""
-    cache: dict[str, tuple[ast.Module | None, dict[ast.AST, ast.AST]]] = ctx.memo.get("sglang:method-modules", dict)
+    cache: dict[str, tuple[ast.Module | None, dict[ast.AST, ast.AST]]] = sm.memo.get("sglang:method-modules", dict)
     if rel not in cache:
-        tree = _parse(ctx.source, rel)
+        tree = _parse(sm.source, rel)
         cache[rel] = (tree, _parents(tree) if tree is not None else {})
     return cache[rel]
 
@@ -147,9 +147,9 @@ class _Site:
 class Tests:
     """Evaluates the runner's tests for ``method`` and a class that has the setters ``has`` names."""
 
-    def __init__(self, ctx: Context, method: str, has: dict[str, bool] | None = None) -> None:
-        self.ctx, self.method, self.has = ctx, method, has or {}
-        self.algos: Algorithms | None = ctx.memo.get("sglang:algorithms", lambda: algorithms(ctx.source))
+    def __init__(self, sm: Model, method: str, has: dict[str, bool] | None = None) -> None:
+        self.sm, self.method, self.has = sm, method, has or {}
+        self.algos: Algorithms | None = sm.memo.get("sglang:algorithms", lambda: algorithms(sm.source))
         self._flags: dict[str, bool | None] = {}
         self._busy: set[str] = set()
 
@@ -220,7 +220,7 @@ class Tests:
         return False
 
     def _flag_names(self) -> set[str]:
-        return self.ctx.memo.get("sglang:method-flags", lambda: set(_assignments(self.ctx)))
+        return self.sm.memo.get("sglang:method-flags", lambda: set(_assignments(self.sm)))
 
     def flag(self, name: str, depth: int = 0) -> bool | None:
         """Whether flag ``name`` holds for the method: some assignment of it that the method reaches sets it true."""
@@ -232,7 +232,7 @@ class Tests:
             return None
         self._busy.add(name)
         try:
-            sets = _assignments(self.ctx).get(name)
+            sets = _assignments(self.sm).get(name)
             if sets is None:
                 out: bool | None = None
             else:
@@ -258,7 +258,7 @@ class Tests:
     def reaches(self, rel: str, node: ast.AST, depth: int = 0) -> bool | None:
         """Whether ``node`` in ``rel`` runs for the method: the ``if`` tests around it and the early ``if ...:
         return`` statements before it in its function (tests that do not depend on the method hold)."""
-        tree, parents = _module(self.ctx, rel)
+        tree, parents = _module(self.sm, rel)
         if tree is None:
             return None
         out: bool | None = True
@@ -299,13 +299,13 @@ def _blocks(node: ast.AST) -> list[list[ast.stmt]]:
     return [b for b in (getattr(node, f, None) for f in ("body", "orelse", "finalbody")) if isinstance(b, list)]
 
 
-def _assignments(ctx: Context) -> dict[str, list[tuple[str, ast.expr, ast.AST]]]:
+def _assignments(sm: Model) -> dict[str, list[tuple[str, ast.expr, ast.AST]]]:
     """Every assignment of a name or attribute, and every keyword argument, in the runner files that call a capture
     setter or name its flags: ``name -> [(file, value, node)]`` (the files that hold the method's set-up)."""
     def build() -> dict[str, list[tuple[str, ast.expr, ast.AST]]]:
         out: dict[str, list[tuple[str, ast.expr, ast.AST]]] = {}
-        for rel in _flag_files(ctx):
-            tree, _p = _module(ctx, rel)
+        for rel in _flag_files(sm):
+            tree, _p = _module(sm, rel)
             if tree is None:
                 continue
             for n in ast.walk(tree):
@@ -323,13 +323,13 @@ def _assignments(ctx: Context) -> dict[str, list[tuple[str, ast.expr, ast.AST]]]
                             out.setdefault(kw.arg, []).append((rel, kw.value, n))
         return out
 
-    return ctx.memo.get("sglang:method-assignments", build)
+    return sm.memo.get("sglang:method-assignments", build)
 
 
-def _flag_files(ctx: Context) -> list[str]:
+def _flag_files(sm: Model) -> list[str]:
     """The runner files that call a capture setter, and those that assign what those calls pass or test."""
     def build() -> list[str]:
-        sites = call_sites(ctx)
+        sites = call_sites(sm)
         want: set[str] = set()
         for s in sites:
             fn = s.function
@@ -348,32 +348,32 @@ def _flag_files(ctx: Context) -> list[str]:
         # A file that assigns one of them (``x = ...``, ``x: T = ...``, a keyword ``x=...``).
         assigns = re.compile(rb"\b(?:" + b"|".join(re.escape(w.encode()) for w in sorted(want)) +
                              rb")\s*(?::[^=\n]*)?=(?!=)") if want else None
-        for rel in _runner_files(ctx.source):
+        for rel in _runner_files(sm.source):
             if rel in files:
                 continue
             try:
-                data = ctx.source.read_bytes(rel)
+                data = sm.source.read_bytes(rel)
             except OSError:
                 continue
             if assigns is not None and assigns.search(data):
                 files.add(rel)
         return sorted(files)
 
-    return ctx.memo.get("sglang:method-flag-files", build)
+    return sm.memo.get("sglang:method-flag-files", build)
 
 
 # -- 3. the route: which setter the runner calls, or how it refuses the class ---------------------------------
-def call_sites(ctx: Context) -> list[_Site]:
+def call_sites(sm: Model) -> list[_Site]:
     """Every ``<x>.set_<y>_layers_to_capture(...)`` call outside ``models/``."""
     def build() -> list[_Site]:
         out: list[_Site] = []
-        for rel in _runner_files(ctx.source):
+        for rel in _runner_files(sm.source):
             try:
-                if _NEEDLE not in ctx.source.read_bytes(rel):
+                if _NEEDLE not in sm.source.read_bytes(rel):
                     continue
             except OSError:
                 continue
-            tree, parents = _module(ctx, rel)
+            tree, parents = _module(sm, rel)
             if tree is None:
                 continue
             for n in ast.walk(tree):
@@ -385,7 +385,7 @@ def call_sites(ctx: Context) -> list[_Site]:
                     out.append(_Site(rel, n, fn))
         return sorted(out, key=lambda s: (s.path, getattr(s.node, "lineno", 0)))
 
-    return ctx.memo.get("sglang:method-call-sites", build)
+    return sm.memo.get("sglang:method-call-sites", build)
 
 
 @dataclass(frozen=True)
@@ -412,14 +412,14 @@ def _raise_text(node: ast.Raise) -> str:
     return f"{name}: {msg}"[:300]
 
 
-def route(ctx: Context, method: str, has: dict[str, bool]) -> Route:
+def route(sm: Model, method: str, has: dict[str, bool]) -> Route:
     """The setters the runner calls for ``method`` on a class with the setters ``has`` says, in call order, or the
     runner's refusal of it."""
-    tests = Tests(ctx, method, has)
+    tests = Tests(sm, method, has)
     calls: list[SetterCall] = []
     unsure: list[str] = []
     fns: dict[tuple[str, int], tuple[str, ast.AST]] = {}
-    for s in call_sites(ctx):
+    for s in call_sites(sm):
         line = s.node.lineno
         if s.function is not None:
             fns[(s.path, s.function.lineno)] = (s.path, s.function)
@@ -434,7 +434,7 @@ def route(ctx: Context, method: str, has: dict[str, bool]) -> Route:
     # The runner's refusal: a raise under a hasattr() test of a capture setter (or the ``if not hasattr(...):
     # raise`` guard before a call) that the method and class reach, in the functions that call the setters.
     for rel, fn in fns.values():
-        _t, parents = _module(ctx, rel)
+        _t, parents = _module(sm, rel)
         for n in ast.walk(fn):
             if not isinstance(n, ast.Raise) or not _under_hasattr(n, parents):
                 continue
@@ -480,15 +480,15 @@ class _Linker:
     """Module environments whose ``from sglang... import f`` names resolve to the tree's own functions and
     classes (one module at a time, on first use)."""
 
-    def __init__(self, ctx: Context) -> None:
-        self.ctx = ctx
+    def __init__(self, sm: Model) -> None:
+        self.sm = sm
         self.envs: dict[str, Any] = {}
         self.by_name: dict[str, Any] = {}
 
     def env(self, rel: str) -> Any:
         if rel in self.envs:
             return self.envs[rel]
-        tree, _p = _module(self.ctx, rel)
+        tree, _p = _module(self.sm, rel)
         if tree is None:
             return None
         env = me.ModuleEnv.of(tree, rel)
@@ -502,7 +502,7 @@ class _Linker:
         return env
 
     def link(self, env: Any, st: ast.ImportFrom) -> None:
-        target = self.ctx.source.module_path(st.module or "") if st.level == 0 else None
+        target = self.sm.source.module_path(st.module or "") if st.level == 0 else None
         if target is None:
             return
         for a in st.names:
@@ -558,24 +558,24 @@ def _text(cfg: dict[str, Any]) -> dict[str, Any]:
     return t if isinstance(t, dict) else cfg
 
 
-def target_ids(ctx: Context, method: str, draft: dict[str, Any], target: dict[str, Any] | None) -> Ids:
+def target_ids(sm: Model, method: str, draft: dict[str, Any], target: dict[str, Any] | None) -> Ids:
     """The ids the runner hands the capture setter for ``method`` with this drafter and target config."""
-    tests = Tests(ctx, method)
-    sets = [(rel, v, n) for rel, v, n in _assignments(ctx).get(IDS_ATTR, [])
+    tests = Tests(sm, method)
+    sets = [(rel, v, n) for rel, v, n in _assignments(sm).get(IDS_ATTR, [])
             if isinstance(n, ast.Assign) and not (isinstance(v, ast.Constant) and v.value is None)]
     reached = [(rel, n) for rel, _v, n in sets if tests.reaches(rel, n) is not False]
     if not reached:
         return Ids(None, None, note=f"no assignment of {IDS_ATTR} in the runner that {method} reaches")
     rel, node = reached[0]
     where = Where(rel, node.lineno, ast.unparse(node).split("\n")[0][:120])
-    tree, parents = _module(ctx, rel)
+    tree, parents = _module(sm, rel)
     top: ast.AST = node
     while top in parents and not isinstance(parents[top], (ast.FunctionDef, ast.AsyncFunctionDef)):
         top = parents[top]
     fn = parents.get(top)
     if tree is None or fn is None or not isinstance(top, ast.stmt):
         return Ids(None, where, note=f"{rel}:{node.lineno} is not in a function the tool can evaluate")
-    linker = _Linker(ctx)
+    linker = _Linker(sm)
     env = linker.env(rel)
     block = copy.deepcopy(top)
     # Imports inside the block bind the tree's own functions (``from ...dflash_utils import

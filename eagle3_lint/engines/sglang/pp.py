@@ -28,7 +28,7 @@ from eagle3_lint.source import SourceTree
 
 if TYPE_CHECKING:
     from eagle3_lint import minieval as me
-    from eagle3_lint.analysis import Context
+    from eagle3_lint.stages import Model
 else:
     me = lazy("eagle3_lint.minieval")  # imported on first use (lazyimport.py)
 
@@ -160,12 +160,12 @@ def _scan(source: SourceTree, pp_size: int = 2, spec: str = SPEC_VALUE) -> Refus
     return None
 
 
-def refusal(ctx: Context, spec: str = SPEC_VALUE) -> Refusal | None:
+def refusal(sm: Model, spec: str = SPEC_VALUE) -> Refusal | None:
     """Where this tree refuses EAGLE-3 (or ``--speculative-algorithm spec``) with pipeline parallelism at launch, or
     None."""
-    pp = max(ctx.options.pipeline_parallel or 2, 2)
+    pp = max(sm.options.pipeline_parallel or 2, 2)
     key = f"sglang:pp-refusal:{pp}" if spec == SPEC_VALUE else f"sglang:pp-refusal:{pp}:{spec}"
-    return ctx.memo.get(key, lambda: _scan(ctx.source, pp, spec))
+    return sm.memo.get(key, lambda: _scan(sm.source, pp, spec))
 
 
 def split(source: SourceTree, num_layers: int, pp_size: int, partition: str | None = None) -> Split:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from eagle3_lint import drafter_weights as dw
@@ -50,7 +50,8 @@ from eagle3_lint.serving import (
 )
 
 if TYPE_CHECKING:
-    from eagle3_lint.analysis import Context
+    from eagle3_lint.model import Finding
+    from eagle3_lint.stages import Model
 
 ENGINE_NAME = "sglang"
 
@@ -78,37 +79,37 @@ def _ids(ids: Iterable[Any]) -> str:
     return "[" + ", ".join(str(i) for i in ids) + "]"
 
 
-def verdict(ctx: Context, arch: str) -> ServingVerdict:
-    method = ctx.options.method or EAGLE3
+def verdict(sm: Model, arch: str) -> ServingVerdict:
+    method = sm.options.method or EAGLE3
     if method != EAGLE3:
         from eagle3_lint.engines.sglang import method_chain
 
-        return ctx.memo.get(f"sglang:serving:{method}:{arch}", lambda: method_chain.verdict(ctx, arch, method))
-    return ctx.memo.get(f"sglang:serving:{arch}", lambda: _verdict(ctx, arch))
+        return sm.memo.get(f"sglang:serving:{method}:{arch}", lambda: method_chain.verdict(sm, arch, method))
+    return sm.memo.get(f"sglang:serving:{arch}", lambda: _verdict(sm, arch))
 
 
-def _verdict(ctx: Context, arch: str) -> ServingVerdict:
-    pp = ctx.options.pipeline_parallel or 1
+def _verdict(sm: Model, arch: str) -> ServingVerdict:
+    pp = sm.options.pipeline_parallel or 1
     steps: list[ServingStep] = []
-    entry = ctx.registry.entries.get(arch)
-    sd = sdr.analyze(ctx, arch) if ctx.options.draft_config is not None else None
+    entry = sm.registry.entries.get(arch)
+    sd = sdr.analyze(sm, arch) if sm.options.draft_config is not None else None
     if entry is None:
-        steps.append(unregistered_step(ctx, arch, _loc(ctx.registry.path, 1)))
-        return _finish(ctx, arch, steps, sd, None)
+        steps.append(unregistered_step(sm, arch, _loc(sm.registry.path, 1)))
+        return _finish(sm, arch, steps, sd, None)
     steps.append(ServingStep(Gate.REGISTRY, StepResult.PASS, f"{arch} -> {entry.module}.{entry.class_name}",
-                             _loc(getattr(entry, "path", "") or ctx.registry.path, entry.line)))
-    imported = import_step(ctx, arch)
+                             _loc(getattr(entry, "path", "") or sm.registry.path, entry.line)))
+    imported = import_step(sm, arch)
     if imported is not None:
         steps.append(imported)
-        return _finish(ctx, arch, steps, sd, None)
+        return _finish(sm, arch, steps, sd, None)
     if pp > 1:
-        steps.append(_pp_refusal(ctx, pp))
+        steps.append(_pp_refusal(sm, pp))
     if sd is not None and sd.da.ignored_keys:
-        steps.append(_ignored_keys(ctx, sd))
-    steps.append(_interface(ctx, arch))
+        steps.append(_ignored_keys(sm, sd))
+    steps.append(_interface(sm, arch))
     captured: tuple[int, ...] | None = None
     if sd is None:
-        site = ctx.runner.primary
+        site = sm.runner.primary
         steps.append(ServingStep(Gate.AUX_IDS, StepResult.UNCHECKED,
                                  "no drafter config (--draft-config): which ids the runner hands the setter is not "
                                  "known", _loc(site.path, site.line) if site else None))
@@ -127,15 +128,15 @@ def _verdict(ctx: Context, arch: str) -> ServingVerdict:
         steps.append(_aux_ids(sd))
         cap, captured = _capture(sd)
         steps.append(cap)
-        if ctx.options.draft_weights is not None:
-            steps.append(_weights(ctx, sd, captured))
+        if sm.options.draft_weights is not None:
+            steps.append(_weights(sm, sd, captured))
         if pp > 1:
             steps.append(_relay(sd))
         steps.append(_trained(sd, captured))
-    return _finish(ctx, arch, steps, sd, captured)
+    return _finish(sm, arch, steps, sd, captured)
 
 
-def _finish(ctx: Context, arch: str, steps: list[ServingStep], sd: sdr.SglDraft | None,
+def _finish(sm: Model, arch: str, steps: list[ServingStep], sd: sdr.SglDraft | None,
             captured: tuple[int, ...] | None) -> ServingVerdict:
     outcome, stage = outcome_of(steps)
     source = None
@@ -145,13 +146,13 @@ def _finish(ctx: Context, arch: str, steps: list[ServingStep], sd: sdr.SglDraft 
         source = "model-default" if sd.stored_default else "drafter-config"
     tr = sd.trained if sd is not None else None
     return ServingVerdict(
-        architecture=arch, engine=ENGINE_NAME, engine_version=ctx.version, runner=None,
+        architecture=arch, engine=ENGINE_NAME, engine_version=sm.version, runner=None,
         runner_reason="SGLang has one model runner", outcome=outcome, stage=stage, aux_layer_ids=ids,
         aux_layer_ids_source=source, drafter_trained_ids=tr.layers if tr is not None else None,
         drafter_architecture=None, steps=tuple(steps),
-        next_step=next_step(ctx, arch, outcome, stage, steps, _hints(stage)), captured_layers=captured,
-        pipeline_parallel=ctx.options.pipeline_parallel or 1, tensor_parallel=ctx.options.tensor_parallel,
-        trained_convention=tr.convention if tr is not None else None, platform=ctx.options.platform)
+        next_step=next_step(sm, arch, outcome, stage, steps, _hints(stage), ()), captured_layers=captured,
+        pipeline_parallel=sm.options.pipeline_parallel or 1, tensor_parallel=sm.options.tensor_parallel,
+        trained_convention=tr.convention if tr is not None else None, platform=sm.options.platform)
 
 
 def _hints(stage: Gate | None) -> dict[Outcome, str]:
@@ -162,35 +163,35 @@ def _hints(stage: Gate | None) -> dict[Outcome, str]:
     return HINTS
 
 
-def with_next_step(ctx: Context, sv: ServingVerdict) -> ServingVerdict:
-    if (ctx.options.method or EAGLE3) != EAGLE3:
+def with_next_step(sm: Model, sv: ServingVerdict, findings: Sequence[Finding]) -> ServingVerdict:
+    if (sm.options.method or EAGLE3) != EAGLE3:
         return sv  # method_chain's next step already (EAGLE-3's fixes and ids are not that method's)
     hints = _hints(sv.stage)
-    sd = sdr.analyze(ctx, sv.architecture) if sv.outcome is Outcome.WRONG_LAYERS else None
+    sd = sdr.analyze(sm, sv.architecture) if sv.outcome is Outcome.WRONG_LAYERS else None
     if sd is not None and sd.want_ids is not None:
         # The ids that make this release's setter store the trained layers: the one thing to set.
         want = ", ".join(str(i) for i in sd.want_ids)
         hints = {**HINTS, Outcome.WRONG_LAYERS: f"set eagle_config.{IDS_KEY} = [{want}] (this SGLang's setter then "
                  "stores the trained layers), or state the drafter's numbering with --drafter-convention if the tool "
                  "assumed it"}
-    nxt = next_step(ctx, sv.architecture, sv.outcome, sv.stage, list(sv.steps), hints)
+    nxt = next_step(sm, sv.architecture, sv.outcome, sv.stage, list(sv.steps), hints, findings)
     return sv if nxt == sv.next_step else dataclasses.replace(sv, next_step=nxt)
 
 
-def _ignored_keys(ctx: Context, sd: sdr.SglDraft) -> ServingStep:
+def _ignored_keys(sm: Model, sd: sdr.SglDraft) -> ServingStep:
     from eagle3_lint.rules.egl011_drafter_key_ignored import message
 
     iks = sd.da.ignored_keys or []
     ik = iks[0]
-    e = ctx.registry.entries[ik.drafter_class]
+    e = sm.registry.entries[ik.drafter_class]
     more = f" (and {len(iks) - 1} more ignored key(s), EGL011)" if len(iks) > 1 else ""
     return ServingStep(Gate.DRAFTER_CLASS, StepResult.FAIL,
-                       f"{ik.drafter_class} -> {e.module}.{e.class_name}; but {message(ctx, ik)}{more}",
+                       f"{ik.drafter_class} -> {e.module}.{e.class_name}; but {message(sm, ik)}{more}",
                        Location(sd.da.draft_path, ik.line))
 
 
-def _pp_refusal(ctx: Context, pp: int) -> ServingStep:
-    r = pp_mod.refusal(ctx)
+def _pp_refusal(sm: Model, pp: int) -> ServingStep:
+    r = pp_mod.refusal(sm)
     if r is not None:
         # A refusal because of pipeline parallelism is the pp-refused outcome, whatever stage of the launch makes it.
         return ServingStep(Gate.PP_VERIFIER, StepResult.FAIL,
@@ -200,9 +201,9 @@ def _pp_refusal(ctx: Context, pp: int) -> ServingStep:
                        f"no launch-time refusal of EAGLE-3 with pipeline_parallel_size={pp} in this tree")
 
 
-def _interface(ctx: Context, arch: str) -> ServingStep:
-    site = ctx.runner.primary
-    v = ctx.verdicts.get(arch)
+def _interface(sm: Model, arch: str) -> ServingStep:
+    site = sm.runner.primary
+    v = sm.verdicts.get(arch)
     if site is None:
         return ServingStep(Gate.RUNNER_INTERFACE, StepResult.UNKNOWN, f"no runner call of {SETTER}() found")
     where = _loc(site.path, site.line)
@@ -215,9 +216,9 @@ def _interface(ctx: Context, arch: str) -> ServingStep:
         return ServingStep(Gate.RUNNER_INTERFACE, StepResult.FAIL,
                            f"{call}: {v.class_name} has no {SETTER} ({v.reason}): {error}, after the weights load",
                            where)
-    key = ctx.keys.get(arch)
-    hit = ctx.graph.member_origin(key, SETTER) if key is not None else None
-    how = f" ({hit[0].name}.{SETTER}, {ctx.graph.path_of(hit[0])}:{hit[1].line})" if hit is not None else ""
+    key = sm.keys.get(arch)
+    hit = sm.graph.member_origin(key, SETTER) if key is not None else None
+    how = f" ({hit[0].name}.{SETTER}, {sm.graph.path_of(hit[0])}:{hit[1].line})" if hit is not None else ""
     return ServingStep(Gate.RUNNER_INTERFACE, StepResult.PASS, f"{call} exists on {v.class_name}{how}", where)
 
 
@@ -271,15 +272,15 @@ def _capture(sd: sdr.SglDraft) -> tuple[ServingStep, tuple[int, ...] | None]:
                        f"{_ids(i + coll.shift for i in sd.stored)}", cloc), got
 
 
-def _weights(ctx: Context, sd: sdr.SglDraft, captured: tuple[int, ...] | None) -> ServingStep:
+def _weights(sm: Model, sd: sdr.SglDraft, captured: tuple[int, ...] | None) -> ServingStep:
     """Only with a checkpoint folder: its headers against the drafter class this SGLang builds (its fc width and
     decoder layers, evaluated from the class's ``__init__``) and the states the capture step hands it."""
-    ck = ctx.options.draft_weights
+    ck = sm.options.draft_weights
     cfg = sd.da.converted or {}
     archs = cfg.get("architectures")
-    arch = next((a for a in archs if isinstance(a, str) and a in ctx.registry.entries), None) \
+    arch = next((a for a in archs if isinstance(a, str) and a in sm.registry.entries), None) \
         if isinstance(archs, list) else None
-    built = dw.built(ctx, arch, cfg) if arch is not None else None
+    built = dw.built(sm, arch, cfg) if arch is not None else None
     states = len(captured) if captured else (len(set(sd.stored)) if sd.stored else None)
     rep = dw.check(ck, cfg, built, states, sd.da.target_hidden)
     where = built.fc_where if built is not None else None

@@ -71,11 +71,11 @@ def contract(root: str | Path, cache_dir: Path | None = None) -> Contract:
     from eagle3_lint import analysis
 
     source = DirSource(Path(root), PACKAGE)
-    ctx = analysis.build(source, analysis.Options(cache_dir=cache_dir))
-    reg = read_registry(source, ctx.graph, ctx.store.load_path)
+    sm = analysis.build(source, analysis.Options(cache_dir=cache_dir)).model
+    reg = read_registry(source, sm.graph, sm.store.load_path)
     out: list[ArchVerdict] = []
-    for arch, v in ctx.verdicts.items():
-        key = ctx.keys.get(arch)
+    for arch, v in sm.verdicts.items():
+        key = sm.keys.get(arch)
         ev = tuple(Evidence(s.location.path, s.location.line, s.text) for s in v.evidence if s.location is not None)
         if v.location is not None:
             ev = (*ev, Evidence(v.location.path, v.location.line, v.reason))
@@ -85,19 +85,19 @@ def contract(root: str | Path, cache_dir: Path | None = None) -> Contract:
         inner: list[str] = []
         setter: IdTransform | None = None
         if v.status is Status.SUPPORTED:
-            hit = ctx.graph.member_origin(key, SETTER)
+            hit = sm.graph.member_origin(key, SETTER)
             if hit is not None:
-                setter = read_setter(source, ctx.graph.path_of(hit[0]), hit[1].line, hit[1].end_line)
-                ev = (Evidence(ctx.graph.path_of(hit[0]), hit[1].line, f"{SETTER} defined on {hit[0].name}"), *ev)
+                setter = read_setter(source, sm.graph.path_of(hit[0]), hit[1].line, hit[1].end_line)
+                ev = (Evidence(sm.graph.path_of(hit[0]), hit[1].line, f"{SETTER} defined on {hit[0].name}"), *ev)
         elif v.status is Status.WRAPPER_GAP:
-            for _d, t in ctx.judge.inner_supporting(key):
+            for _d, t in sm.judge.inner_supporting(key):
                 inner.append(t.name)
-                hit = ctx.graph.member_origin(t, SETTER)
+                hit = sm.graph.member_origin(t, SETTER)
                 if hit is not None:
-                    ev = (*ev, Evidence(ctx.graph.path_of(hit[0]), hit[1].line, f"{hit[0].name}.{SETTER}"))
+                    ev = (*ev, Evidence(sm.graph.path_of(hit[0]), hit[1].line, f"{hit[0].name}.{SETTER}"))
         out.append(ArchVerdict(arch, str(key), v.supports_eagle3, v.status, ev, tuple(sorted(set(inner))), setter))
     if cache_dir is not None:
-        ctx.store.save()  # the facts pack: a warm run skips parsing
+        sm.store.save()  # the facts pack: a warm run skips parsing
     return Contract(ENGINE.version(source), call_sites(source), id_sources(source), reg, tuple(out))
 
 

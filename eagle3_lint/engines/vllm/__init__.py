@@ -9,7 +9,7 @@ call sites and config-time gates (``runner.py``), which runner a plain set-up us
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,13 +18,14 @@ from eagle3_lint.engine import Capability, Derived, Engine, ErrorRecord, safely
 if TYPE_CHECKING:
     import os
 
-    from eagle3_lint.analysis import Context
     from eagle3_lint.contract import Contract
     from eagle3_lint.drafter import DraftAnalysis
+    from eagle3_lint.model import Finding
     from eagle3_lint.registry import Registry
     from eagle3_lint.runner import Gate, RunnerKind, RunnerPath
     from eagle3_lint.serving import ServingVerdict
     from eagle3_lint.source import SourceTree
+    from eagle3_lint.stages import Model
     from eagle3_lint.store import FactStore
 
 PACKAGE = "vllm"
@@ -116,38 +117,38 @@ class VllmEngine(Engine):
 
         return plugins.overlay(source, specs)
 
-    def config_refusal(self, ctx: Context, arch: str) -> tuple[Gate, str] | None:
+    def config_refusal(self, sm: Model, arch: str) -> tuple[Gate, str] | None:
         from eagle3_lint.engines.vllm import gates
 
-        return gates.config_refusal(ctx, arch)
+        return gates.config_refusal(sm, arch)
 
-    def target_model_type(self, ctx: Context, config_attr: str) -> Any:
+    def target_model_type(self, sm: Model, config_attr: str) -> Any:
         from eagle3_lint.engines.vllm import gates
 
-        return gates.target_model_type(ctx, config_attr)
+        return gates.target_model_type(sm, config_attr)
 
-    def pp_refused(self, ctx: Context) -> str | None:
+    def pp_refused(self, sm: Model) -> str | None:
         from eagle3_lint.engines.vllm import gates
 
-        return gates.eagle3_pp_refused(ctx)
+        return gates.eagle3_pp_refused(sm)
 
-    def draft_analysis(self, ctx: Context, arch: str | None = None,
+    def draft_analysis(self, sm: Model, arch: str | None = None,
                        kind: RunnerKind | None = None) -> DraftAnalysis | None:
         from eagle3_lint.engines.vllm import drafter
 
         if arch is None and kind is None:
-            return ctx.memo.get("draft-analysis", lambda: drafter.analyze(ctx))
-        return drafter.analyze(ctx, arch, kind)
+            return sm.memo.get("draft-analysis", lambda: drafter.analyze(sm))
+        return drafter.analyze(sm, arch, kind)
 
-    def serving_verdict(self, ctx: Context, arch: str, kind: RunnerKind | None = None) -> ServingVerdict | None:
+    def serving_verdict(self, sm: Model, arch: str, kind: RunnerKind | None = None) -> ServingVerdict | None:
         from eagle3_lint.engines.vllm import serving
 
-        return serving.verdict(ctx, arch, kind)
+        return serving.verdict(sm, arch, kind)
 
-    def with_next_step(self, ctx: Context, sv: ServingVerdict) -> ServingVerdict:
+    def with_next_step(self, sm: Model, sv: ServingVerdict, findings: Sequence[Finding]) -> ServingVerdict:
         from eagle3_lint.engines.vllm import serving
 
-        return serving.with_next_step(ctx, sv)
+        return serving.with_next_step(sm, sv, findings)
 
 
 ENGINE = VllmEngine()

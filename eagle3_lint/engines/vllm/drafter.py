@@ -49,7 +49,7 @@ from eagle3_lint.semantic import Capture, Where, capture, default_ids, fc_init, 
 
 if TYPE_CHECKING:
     from eagle3_lint import minieval as me
-    from eagle3_lint.analysis import Context
+    from eagle3_lint.stages import Model
 else:
     me = lazy("eagle3_lint.minieval")  # imported on first use (lazyimport.py)
 
@@ -59,12 +59,12 @@ SPECULATORS_KEY = "speculators_model_type"
 
 
 # -- speculators conversion -------------------------------------------------------------------------
-def convert_speculators(ctx: Context, raw: dict[str, Any]) -> tuple[dict[str, Any] | None, str, Where | None]:
+def convert_speculators(sm: Model, raw: dict[str, Any]) -> tuple[dict[str, Any] | None, str, Where | None]:
     """The HF config vLLM builds from a speculators-format config, by the tree's own converter."""
-    base = read_module(ctx, SPECULATORS_BASE)
-    algos = read_module(ctx, SPECULATORS_ALGOS)
+    base = read_module(sm, SPECULATORS_BASE)
+    algos = read_module(sm, SPECULATORS_ALGOS)
     if base is None or algos is None:
-        return None, (f"this vLLM ({ctx.version}) has no speculators converter ({SPECULATORS_BASE}), so it cannot "
+        return None, (f"this vLLM ({sm.version}) has no speculators converter ({SPECULATORS_BASE}), so it cannot "
                       f"load a speculators-format drafter ({SPECULATORS_KEY}={raw.get(SPECULATORS_KEY)!r})"), None
     algos_env = me.ModuleEnv.of(algos, SPECULATORS_ALGOS)
     registry: dict[str, Any] = {}
@@ -119,13 +119,13 @@ def convert_speculators(ctx: Context, raw: dict[str, Any]) -> tuple[dict[str, An
 
 
 # -- the runner's config function ----------------------------------------------------------------
-def runner_ids(ctx: Context, hf_config: dict[str, Any], site: RunnerSite | None
+def runner_ids(sm: Model, hf_config: dict[str, Any], site: RunnerSite | None
                ) -> tuple[tuple[Any, ...] | None, Where | None, str, bool]:
     """Evaluate runner ``site``'s config path with ``hf_config`` as the drafter's HF config."""
     if site is None or not site.config_function:
-        key = ctx.runner.config_key
+        key = sm.runner.config_key
         why = (
-            f"this vLLM ({ctx.version}) never reads {key or 'eagle_aux_hidden_state_layer_ids'} from the drafter "
+            f"this vLLM ({sm.version}) never reads {key or 'eagle_aux_hidden_state_layer_ids'} from the drafter "
             "config: the runner always uses the model default"
         )
         return None, None, why, False
@@ -133,10 +133,10 @@ def runner_ids(ctx: Context, hf_config: dict[str, Any], site: RunnerSite | None
     fnode = None
     tree = None
     site_path = site.path
-    for cand in dict.fromkeys((site.path, ctx.runner.config_key_path)):
+    for cand in dict.fromkeys((site.path, sm.runner.config_key_path)):
         if not cand:
             continue
-        t = read_module(ctx, cand)
+        t = read_module(sm, cand)
         for n in ast.walk(t) if t is not None else ():
             if isinstance(n, ast.FunctionDef) and n.name == site.config_function:
                 fnode, tree, site_path = n, t, cand
@@ -170,19 +170,19 @@ def runner_ids(ctx: Context, hf_config: dict[str, Any], site: RunnerSite | None
 
 
 # -- the drafter's fc -----------------------------------------------------------------------------------
-def fc_input(ctx: Context, hf_config: dict[str, Any], archs: list[str] | None = None) -> FcInfo:
+def fc_input(sm: Model, hf_config: dict[str, Any], archs: list[str] | None = None) -> FcInfo:
     """``archs``: the architectures vLLM builds the drafter from (after EAGLEConfig's renaming), else the config's."""
     if archs is None:
         archs = hf_config.get("architectures") or []
     # A config.json is downloaded, not written by us: anything but a list of names means "none".
     archs = [a for a in archs if isinstance(a, str)] if isinstance(archs, list) else []
-    arch = next((a for a in archs if a in ctx.registry.entries), None)
+    arch = next((a for a in archs if a in sm.registry.entries), None)
     if arch is None:
         return FcInfo(None, None, "", f"drafter architectures {archs} are not registered in this vLLM")
-    key = ctx.keys.get(arch)
+    key = sm.keys.get(arch)
     if key is None:
         return FcInfo(None, None, arch, f"{arch} does not resolve to a class in this tree")
-    fi = fc_init(ctx, key)  # the class (or a model it builds) whose __init__ assigns self.fc
+    fi = fc_init(sm, key)  # the class (or a model it builds) whose __init__ assigns self.fc
     if fi is None:
         return FcInfo(None, None, arch, f"{key.name} builds no self.fc")
     owner, line, path, tree, fnode = fi.owner, fi.line, fi.path, fi.tree, fi.fnode
@@ -241,26 +241,26 @@ MAX_LAYERS = 100_000
 
 
 # -- the whole picture ----------------------------------------------------------------------------
-def runner_site(ctx: Context, kind: RunnerKind | None) -> RunnerSite | None:
+def runner_site(sm: Model, kind: RunnerKind | None) -> RunnerSite | None:
     """The call site of runner ``kind``; with no runner known, the tree's first (V1's where it has one)."""
-    site = ctx.runner.site_for(kind) if kind is not None else None
-    return site if site is not None else ctx.runner.primary
+    site = sm.runner.site_for(kind) if kind is not None else None
+    return site if site is not None else sm.runner.primary
 
 
-def analyze(ctx: Context, arch: str | None = None, kind: RunnerKind | None = None) -> DraftAnalysis | None:
+def analyze(sm: Model, arch: str | None = None, kind: RunnerKind | None = None) -> DraftAnalysis | None:
     """The drafter against ``arch`` (default: the first targeted architecture) on runner ``kind``
     (default: the runner ``runnerchoice.chosen`` models)."""
-    raw = ctx.options.draft_config
+    raw = sm.options.draft_config
     if raw is None:
         return None
-    path = ctx.options.draft_config_path or "<draft config>"
+    path = sm.options.draft_config_path or "<draft config>"
     if arch is None:
-        arch = ctx.targeted[0] if ctx.targeted else None
+        arch = sm.targeted[0] if sm.targeted else None
     if kind is None:
-        kind = runnerchoice.chosen(ctx, arch).kind
-    site = runner_site(ctx, kind)
+        kind = runnerchoice.chosen(sm, arch).kind
+    site = runner_site(sm, kind)
     da = DraftAnalysis(path, arch, runner=kind, conversion_key=SPECULATORS_KEY)
-    tcfg = ctx.options.target_config
+    tcfg = sm.options.target_config
     ttext = text_config(tcfg)
     if ttext:
         n = ttext.get("num_hidden_layers")
@@ -275,7 +275,7 @@ def analyze(ctx: Context, arch: str | None = None, kind: RunnerKind | None = Non
         da.target_hidden = h if isinstance(h, int) else None
     if SPECULATORS_KEY in raw:
         da.speculators = True
-        conv, err, where = convert_speculators(ctx, raw)
+        conv, err, where = convert_speculators(sm, raw)
         da.converted, da.conversion_error, da.conversion_where = conv, err, where
         if conv is None:
             return da
@@ -290,7 +290,7 @@ def analyze(ctx: Context, arch: str | None = None, kind: RunnerKind | None = Non
         conv_fields = id_fields(cfg, path)
         names = {f.path for f in da.fields}
         da.fields += [f for f in conv_fields if f.path not in names]
-    da.runner_ids, da.runner_where, da.runner_note, da.runner_reads = runner_ids(ctx, cfg, site)
+    da.runner_ids, da.runner_where, da.runner_note, da.runner_reads = runner_ids(sm, cfg, site)
     if da.runner_ids is not None:
         for f in da.fields:
             if len(f.ids) == len(da.runner_ids) and all(isinstance(x, int) for x in (*f.ids, *da.runner_ids)):
@@ -298,9 +298,9 @@ def analyze(ctx: Context, arch: str | None = None, kind: RunnerKind | None = Non
                 if len(diffs) == 1:
                     da.used_field, da.transform = f, diffs.pop()
                     break
-    key = ctx.keys.get(arch) if arch else None
+    key = sm.keys.get(arch) if arch else None
     if key is not None and da.num_layers is not None:
-        da.default_ids, da.default_where, da.default_note = default_ids(ctx, key, da.num_layers, tcfg,
+        da.default_ids, da.default_where, da.default_note = default_ids(sm, key, da.num_layers, tcfg,
                                                                                 name=site.fallback if site else None)
     elif key is not None:
         da.default_note = "pass --target-config (its num_hidden_layers) to evaluate the model default"
@@ -309,14 +309,14 @@ def analyze(ctx: Context, arch: str | None = None, kind: RunnerKind | None = Non
     elif da.default_ids is not None:
         da.effective_ids, da.effective_from = da.default_ids, "default"
     if key is not None:
-        da.capture = capture(ctx, key)
-    method = getattr(ctx.options, "method", None) or "eagle3"
-    renamed = None if da.speculators else eagle3_architectures(ctx, cfg, method)[0]
-    da.fc = fc_input(ctx, cfg, renamed)
-    da.ignored_keys = ignored_keys(ctx, raw, da)
-    pp_size = getattr(ctx.options, "pipeline_parallel", None)
+        da.capture = capture(sm, key)
+    method = getattr(sm.options, "method", None) or "eagle3"
+    renamed = None if da.speculators else eagle3_architectures(sm, cfg, method)[0]
+    da.fc = fc_input(sm, cfg, renamed)
+    da.ignored_keys = ignored_keys(sm, raw, da)
+    pp_size = getattr(sm.options, "pipeline_parallel", None)
     if pp_size and pp_size > 1 and da.num_layers is not None:
-        sp = pp_mod.split(ctx.source, da.num_layers, pp_size, getattr(ctx.options, "pp_partition", None))
+        sp = pp_mod.split(sm.source, da.num_layers, pp_size, getattr(sm.options, "pp_partition", None))
         ids = [k for k in (da.effective_ids or ()) if isinstance(k, int)]
         caps = rank_captures(da.capture, sp, ids)
         rank_of: dict[int, int | None] = {k: None for k in ids}
@@ -371,25 +371,25 @@ DRAFTER_MODULE_GLOBS = ("vllm/model_executor/models/*eagle*.py", "vllm/model_exe
 _ID_KEYS = frozenset(".".join(p) for p, *_ in ID_FIELDS)
 
 
-def ignored_keys(ctx: Context, raw: dict[str, Any], da: DraftAnalysis) -> list[IgnoredKey] | None:
+def ignored_keys(sm: Model, raw: dict[str, Any], da: DraftAnalysis) -> list[IgnoredKey] | None:
     """The keys ``raw`` sets that the drafter class this tree builds (its module, its bases' modules) and, for the
     speculators format, the tree's converter never read, while another examined release's drafter code does.
     None when the drafter class is not known (the drafter-class step says why)."""
     arch = da.fc.drafter_class if da.fc is not None else ""
-    key = ctx.keys.get(arch) if arch else None
+    key = sm.keys.get(arch) if arch else None
     if key is None:
         return None
     if da.speculators:
         # A raw speculators key reaches the drafter only through the converter: one it does not read is dropped
         # whatever the class reads, so the converter is where other releases are compared too.
-        conv = dk.chain_reads(ctx, None, (SPECULATORS_ALGOS, SPECULATORS_BASE))
-        model = dk.chain_reads(ctx, key.module)
+        conv = dk.chain_reads(sm, None, (SPECULATORS_ALGOS, SPECULATORS_BASE))
+        model = dk.chain_reads(sm, key.module)
         carried = set(dk.set_keys(da.converted or {}))
         reads = {**{k: v for k, v in model.items() if k in carried}, **conv}
-        return dk.ignored("vllm", ctx.version, raw, da.draft_path, reads, (SPECULATORS_ALGOS,),
+        return dk.ignored("vllm", sm.version, raw, da.draft_path, reads, (SPECULATORS_ALGOS,),
                           f"{arch} from the speculators format", _ID_KEYS)
-    return dk.ignored("vllm", ctx.version, raw, da.draft_path, dk.chain_reads(ctx, key.module),
-                      (ctx.graph.path_of(key),), arch, _ID_KEYS)
+    return dk.ignored("vllm", sm.version, raw, da.draft_path, dk.chain_reads(sm, key.module),
+                      (sm.graph.path_of(key),), arch, _ID_KEYS)
 
 
 # -- the drafter's class ----------------------------------------------------------------------------
@@ -402,7 +402,7 @@ def _is_method_test(test: ast.expr, method: str) -> bool:
         isinstance(x, ast.Constant) and x.value == method for x in (test.left, *test.comparators))
 
 
-def eagle3_architectures(ctx: Context, cfg: dict[str, Any], method: str = "eagle3"
+def eagle3_architectures(sm: Model, cfg: dict[str, Any], method: str = "eagle3"
                          ) -> tuple[list[str] | None, Where | None, str]:
     """The architectures vLLM's ``EAGLEConfig`` gives a drafter config for ``method`` (``"eagle3"``:
     ``LlamaForCausalLM`` -> ``Eagle3LlamaForCausalLM``; ``"eagle"``: ``EagleLlamaForCausalLM``): the tree's own
@@ -413,7 +413,7 @@ def eagle3_architectures(ctx: Context, cfg: dict[str, Any], method: str = "eagle
     """
     archs = cfg.get("architectures")
     names = [a for a in archs if isinstance(a, str)] if isinstance(archs, list) else []
-    tree = read_module(ctx, EAGLE_CONFIG)
+    tree = read_module(sm, EAGLE_CONFIG)
     init = me.find_function(tree, "__init__", "EAGLEConfig") if tree is not None else None
     if tree is None or init is None:
         return None, None, f"{EAGLE_CONFIG} has no EAGLEConfig: the drafter's architectures are used as written"

@@ -29,7 +29,7 @@ from eagle3_lint.semantic import Where, read_module
 
 if TYPE_CHECKING:
     from eagle3_lint import minieval as me
-    from eagle3_lint.analysis import Context
+    from eagle3_lint.stages import Model
 else:
     me = lazy("eagle3_lint.minieval")  # imported on first use (lazyimport.py)
 
@@ -82,12 +82,12 @@ def _guard_flag(tree: ast.Module, fn_name: str, line: int) -> str | None:
     return None
 
 
-def _call_guard(ctx: Context, site: RunnerSite) -> tuple[str, str] | None:
+def _call_guard(sm: Model, site: RunnerSite) -> tuple[str, str] | None:
     """``(file, flag)``: a ``if self.<flag>:`` around a call of the site's function in that runner's files."""
-    for rel in ctx.source.py_files():
+    for rel in sm.source.py_files():
         if not rel.startswith("vllm/v1/worker/") or runner_of(rel) is not site.kind:
             continue
-        tree = read_module(ctx, rel)
+        tree = read_module(sm, rel)
         if tree is None:
             continue
         for n in ast.walk(tree):
@@ -102,9 +102,9 @@ def _call_guard(ctx: Context, site: RunnerSite) -> tuple[str, str] | None:
 class _Cond:
     """Three-valued evaluation of runner tests for one method (None: cannot tell)."""
 
-    def __init__(self, ctx: Context, method: str) -> None:
-        self.ctx, self.method = ctx, method
-        self.spec = read_module(ctx, SPEC_CONFIG)
+    def __init__(self, sm: Model, method: str) -> None:
+        self.sm, self.method = sm, method
+        self.spec = read_module(sm, SPEC_CONFIG)
         self.depth = 0
 
     def truth(self, e: ast.AST) -> bool | None:
@@ -176,16 +176,16 @@ def _names_method(e: ast.AST) -> bool:
                for n in ast.walk(e))
 
 
-def _value(ctx: Context, rel: str, value: ast.AST, method: str, draft: dict[str, Any]) -> tuple[bool | None, str]:
+def _value(sm: Model, rel: str, value: ast.AST, method: str, draft: dict[str, Any]) -> tuple[bool | None, str]:
     """The flag's assigned value for the method: a constant, or a call of the tree's own predicate."""
     if isinstance(value, ast.Constant):
         return bool(value.value), ""
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
         name = value.func.id
-        for cand in ctx.source.py_files():
+        for cand in sm.source.py_files():
             if not cand.startswith("vllm/v1/"):
                 continue
-            tree = read_module(ctx, cand)
+            tree = read_module(sm, cand)
             fn = me.find_function(tree, name) if tree is not None else None
             if fn is None or tree is None:
                 continue
@@ -201,33 +201,33 @@ def _value(ctx: Context, rel: str, value: ast.AST, method: str, draft: dict[str,
     return True, f"{ast.unparse(value)}, true unless the drafter config turns aux states off"
 
 
-def aux_use(ctx: Context, site: RunnerSite | None, method: str, draft: dict[str, Any] | None) -> AuxUse:
+def aux_use(sm: Model, site: RunnerSite | None, method: str, draft: dict[str, Any] | None) -> AuxUse:
     """Whether runner ``site`` asks the model for aux states (and so applies its check) under ``method``."""
     if site is None:
         return AuxUse(method, None, "", None, "no runner call site")
-    tree = read_module(ctx, site.path)
+    tree = read_module(sm, site.path)
     flag = _guard_flag(tree, site.function, site.line) if tree is not None else None
     rel = site.path
     if flag is None:
-        found = _call_guard(ctx, site)
+        found = _call_guard(sm, site)
         if found is not None:
             rel, flag = found
     if not flag:
         # No flag: the check runs whenever the site runs (older trees); only EAGLE-3 is known to reach it.
         return AuxUse(method, True if method == DEFAULT else None, "", Where(site.path, site.line),
                       "the runner's check is not behind a flag the tool can read")
-    ftree = read_module(ctx, rel)
+    ftree = read_module(sm, rel)
     if ftree is None:
         return AuxUse(method, None, flag, None, f"{rel} cannot be read")
     parents = _parents(ftree)
-    cond = _Cond(ctx, method)
+    cond = _Cond(sm, method)
     decided: AuxUse | None = None
     for n in sorted((n for n in ast.walk(ftree) if isinstance(n, ast.Assign) and len(n.targets) == 1
                      and _self_attr(n.targets[0]) == flag), key=lambda n: n.lineno):
         r = _reach(parents, n, cond)
         if r is False:
             continue
-        val, how = _value(ctx, rel, n.value, method, draft or {})
+        val, how = _value(sm, rel, n.value, method, draft or {})
         w = Where(rel, n.lineno, f"self.{flag} = {ast.unparse(n.value)}")
         if r is None:
             return AuxUse(method, None, flag, w, f"whether {rel}:{n.lineno} runs for method {method!r} is unknown")
@@ -235,20 +235,20 @@ def aux_use(ctx: Context, site: RunnerSite | None, method: str, draft: dict[str,
     return decided or AuxUse(method, None, flag, None, f"no assignment of self.{flag} in {rel}")
 
 
-def known(ctx: Context, method: str) -> bool | None:
+def known(sm: Model, method: str) -> bool | None:
     """Whether ``config/speculative.py`` names ``method`` (its ``SpeculativeMethod`` literals and tests): False is a
     method this vLLM does not know, which ``SpeculativeConfig`` refuses before anything loads; None where the tree
     has no such file (a tree laid out otherwise: not judged)."""
-    tree = read_module(ctx, SPEC_CONFIG)
+    tree = read_module(sm, SPEC_CONFIG)
     if tree is None:
         return None
     return any(isinstance(n, ast.Constant) and n.value == method for n in ast.walk(tree))
 
 
-def builds_through_eagle_config(ctx: Context, method: str) -> tuple[bool | None, Where | None]:
+def builds_through_eagle_config(sm: Model, method: str) -> tuple[bool | None, Where | None]:
     """Whether ``SpeculativeConfig`` wraps the drafter's HF config in ``EAGLEConfig`` for ``method`` (the ``if``
     around ``EAGLEConfig(...)`` in ``config/speculative.py``, evaluated for the method)."""
-    tree = read_module(ctx, SPEC_CONFIG)
+    tree = read_module(sm, SPEC_CONFIG)
     if tree is None:
         return None, None
     parents = _parents(tree)
@@ -256,7 +256,7 @@ def builds_through_eagle_config(ctx: Context, method: str) -> tuple[bool | None,
                 None)
     if call is None:
         return None, None
-    cond = _Cond(ctx, method)
+    cond = _Cond(sm, method)
     cur: ast.AST = call
     while cur in parents:
         par = parents[cur]

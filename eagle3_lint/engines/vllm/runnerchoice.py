@@ -29,7 +29,7 @@ from eagle3_lint.source import SourceTree
 
 if TYPE_CHECKING:
     from eagle3_lint import minieval as me
-    from eagle3_lint.analysis import Context
+    from eagle3_lint.stages import Model
 else:
     me = lazy("eagle3_lint.minieval")  # imported on first use (lazyimport.py)
 
@@ -208,14 +208,14 @@ def choose(source: SourceTree, runner: RunnerPath, arch: str | None, text_config
 CPU_RUNNER = "vllm/v1/worker/cpu_model_runner.py"
 
 
-def platform_refusal(ctx: Context) -> tuple[str, int, str] | None:
+def platform_refusal(sm: Model) -> tuple[str, int, str] | None:
     """Where the model runner of ``--platform`` refuses speculative decoding outright, read from the tree: (path,
     line, the statement), or None."""
-    if ctx.options.platform != "cpu":
+    if sm.options.platform != "cpu":
         return None
 
     def compute() -> tuple[str, int, str] | None:
-        tree = _parse(ctx.source, CPU_RUNNER)
+        tree = _parse(sm.source, CPU_RUNNER)
         for node in ast.walk(tree) if tree is not None else ():
             if isinstance(node, ast.Assert) and isinstance(node.test, ast.Compare) \
                     and len(node.test.ops) == 1 and isinstance(node.test.ops[0], ast.Is) \
@@ -224,24 +224,24 @@ def platform_refusal(ctx: Context) -> tuple[str, int, str] | None:
                 return CPU_RUNNER, node.lineno, ast.unparse(node)
         return None
 
-    return ctx.memo.get("cpu-runner-refusal", compute)
+    return sm.memo.get("cpu-runner-refusal", compute)
 
 
-def chosen(ctx: Context, arch: str | None) -> RunnerChoice:
+def chosen(sm: Model, arch: str | None) -> RunnerChoice:
     """The runner the analysis models for ``arch``: ``--runner v1|v2`` when given and present, else the default."""
     from eagle3_lint.checkpoint import text_config
 
-    pp = ctx.options.pipeline_parallel or 1
-    key = f"runner-choice:{arch}:{pp}:{ctx.options.runner}:{ctx.options.platform}"
+    pp = sm.options.pipeline_parallel or 1
+    key = f"runner-choice:{arch}:{pp}:{sm.options.runner}:{sm.options.platform}"
 
     def compute() -> RunnerChoice:
-        asked = ctx.options.runner
+        asked = sm.options.runner
         if asked in (RunnerKind.V1.value, RunnerKind.V2.value):
             kind = RunnerKind(asked)
-            site = ctx.runner.site_for(kind)
+            site = sm.runner.site_for(kind)
             if site is None:
                 return RunnerChoice(None, "", 0, f"--runner {asked}: this tree has no {asked.upper()} runner call site")
             return RunnerChoice(kind, site.path, site.line, f"--runner {asked}")
-        return choose(ctx.source, ctx.runner, arch, text_config(ctx.options.target_config), pp, ctx.options.platform)
+        return choose(sm.source, sm.runner, arch, text_config(sm.options.target_config), pp, sm.options.platform)
 
-    return ctx.memo.get(key, compute)
+    return sm.memo.get(key, compute)

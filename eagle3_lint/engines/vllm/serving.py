@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from eagle3_lint import drafter as dr
@@ -49,7 +49,8 @@ from eagle3_lint.serving import (
 )
 
 if TYPE_CHECKING:
-    from eagle3_lint.analysis import Context
+    from eagle3_lint.model import Finding
+    from eagle3_lint.stages import Model
 
 
 def _loc(path: str | None, line: int | None) -> Location | None:
@@ -100,63 +101,63 @@ def trained_layers(da: dr.DraftAnalysis, stated: str | None) -> tuple[tuple[int,
 
 
 # -- the chain ---------------------------------------------------------------------------------------------
-def verdict(ctx: Context, arch: str, kind: RunnerKind | None = None) -> ServingVerdict:
+def verdict(sm: Model, arch: str, kind: RunnerKind | None = None) -> ServingVerdict:
     """The chain for ``arch`` on runner ``kind`` (default: the runner ``runnerchoice.chosen`` models)."""
     key = f"serving:{arch}:{kind.value if kind else 'chosen'}"
-    return ctx.memo.get(key, lambda: _verdict(ctx, arch, kind))
+    return sm.memo.get(key, lambda: _verdict(sm, arch, kind))
 
 
-def _verdict(ctx: Context, arch: str, kind: RunnerKind | None) -> ServingVerdict:
-    choice = runnerchoice.chosen(ctx, arch)
+def _verdict(sm: Model, arch: str, kind: RunnerKind | None) -> ServingVerdict:
+    choice = runnerchoice.chosen(sm, arch)
     if kind is None:
         kind = choice.kind
         reason = choice.reason
     else:
         reason = f"the {kind.value.upper()} runner, asked for"
-    opts = ctx.options
+    opts = sm.options
     pp = opts.pipeline_parallel or 1
     steps: list[ServingStep] = []
-    entry = ctx.registry.entries.get(arch)
-    da = vdr.analyze(ctx, arch, kind) if opts.draft_config is not None else None
+    entry = sm.registry.entries.get(arch)
+    da = vdr.analyze(sm, arch, kind) if opts.draft_config is not None else None
     # 1. registry
     if entry is None:
-        steps.append(unregistered_step(ctx, arch, _loc(ctx.registry.path, 1)))
-        return _finish(ctx, arch, kind, reason, steps, da, None)
+        steps.append(unregistered_step(sm, arch, _loc(sm.registry.path, 1)))
+        return _finish(sm, arch, kind, reason, steps, da, None)
     steps.append(ServingStep(Gate.REGISTRY, StepResult.PASS, f"{arch} -> {entry.module}.{entry.class_name}",
-                             _loc(getattr(entry, "path", "") or ctx.registry.path, entry.line)))
-    imported = import_step(ctx, arch)
+                             _loc(getattr(entry, "path", "") or sm.registry.path, entry.line)))
+    imported = import_step(sm, arch)
     if imported is not None:
         steps.append(imported)
-        return _finish(ctx, arch, kind, reason, steps, da, None)
+        return _finish(sm, arch, kind, reason, steps, da, None)
     method = opts.method or vmethods.DEFAULT
-    if method != vmethods.DEFAULT and vmethods.known(ctx, method) is False:
+    if method != vmethods.DEFAULT and vmethods.known(sm, method) is False:
         steps.append(ServingStep(Gate.CONFIG_GATE, StepResult.FAIL,
                                  f"this vLLM's SpeculativeConfig does not know method {method!r} "
                                  f"({vmethods.SPEC_CONFIG} never names it): refused before anything loads",
                                  _loc(vmethods.SPEC_CONFIG, 1)))
-        return _finish(ctx, arch, kind, reason, steps, da, None)
-    steps.append(_config_gate(ctx, arch, method))
-    steps.append(_drafter_class(ctx, da, method))
+        return _finish(sm, arch, kind, reason, steps, da, None)
+    steps.append(_config_gate(sm, arch, method))
+    steps.append(_drafter_class(sm, da, method))
     if pp > 1:
-        steps.append(_drafter_pp(ctx, da, pp))
-    key = ctx.keys.get(arch)
-    site = vdr.runner_site(ctx, kind)
-    refusal = runnerchoice.platform_refusal(ctx)
+        steps.append(_drafter_pp(sm, da, pp))
+    key = sm.keys.get(arch)
+    site = vdr.runner_site(sm, kind)
+    refusal = runnerchoice.platform_refusal(sm)
     if refusal is not None:
         path, line, stmt = refusal
         steps.append(ServingStep(Gate.RUNNER_INTERFACE, StepResult.FAIL, "the "
-                                 f"{ctx.options.platform.upper()} model runner refuses speculative decoding: {stmt}",
+                                 f"{sm.options.platform.upper()} model runner refuses speculative decoding: {stmt}",
                                  Location(path, line)))
-        return _finish(ctx, arch, kind, reason, steps, da, None)
-    aux = vmethods.aux_use(ctx, site, method, opts.draft_config) if method != vmethods.DEFAULT else None
+        return _finish(sm, arch, kind, reason, steps, da, None)
+    aux = vmethods.aux_use(sm, site, method, opts.draft_config) if method != vmethods.DEFAULT else None
     captured: tuple[int, ...] | None = None
     if aux is not None and aux.asks is not True:
         # The runner asks the model for no aux states under this method (or the tree does not say): the
         # check and everything downstream of it depend on that.
-        steps.extend(_no_aux_steps(ctx, da, aux, method))
-        return _finish(ctx, arch, kind, reason, steps, da, None)
-    steps.append(_interface(ctx, arch, site))
-    steps.append(_pp_verifier(ctx, key, site, pp))
+        steps.extend(_no_aux_steps(sm, da, aux, method))
+        return _finish(sm, arch, kind, reason, steps, da, None)
+    steps.append(_interface(sm, arch, site))
+    steps.append(_pp_verifier(sm, key, site, pp))
     if da is None:
         steps.append(
             ServingStep(
@@ -173,17 +174,17 @@ def _verdict(ctx: Context, arch: str, kind: RunnerKind | None) -> ServingVerdict
         steps.append(_aux_ids(da, site))
         cap_step, captured = _capture(da, pp)
         steps.append(cap_step)
-        steps.append(_weights(ctx, da, captured, _fc(da)))
-        steps.append(_relay(ctx, da, pp, site))
-        steps.append(_trained(ctx, da, captured))
-    return _finish(ctx, arch, kind, reason, steps, da, captured)
+        steps.append(_weights(sm, da, captured, _fc(da)))
+        steps.append(_relay(sm, da, pp, site))
+        steps.append(_trained(sm, da, captured))
+    return _finish(sm, arch, kind, reason, steps, da, captured)
 
 
-def _finish(ctx: Context, arch: str, kind: RunnerKind | None, reason: str, steps: list[ServingStep],
+def _finish(sm: Model, arch: str, kind: RunnerKind | None, reason: str, steps: list[ServingStep],
             da: dr.DraftAnalysis | None, captured: tuple[int, ...] | None) -> ServingVerdict:
     outcome, stage = outcome_of(steps)
-    trained, conv, _why = trained_layers(da, ctx.options.drafter_convention) if da is not None else (None, None, "")
-    if da is not None and ctx.options.drafter_convention is None and conv == "vllm" \
+    trained, conv, _why = trained_layers(da, sm.options.drafter_convention) if da is not None else (None, None, "")
+    if da is not None and sm.options.drafter_convention is None and conv == "vllm" \
             and da.default_minus_one(da.fields[0].ids if da.fields else ()):
         trained = None  # not known well enough to judge by (see _trained)
     ids = (
@@ -195,21 +196,23 @@ def _finish(ctx: Context, arch: str, kind: RunnerKind | None, reason: str, steps
         "drafter-config" if da.effective_from == "config" else "model-default")
     drafter_arch = da.fc.drafter_class if da is not None and da.fc is not None and da.fc.drafter_class else None
     return ServingVerdict(
-        architecture=arch, engine="vllm", engine_version=ctx.version, runner=kind, runner_reason=reason,
+        architecture=arch, engine="vllm", engine_version=sm.version, runner=kind, runner_reason=reason,
         outcome=outcome, stage=stage, aux_layer_ids=ids, aux_layer_ids_source=source, drafter_trained_ids=trained,
-        drafter_architecture=drafter_arch, steps=tuple(steps), next_step=_next_step(ctx, arch, outcome, stage, steps),
-        captured_layers=captured, pipeline_parallel=ctx.options.pipeline_parallel or 1,
-        tensor_parallel=ctx.options.tensor_parallel, trained_convention=conv, platform=ctx.options.platform)
+        # No findings yet while the rules run (EGL007 asks): with_next_step works the step out again from them.
+        drafter_architecture=drafter_arch, steps=tuple(steps),
+        next_step=_next_step(sm, arch, outcome, stage, steps, ()),
+        captured_layers=captured, pipeline_parallel=sm.options.pipeline_parallel or 1,
+        tensor_parallel=sm.options.tensor_parallel, trained_convention=conv, platform=sm.options.platform)
 
 
-def _config_gate(ctx: Context, arch: str, method: str = vmethods.DEFAULT) -> ServingStep:
-    gates = [g for g in ctx.runner.gates if method in g.methods and g.allow_list]
+def _config_gate(sm: Model, arch: str, method: str = vmethods.DEFAULT) -> ServingStep:
+    gates = [g for g in sm.runner.gates if method in g.methods and g.allow_list]
     if not gates:
         what = "EAGLE-3" if method == vmethods.DEFAULT else f"method {method!r}"
         return ServingStep(
             Gate.CONFIG_GATE, StepResult.PASS, f"this vLLM has no config-time model_type gate for {what}"
         )
-    cfg = ctx.options.target_config
+    cfg = sm.options.target_config
     for g in gates:
         where = _loc(g.path, g.line)
         allowed = ", ".join(g.allow_list)
@@ -217,7 +220,7 @@ def _config_gate(ctx: Context, arch: str, method: str = vmethods.DEFAULT) -> Ser
             return ServingStep(Gate.CONFIG_GATE, StepResult.UNCHECKED,
                                f"SpeculativeConfig refuses EAGLE-3 unless {g.config_attr}.model_type contains one of "
                                f"[{allowed}]; pass --target-config to check this target", where)
-        res = vgates.target_model_type(ctx, g.config_attr)
+        res = vgates.target_model_type(sm, g.config_attr)
         if res.model_type is None:
             return ServingStep(Gate.CONFIG_GATE, StepResult.UNKNOWN,
                                f"which {g.config_attr}.model_type this vLLM gives the target config is unknown "
@@ -226,17 +229,17 @@ def _config_gate(ctx: Context, arch: str, method: str = vmethods.DEFAULT) -> Ser
             return ServingStep(Gate.CONFIG_GATE, StepResult.FAIL,
                                f"{g.config_attr}.model_type {res.model_type!r} contains none of [{allowed}]: "
                                f"{g.error or 'refused'} before any weight loads", where)
-    mt = vgates.target_model_type(ctx, gates[0].config_attr).model_type
+    mt = vgates.target_model_type(sm, gates[0].config_attr).model_type
     return ServingStep(Gate.CONFIG_GATE, StepResult.PASS, f"model_type {mt!r} is on the EAGLE-3 allow-list",
                        _loc(gates[0].path, gates[0].line))
 
 
-def _drafter_class(ctx: Context, da: dr.DraftAnalysis | None, method: str = vmethods.DEFAULT) -> ServingStep:
+def _drafter_class(sm: Model, da: dr.DraftAnalysis | None, method: str = vmethods.DEFAULT) -> ServingStep:
     if da is None:
         return ServingStep(Gate.DRAFTER_CLASS, StepResult.UNCHECKED,
                            "no drafter config: whether vLLM can build the drafter is not checked")
     if method != vmethods.DEFAULT and not da.speculators:
-        wraps, w = vmethods.builds_through_eagle_config(ctx, method)
+        wraps, w = vmethods.builds_through_eagle_config(sm, method)
         if wraps is not True:
             return ServingStep(Gate.DRAFTER_CLASS, StepResult.UNCHECKED,
                                f"for method {method!r} this vLLM does not build the drafter through EAGLEConfig "
@@ -251,24 +254,24 @@ def _drafter_class(ctx: Context, da: dr.DraftAnalysis | None, method: str = vmet
         names = [a for a in cfg.get("architectures") or [] if isinstance(a, str)]
         where, how = _where(da.conversion_where), "the tree's speculators converter gives"
     else:
-        renamed, w, note = vdr.eagle3_architectures(ctx, cfg, method)
+        renamed, w, note = vdr.eagle3_architectures(sm, cfg, method)
         names = renamed if renamed is not None else [a for a in cfg.get("architectures") or [] if isinstance(a, str)]
         where, how = _where(w), ("EAGLEConfig renames the drafter's architectures to" if w else note + ":")
-    registered = [a for a in names if a in ctx.registry.entries]
+    registered = [a for a in names if a in sm.registry.entries]
     if not names:
         return ServingStep(Gate.DRAFTER_CLASS, StepResult.FAIL, "the drafter config names no architecture", where)
     if not registered:
         return ServingStep(Gate.DRAFTER_CLASS, StepResult.FAIL,
                            f"{how} {_ids(names)}, and none is in this vLLM's registry: the drafter cannot be built",
                            where)
-    e = ctx.registry.entries[registered[0]]
+    e = sm.registry.entries[registered[0]]
     built = f"{how} {_ids(names)}; {registered[0]} -> {e.module}.{e.class_name}"
     if da.ignored_keys:
-        return ignored_keys_step(ctx, da, built)
+        return ignored_keys_step(sm, da, built)
     return ServingStep(Gate.DRAFTER_CLASS, StepResult.PASS, built, where)
 
 
-def ignored_keys_step(ctx: Context, da: dr.DraftAnalysis, built: str) -> ServingStep:
+def ignored_keys_step(sm: Model, da: dr.DraftAnalysis, built: str) -> ServingStep:
     """The drafter-class step of a drafter config with keys this release's drafter code never reads (EGL011).
 
     It fails: the class the release builds is not the drafter the config describes. Where the key turns on a
@@ -283,11 +286,11 @@ def ignored_keys_step(ctx: Context, da: dr.DraftAnalysis, built: str) -> Serving
     assert ik is not None
     more = f" (and {len(da.ignored_keys or ()) - 1} more ignored key(s), EGL011)" if len(da.ignored_keys or ()) > 1 \
         else ""
-    return ServingStep(Gate.DRAFTER_CLASS, StepResult.FAIL, f"{built}; but {message(ctx, ik)}{more}",
+    return ServingStep(Gate.DRAFTER_CLASS, StepResult.FAIL, f"{built}; but {message(sm, ik)}{more}",
                        Location(da.draft_path, ik.line))
 
 
-def _no_aux_steps(ctx: Context, da: dr.DraftAnalysis | None, aux: vmethods.AuxUse, method: str) -> list[ServingStep]:
+def _no_aux_steps(sm: Model, da: dr.DraftAnalysis | None, aux: vmethods.AuxUse, method: str) -> list[ServingStep]:
     """The chain after the drafter class for a method under which the runner asks for no aux states (EAGLE-1's
     ``eagle``): the EAGLE-3 check is never applied and nothing is captured, so those steps are skipped; a drafter
     config that is an EAGLE-3 drafter still needs an fc that the class this method builds has (``_eagle1_fc``)."""
@@ -299,13 +302,13 @@ def _no_aux_steps(ctx: Context, da: dr.DraftAnalysis | None, aux: vmethods.AuxUs
                             where)]
     assign = aux.where.text if aux.where else f"self.{aux.flag}"
     done = (f"under method {method!r} the runner asks the model for no aux hidden states ({assign}, false for it), "
-            f"so {ctx.contract.check_function}() is never applied")
+            f"so {sm.contract.check_function}() is never applied")
     none = "no aux hidden states are asked for"
     out = [ServingStep(Gate.RUNNER_INTERFACE, StepResult.SKIPPED, done, where),
            ServingStep(Gate.PP_VERIFIER, StepResult.SKIPPED, none),
            ServingStep(Gate.AUX_IDS, StepResult.SKIPPED, none),
            ServingStep(Gate.CAPTURE, StepResult.SKIPPED, none),
-           _eagle1_fc(ctx, da, method),
+           _eagle1_fc(sm, da, method),
            ServingStep(Gate.PP_RELAY, StepResult.SKIPPED, none),
            ServingStep(Gate.TRAINED_LAYERS, StepResult.SKIPPED, none)]
     return out
@@ -317,14 +320,14 @@ def _eagle3_drafter(da: dr.DraftAnalysis) -> bool:
     return bool(da.fields) or da.speculators or any(isinstance(a, str) and "Eagle3" in a for a in archs)
 
 
-def _eagle1_fc(ctx: Context, da: dr.DraftAnalysis | None, method: str) -> ServingStep:
+def _eagle1_fc(sm: Model, da: dr.DraftAnalysis | None, method: str) -> ServingStep:
     """An EAGLE-3 checkpoint's ``fc`` (what this tree's EAGLE-3 class builds for the config) against the ``fc`` of
     the class ``method`` builds: a different width does not load (its weight has another shape)."""
     if da is None or da.fc is None or da.fc.in_size is None or not _eagle3_drafter(da):
         return ServingStep(Gate.DRAFTER_FC, StepResult.SKIPPED, f"no aux hidden states feed the drafter under "
                            f"method {method!r}")
     cfg = da.converted or {}
-    e3 = vdr.fc_input(ctx, cfg, vdr.eagle3_architectures(ctx, cfg, vmethods.DEFAULT)[0])
+    e3 = vdr.fc_input(sm, cfg, vdr.eagle3_architectures(sm, cfg, vmethods.DEFAULT)[0])
     if e3.in_size is None or e3.in_size == da.fc.in_size:
         return ServingStep(Gate.DRAFTER_FC, StepResult.SKIPPED, f"no aux hidden states feed the drafter under "
                            f"method {method!r}", _where(da.fc.where))
@@ -335,11 +338,11 @@ def _eagle1_fc(ctx: Context, da: dr.DraftAnalysis | None, method: str) -> Servin
                        "fc weight does not fit it", _where(da.fc.where))
 
 
-def _drafter_pp(ctx: Context, da: dr.DraftAnalysis | None, pp: int) -> ServingStep:
+def _drafter_pp(sm: Model, da: dr.DraftAnalysis | None, pp: int) -> ServingStep:
     """Where the drafter gets the target's pipeline-parallel size, ``verify_with_parallel_config`` refuses a
     drafter class that does not support PP (``supports_pp``: the interface's members and an
     ``intermediate_tensors`` parameter of ``forward``), at config time."""
-    expr, path, line = vgates.drafter_pp_source(ctx)
+    expr, path, line = vgates.drafter_pp_source(sm)
     where = _loc(path, line)
     if expr is None:
         return ServingStep(Gate.CONFIG_GATE, StepResult.PASS, "the drafter's parallel config is not derived from the "
@@ -351,10 +354,10 @@ def _drafter_pp(ctx: Context, da: dr.DraftAnalysis | None, pp: int) -> ServingSt
         return ServingStep(Gate.CONFIG_GATE, StepResult.UNCHECKED,
                            f"the drafter gets pipeline_parallel_size={expr}; whether its class supports PP needs the "
                            "drafter config", where)
-    key = ctx.keys.get(da.fc.drafter_class)
+    key = sm.keys.get(da.fc.drafter_class)
     if key is None:
         return ServingStep(Gate.CONFIG_GATE, StepResult.UNKNOWN, f"{da.fc.drafter_class} cannot be resolved", where)
-    has_param, has_member = vgates.supports_pp(ctx, key)
+    has_param, has_member = vgates.supports_pp(sm, key)
     if has_param and has_member:
         return ServingStep(Gate.CONFIG_GATE, StepResult.PASS,
                            f"the drafter gets pipeline_parallel_size={expr} and {key.name} supports PP", where)
@@ -365,13 +368,13 @@ def _drafter_pp(ctx: Context, da: dr.DraftAnalysis | None, pp: int) -> ServingSt
                        "for this model' before any weight loads", where)
 
 
-def _interface(ctx: Context, arch: str, site: Any) -> ServingStep:
-    v = ctx.verdicts.get(arch)
+def _interface(sm: Model, arch: str, site: Any) -> ServingStep:
+    v = sm.verdicts.get(arch)
     if site is None:
         return ServingStep(Gate.RUNNER_INTERFACE, StepResult.UNKNOWN, "no runner call site configures EAGLE-3 here")
     where = _loc(site.path, site.line)
     call = (
-        f"{ctx.contract.check_function}({site.interrogated})"
+        f"{sm.contract.check_function}({site.interrogated})"
         if site.checked
         else f"{site.interrogated}.{site.setter}()"
     )
@@ -382,9 +385,9 @@ def _interface(ctx: Context, arch: str, site: Any) -> ServingStep:
         err = site.error or "the runner skips the aux layers"
         return ServingStep(Gate.RUNNER_INTERFACE, StepResult.FAIL,
                            f"{call} is False for {v.class_name} ({v.reason}): {err}, after the weights load", where)
-    key = ctx.keys.get(arch)
+    key = sm.keys.get(arch)
     if key is not None:
-        eff = sem.setter_effect(ctx, key)
+        eff = sem.setter_effect(sm, key)
         if eff.kind in ("not-mixin", "no-holder"):
             return ServingStep(Gate.RUNNER_INTERFACE, StepResult.FAIL,
                                f"{call} passes, but {site.setter or 'the setter'}() raises: {eff.detail}",
@@ -392,8 +395,8 @@ def _interface(ctx: Context, arch: str, site: Any) -> ServingStep:
     return ServingStep(Gate.RUNNER_INTERFACE, StepResult.PASS, f"{call} is True for {v.class_name}", where)
 
 
-def _pp_verifier(ctx: Context, key: Any, site: Any, pp: int) -> ServingStep:
-    rp = ctx.runner
+def _pp_verifier(sm: Model, key: Any, site: Any, pp: int) -> ServingStep:
+    rp = sm.runner
     if pp <= 1:
         return ServingStep(Gate.PP_VERIFIER, StepResult.SKIPPED, "no pipeline parallelism")
     if not rp.pp_verifier or site is None or rp.pp_verifier_path != site.path:
@@ -402,16 +405,16 @@ def _pp_verifier(ctx: Context, key: Any, site: Any, pp: int) -> ServingStep:
     where = _loc(rp.pp_verifier_path, rp.pp_verifier_line)
     if key is None:
         return ServingStep(Gate.PP_VERIFIER, StepResult.UNKNOWN, "the class cannot be resolved", where)
-    kind, hops, how = sem.default_holder(ctx, key)
+    kind, hops, how = sem.default_holder(sm, key)
     if kind != "ok":
         return ServingStep(Gate.PP_VERIFIER, StepResult.UNKNOWN, f"the inner decoder cannot be followed ({how})", where)
     holder = hops[-1].key if hops else key
-    hit = ctx.graph.member_origin(holder, rp.pp_flag or "")
+    hit = sm.graph.member_origin(holder, rp.pp_flag or "")
     if hit is not None and hit[1].value == "True":
         return ServingStep(
             Gate.PP_VERIFIER,
             StepResult.PASS,
-            f"{how} = {holder.name} sets {rp.pp_flag} = True ({ctx.graph.path_of(hit[0])}:{hit[1].line})",
+            f"{how} = {holder.name} sets {rp.pp_flag} = True ({sm.graph.path_of(hit[0])}:{hit[1].line})",
             where,
         )
     return ServingStep(Gate.PP_VERIFIER, StepResult.FAIL,
@@ -509,18 +512,18 @@ def _fc(da: dr.DraftAnalysis) -> ServingStep:
                        f"fc takes {fc.in_size} = {len(set(ids))} x {da.target_hidden}", _where(fc.where))
 
 
-def _weights(ctx: Context, da: dr.DraftAnalysis, captured: tuple[int, ...] | None, fc_step: ServingStep
+def _weights(sm: Model, da: dr.DraftAnalysis, captured: tuple[int, ...] | None, fc_step: ServingStep
              ) -> ServingStep:
     """The fc step, with the checkpoint's headers checked too when --draft-config names a folder with weights:
     a shape that disagrees with what arrives or with what the drafter class builds fails the step."""
-    ck = ctx.options.draft_weights
+    ck = sm.options.draft_weights
     if ck is None or fc_step.result is StepResult.FAIL:
         return fc_step
     ids = [i for i in (da.effective_ids or ()) if isinstance(i, int)]
     states = len(captured) if captured else (len(set(ids)) if ids else None)
     cfg = da.converted or {}
     arch = da.fc.drafter_class if da.fc is not None else ""
-    built = dw.built(ctx, arch, cfg) if arch else None
+    built = dw.built(sm, arch, cfg) if arch else None
     rep = dw.check(ck, cfg, built, states, da.target_hidden)
     if rep.mismatches:
         m = rep.mismatches[0]
@@ -532,7 +535,7 @@ def _weights(ctx: Context, da: dr.DraftAnalysis, captured: tuple[int, ...] | Non
     return dataclasses.replace(fc_step, message=f"{fc_step.message}; {dw.summary(rep, ck)}")
 
 
-def _relay(ctx: Context, da: dr.DraftAnalysis, pp: int, site: Any) -> ServingStep:
+def _relay(sm: Model, da: dr.DraftAnalysis, pp: int, site: Any) -> ServingStep:
     if pp <= 1:
         return ServingStep(Gate.PP_RELAY, StepResult.SKIPPED, "no pipeline parallelism")
     if da.pp is None or da.capture is None:
@@ -542,7 +545,7 @@ def _relay(ctx: Context, da: dr.DraftAnalysis, pp: int, site: Any) -> ServingSte
     where = _loc(da.capture.path, da.capture.forward_line)
     if not early:
         return ServingStep(Gate.PP_RELAY, StepResult.PASS, "every id is captured on the last rank", where)
-    rp = ctx.runner
+    rp = sm.runner
     if da.capture.relays_pp and site is not None and site.reserves_relay is False:
         return ServingStep(Gate.PP_RELAY, StepResult.FAIL,
                            f"ids {_ids(early)} are captured before the last rank and the decoder relays them "
@@ -566,13 +569,13 @@ def _relay(ctx: Context, da: dr.DraftAnalysis, pp: int, site: Any) -> ServingSte
                        f"({da.capture.relay_why})", where)
 
 
-def _trained(ctx: Context, da: dr.DraftAnalysis, captured: tuple[int, ...] | None) -> ServingStep:
-    trained, conv, why = trained_layers(da, ctx.options.drafter_convention)
+def _trained(sm: Model, da: dr.DraftAnalysis, captured: tuple[int, ...] | None) -> ServingStep:
+    trained, conv, why = trained_layers(da, sm.options.drafter_convention)
     loc = Location(da.draft_path, da.json_line(da.fields[0].path[-1])) if da.fields else None
     if trained is None:
         return ServingStep(Gate.TRAINED_LAYERS, StepResult.UNCHECKED, why, loc)
     carried = da.default_minus_one(da.fields[0].ids if da.fields else ())
-    if ctx.options.drafter_convention is None and conv == "vllm" and carried:
+    if sm.options.drafter_convention is None and conv == "vllm" and carried:
         return ServingStep(
             Gate.TRAINED_LAYERS,
             StepResult.UNCHECKED,
@@ -596,9 +599,9 @@ def _trained(ctx: Context, da: dr.DraftAnalysis, captured: tuple[int, ...] | Non
                        f"captures the layers the drafter was trained on, {_ids(trained)} ({why})", loc)
 
 
-def with_next_step(ctx: Context, sv: ServingVerdict) -> ServingVerdict:
-    """``sv`` with its next step worked out from the findings as they are now."""
-    nxt = _next_step(ctx, sv.architecture, sv.outcome, sv.stage, list(sv.steps))
+def with_next_step(sm: Model, sv: ServingVerdict, findings: Sequence[Finding]) -> ServingVerdict:
+    """``sv`` with its next step worked out from ``findings``."""
+    nxt = _next_step(sm, sv.architecture, sv.outcome, sv.stage, list(sv.steps), findings)
     return sv if nxt == sv.next_step else dataclasses.replace(sv, next_step=nxt)
 
 
@@ -616,12 +619,14 @@ HINTS = {
 }
 
 
-def _next_step(ctx: Context, arch: str, outcome: Outcome, stage: Gate | None, steps: list[ServingStep]) -> str | None:
-    da = ctx.engine.draft_analysis(ctx) if stage is Gate.DRAFTER_CLASS else None
+def _next_step(sm: Model, arch: str, outcome: Outcome, stage: Gate | None, steps: list[ServingStep],
+               findings: Sequence[Finding]) -> str | None:
+    da = sm.engine.draft_analysis(sm) if stage is Gate.DRAFTER_CLASS else None
     if da is not None and da.ignored_keys:
         # The drafter class is built, without what the keys turn on: the release that reads them is the way out.
-        return next_step(ctx, arch, outcome, stage, steps, {**HINTS, Outcome.DRAFTER_UNLOADABLE: ignored_hint(da)})
-    return next_step(ctx, arch, outcome, stage, steps, HINTS)
+        return next_step(sm, arch, outcome, stage, steps, {**HINTS, Outcome.DRAFTER_UNLOADABLE: ignored_hint(da)},
+                         findings)
+    return next_step(sm, arch, outcome, stage, steps, HINTS, findings)
 
 
 def ignored_hint(da: dr.DraftAnalysis) -> str:

@@ -28,8 +28,11 @@ from eagle3_lint.registry import Entry, Registry
 from eagle3_lint.runner import MODEL_CLASS, RunnerPath, RunnerSite, SetterIds
 
 if TYPE_CHECKING:
-    from eagle3_lint.analysis import Context
+    from collections.abc import Sequence
+
+    from eagle3_lint.model import Finding
     from eagle3_lint.runner import RunnerKind
+    from eagle3_lint.stages import Model
     from eagle3_lint.serving import ServingVerdict
     from eagle3_lint.source import SourceTree
     from eagle3_lint.store import FactStore
@@ -98,15 +101,15 @@ class ToyServeEngine(Engine):
             notes=(f"no interface class: the worker asks hasattr(model, {SETTER!r}) and calls it",))
         return Derived(registry, contract, runner, tuple(errors))
 
-    def serving_verdict(self, ctx: Context, arch: str, kind: RunnerKind | None = None) -> ServingVerdict | None:
+    def serving_verdict(self, sm: Model, arch: str, kind: RunnerKind | None = None) -> ServingVerdict | None:
         from eagle3_lint_toyengine import serving
 
-        return serving.verdict(ctx, arch)
+        return serving.verdict(sm, arch)
 
-    def with_next_step(self, ctx: Context, sv: ServingVerdict) -> ServingVerdict:
+    def with_next_step(self, sm: Model, sv: ServingVerdict, findings: Sequence[Finding]) -> ServingVerdict:
         from eagle3_lint_toyengine import serving
 
-        return serving.with_next_step(ctx, sv)
+        return serving.with_next_step(sm, sv, findings)
 
 
 def _parse(source: SourceTree, rel: str) -> ast.Module | None:

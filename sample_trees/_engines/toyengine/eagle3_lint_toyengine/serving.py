@@ -26,7 +26,10 @@ from eagle3_lint.serving import (
 from eagle3_lint_toyengine import IDS_KEY, SETTER
 
 if TYPE_CHECKING:
-    from eagle3_lint.analysis import Context
+    from eagle3_lint.stages import Model
+    from collections.abc import Sequence
+
+    from eagle3_lint.model import Finding
 
 HINTS = {
     Outcome.UNREGISTERED: "this ToyServe has no CATALOG entry for the architecture: use a release that has it",
@@ -34,26 +37,26 @@ HINTS = {
 }
 
 
-def verdict(ctx: Context, arch: str) -> ServingVerdict:
-    return ctx.memo.get(f"toyserve:serving:{arch}", lambda: _verdict(ctx, arch))
+def verdict(sm: Model, arch: str) -> ServingVerdict:
+    return sm.memo.get(f"toyserve:serving:{arch}", lambda: _verdict(sm, arch))
 
 
-def _verdict(ctx: Context, arch: str) -> ServingVerdict:
+def _verdict(sm: Model, arch: str) -> ServingVerdict:
     steps: list[ServingStep] = []
-    entry = ctx.registry.entries.get(arch)
+    entry = sm.registry.entries.get(arch)
     if entry is None:
-        steps.append(unregistered_step(ctx, arch, Location(ctx.registry.path, 1) if ctx.registry.path else None))
-        return _finish(ctx, arch, steps)
+        steps.append(unregistered_step(sm, arch, Location(sm.registry.path, 1) if sm.registry.path else None))
+        return _finish(sm, arch, steps)
     steps.append(ServingStep(Gate.REGISTRY, StepResult.PASS, f"{arch} -> {entry.module}.{entry.class_name}",
-                             Location(ctx.registry.path, entry.line)))
-    imported = import_step(ctx, arch)
+                             Location(sm.registry.path, entry.line)))
+    imported = import_step(sm, arch)
     if imported is not None:
         steps.append(imported)
-        return _finish(ctx, arch, steps)
-    steps.append(_interface(ctx, arch))
-    site = ctx.runner.primary
+        return _finish(sm, arch, steps)
+    steps.append(_interface(sm, arch))
+    site = sm.runner.primary
     where = Location(site.path, site.line) if site is not None else None
-    if ctx.options.draft_config is None:
+    if sm.options.draft_config is None:
         steps.append(ServingStep(Gate.AUX_IDS, StepResult.UNCHECKED,
                                  f"no drafter config (--draft-config): the {IDS_KEY} the worker passes are not known",
                                  where))
@@ -62,12 +65,12 @@ def _verdict(ctx: Context, arch: str) -> ServingVerdict:
     else:
         steps += [ServingStep(g, StepResult.UNKNOWN, "ToyServe's drafter is not modelled", where)
                   for g in (Gate.AUX_IDS, Gate.CAPTURE, Gate.TRAINED_LAYERS)]
-    return _finish(ctx, arch, steps)
+    return _finish(sm, arch, steps)
 
 
-def _interface(ctx: Context, arch: str) -> ServingStep:
-    site = ctx.runner.primary
-    v = ctx.verdicts.get(arch)
+def _interface(sm: Model, arch: str) -> ServingStep:
+    site = sm.runner.primary
+    v = sm.verdicts.get(arch)
     if site is None:
         return ServingStep(Gate.RUNNER_INTERFACE, StepResult.UNKNOWN, f"no worker call of {SETTER}() found")
     where = Location(site.path, site.line)
@@ -82,16 +85,16 @@ def _interface(ctx: Context, arch: str) -> ServingStep:
     return ServingStep(Gate.RUNNER_INTERFACE, StepResult.PASS, f"{call} exists on {v.class_name}", where)
 
 
-def _finish(ctx: Context, arch: str, steps: list[ServingStep]) -> ServingVerdict:
+def _finish(sm: Model, arch: str, steps: list[ServingStep]) -> ServingVerdict:
     outcome, stage = outcome_of(steps)
     return ServingVerdict(
-        architecture=arch, engine=ctx.engine.name, engine_version=ctx.version, runner=None,
+        architecture=arch, engine=sm.engine.name, engine_version=sm.version, runner=None,
         runner_reason="ToyServe has one worker", outcome=outcome, stage=stage, aux_layer_ids=None,
         aux_layer_ids_source=None, drafter_trained_ids=None, drafter_architecture=None, steps=tuple(steps),
-        next_step=next_step(ctx, arch, outcome, stage, steps, HINTS), pipeline_parallel=1,
-        tensor_parallel=ctx.options.tensor_parallel, platform=ctx.options.platform)
+        next_step=next_step(sm, arch, outcome, stage, steps, HINTS, ()), pipeline_parallel=1,
+        tensor_parallel=sm.options.tensor_parallel, platform=sm.options.platform)
 
 
-def with_next_step(ctx: Context, sv: ServingVerdict) -> ServingVerdict:
-    nxt = next_step(ctx, sv.architecture, sv.outcome, sv.stage, list(sv.steps), HINTS)
+def with_next_step(sm: Model, sv: ServingVerdict, findings: Sequence[Finding]) -> ServingVerdict:
+    nxt = next_step(sm, sv.architecture, sv.outcome, sv.stage, list(sv.steps), HINTS, findings)
     return sv if nxt == sv.next_step else dataclasses.replace(sv, next_step=nxt)
