@@ -32,9 +32,9 @@ if TYPE_CHECKING:
 
     from eagle3_lint.model import Finding
     from eagle3_lint.runner import RunnerKind
-    from eagle3_lint.stages import Model
     from eagle3_lint.serving import ServingVerdict
     from eagle3_lint.source import SourceTree
+    from eagle3_lint.stages import Model
     from eagle3_lint.store import FactStore
 
 PACKAGE = "toyserve"

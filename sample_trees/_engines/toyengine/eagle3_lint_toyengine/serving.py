@@ -26,10 +26,10 @@ from eagle3_lint.serving import (
 from eagle3_lint_toyengine import IDS_KEY, SETTER
 
 if TYPE_CHECKING:
-    from eagle3_lint.stages import Model
     from collections.abc import Sequence
 
     from eagle3_lint.model import Finding
+    from eagle3_lint.stages import Model
 
 HINTS = {
     Outcome.UNREGISTERED: "this ToyServe has no CATALOG entry for the architecture: use a release that has it",
