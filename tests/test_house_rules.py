@@ -150,6 +150,7 @@ _AST_ALLOWED = {
     # config, the drafter classes, out-of-tree plugins) while it derives its data.
     "engines/drafter_keys.py": "the drafter classes' config reads",
     "engines/sglang/drafter.py": "the drafter config's id handling in SGLang's runner",
+    "engines/sglang/methods.py": "SGLang's SpeculativeAlgorithm and the runner's per-method setter choice",
     "engines/sglang/pp.py": "SGLang's pipeline-parallel checks and layer split",
     "engines/sglang/registry.py": "SGLang's registry",
     "engines/sglang/runner.py": "SGLang's runner call sites",
@@ -163,10 +164,12 @@ _AST_ALLOWED = {
     "engines/vllm/runner.py": "vLLM's model runners",
     "engines/vllm/runnerchoice.py": "vLLM's runner choice",
     # Not yet from the facts (issue 22 stays open on these): semantic.read_module re-parses whole modules; fixgen
-    # re-parses the file it edits to place a fix; drafter_weights evaluates the fc assignment's nodes.
+    # re-parses the file it edits to place a fix; drafter_weights evaluates the fc assignment's nodes; drafter_load
+    # reads a drafter model's load_weights (a model file) at analysis time.
     "semantic.py": "read_module (being replaced by facts)",
     "fixgen.py": "fix positions not yet in the facts",
     "drafter_weights.py": "evaluates semantic.fc_init's nodes",
+    "drafter_load.py": "reads the drafter class's load_weights body (renames, prefixes, silent lookups)",
 }
 
 
