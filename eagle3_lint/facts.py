@@ -359,6 +359,14 @@ class Method:
     # Where there is a loop over the layers: the sequence of every ``for`` and comprehension, dotted, with its
     # line (a forward that iterates the configured ids emits the states in their order).
     iterates: tuple[tuple[str, int], ...] = ()
+    # Names the body binds by an import of its own (``from sglang.srt.models.llama4 import Llama4ForCausalLM``
+    # inside ``__init__``, SGLang 0.5.23 mllama4.py:494): ``self.language_model = Llama4ForCausalLM(...)`` holds
+    # that class, though the module never binds the name.
+    local_imports: tuple[tuple[str, Binding], ...] = ()
+    # In a ``forward``: ``self``-rooted attributes handed to a call as a keyword argument, (callee, keyword, the
+    # attribute dotted, line): ``general_mm_embed_routine(..., language_model=self.language_model)`` runs that
+    # inner model (positional ones are in ``calls``).
+    handoffs: tuple[tuple[str, str, str, int], ...] = ()
 
 
 @dataclass
@@ -544,7 +552,8 @@ def _walk(node: ast.AST) -> list[ast.AST]:
 
 
 # The node classes ``_Extractor._method`` records besides attribute reads.
-_METHOD_NODES = frozenset({ast.Assign, ast.AnnAssign, ast.Call, ast.Compare, ast.For, ast.Return})
+_METHOD_NODES = frozenset({ast.Assign, ast.AnnAssign, ast.Call, ast.Compare, ast.For, ast.Return, ast.ImportFrom,
+                           ast.Import})
 
 
 def _rooted_at(node: ast.Attribute, name: str) -> bool:
@@ -867,6 +876,9 @@ class _Extractor:
         loops: list[Loop] = []
         returns: list[tuple[str, str, int]] = []
         loop_nodes: list[ast.For] = []
+        local_imports: list[tuple[str, Binding]] = []
+        handoffs: list[tuple[str, str, str, int]] = []
+        forward = "forward" in fn.name
         nodes = _walk(fn)
         Attribute, Load, prefix = ast.Attribute, ast.Load, self_name + "."
         assign_nodes: list[ast.Assign] = []
@@ -919,6 +931,17 @@ class _Extractor:
                 f = dotted(node.func)
                 if f:
                     calls.append((f, tuple(self._arg_text(a) for a in node.args), node.lineno))
+                    if forward:
+                        handoffs.extend((f, k.arg, d, node.lineno) for k in node.keywords
+                                        if k.arg and (d := dotted(k.value)).startswith(prefix))
+            elif isinstance(node, ast.ImportFrom):
+                mod = self.abs_module(node.level, node.module)
+                local_imports.extend((a.asname or a.name, Binding("import", mod, attr=a.name, line=node.lineno))
+                                     for a in node.names if a.name != "*")
+            elif isinstance(node, ast.Import):
+                local_imports.extend((a.asname, Binding("import", a.name, line=node.lineno)) if a.asname else
+                                     (a.name.split(".")[0], Binding("import", a.name.split(".")[0], line=node.lineno))
+                                     for a in node.names)
             elif isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)):
                 left = dotted(node.left) or self.seg(node.left)[:80]
                 members.append((left, dotted(node.comparators[0]), node.lineno))
@@ -959,7 +982,7 @@ class _Extractor:
             end_line=fn.end_lineno or fn.lineno, body_line=body0.lineno,
             params=params, stub=stub, self_assigns=tuple(assigns), reads=tuple(sorted(reads)),
             calls=tuple(calls), memberships=tuple(members), loops=tuple(loops), returns=tuple(returns),
-            defaults=defaults, iterates=iterates,
+            defaults=defaults, iterates=iterates, local_imports=tuple(local_imports), handoffs=tuple(handoffs),
         )
 
     def _arg_text(self, a: ast.AST) -> str:
