@@ -1259,10 +1259,31 @@ def layer_loops(md: Method) -> list[Loop]:
 
 
 def slice_relative_loops(md: Method) -> list[Loop]:
-    """``md``'s enumerate loops over a slice with a start (any sequence), whose index the body does not rebind:
-    those whose index is slice-relative, or absolute by ``start=`` (EGL005 asks about both)."""
-    return [lp for lp in md.loops if lp.form is LoopForm.ENUMERATE and lp.sliced and not lp.rebinds
-            and lp.slice_lower is not None]
+    """``md``'s loops whose index the body does not rebind and that walk layers from a start other than 0:
+    enumerate loops over a slice with a start (any sequence), whose index is slice-relative or absolute by
+    ``start=``, and ``range(<start>, ...)`` loops over the layers, whose index is absolute (EGL005 asks about all:
+    a relative index, or an absolute one rebased by ``- <start>``, where it meets the aux ids)."""
+    return [lp for lp in md.loops if not lp.rebinds and (
+        lp.form is LoopForm.ENUMERATE and lp.sliced and lp.slice_lower is not None
+        or lp.form is LoopForm.RANGE and lp.over_layers and lp.start_norm is not None)]
+
+
+def rebased_start(lp: Loop) -> str | None:
+    """The start a loop's index already counts from, where subtracting it again (``Loop.rebased``) rebases an
+    absolute layer id: enumerate's ``start=`` when it is the slice's own start, ``range``'s first argument; None
+    when the index is slice-relative (or counts from anything else)."""
+    if lp.form is LoopForm.RANGE:
+        return lp.start_norm
+    return lp.slice_lower if lp.start_text is not None and lp.start_norm == lp.slice_lower else None
+
+
+def index_walk(lp: Loop) -> str:
+    """How ``lp`` walks the layers and numbers them, for a message: ``enumerates X without start=``, ``enumerates X
+    with start=S``, ``loops i over range(S, E) into X``."""
+    if lp.form is LoopForm.RANGE:
+        return f"loops {lp.index_var} over range({lp.lower}{', ' + lp.upper if lp.upper else ''}) into {lp.iter_text}"
+    start = rebased_start(lp)
+    return f"enumerates {lp.iter_text} " + (f"with start={start}" if start is not None else "without start=")
 
 
 def enumerate_headers(md: Method) -> list[tuple[str, bool, int]]:

@@ -281,21 +281,23 @@ def _loops_in(ctx: Context, rel: str) -> list[tuple[ClassKey, sem.Loop, str]]:
         for loop in sem.slice_relative_loops(method_facts):
             if loop.line in seen:
                 continue
-            start = loop.slice_lower
-            assert start is not None  # slice_relative_loops: a slice with a start
-            if loop.start_text is None:
-                uses = [t for _u, t in sem.aux_uses(ctx, loop, loop.uses)]
-                head = (
-                    f"{key.name}.forward enumerates {loop.iter_text} without start=, so {loop.index_var} counts "
-                    f"from 0 inside the slice, yet it is compared with absolute aux-layer ids: {'; '.join(uses)}."
-                )
-            elif loop.start_norm == start:
-                # The index is absolute already; ``idx - start`` undoes that (moss_audio in 0.33.0).
+            start = sem.rebased_start(loop)
+            walk = f"{key.name}.forward {sem.index_walk(loop)}"
+            if start is not None:
+                # The index is absolute already; ``idx - start`` undoes that (moss_audio in vLLM 0.33.0; on SGLang a
+                # ``range(self.start_layer, self.end_layer)`` loop, whose ids the setter stores absolute).
                 uses = [t for _u, t in sem.aux_uses(ctx, loop, loop.rebased)]
                 head = (
-                    f"{key.name}.forward enumerates {loop.iter_text} with start={start}, so {loop.index_var} is "
-                    f"already the absolute layer id, but subtracting the slice start makes it slice-relative "
-                    f"again, and that is compared with absolute aux-layer ids: {'; '.join(uses)}."
+                    f"{walk}, so {loop.index_var} is already the absolute layer id, but subtracting "
+                    f"{'the slice start' if loop.slice_lower is not None else start} makes it "
+                    f"{'slice' if loop.slice_lower is not None else 'rank'}-relative again, and that is compared "
+                    f"with absolute aux-layer ids: {'; '.join(uses)}."
+                )
+            elif loop.start_text is None:
+                uses = [t for _u, t in sem.aux_uses(ctx, loop, loop.uses)]
+                head = (
+                    f"{walk}, so {loop.index_var} counts "
+                    f"from 0 inside the slice, yet it is compared with absolute aux-layer ids: {'; '.join(uses)}."
                 )
             else:
                 continue
@@ -346,11 +348,12 @@ def fix(ctx: Context, finding: Finding) -> Fix | None:
         if loop is not None:
             if ctx.targeted and ClassKey(mf.module, class_facts.qualname) not in _targeted_forwards(ctx):
                 return None
+            rebased = sem.rebased_start(loop)
+            if rebased is not None:
+                return _unrebase_fix(ctx, rel, loop, rebased)
             start = loop.slice_lower
-            if start is None:
+            if start is None or loop.start_text is not None:
                 return None
-            if loop.start_text is not None:
-                return _unrebase_fix(ctx, rel, loop, start)
             pt = fixgen.enumerate_start_point(ctx, rel, loop)
             if pt is None:
                 return None
@@ -374,5 +377,6 @@ def _unrebase_fix(ctx: Context, rel: str, loop: sem.Loop, start: str) -> Fix | N
     if not uses or any(u.cut == (0, 0, 0, 0) for u in uses):
         return None
     edits = tuple(Edit(rel, *u.cut, "") for u in uses)
-    return Fix(f"drop ` - {start}` from the aux index (enumerate already starts at {start})", edits,
+    counter = "enumerate" if loop.slice_lower is not None else "range"
+    return Fix(f"drop ` - {start}` from the aux index ({counter} already starts at {start})", edits,
                Applicability.SAFE)
