@@ -240,6 +240,46 @@ def has_unresolved_delegation(ctx: Context, key: ClassKey, attr: str) -> bool:
     return any(d.attr == attr and d.target is None for d in delegations(ctx, key))
 
 
+def handed_off(ctx: Context, key: ClassKey) -> dict[str, tuple[str, str, int]]:
+    """Attributes ``key``'s ``forward`` hands to a call by keyword, attr -> (callee, keyword, line):
+    ``general_mm_embed_routine(..., language_model=self.llm)`` (SGLang 0.5.23 nvila.py:130-136) runs ``self.llm``
+    inside the helper, as a direct ``self.llm(...)`` would."""
+    hit = ctx.graph.method(key, "forward")
+    md = hit[1] if hit is not None else None
+    if not isinstance(md, Method):
+        return {}
+    out: dict[str, tuple[str, str, int]] = {}
+    for callee, kw, value, line in md.handoffs:
+        attr = value[5:] if value.startswith("self.") else ""
+        if attr and "." not in attr:
+            out.setdefault(attr, (callee, kw, line))
+    return out
+
+
+def _handed_model(ctx: Context, key: ClassKey, d: Delegation) -> bool:
+    """``key``'s forward hands ``d``'s inner model to a helper, and it is a model (it owns decoder layers, or passes
+    the check): not an ``lm_head=self.proj_out`` handed to the logits processor."""
+    return d.target is not None and d.attr in handed_off(ctx, key) and (
+        ctx.judge.check_class(d.target).supports is True or owner(ctx, d.target, seen=frozenset({key})) is not None)
+
+
+def runs(ctx: Context, key: ClassKey, attr: str) -> tuple[str, ClassKey, int] | None:
+    """How ``key``'s ``forward`` runs the inner module ``self.<attr>``, as (what it does, the class whose forward
+    it is, line): it calls it, or hands it to a helper by keyword; None when it does neither (or has no forward)."""
+    hit = ctx.graph.method(key, "forward")
+    if hit is None or not isinstance(hit[1], Method):
+        return None
+    fowner, md = hit[0], hit[1]
+    call = next((line for f, _args, line in md.calls if f == f"self.{attr}"), None)
+    if call is not None:
+        return f"{fowner.name}.forward calls self.{attr}(...)", fowner, call
+    ho = handed_off(ctx, key).get(attr)
+    if ho is not None:
+        callee, kw, line = ho
+        return f"{fowner.name}.forward hands self.{attr} to {callee}({kw}=...), which runs it", fowner, line
+    return None
+
+
 def lm_attr(ctx: Context, key: ClassKey) -> str | None:
     """The attribute ``get_language_model()`` returns, if the tree says."""
     for a in sorted(ctx.graph.language_model_attrs(key)):
@@ -280,7 +320,7 @@ def owner(
     ctx: Context, key: ClassKey, hops: tuple[Hop, ...] = (), seen: frozenset[ClassKey] = frozenset()
 ) -> Owner | None:
     """The class reachable through model delegations that owns ``self.layers`` (language model first, then
-    ``.model``)."""
+    ``.model``; an inner model the forward hands to a helper, ``handed_off``, counts as one)."""
     if key in seen or len(hops) > _MAX_DEPTH:
         return None
     hit = assigns_layers(ctx, key)
@@ -300,6 +340,7 @@ def owner(
             d.attr not in lm
             and d.attr not in ("language_model", "model")
             and d.how is not DelegationHow.REGISTERED_MODEL
+            and d.attr not in handed_off(ctx, key)
         ):
             continue
         assert d.target is not None
@@ -316,7 +357,7 @@ _FORWARD_HOPS = ("model", "language_model", "layers", "decoder")
 
 def reached(ctx: Context, key: ClassKey) -> tuple[ClassKey, ...]:
     """The class and the inner models whose ``forward`` runs when it runs (``self.model``, ``self.language_model``,
-    ...)."""
+    ..., and a model the forward hands to a helper: ``handed_off``)."""
 
     def walk(k: ClassKey, hops: int, seen: frozenset[ClassKey]) -> Iterator[ClassKey]:
         if k in seen or hops > MAX_HOPS:
@@ -326,6 +367,7 @@ def reached(ctx: Context, key: ClassKey) -> tuple[ClassKey, ...]:
         for d in delegations(ctx, k):
             if d.target is not None and (
                 d.attr in lm or d.attr in _FORWARD_HOPS or d.how is DelegationHow.REGISTERED_MODEL
+                or _handed_model(ctx, k, d)
             ):
                 yield from walk(d.target, hops + 1, seen | {k})
 
@@ -440,7 +482,8 @@ def resolve_self_path(ctx: Context, key: ClassKey, expr: str) -> tuple[tuple[Hop
 
 
 def model_delegations(ctx: Context, key: ClassKey) -> list[Delegation]:
-    """The judge's notion of delegation to another model (registered, language model, ``model``), cached."""
+    """The judge's notion of delegation to another model (registered, language model, ``model``), and an inner model
+    the forward hands to a helper (``handed_off``)."""
     lm = ctx.graph.language_model_attrs(key)
     return [
         d
@@ -448,6 +491,7 @@ def model_delegations(ctx: Context, key: ClassKey) -> list[Delegation]:
         if d.how in (DelegationHow.REGISTERED_MODEL, DelegationHow.GETATTR)
         or d.attr in lm
         or d.attr in ("language_model", "model")
+        or _handed_model(ctx, key, d)
     ]
 
 
