@@ -30,6 +30,12 @@ class WrapForConditionalGeneration(nn.Module, SupportsMultiModal, SupportsPP, Su
 With real default bodies (0.18+) adding the base is enough when the defaults' unwrap
 (``get_language_model()`` / ``language_model``, then ``.model``) reaches an ``EagleModelMixin``.
 
+On an engine whose runner asks the top-level model only for its setter (SGLang), the "passes but
+does not reach" half is a setter whose body does nothing while the wrapper's ``forward`` runs the
+inner model, directly or handed to a helper (``general_mm_embed_routine(language_model=...)``): the
+inner model returns aux hidden states only once its own setter is called. The inner model may be
+one the forward hands to such a helper (``self.llm``), or one ``__init__`` imports itself.
+
 Severity: error when the architecture is targeted (``--arch``), warning otherwise. Reported once,
 on the class whose ``__init__`` builds the inner model, with every architecture that inherits the
 gap (Tarsier2 subclasses Qwen2-VL: one finding). Pooling models and drafters are out of scope:

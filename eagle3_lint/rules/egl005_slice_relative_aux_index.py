@@ -6,9 +6,10 @@ aux-layer ids: ``idx in self.aux_hidden_state_layers``, or ``idx`` / ``idx + 1``
 collector such as ``self._maybe_add_hidden_state``. It also flags the rebased variant: a loop that
 does pass ``start=`` (the slice's own start, so the index is absolute) and then subtracts that
 start again where it meets the aux ids, ``idx - self.start_layer + 1`` passed to the collector or
-``idx - self.start_layer in self.aux_hidden_state_layers`` (``moss_audio.py`` in vLLM 0.33.0).
-Every model class's ``forward`` in the tree is scanned; each loop is reported once, wherever it
-is inherited from.
+``idx - self.start_layer in self.aux_hidden_state_layers`` (``moss_audio.py`` in vLLM 0.33.0), and
+the same subtraction in a ``for i in range(self.start_layer, self.end_layer)`` loop (SGLang's
+decoders), whose index is absolute too. Every model class's ``forward`` in the tree is scanned;
+each loop is reported once, wherever it is inherited from.
 
 ## Why is this bad?
 ``enumerate`` counts from 0 inside the slice, while the configured aux layers are absolute layer
