@@ -312,11 +312,13 @@ class Loop:
     # is then no longer the bare enumerate counter, so slice-relative reasoning does not apply.
     rebinds: tuple[str, ...] = ()
     # Uses of ``idx - <slice start> [+/- k]`` (or ``idx +/- k - <slice start>``), where <slice start>
-    # is the islice start / subscript lower bound of the iterable: the index rebased onto the slice.
-    # Kept apart from ``uses`` so that a ``Use`` there keeps meaning ``idx + offset``.
+    # is the islice start / subscript lower bound of the iterable (a range loop's first argument): the index
+    # rebased onto the slice (onto the rank's first layer). Kept apart from ``uses`` so that a ``Use`` there
+    # keeps meaning ``idx + offset``.
     rebased: tuple[Use, ...] = ()
-    # The slice's start as written (None: not a slice, or it starts at 0), and ``start_text`` normalised
-    # by ``ast.unparse``, so rules compare the two without parsing.
+    # The slice's start as written (None: not a slice, or it starts at 0), and the index's own start normalised
+    # by ``ast.unparse`` (``start_text``; for a range loop, ``range``'s first argument when it is not a literal),
+    # so rules compare the two without parsing.
     slice_lower: str | None = None
     start_norm: str | None = None
     form: LoopForm = LoopForm.ENUMERATE
@@ -359,6 +361,14 @@ class Method:
     # Where there is a loop over the layers: the sequence of every ``for`` and comprehension, dotted, with its
     # line (a forward that iterates the configured ids emits the states in their order).
     iterates: tuple[tuple[str, int], ...] = ()
+    # Names the body binds by an import of its own (``from sglang.srt.models.llama4 import Llama4ForCausalLM``
+    # inside ``__init__``, SGLang 0.5.23 mllama4.py:494): ``self.language_model = Llama4ForCausalLM(...)`` holds
+    # that class, though the module never binds the name.
+    local_imports: tuple[tuple[str, Binding], ...] = ()
+    # In a ``forward``: ``self``-rooted attributes handed to a call as a keyword argument, (callee, keyword, the
+    # attribute dotted, line): ``general_mm_embed_routine(..., language_model=self.language_model)`` runs that
+    # inner model (positional ones are in ``calls``).
+    handoffs: tuple[tuple[str, str, str, int], ...] = ()
 
 
 @dataclass
@@ -544,7 +554,8 @@ def _walk(node: ast.AST) -> list[ast.AST]:
 
 
 # The node classes ``_Extractor._method`` records besides attribute reads.
-_METHOD_NODES = frozenset({ast.Assign, ast.AnnAssign, ast.Call, ast.Compare, ast.For, ast.Return})
+_METHOD_NODES = frozenset({ast.Assign, ast.AnnAssign, ast.Call, ast.Compare, ast.For, ast.Return, ast.ImportFrom,
+                           ast.Import})
 
 
 def _rooted_at(node: ast.Attribute, name: str) -> bool:
@@ -867,6 +878,9 @@ class _Extractor:
         loops: list[Loop] = []
         returns: list[tuple[str, str, int]] = []
         loop_nodes: list[ast.For] = []
+        local_imports: list[tuple[str, Binding]] = []
+        handoffs: list[tuple[str, str, str, int]] = []
+        forward = "forward" in fn.name
         nodes = _walk(fn)
         Attribute, Load, prefix = ast.Attribute, ast.Load, self_name + "."
         assign_nodes: list[ast.Assign] = []
@@ -919,6 +933,17 @@ class _Extractor:
                 f = dotted(node.func)
                 if f:
                     calls.append((f, tuple(self._arg_text(a) for a in node.args), node.lineno))
+                    if forward:
+                        handoffs.extend((f, k.arg, d, node.lineno) for k in node.keywords
+                                        if k.arg and (d := dotted(k.value)).startswith(prefix))
+            elif isinstance(node, ast.ImportFrom):
+                mod = self.abs_module(node.level, node.module)
+                local_imports.extend((a.asname or a.name, Binding("import", mod, attr=a.name, line=node.lineno))
+                                     for a in node.names if a.name != "*")
+            elif isinstance(node, ast.Import):
+                local_imports.extend((a.asname, Binding("import", a.name, line=node.lineno)) if a.asname else
+                                     (a.name.split(".")[0], Binding("import", a.name.split(".")[0], line=node.lineno))
+                                     for a in node.names)
             elif isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)):
                 left = dotted(node.left) or self.seg(node.left)[:80]
                 members.append((left, dotted(node.comparators[0]), node.lineno))
@@ -959,7 +984,7 @@ class _Extractor:
             end_line=fn.end_lineno or fn.lineno, body_line=body0.lineno,
             params=params, stub=stub, self_assigns=tuple(assigns), reads=tuple(sorted(reads)),
             calls=tuple(calls), memberships=tuple(members), loops=tuple(loops), returns=tuple(returns),
-            defaults=defaults, iterates=iterates,
+            defaults=defaults, iterates=iterates, local_imports=tuple(local_imports), handoffs=tuple(handoffs),
         )
 
     def _arg_text(self, a: ast.AST) -> str:
@@ -990,6 +1015,12 @@ class _Extractor:
                       sliced=shape.sliced, iter_text=self.seg(walked)[:200] if walked is not None else "",
                       start_text=None)
         lower, upper = shape.bounds
+        if shape.form is LoopForm.RANGE and shape.index is not None:
+            # ``range(self.start_layer, self.end_layer)`` counts absolute layer ids from its first argument: an
+            # ``i - self.start_layer`` where the index meets the ids rebases it onto the rank's first layer again.
+            first = lower if lower is not None and not isinstance(lower, ast.Constant) else None
+            lp.uses, lp.rebased, lp.rebinds = self._index_uses(node, shape.index, ast.unparse(first) if first else "")
+            lp.start_norm = ast.unparse(first) if first is not None else None
         if shape.form is LoopForm.PLAIN:
             base = IndexBase.NONE
         elif shape.form is LoopForm.ENUMERATE and shape.start is None and shape.sliced and not (
@@ -1082,6 +1113,21 @@ class _Extractor:
         start = self.seg(start_node) if start_node is not None else None
         lower: ast.AST | None = shape.lower  # the slice's start expression, for ``idx - <start>`` uses
         lower_text = ast.unparse(lower) if lower is not None and not isinstance(lower, ast.Constant) else ""
+        uses, rebased, rebinds = self._index_uses(node, idx, lower_text)
+        return Loop(
+            line=node.lineno, col=self.char_col(node.lineno, node.col_offset),
+            end_line=node.end_lineno or node.lineno, end_col=0, index_var=idx, sliced=sliced,
+            iter_text=self.seg(inner)[:200], start_text=start,
+            uses=uses, rebinds=rebinds, rebased=rebased,
+            slice_lower=None if lower is None or (isinstance(lower, ast.Constant) and lower.value in (0, None))
+            else ast.unparse(lower),
+            start_norm=ast.unparse(start_node) if start_node is not None else None,
+        )
+
+    def _index_uses(self, node: ast.For, idx: str, lower_text: str) -> tuple[tuple[Use, ...], tuple[Use, ...],
+                                                                              tuple[str, ...]]:
+        """Where the body of ``node`` meets its index ``idx``: ``Loop.uses``, ``Loop.rebased`` (against
+        ``lower_text``, the first layer's index as written; "" for none) and ``Loop.rebinds``."""
         uses: list[Use] = []
         rebased: list[Use] = []
         rebinds: list[str] = []
@@ -1108,15 +1154,7 @@ class _Extractor:
                             rb = self._rebased_use(UseKind.CALL, dotted(n.func), a, idx, lower_text)
                             if rb is not None:
                                 rebased.append(rb)
-        return Loop(
-            line=node.lineno, col=self.char_col(node.lineno, node.col_offset),
-            end_line=node.end_lineno or node.lineno, end_col=0, index_var=idx, sliced=sliced,
-            iter_text=self.seg(inner)[:200], start_text=start,
-            uses=tuple(uses), rebinds=tuple(rebinds), rebased=tuple(rebased),
-            slice_lower=None if lower is None or (isinstance(lower, ast.Constant) and lower.value in (0, None))
-            else ast.unparse(lower),
-            start_norm=ast.unparse(start_node) if start_node is not None else None,
-        )
+        return tuple(uses), tuple(rebased), tuple(rebinds)
 
     def _rebased_use(self, kind: UseKind, target: str, a: ast.AST, idx: str, lower_text: str) -> Use | None:
         """A ``Use`` for ``a`` when it is the index minus the slice start (``lower_text``), else None."""

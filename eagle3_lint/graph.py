@@ -219,8 +219,11 @@ class ClassGraph:
     def resolve_dotted(self, module: str, dotted_name: str, depth: int = 0,
                        binds: tuple[tuple[str, ClassKey], ...] = ()) -> Resolved:
         parts = dotted_name.split(".")
-        cur = self.resolve_name(module, parts[0], depth, binds)
-        for part in parts[1:]:
+        return self._descend(self.resolve_name(module, parts[0], depth, binds), parts[1:], dotted_name, depth)
+
+    def _descend(self, cur: Resolved, parts: list[str], dotted_name: str, depth: int) -> Resolved:
+        """``cur.<parts>``: attributes of a module, an external name or a class, as ``resolve_dotted`` reads them."""
+        for part in parts:
             if cur.kind == "module":
                 sub = f"{cur.name}.{part}"
                 r = self.resolve_name(cur.name, part, depth + 1)
@@ -481,7 +484,7 @@ class ClassGraph:
                             fn = r
                             break
         else:
-            fn = self.resolve_dotted(owner.module, sa.func, binds=owner.binds)
+            fn = self._resolve_in_init(owner, sa.func)
             if fn.kind != "class" and "." not in sa.func:
                 held = self._parameter_default(owner, top or owner, sa.func)
                 if held is not None:
@@ -539,6 +542,18 @@ class ClassGraph:
                 candidates,
             )
         return None
+
+    def _resolve_in_init(self, owner: ClassKey, dotted_name: str) -> Resolved:
+        """``dotted_name`` as ``owner.__init__`` sees it: a name the body imports itself (``from ..llama4 import
+        Llama4ForCausalLM`` inside ``__init__``) is local to the whole function and wins over the module's."""
+        cf = self.class_facts(owner)
+        init = cf.methods.get("__init__") if cf is not None else None
+        head, *rest = dotted_name.split(".")
+        local = next((b for name, b in init.local_imports if name == head), None) if init is not None else None
+        mf = self.loader(owner.module) if local is not None else None
+        if local is None or mf is None:
+            return self.resolve_dotted(owner.module, dotted_name, binds=owner.binds)
+        return self._descend(self._from_binding(mf, head, local, 1, owner.binds), rest, dotted_name, 1)
 
     def _parameter_default(self, owner: ClassKey, top: ClassKey, param: str) -> tuple[ClassKey, ClassKey, str] | None:
         """The class an ``__init__`` parameter of ``owner`` holds by default (``self.model = param(...)``): the

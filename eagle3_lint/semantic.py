@@ -240,6 +240,46 @@ def has_unresolved_delegation(sm: Model, key: ClassKey, attr: str) -> bool:
     return any(d.attr == attr and d.target is None for d in delegations(sm, key))
 
 
+def handed_off(sm: Model, key: ClassKey) -> dict[str, tuple[str, str, int]]:
+    """Attributes ``key``'s ``forward`` hands to a call by keyword, attr -> (callee, keyword, line):
+    ``general_mm_embed_routine(..., language_model=self.llm)`` (SGLang 0.5.23 nvila.py:130-136) runs ``self.llm``
+    inside the helper, as a direct ``self.llm(...)`` would."""
+    hit = sm.graph.method(key, "forward")
+    md = hit[1] if hit is not None else None
+    if not isinstance(md, Method):
+        return {}
+    out: dict[str, tuple[str, str, int]] = {}
+    for callee, kw, value, line in md.handoffs:
+        attr = value[5:] if value.startswith("self.") else ""
+        if attr and "." not in attr:
+            out.setdefault(attr, (callee, kw, line))
+    return out
+
+
+def _handed_model(sm: Model, key: ClassKey, d: Delegation) -> bool:
+    """``key``'s forward hands ``d``'s inner model to a helper, and it is a model (it owns decoder layers, or passes
+    the check): not an ``lm_head=self.proj_out`` handed to the logits processor."""
+    return d.target is not None and d.attr in handed_off(sm, key) and (
+        sm.judge.check_class(d.target).supports is True or owner(sm, d.target, seen=frozenset({key})) is not None)
+
+
+def runs(sm: Model, key: ClassKey, attr: str) -> tuple[str, ClassKey, int] | None:
+    """How ``key``'s ``forward`` runs the inner module ``self.<attr>``, as (what it does, the class whose forward
+    it is, line): it calls it, or hands it to a helper by keyword; None when it does neither (or has no forward)."""
+    hit = sm.graph.method(key, "forward")
+    if hit is None or not isinstance(hit[1], Method):
+        return None
+    fowner, md = hit[0], hit[1]
+    call = next((line for f, _args, line in md.calls if f == f"self.{attr}"), None)
+    if call is not None:
+        return f"{fowner.name}.forward calls self.{attr}(...)", fowner, call
+    ho = handed_off(sm, key).get(attr)
+    if ho is not None:
+        callee, kw, line = ho
+        return f"{fowner.name}.forward hands self.{attr} to {callee}({kw}=...), which runs it", fowner, line
+    return None
+
+
 def lm_attr(sm: Model, key: ClassKey) -> str | None:
     """The attribute ``get_language_model()`` returns, if the tree says."""
     for a in sorted(sm.graph.language_model_attrs(key)):
@@ -280,7 +320,7 @@ def owner(
     sm: Model, key: ClassKey, hops: tuple[Hop, ...] = (), seen: frozenset[ClassKey] = frozenset()
 ) -> Owner | None:
     """The class reachable through model delegations that owns ``self.layers`` (language model first, then
-    ``.model``)."""
+    ``.model``; an inner model the forward hands to a helper, ``handed_off``, counts as one)."""
     if key in seen or len(hops) > _MAX_DEPTH:
         return None
     hit = assigns_layers(sm, key)
@@ -300,6 +340,7 @@ def owner(
             d.attr not in lm
             and d.attr not in ("language_model", "model")
             and d.how is not DelegationHow.REGISTERED_MODEL
+            and d.attr not in handed_off(sm, key)
         ):
             continue
         assert d.target is not None
@@ -316,7 +357,7 @@ _FORWARD_HOPS = ("model", "language_model", "layers", "decoder")
 
 def reached(sm: Model, key: ClassKey) -> tuple[ClassKey, ...]:
     """The class and the inner models whose ``forward`` runs when it runs (``self.model``, ``self.language_model``,
-    ...)."""
+    ..., and a model the forward hands to a helper: ``handed_off``)."""
 
     def walk(k: ClassKey, hops: int, seen: frozenset[ClassKey]) -> Iterator[ClassKey]:
         if k in seen or hops > MAX_HOPS:
@@ -326,6 +367,7 @@ def reached(sm: Model, key: ClassKey) -> tuple[ClassKey, ...]:
         for d in delegations(sm, k):
             if d.target is not None and (
                 d.attr in lm or d.attr in _FORWARD_HOPS or d.how is DelegationHow.REGISTERED_MODEL
+                or _handed_model(sm, k, d)
             ):
                 yield from walk(d.target, hops + 1, seen | {k})
 
@@ -440,7 +482,8 @@ def resolve_self_path(sm: Model, key: ClassKey, expr: str) -> tuple[tuple[Hop, .
 
 
 def model_delegations(sm: Model, key: ClassKey) -> list[Delegation]:
-    """The judge's notion of delegation to another model (registered, language model, ``model``), cached."""
+    """The judge's notion of delegation to another model (registered, language model, ``model``), and an inner model
+    the forward hands to a helper (``handed_off``)."""
     lm = sm.graph.language_model_attrs(key)
     return [
         d
@@ -448,6 +491,7 @@ def model_delegations(sm: Model, key: ClassKey) -> list[Delegation]:
         if d.how in (DelegationHow.REGISTERED_MODEL, DelegationHow.GETATTR)
         or d.attr in lm
         or d.attr in ("language_model", "model")
+        or _handed_model(sm, key, d)
     ]
 
 
@@ -1263,10 +1307,31 @@ def layer_loops(md: Method) -> list[Loop]:
 
 
 def slice_relative_loops(md: Method) -> list[Loop]:
-    """``md``'s enumerate loops over a slice with a start (any sequence), whose index the body does not rebind:
-    those whose index is slice-relative, or absolute by ``start=`` (EGL005 asks about both)."""
-    return [lp for lp in md.loops if lp.form is LoopForm.ENUMERATE and lp.sliced and not lp.rebinds
-            and lp.slice_lower is not None]
+    """``md``'s loops whose index the body does not rebind and that walk layers from a start other than 0:
+    enumerate loops over a slice with a start (any sequence), whose index is slice-relative or absolute by
+    ``start=``, and ``range(<start>, ...)`` loops over the layers, whose index is absolute (EGL005 asks about all:
+    a relative index, or an absolute one rebased by ``- <start>``, where it meets the aux ids)."""
+    return [lp for lp in md.loops if not lp.rebinds and (
+        lp.form is LoopForm.ENUMERATE and lp.sliced and lp.slice_lower is not None
+        or lp.form is LoopForm.RANGE and lp.over_layers and lp.start_norm is not None)]
+
+
+def rebased_start(lp: Loop) -> str | None:
+    """The start a loop's index already counts from, where subtracting it again (``Loop.rebased``) rebases an
+    absolute layer id: enumerate's ``start=`` when it is the slice's own start, ``range``'s first argument; None
+    when the index is slice-relative (or counts from anything else)."""
+    if lp.form is LoopForm.RANGE:
+        return lp.start_norm
+    return lp.slice_lower if lp.start_text is not None and lp.start_norm == lp.slice_lower else None
+
+
+def index_walk(lp: Loop) -> str:
+    """How ``lp`` walks the layers and numbers them, for a message: ``enumerates X without start=``, ``enumerates X
+    with start=S``, ``loops i over range(S, E) into X``."""
+    if lp.form is LoopForm.RANGE:
+        return f"loops {lp.index_var} over range({lp.lower}{', ' + lp.upper if lp.upper else ''}) into {lp.iter_text}"
+    start = rebased_start(lp)
+    return f"enumerates {lp.iter_text} " + (f"with start={start}" if start is not None else "without start=")
 
 
 def enumerate_headers(md: Method) -> list[tuple[str, bool, int]]:

@@ -392,6 +392,66 @@ def drop_aux_return(text: str, tree: ast.Module, rng: random.Random) -> Edit | N
                 f"line {ret.lineno}: return {ast.unparse(ret.value)[:50]} -> return {kept}")
 
 
+def _method_of(tree: ast.Module, cls: str, name: str) -> tuple[ast.ClassDef, ast.FunctionDef] | None:
+    for c in _classes(tree):
+        if c.name == cls:
+            for f in c.body:
+                if isinstance(f, ast.FunctionDef) and f.name == name:
+                    return c, f
+    return None
+
+
+def remove_method(text: str, tree: ast.Module, cls: str, name: str) -> Edit | None:
+    """``cls.name`` deleted, as ``delete_method`` deletes one, with the method named rather than drawn (a test that
+    pins one real class's shape)."""
+    hit = _method_of(tree, cls, name)
+    t = _Text(text)
+    span = _remove_stmt(t, hit[1], hit[0].body) if hit is not None else None
+    return None if span is None else Edit(t.apply([span]), f"{cls}.{name} deleted")
+
+
+def stop_delegating(text: str, tree: ast.Module, cls: str, name: str) -> Edit | None:
+    """In ``cls.name``, the first statement that hands the call on to an inner model (``self.<attr>.<name>(...)``,
+    its ``if hasattr(...)`` guard included) removed; a ``pass`` stays where it was the method's only statement."""
+    hit = _method_of(tree, cls, name)
+    if hit is None:
+        return None
+    fn = hit[1]
+    me = fn.args.args[0].arg if fn.args.args else "self"
+    t = _Text(text)
+    for st in fn.body:
+        calls = [n for n in ast.walk(st) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                 and n.func.attr == name and _name(n.func.value) != me
+                 and ast.unparse(n.func.value).startswith(me + ".")]
+        span = _remove_stmt(t, st, fn.body) if calls else None
+        if span is not None:
+            return Edit(t.apply([span]), f"{cls}.{name}: line {st.lineno} removed: {ast.unparse(calls[0])[:60]}")
+    return None
+
+
+def rebase_index(text: str, tree: ast.Module, rng: random.Random) -> Edit | None:
+    """In a ``forward``'s ``for i in range(<start>, <end>)`` loop, one ``i in self.<ids>`` becomes
+    ``i - <start> in self.<ids>``: the index, absolute already, rebased onto the loop's first layer."""
+    cands: list[tuple[ast.Compare, str, str]] = []
+    for fn in _functions(tree, "forward"):
+        for loop in (n for n in ast.walk(fn) if isinstance(n, ast.For)):
+            it = loop.iter
+            if not (isinstance(loop.target, ast.Name) and isinstance(it, ast.Call) and _name(it.func) == "range"
+                    and len(it.args) >= 2 and not isinstance(it.args[0], ast.Constant)):
+                continue
+            idx, start = loop.target.id, ast.unparse(it.args[0])
+            cands += [(n, idx, start) for st in loop.body for n in ast.walk(st)
+                      if isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], ast.In)
+                      and isinstance(n.left, ast.Name) and n.left.id == idx]
+    got = _pick(rng, cands, [])
+    if got is None:
+        return None
+    cmp, idx, start = got
+    t = _Text(text)
+    return Edit(t.apply([_Span(t.start(cmp.left), t.end(cmp.left), f"{idx} - {start}")]),
+                f"line {cmp.lineno}: {ast.unparse(cmp)[:50]} -> {idx} - {start} in ...")
+
+
 def rename_class(text: str, tree: ast.Module, rng: random.Random, tag: int) -> Edit | None:
     """A module-level class renamed ``<Name>Mut<tag>``, with every use of the name in its own file: the file
     stays consistent, the files that import the old name break."""

@@ -21,6 +21,7 @@ import pytest
 
 from eagle3_lint import semantic as sem
 from eagle3_lint.analysis import Analysis, Options, analyze, each_for
+from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import Finding, Status
 from eagle3_lint.rules import egl004_aux_states_not_collected as egl004
 from eagle3_lint.rules._interface import Group
@@ -59,24 +60,157 @@ def _egl004_kinds(ctx: Analysis) -> dict[str, set[str]]:
     return out
 
 
+class ConfigDefaults:
+    """The default ``num_hidden_layers`` of the config class a tree gives an architecture, read (``ast``, never
+    imported) from the class the model names: ``config_class = X``, or the annotation of a ``config`` parameter
+    or local in an ``__init__`` of the class, its MRO or an inner model it reaches (``config: Qwen3VLConfig``).
+    The count is that class's own ``__init__`` default (``num_hidden_layers: int = 48``), or through its MRO, or,
+    for a composite config, its text sub-config's (``sub_configs = {"text_config": ...}``, ``self.text_config =
+    X(...)``). Most architectures name a Transformers config, which is not in the tree: they have none."""
+
+    # What the model's config is called where it is annotated (not ``vision_config``, ``quant_config``, ...).
+    CONFIG_NAMES = frozenset({"config", "hf_config", "text_config", "thinker_config"})
+
+    def __init__(self, ctx: Analysis, root: Path) -> None:
+        self.ctx, self.root = ctx, root
+        self._trees: dict[str, ast.Module] = {}
+
+    def _node(self, key: ClassKey) -> ast.ClassDef | None:
+        cf = self.ctx.graph.class_facts(key)
+        if cf is None:
+            return None
+        rel = self.ctx.graph.path_of(key)
+        if rel not in self._trees:
+            self._trees[rel] = ast.parse((self.root / rel).read_text(encoding="utf-8"))
+        return next((n for n in ast.walk(self._trees[rel]) if isinstance(n, ast.ClassDef) and n.lineno == cf.line),
+                    None)
+
+    @staticmethod
+    def _names(a: ast.expr | None) -> list[str]:
+        """The class names an annotation holds: ``X``, ``Optional[X]``, ``X | None``, ``"X"``."""
+        if isinstance(a, ast.Constant) and isinstance(a.value, str):
+            try:
+                a = ast.parse(a.value, mode="eval").body
+            except SyntaxError:
+                return []
+        if isinstance(a, ast.Subscript):
+            return [n for e in (a.slice.elts if isinstance(a.slice, ast.Tuple) else [a.slice])
+                    for n in ConfigDefaults._names(e)]
+        if isinstance(a, ast.BinOp):
+            return ConfigDefaults._names(a.left) + ConfigDefaults._names(a.right)
+        return [ast.unparse(a)] if isinstance(a, (ast.Name, ast.Attribute)) else []
+
+    def _named(self, key: ClassKey) -> list[str]:
+        node = self._node(key)
+        out: list[str] = []
+        for st in node.body if node is not None else []:
+            if isinstance(st, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "config_class"
+                                                  for t in st.targets):
+                out += self._names(st.value)
+            elif isinstance(st, ast.FunctionDef) and st.name == "__init__":
+                out += [n for a in (*st.args.args, *st.args.kwonlyargs) if a.arg in self.CONFIG_NAMES
+                        for n in self._names(a.annotation)]
+                out += [n for x in ast.walk(st) if isinstance(x, ast.AnnAssign)
+                        and ast.unparse(x.target).removeprefix("self.") in self.CONFIG_NAMES
+                        for n in self._names(x.annotation)]
+        return out
+
+    def _default(self, key: ClassKey, depth: int = 0) -> tuple[int, str] | None:
+        if depth > 2:
+            return None
+        for e in self.ctx.graph.mro(key).entries:
+            node = self._node(e) if isinstance(e, ClassKey) else None
+            if node is None:
+                continue
+            subs: list[str] = []
+            for st in node.body:
+                if isinstance(st, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "sub_configs"
+                                                      for t in st.targets) and isinstance(st.value, ast.Dict):
+                    subs += [n for k, v in zip(st.value.keys, st.value.values, strict=True)
+                             if isinstance(k, ast.Constant) and k.value == "text_config" for n in self._names(v)]
+                if isinstance(st, ast.FunctionDef) and st.name == "__init__":
+                    a = st.args
+                    named = [*zip(a.args[len(a.args) - len(a.defaults):], a.defaults, strict=True),
+                             *zip(a.kwonlyargs, a.kw_defaults, strict=True)]
+                    for arg, d in named:
+                        if arg.arg == "num_hidden_layers" and isinstance(d, ast.Constant) and type(d.value) is int:
+                            return d.value, f"{self.ctx.graph.path_of(e)}:{d.lineno}"
+                    subs += [n for x in ast.walk(st) if isinstance(x, ast.Assign) and isinstance(x.value, ast.Call)
+                             and any(ast.unparse(t) == "self.text_config" for t in x.targets)
+                             for n in self._names(x.value.func)]
+            for name in subs:
+                r = self.ctx.graph.resolve_dotted(e.module, name)  # type: ignore[union-attr]  # e: a ClassKey
+                got = self._default(r.key, depth + 1) if r.kind == "class" and r.key is not None else None
+                if got is not None:
+                    return got
+        return None
+
+    def layers(self, key: ClassKey) -> tuple[int, str] | None:
+        """(layers, where the default is written) for the architecture whose class is ``key``; None: none in the
+        tree."""
+        for k in sem.reached(self.ctx.model, key):
+            for e in self.ctx.graph.mro(k).entries:
+                for name in self._named(e) if isinstance(e, ClassKey) else []:
+                    r = self.ctx.graph.resolve_dotted(e.module, name)
+                    got = self._default(r.key) if r.kind == "class" and r.key is not None else None
+                    if got is not None:
+                        return got
+        return None
+
+
+# One architecture per tree whose config class the tree holds, with its default as the source writes it.
+# vLLM 0.16.0: hunyuan_vision.py:866 ``config: HunYuanVLConfig``, whose ``sub_configs`` text config
+# (hunyuan_vl.py:252-282) is ``HunYuanVLTextConfig``, ``num_hidden_layers=32`` (hunyuan_vl.py:157). vLLM 0.33.0:
+# qwen3_asr.py:443 ``thinker_config: Qwen3ASRThinkerConfig``, text config ``Qwen3ASRTextConfig`` (qwen3_asr.py:332-334
+# of the configs), ``num_hidden_layers=32`` (configs/qwen3_asr.py:242). SGLang 0.5.23: ``Qwen3VLConfig``'s
+# ``sub_configs`` text config (configs/qwen3_vl.py:233-235) is ``Qwen3VLTextConfig``, ``num_hidden_layers=32``
+# (configs/qwen3_vl.py:151).
+OWN_DEFAULT = {
+    "0.16.0": ("HunYuanVLForConditionalGeneration", 32, "vllm/transformers_utils/configs/hunyuan_vl.py:157"),
+    "0.33.0": ("Qwen3ASRForConditionalGeneration", 32, "vllm/transformers_utils/configs/qwen3_asr.py:242"),
+    "0.5.23": ("Qwen3VLForConditionalGeneration", 32, "sglang/srt/configs/qwen3_vl.py:151"),
+}
+
+
 @pytest.mark.parametrize(("engine", "version"), [("vllm", "0.16.0"), ("vllm", "0.33.0"), ("sglang", "0.5.23")])
 def test_serving_capture_agrees_with_egl004(engine: str, version: str, real_trees: Any) -> None:
     """Every architecture that passes the check and has a layer owner: the serving chain says its decoder collects
     no aux hidden states exactly when EGL004 says the layer owner's forward never collects them.
 
-    One target config for all (the published Qwen3-8B config, 36 layers): the capture step needs a layer count, and
-    whether a forward collects does not depend on which."""
+    The target config has each architecture's own default layer count where the tree gives one
+    (``ConfigDefaults``: Qwen3-VL's 32 from SGLang's configs/qwen3_vl.py:151, Qwen3-Next's 48 from
+    configs/qwen3_next.py:188, HunYuan-VL's 32 from vLLM 0.16.0's transformers_utils/configs/hunyuan_vl.py:157,
+    ...): those architectures are asked again in an analysis with that config (the facts are shared, so that costs a
+    build, not a parse). The rest name a Transformers config the tree does not hold; they get the published
+    Qwen3-8B config (36 layers), as whether a forward collects does not depend on the count."""
     root = _tree(engine, version, real_trees)
     ctx = analyze(DirSource(root), Options(target_config=TARGET, draft_config=DRAFTER), keep=False)
     kinds = _egl004_kinds(ctx)
+    defaults = ConfigDefaults(ctx, root)
+    by_layers: dict[int, list[str]] = {}
     compared, disagree = 0, []
+    asked: list[tuple[str, Analysis]] = []
     for arch, key in sem.scoped_archs(ctx.model):
         if sem.status(ctx.model, arch) is not Status.SUPPORTED or sem.owner(ctx.model, key) is None:
             continue
-        flagged = kinds.get(arch, set())
-        if flagged & EARLIER_DEFECTS:
+        if kinds.get(arch, set()) & EARLIER_DEFECTS:
             continue
-        sv = ctx.engine.serving_verdict(ctx.model, arch)
+        own = defaults.layers(key)
+        if own is None:
+            asked.append((arch, ctx))
+        else:
+            by_layers.setdefault(own[0], []).append(arch)
+    arch0, n0, where0 = OWN_DEFAULT[version]
+    key0 = ctx.model.keys[arch0]
+    assert key0 is not None and defaults.layers(key0) == (n0, where0)
+    for n, archs in sorted(by_layers.items()):
+        other = analyze(DirSource(root), Options(target_config={**TARGET, "num_hidden_layers": n},
+                                                 draft_config=DRAFTER), select=lambda _rid: False, store=ctx.store,
+                        keep=False)
+        asked += [(arch, other) for arch in archs]
+    for arch, actx in asked:
+        flagged = kinds.get(arch, set())
+        sv = actx.engine.serving_verdict(actx.model, arch)
         assert sv is not None
         step = next(s for s in sv.steps if s.gate is Gate.CAPTURE)
         none = step.result is StepResult.FAIL and sv.captured_layers == ()
@@ -88,8 +222,11 @@ def test_serving_capture_agrees_with_egl004(engine: str, version: str, real_tree
         if none != ("no-collect" in flagged) or vague:
             disagree.append(f"{arch}: capture {step.result.value} ({step.message}); EGL004 {sorted(flagged)}")
     assert not disagree, "\n".join(disagree)
-    print(f"{engine} {version}: {compared} architectures compared")
+    own_count = sum(len(a) for a in by_layers.values())
+    print(f"{engine} {version}: {compared} architectures compared, {own_count} with their own default layer count "
+          f"({', '.join(f'{n}: {len(a)}' for n, a in sorted(by_layers.items()))}), the rest with 36")
     assert compared >= 25, compared  # so that the test cannot pass by comparing nothing
+    assert arch0 in by_layers[n0]
 
 
 # Qwen3-VL's text config: 36 layers (Qwen3-VL-8B), the model_type vLLM's allow-list reads from hf_text_config.

@@ -30,6 +30,12 @@ class WrapForConditionalGeneration(nn.Module, SupportsMultiModal, SupportsPP, Su
 With real default bodies (0.18+) adding the base is enough when the defaults' unwrap
 (``get_language_model()`` / ``language_model``, then ``.model``) reaches an ``EagleModelMixin``.
 
+On an engine whose runner asks the top-level model only for its setter (SGLang), the "passes but
+does not reach" half is a setter whose body does nothing while the wrapper's ``forward`` runs the
+inner model, directly or handed to a helper (``general_mm_embed_routine(language_model=...)``): the
+inner model returns aux hidden states only once its own setter is called. The inner model may be
+one the forward hands to such a helper (``self.llm``), or one ``__init__`` imports itself.
+
 Severity: error when the architecture is targeted (``--arch``), warning otherwise. Reported once,
 on the class whose ``__init__`` builds the inner model, with every architecture that inherits the
 gap (Tarsier2 subclasses Qwen2-VL: one finding). Pooling models and drafters are out of scope:
@@ -90,7 +96,7 @@ def _compute(sm: Model, each: Each) -> shared.Groups:
             loc = sem.class_location(sm, where)
             if loc is not None:
                 groups.get(loc, "gap", arch, key=where, inner=inner)
-        elif st is Status.SUPPORTED and sm.engine.has(Capability.AUX_PLUMBING):
+        elif st is Status.SUPPORTED and (sm.engine.has(Capability.AUX_PLUMBING) or sm.engine.collection):
             inner = sem.supporting_inner(sm, key)
             if not inner:
                 return
@@ -100,9 +106,16 @@ def _compute(sm: Model, each: Each) -> shared.Groups:
             own = sem.owner(sm, key)
             if eff.kind == "writes" and (own is None or eff.path == own.path):
                 return
+            ran = sem.runs(sm, key, inner[0][0].attr)
+            if not sm.engine.has(Capability.AUX_PLUMBING) and (eff.kind != "stub" or ran is None):
+                # An engine that collects through lists or flags: a setter writing another object is EGL004's
+                # (wrong-object); here, a setter whose body does nothing while the forward runs the inner model
+                # (directly, or handed to a helper such as SGLang's general_mm_embed_routine) that only its setter
+                # would configure.
+                return
             loc = sem.class_location(sm, key)
             if loc is not None:
-                groups.get(loc, "no-reach", arch, key=key, inner=inner, effect=eff, owner=own)
+                groups.get(loc, "no-reach", arch, key=key, inner=inner, effect=eff, owner=own, runs=ran)
     shared.each_arch(each, groups, one,
                      sorted(sem.scoped_archs(sm), key=lambda ak: not sm.is_targeted(ak[0])))
     return groups
@@ -162,7 +175,10 @@ def _finding(sm: Model, g: shared.Group,
         eff: sem.Effect = g.data["effect"]  # type: ignore[assignment]  # Group.data: what _pairs stored
         own: sem.Owner | None = g.data["owner"]  # type: ignore[assignment]  # Group.data: what _pairs stored
         where = f"self.{'.'.join(own.path)}" if own is not None and own.path else "the layer owner"
-        if eff.kind == "stub":
+        if eff.kind == "stub" and not sm.engine.has(Capability.AUX_PLUMBING) and eff.method_owner is not None:
+            where_def = sem.method_location(sm, eff.method_owner, eff.line)
+            how = f"its {sm.contract.setter}() ({where_def}) does nothing"
+        elif eff.kind == "stub":
             how = f"its {sm.contract.setter}() is {eff.detail.split(' has ')[0]}'s stub, which does nothing"
         elif eff.kind == "writes":
             how = f"its setter writes self.{'.'.join((*eff.path, eff.attr or '?'))}, not {where}"
@@ -170,6 +186,13 @@ def _finding(sm: Model, g: shared.Group,
             how = eff.detail
         msg = (f"{key.name} passes {check_fn} but does not delegate to the inner model ({inner_txt}): {how}; "
                f"the decoder at {where} never gets the aux layers")
+        ran: tuple[str, ClassKey, int] | None = g.data.get("runs")  # type: ignore[assignment]  # Group.data
+        if ran is not None and not sm.engine.has(Capability.AUX_PLUMBING):
+            # Where the runner asks the wrapper for nothing but the setter, what makes this a defect is that the
+            # wrapper's forward runs the inner model, whose states only its own setter would turn on.
+            ran_at = sem.method_location(sm, ran[1], ran[2])
+            msg += f", though {ran[0]} ({ran_at}), so it returns no aux hidden states"
+            related.append(Step("forward", ran[0], ran_at))
     msg += f"; architectures: {shared.arch_list(g.archs)}"
     who = shared.primary_arch(sm, g.archs) or key.name
     # One wording for every EGL002 line (the check's name dropped only for the longest class names).

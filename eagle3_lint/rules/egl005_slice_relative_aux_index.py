@@ -6,9 +6,10 @@ aux-layer ids: ``idx in self.aux_hidden_state_layers``, or ``idx`` / ``idx + 1``
 collector such as ``self._maybe_add_hidden_state``. It also flags the rebased variant: a loop that
 does pass ``start=`` (the slice's own start, so the index is absolute) and then subtracts that
 start again where it meets the aux ids, ``idx - self.start_layer + 1`` passed to the collector or
-``idx - self.start_layer in self.aux_hidden_state_layers`` (``moss_audio.py`` in vLLM 0.33.0).
-Every model class's ``forward`` in the tree is scanned; each loop is reported once, wherever it
-is inherited from.
+``idx - self.start_layer in self.aux_hidden_state_layers`` (``moss_audio.py`` in vLLM 0.33.0), and
+the same subtraction in a ``for i in range(self.start_layer, self.end_layer)`` loop (SGLang's
+decoders), whose index is absolute too. Every model class's ``forward`` in the tree is scanned;
+each loop is reported once, wherever it is inherited from.
 
 ## Why is this bad?
 ``enumerate`` counts from 0 inside the slice, while the configured aux layers are absolute layer
@@ -280,21 +281,23 @@ def _loops_in(sm: Model, rel: str) -> list[tuple[ClassKey, sem.Loop, str]]:
         for loop in sem.slice_relative_loops(method_facts):
             if loop.line in seen:
                 continue
-            start = loop.slice_lower
-            assert start is not None  # slice_relative_loops: a slice with a start
-            if loop.start_text is None:
-                uses = [t for _u, t in sem.aux_uses(sm, loop, loop.uses)]
-                head = (
-                    f"{key.name}.forward enumerates {loop.iter_text} without start=, so {loop.index_var} counts "
-                    f"from 0 inside the slice, yet it is compared with absolute aux-layer ids: {'; '.join(uses)}."
-                )
-            elif loop.start_norm == start:
-                # The index is absolute already; ``idx - start`` undoes that (moss_audio in 0.33.0).
+            start = sem.rebased_start(loop)
+            walk = f"{key.name}.forward {sem.index_walk(loop)}"
+            if start is not None:
+                # The index is absolute already; ``idx - start`` undoes that (moss_audio in vLLM 0.33.0; on SGLang a
+                # ``range(self.start_layer, self.end_layer)`` loop, whose ids the setter stores absolute).
                 uses = [t for _u, t in sem.aux_uses(sm, loop, loop.rebased)]
                 head = (
-                    f"{key.name}.forward enumerates {loop.iter_text} with start={start}, so {loop.index_var} is "
-                    f"already the absolute layer id, but subtracting the slice start makes it slice-relative "
-                    f"again, and that is compared with absolute aux-layer ids: {'; '.join(uses)}."
+                    f"{walk}, so {loop.index_var} is already the absolute layer id, but subtracting "
+                    f"{'the slice start' if loop.slice_lower is not None else start} makes it "
+                    f"{'slice' if loop.slice_lower is not None else 'rank'}-relative again, and that is compared "
+                    f"with absolute aux-layer ids: {'; '.join(uses)}."
+                )
+            elif loop.start_text is None:
+                uses = [t for _u, t in sem.aux_uses(sm, loop, loop.uses)]
+                head = (
+                    f"{walk}, so {loop.index_var} counts "
+                    f"from 0 inside the slice, yet it is compared with absolute aux-layer ids: {'; '.join(uses)}."
                 )
             else:
                 continue
@@ -345,11 +348,12 @@ def fix(sm: Model, finding: Finding) -> Fix | None:
         if loop is not None:
             if sm.targeted and ClassKey(mf.module, class_facts.qualname) not in _targeted_forwards(sm):
                 return None
+            rebased = sem.rebased_start(loop)
+            if rebased is not None:
+                return _unrebase_fix(sm, rel, loop, rebased)
             start = loop.slice_lower
-            if start is None:
+            if start is None or loop.start_text is not None:
                 return None
-            if loop.start_text is not None:
-                return _unrebase_fix(sm, rel, loop, start)
             pt = fixgen.enumerate_start_point(sm, rel, loop)
             if pt is None:
                 return None
@@ -373,5 +377,6 @@ def _unrebase_fix(sm: Model, rel: str, loop: sem.Loop, start: str) -> Fix | None
     if not uses or any(u.cut == (0, 0, 0, 0) for u in uses):
         return None
     edits = tuple(Edit(rel, *u.cut, "") for u in uses)
-    return Fix(f"drop ` - {start}` from the aux index (enumerate already starts at {start})", edits,
+    counter = "enumerate" if loop.slice_lower is not None else "range"
+    return Fix(f"drop ` - {start}` from the aux index ({counter} already starts at {start})", edits,
                Applicability.SAFE)

@@ -16,7 +16,8 @@ which failed and why). For each registered class:
 * ``wrapper_gap``: ``supports`` is False and a model class the wrapper builds has the method. "Builds"
   is read from the *running* objects, not from source: the classes named by ``__init__``'s bytecode
   (globals loaded by ``LOAD_GLOBAL``, nested code objects included, except a global whose next
-  instruction reads an attribute of it: ``X.helper(...)`` calls a helper, it builds no model) and by its
+  instruction reads an attribute of it: ``X.helper(...)`` calls a helper, it builds no model; and the
+  names the function imports itself, ``from m import X`` inside ``__init__``) and by its
   default arguments, for every ``__init__`` in the MRO and for the methods of the class that those
   ``__init__``s name (``self.init_llm(...)``), plus class attributes holding classes; followed up
   to three hops (a VL wrapper holding a ``ForCausalLM`` holding a ``Model``). Only ``torch.nn.Module``
@@ -27,6 +28,7 @@ from __future__ import annotations
 import argparse
 import dis
 import importlib
+import importlib.util
 import inspect
 import json
 import logging
@@ -123,6 +125,21 @@ def _codes(fn: object) -> list[types.CodeType]:
     return out
 
 
+def _imported_module(ins: list[dis.Instruction], i: int, g: dict[str, object]) -> types.ModuleType | None:
+    """The module an ``IMPORT_FROM`` at ``ins[i]`` reads from: the nearest ``IMPORT_NAME`` before it (its level is
+    the ``LOAD_CONST`` two instructions earlier), already imported, as SGLang's registry imports every model module."""
+    j = next((k for k in range(i - 1, -1, -1) if ins[k].opname == "IMPORT_NAME"), None)
+    if j is None:
+        return None
+    level = ins[j - 2].argval if j >= 2 and ins[j - 2].opname == "LOAD_CONST" else 0
+    name = str(ins[j].argval)
+    try:
+        full = importlib.util.resolve_name("." * level + name, str(g.get("__package__") or "")) if level else name
+        return importlib.import_module(full)
+    except (ImportError, ValueError):
+        return None
+
+
 def _classes_built_by(cls: type, nn_module: type) -> dict[str, type]:
     """Module classes named by the __init__ code of cls's MRO (and the methods it names), its defaults
     and class attributes; keyed by module.qualname."""
@@ -161,6 +178,10 @@ def _classes_built_by(cls: type, nn_module: type) -> dict[str, type]:
                     if op.opname in ("LOAD_GLOBAL", "LOAD_NAME") and op.argval in g and not (
                             i + 1 < len(ins) and ins[i + 1].opname in ("LOAD_ATTR", "LOAD_METHOD")):
                         note(g[op.argval])
+                    elif op.opname == "IMPORT_FROM" and (mod := _imported_module(ins, i, g)) is not None:
+                        # ``from sglang.srt.models.llama4 import Llama4ForCausalLM`` inside ``__init__`` (0.5.23
+                        # mllama4.py:494, llava.py:607): the class is a local of the function, never a global.
+                        note(getattr(mod, op.argval, None))
                 for name in code.co_names:
                     attr = inspect.getattr_static(cls, name, None)
                     attr = getattr(attr, "__func__", attr)
