@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from eagle3_lint import fixes
-from eagle3_lint.analysis import Context, Options, analyze
+from eagle3_lint.analysis import Analysis, Options, analyze
 from eagle3_lint.model import Finding, Severity, Status
 from eagle3_lint.source import DirSource
 from tests import mutate
@@ -47,7 +47,7 @@ SETTER = "set_eagle3_layers_to_capture"
 class Mutated:
     tree: Path
     cache: Path
-    ctx: Context
+    ctx: Analysis
     details: dict[str, str]
 
 
@@ -75,7 +75,7 @@ def mutated(tmp_path_factory: pytest.TempPathFactory) -> Mutated:
     return Mutated(tree, base / "cache", ctx, details)
 
 
-def _of(ctx: Context, rule: str, arch: str) -> list[Finding]:
+def _of(ctx: Analysis, rule: str, arch: str) -> list[Finding]:
     return [f for f in ctx.findings if f.rule == rule and arch in (f.architecture, *f.architectures)]
 
 

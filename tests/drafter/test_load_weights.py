@@ -29,7 +29,7 @@ import pytest
 
 from eagle3_lint import drafter_weights as dw
 from eagle3_lint import weights
-from eagle3_lint.analysis import Context, Options, analyze
+from eagle3_lint.analysis import Analysis, Options, analyze
 from eagle3_lint.serving import Gate, Outcome
 from eagle3_lint.source import DirSource
 from tests.drafter.ckpt import CKPTS, drafter_folder, llama_drafter_tensors
@@ -46,21 +46,21 @@ def _cfg(**extra: Any) -> dict[str, Any]:
     return {**json.loads((CKPTS / YUHUILI).read_text()), **extra}
 
 
-def _mismatches(ctx: Context, arch: str, cfg: dict[str, Any], tensors: dict[str, Any], tmp_path: Path) -> list[str]:
+def _mismatches(ctx: Analysis, arch: str, cfg: dict[str, Any], tensors: dict[str, Any], tmp_path: Path) -> list[str]:
     folder = drafter_folder(tmp_path / f"d{len(list(tmp_path.iterdir()))}", cfg, tensors)
-    rep = dw.check(weights.read_checkpoint(str(folder)), cfg, dw.built(ctx, arch, cfg), 3, 4096)
+    rep = dw.check(weights.read_checkpoint(str(folder)), cfg, dw.built(ctx.model, arch, cfg), 3, 4096)
     return [m.message for m in rep.mismatches]
 
 
 @pytest.fixture(scope="module")
-def sglang_ctx(sglang_trees: Any) -> Context:
+def sglang_ctx(sglang_trees: Any) -> Analysis:
     ctx = analyze(DirSource(sglang_trees.get("0.5.23")), Options(), select=lambda _rule: False)
     assert not ctx.errors
     return ctx
 
 
 @pytest.mark.real
-def test_sglang_0_5_23_skips_what_the_config_switches_off(sglang_ctx: Context, tmp_path: Path) -> None:
+def test_sglang_0_5_23_skips_what_the_config_switches_off(sglang_ctx: Analysis, tmp_path: Path) -> None:
     base = llama_drafter_tensors()
     assert _mismatches(sglang_ctx, SGL_DRAFTER, _cfg(), base, tmp_path) == []
     # An EAGLE 3.1 drafter's input_norm, with a config that does not say norm_before_fc: input_norm is None.

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from eagle3_lint.analysis import Context, Options, analyze
+from eagle3_lint.analysis import Analysis, Options, analyze
 from eagle3_lint.engines.sglang import method_chain, methods
 from eagle3_lint.serving import Gate, Outcome, ServingVerdict, StepResult
 from eagle3_lint.source import DirSource
@@ -38,7 +38,7 @@ def _dflash(ids: list[int] | None, layers: int = 5) -> dict[str, Any]:
 
 
 def _ctx(root: Path, method: str, draft: dict[str, Any] | None, tmp_path: Path, arch: str = LLAMA,
-         target: str = "llama-3.1-8b-instruct.json", pp: int | None = None) -> Context:
+         target: str = "llama-3.1-8b-instruct.json", pp: int | None = None) -> Analysis:
     dpath = tmp_path / "draft.json"
     if draft is not None:
         dpath.write_text(json.dumps(draft, indent=1))
@@ -51,21 +51,21 @@ def _ctx(root: Path, method: str, draft: dict[str, Any] | None, tmp_path: Path, 
     return ctx
 
 
-def _verdict(ctx: Context, arch: str = LLAMA, method: str | None = None,
+def _verdict(ctx: Analysis, arch: str = LLAMA, method: str | None = None,
              draft: dict[str, Any] | None | str = "check's") -> ServingVerdict:
     """The chain with the check's drafter, or (sharing the analysis: the tree's facts do not depend on the drafter)
     with another drafter config or method."""
     if draft == "check's" and method is None:
-        sv = ctx.engine.serving_verdict(ctx, arch)
+        sv = ctx.engine.serving_verdict(ctx.model, arch)
         assert sv is not None
         return sv
     d = ctx.options.draft_config if draft == "check's" else draft
     assert not isinstance(d, str)
-    return method_chain.chain_for(ctx, arch, method or ctx.options.method or "", d, "draft.json")
+    return method_chain.chain_for(ctx.model, arch, method or ctx.options.method or "", d, "draft.json")
 
 
 @pytest.fixture(scope="module")
-def ctx_0_5_23(sglang_trees: Any, tmp_path_factory: pytest.TempPathFactory) -> Context:
+def ctx_0_5_23(sglang_trees: Any, tmp_path_factory: pytest.TempPathFactory) -> Analysis:
     return _ctx(sglang_trees.get("0.5.23"), "DFLASH", _dflash([1, 8, 15, 22, 29]), tmp_path_factory.mktemp("d"))
 
 
@@ -97,7 +97,7 @@ def test_real_methods_a_release_has(sglang_trees: Any) -> None:
 
 
 @pytest.mark.real
-def test_real_0_5_23_which_setter_per_method_and_class(ctx_0_5_23: Context) -> None:
+def test_real_0_5_23_which_setter_per_method_and_class(ctx_0_5_23: Analysis) -> None:
     """configure_aux_hidden_state_capture (attention_backend_setup.py:54-72): EAGLE-3's setter only under
     eagle_use_aux_hidden_state (:54), set only for is_eagle3() (spec_aux_hidden_state.py:185-186); under
     dflash_use_aux_hidden_state (:62, set True for is_dflash_family(), spec_aux_hidden_state.py:207/279):
@@ -109,15 +109,15 @@ def test_real_0_5_23_which_setter_per_method_and_class(ctx_0_5_23: Context) -> N
             ("DSPARK", True, True): (DSPARK_SETTER, 64), ("DSPARK", True, False): (DFLASH_SETTER, 66),
             ("DSPARK", False, True): (DSPARK_SETTER, 64)}
     for (m, dflash, dspark), (setter, line) in want.items():
-        r = methods.route(ctx, m, {DFLASH_SETTER: dflash, DSPARK_SETTER: dspark})
+        r = methods.route(ctx.model, m, {DFLASH_SETTER: dflash, DSPARK_SETTER: dspark})
         assert [(c.setter, c.where.path, c.where.line) for c in r.calls] == [(setter, SETUP, line)], (m, r)
         assert r.refusal is None
     for m in ("DFLASH", "DSPARK"):
-        r = methods.route(ctx, m, {DFLASH_SETTER: False, DSPARK_SETTER: False})
+        r = methods.route(ctx.model, m, {DFLASH_SETTER: False, DSPARK_SETTER: False})
         assert r.calls == () and r.refusal is not None and (r.refusal.path, r.refusal.line) == (SETUP, 68)
         assert r.refusal.text.startswith("ValueError: Model <model class> implements neither")
     # EAGLE-3 itself reaches only its own setter (:61).
-    r = methods.route(ctx, "EAGLE3", {DFLASH_SETTER: True, DSPARK_SETTER: True})
+    r = methods.route(ctx.model, "EAGLE3", {DFLASH_SETTER: True, DSPARK_SETTER: True})
     assert [(c.setter, c.where.line) for c in r.calls] == [("set_eagle3_layers_to_capture", 61)]
     # Llama4ForConditionalGeneration (mllama4.py:443) has set_eagle3_layers_to_capture (:971) and neither DFlash
     # setter: the runner's ValueError, after the weights load (whatever the drafter: the step comes first).
@@ -129,7 +129,7 @@ def test_real_0_5_23_which_setter_per_method_and_class(ctx_0_5_23: Context) -> N
 
 
 @pytest.mark.real
-def test_real_0_5_23_dflash_on_llama(ctx_0_5_23: Context) -> None:
+def test_real_0_5_23_dflash_on_llama(ctx_0_5_23: Analysis) -> None:
     """The runner hands the setter dflash_config.target_layer_ids (dflash_utils.py:657-660 -> resolve_target_layer_ids
     :556-585 -> spec_aux_hidden_state.py:283); LlamaForCausalLM.set_dflash_layers_to_capture (llama.py:943) stores
     val + 1 (:953) in self.model.layers_to_capture, which LlamaModel.forward tests per layer (llama.py:485-493):
@@ -148,7 +148,7 @@ def test_real_0_5_23_dflash_on_llama(ctx_0_5_23: Context) -> None:
     assert sv.captured_layers == tuple(i + 1 for i in chosen) and sv.aux_layer_ids_source == "model-default"
     assert sv.outcome is Outcome.UNCHECKED and sv.stage is Gate.TRAINED_LAYERS
     # One drafter layer: the middle layer, num_target_layers // 2 (dflash_utils.py:370-371).
-    assert methods.target_ids(ctx, "DFLASH", _dflash(None, layers=1), ctx.options.target_config).ids == (16,)
+    assert methods.target_ids(ctx.model, "DFLASH", _dflash(None, layers=1), ctx.options.target_config).ids == (16,)
     # Id 31, the last layer's output, becomes 32, which the loop over range(start_layer, end_layer) never tests
     # (llama.py:485-493): the drafter receives 2 of 3 states.
     sv = _verdict(ctx, draft=_dflash([1, 15, 31], layers=3))
@@ -170,7 +170,7 @@ def test_real_0_5_23_dflash_on_llama(ctx_0_5_23: Context) -> None:
 
 
 @pytest.mark.real
-def test_real_0_5_23_dspark_and_pp(ctx_0_5_23: Context, sglang_trees: Any, tmp_path: Path) -> None:
+def test_real_0_5_23_dspark_and_pp(ctx_0_5_23: Analysis, sglang_trees: Any, tmp_path: Path) -> None:
     # DSPARK without markov_rank: parse_dspark_draft_config's default 0 (dspark_config.py:239-249), refused by
     # require_markov (dspark_config.py:74-75) at spec_aux_hidden_state.py:268-269.
     sv = _verdict(ctx_0_5_23, method="DSPARK")
@@ -203,7 +203,7 @@ def test_real_0_5_13_dflash_inside_the_model_runner(sglang_trees: Any, tmp_path:
     assert _at(sv, Gate.RUNNER_INTERFACE) == ("pass", mr, 959) and _at(sv, Gate.AUX_IDS) == ("pass", mr, 518)
     # LlamaForCausalLM.set_dflash_layers_to_capture stores val + 1 (llama.py:837).
     assert sv.captured_layers == (2, 9, 16, 23, 30)
-    r = methods.route(ctx, "DFLASH", {DFLASH_SETTER: False})
+    r = methods.route(ctx.model, "DFLASH", {DFLASH_SETTER: False})
     assert r.refusal is not None and (r.refusal.path, r.refusal.line) == (mr, 955)
     assert r.refusal.text == ("ValueError: Model <model class> does not implement set_dflash_layers_to_capture, "
                               "which is required for DFLASH.")
