@@ -43,6 +43,17 @@ def real_trees() -> RealTrees:
     return RealTrees()
 
 
+@pytest.fixture(scope="session")
+def facts_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A cache folder of this session (of this xdist worker) for analyses of the real releases.
+
+    Each release is parsed once per session instead of once per test: the facts cache is a layer under loading
+    that gives back the facts parsing gives (store.py; tests/test_cache.py compares reports with and without
+    it on a real release). It starts empty, so every answer is computed in this session: a test reads no result
+    an earlier run or another version of the code left (that is what the user cache could hold)."""
+    return tmp_path_factory.mktemp("facts-cache")
+
+
 def unmarked_real(items: list[pytest.Item]) -> list[str]:
     """Tests that take ``real_trees`` without the ``real`` marker: they would download releases in the
     fast set (``-m 'not real and not oracle'``), which must run offline."""
