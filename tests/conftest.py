@@ -43,15 +43,24 @@ def real_trees() -> RealTrees:
     return RealTrees()
 
 
-@pytest.fixture(scope="session")
-def facts_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A cache folder of this session (of this xdist worker) for analyses of the real releases.
+_SESSION_CACHE: list[Path] = []
 
-    Each release is parsed once per session instead of once per test: the facts cache is a layer under loading
-    that gives back the facts parsing gives (store.py; tests/test_cache.py compares reports with and without
-    it on a real release). It starts empty, so every answer is computed in this session: a test reads no result
-    an earlier run or another version of the code left (that is what the user cache could hold)."""
-    return tmp_path_factory.mktemp("facts-cache")
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    _SESSION_CACHE[:] = [tmp_path_factory.mktemp("session-cache")]
+
+
+def session_cache() -> Path:
+    """A cache folder of this session (of this xdist worker), for the tests' analyses of real releases.
+
+    ``Options(cache_dir=session_cache())`` parses each release once per session instead of once per test: the
+    facts cache is a layer under loading that gives back what parsing gives (store.py; tests/test_cache.py
+    compares reports with and without it on a real release). It starts empty, so each analysis is computed in
+    this session and no result of an earlier run or of another version of the code (what the user cache may
+    hold) is read. A test that compares two analyses with the same options must not use it: the second would
+    reuse the first one's answers (queries.py)."""
+    return _SESSION_CACHE[0]
 
 
 def unmarked_real(items: list[pytest.Item]) -> list[str]:

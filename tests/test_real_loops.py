@@ -26,6 +26,7 @@ from eagle3_lint.rules import egl004_aux_states_not_collected as egl004
 from eagle3_lint.serving import Gate, Outcome, StepResult
 from eagle3_lint.source import DirSource
 from tests import mutate
+from tests.conftest import session_cache
 from tests.sglang.conftest import SglangTrees
 
 pytestmark = pytest.mark.real
@@ -61,7 +62,8 @@ def test_serving_capture_agrees_with_egl004(engine: str, version: str, real_tree
     One target config for all (the published Qwen3-8B config, 36 layers): the capture step needs a layer count, and
     whether a forward collects does not depend on which."""
     root = _tree(engine, version, real_trees)
-    ctx = analyze(DirSource(root), Options(target_config=TARGET, draft_config=DRAFTER), keep=False)
+    ctx = analyze(DirSource(root), Options(target_config=TARGET, draft_config=DRAFTER, cache_dir=session_cache()),
+                  keep=False)
     kinds = _egl004_kinds(ctx)
     compared, disagree = 0, []
     for arch, key in sem.scoped_archs(ctx):
@@ -112,8 +114,8 @@ def test_qwen3_vl_captures_the_default_layers(version: str, loop_line: int, real
     """
     root = real_trees.get(version)
     arch = "Qwen3VLForConditionalGeneration"
-    ctx = analyze(DirSource(root), Options(targets=(arch,), target_config=QWEN3_VL, draft_config=DRAFTER),
-                  keep=False)
+    ctx = analyze(DirSource(root), Options(targets=(arch,), target_config=QWEN3_VL, draft_config=DRAFTER,
+                                           cache_dir=session_cache()), keep=False)
     sv = ctx.serving[arch]
     step = next(s for s in sv.steps if s.gate is Gate.CAPTURE)
     assert step.result is StepResult.PASS, step.message

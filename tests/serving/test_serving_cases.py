@@ -22,18 +22,18 @@ from eagle3_lint._compat import tomllib
 from eagle3_lint.analysis import Context, Options, analyze
 from eagle3_lint.serving import Outcome, StepResult
 from eagle3_lint.source import DirSource
+from tests.conftest import session_cache
 
 REPO = Path(__file__).resolve().parents[2]
 CASES = tomllib.loads((REPO / "tests/serving/cases.toml").read_text())["case"]
 
 
-def _ctx(real_trees: Any, case: dict[str, Any], convention: str | None, cache: Path) -> Context:
-    """The case's analysis; ``cache``: the session's facts cache (conftest.facts_cache), so each release is parsed
-    once for all the cases, not once per case."""
+def _ctx(real_trees: Any, case: dict[str, Any], convention: str | None) -> Context:
     tc, dc = REPO / case["target_config"], REPO / case["draft_config"]
     opts = Options(targets=(case["arch"],), target_config=json.loads(tc.read_text()), target_config_path=str(tc),
                    draft_config=json.loads(dc.read_text()), draft_config_path=str(dc), pipeline_parallel=case["pp"],
-                   runner=case["runner"], drafter_convention=convention, cache_dir=cache)
+                   runner=case["runner"], drafter_convention=convention,
+                   cache_dir=session_cache())  # each release parsed once for all the cases
     ctx = analyze(DirSource(real_trees.get(case["vllm"])), opts, select=lambda _rule: False)
     assert not ctx.errors, [e.message for e in ctx.errors]
     return ctx
@@ -41,9 +41,9 @@ def _ctx(real_trees: Any, case: dict[str, Any], convention: str | None, cache: P
 
 @pytest.mark.real
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
-def test_case(case: dict[str, Any], real_trees: Any, facts_cache: Path) -> None:
+def test_case(case: dict[str, Any], real_trees: Any) -> None:
     provenance = case.get("trained_layers_source") == "provenance"
-    sv = _ctx(real_trees, case, "sglang" if provenance else None, facts_cache).serving[case["arch"]]
+    sv = _ctx(real_trees, case, "sglang" if provenance else None).serving[case["arch"]]
     detail = "\n".join(f"{s.gate.value} {s.result.value}: {s.message}" for s in sv.steps)
     assert sv.runner is not None and sv.runner.value == case["runner"], detail
     assert sv.outcome.value == case["outcome"], detail
@@ -62,19 +62,19 @@ PROVENANCE = [c for c in CASES if c.get("trained_layers_source") == "provenance"
 
 @pytest.mark.real
 @pytest.mark.parametrize("case", PROVENANCE, ids=[c["id"] for c in PROVENANCE])
-def test_carried_over_ids_are_never_called_servable(case: dict[str, Any], real_trees: Any, facts_cache: Path) -> None:
-    sv = _ctx(real_trees, case, None, facts_cache).serving[case["arch"]]
+def test_carried_over_ids_are_never_called_servable(case: dict[str, Any], real_trees: Any) -> None:
+    sv = _ctx(real_trees, case, None).serving[case["arch"]]
     assert sv.outcome is Outcome.UNCHECKED and sv.drafter_trained_ids is None
     step = sv.steps[-1]
     assert step.result is StepResult.UNCHECKED and "--drafter-convention" in step.message
 
 
 @pytest.mark.real
-def test_default_runner_of_each_release_matches_the_cases(real_trees: Any, facts_cache: Path) -> None:
+def test_default_runner_of_each_release_matches_the_cases(real_trees: Any) -> None:
     """``runner = auto`` picks what each case marks as the release's default runner."""
     for case in (c for c in CASES if c["default_runner"] and c["pp"] == 1):
         auto = dict(case, runner="auto")
-        sv = _ctx(real_trees, auto, None, facts_cache).serving[case["arch"]]
+        sv = _ctx(real_trees, auto, None).serving[case["arch"]]
         assert sv.runner is not None and sv.runner.value == case["runner"], case["id"]
 
 
