@@ -43,6 +43,26 @@ def real_trees() -> RealTrees:
     return RealTrees()
 
 
+_SESSION_CACHE: list[Path] = []
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    _SESSION_CACHE[:] = [tmp_path_factory.mktemp("session-cache")]
+
+
+def session_cache() -> Path:
+    """A cache folder of this session (of this xdist worker), for the tests' analyses of real releases.
+
+    ``Options(cache_dir=session_cache())`` parses each release once per session instead of once per test: the
+    facts cache is a layer under loading that gives back what parsing gives (store.py; tests/test_cache.py
+    compares reports with and without it on a real release). It starts empty, so each analysis is computed in
+    this session and no result of an earlier run or of another version of the code (what the user cache may
+    hold) is read. A test that compares two analyses with the same options must not use it: the second would
+    reuse the first one's answers (queries.py)."""
+    return _SESSION_CACHE[0]
+
+
 def unmarked_real(items: list[pytest.Item]) -> list[str]:
     """Tests that take ``real_trees`` without the ``real`` marker: they would download releases in the
     fast set (``-m 'not real and not oracle'``), which must run offline."""

@@ -22,7 +22,7 @@ from eagle3_lint.analysis import Analysis, Options, analyze
 from eagle3_lint.engines.vllm import drafter, pp
 from eagle3_lint.source import DirSource
 from tests.cihelp import run_cli
-from tests.conftest import SAMPLES, materialize
+from tests.conftest import SAMPLES, materialize, session_cache
 
 CASES = SAMPLES / "draft-layer-ids-invalid"
 CHECKPOINTS = SAMPLES / "_checkpoints"
@@ -36,7 +36,7 @@ def _run(root: Path, target_cfg: Path, draft_cfg: Path, archs: tuple[str, ...], 
          partition: str | None = None, runner: str = "auto") -> Analysis:
     opts = Options(targets=archs, target_config=json.loads(target_cfg.read_text()), target_config_path=str(target_cfg),
                    draft_config=json.loads(draft_cfg.read_text()), draft_config_path=str(draft_cfg),
-                   pipeline_parallel=pp_size, pp_partition=partition, runner=runner)
+                   pipeline_parallel=pp_size, pp_partition=partition, runner=runner, cache_dir=session_cache())
     return analyze(DirSource(root), opts, select=lambda r: r == "EGL007")
 
 

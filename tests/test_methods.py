@@ -17,7 +17,7 @@ from eagle3_lint.runner import RunnerKind
 from eagle3_lint.serving import Gate, Outcome, StepResult
 from eagle3_lint.source import DirSource
 from tests.cihelp import cli
-from tests.conftest import SAMPLES
+from tests.conftest import SAMPLES, session_cache
 
 CHECKPOINTS = SAMPLES / "_checkpoints"
 V1 = "vllm/v1/worker/gpu_model_runner.py"
@@ -32,7 +32,7 @@ def _ctx(root: Path, method: str | None, draft: dict[str, Any] | None, tmp_path:
     tpath = CHECKPOINTS / target
     opts = Options(targets=(arch,), target_config=json.loads(tpath.read_text()), target_config_path=str(tpath),
                    draft_config=draft, draft_config_path=str(dpath) if draft is not None else None, method=method,
-                   runner=runner)
+                   runner=runner, cache_dir=session_cache())
     ctx = analyze(DirSource(root), opts, select=lambda _rule: False)  # the chain needs no rule: run none
     assert not ctx.errors, [e.message for e in ctx.errors]
     return ctx

@@ -419,17 +419,21 @@ def _real_plugin(dist: str, version: str, platform: str, python: str) -> Path:
     if os.environ.get("EAGLE3_LINT_OFFLINE"):
         pytest.skip(f"{dist}=={version} not cached and EAGLE3_LINT_OFFLINE is set")
     dest.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=dest.parent, prefix=".dl-") as td:
-        # --only-binary: pip never runs the plugin's build backend; --platform: the Ascend wheel is not for this host.
-        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-                        "--disable-pip-version-check", "--platform", platform, "--python-version", python,
-                        f"{dist}=={version}", "-d", td], check=True, capture_output=True, timeout=1800)
-        (wheel,) = Path(td).glob("*.whl")
-        staging = Path(td) / "tree"
-        target._extract_py(wheel, staging)
-        (staging / target.COMPLETE_MARKER).write_text(version)
-        shutil.rmtree(dest, ignore_errors=True)
-        os.replace(staging, dest)
+    # As target.fetch_release does: one fetch at a time (xdist workers share the cache), the tree renamed in whole.
+    with target.cache_lock(dest, f"{dist}=={version}"):
+        if (dest / target.COMPLETE_MARKER).is_file():
+            return dest
+        with tempfile.TemporaryDirectory(dir=dest.parent, prefix=".dl-") as td:
+            # --only-binary: pip never runs the plugin's build backend; --platform: the Ascend wheel is not for
+            # this host.
+            subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+                            "--disable-pip-version-check", "--platform", platform, "--python-version", python,
+                            f"{dist}=={version}", "-d", td], check=True, capture_output=True, timeout=1800)
+            (wheel,) = Path(td).glob("*.whl")
+            staging = Path(td) / "tree"
+            target._extract_py(wheel, staging)
+            (staging / target.COMPLETE_MARKER).write_text(version)
+            target.publish(staging, dest, Path(td))
     return dest
 
 

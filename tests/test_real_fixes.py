@@ -21,6 +21,7 @@ from eagle3_lint import fixes, fixgen
 from eagle3_lint.analysis import Analysis, Options, analyze
 from eagle3_lint.model import Applicability, Finding, Severity, Status
 from eagle3_lint.source import DirSource
+from tests.conftest import session_cache
 
 pytestmark = pytest.mark.real
 
@@ -33,7 +34,7 @@ _CTX: dict[str, Analysis] = {}
 def ctx_for(real_trees: object, version: str) -> Analysis:
     if version not in _CTX:
         root = real_trees.get(version)  # type: ignore[attr-defined]
-        _CTX[version] = analyze(DirSource(root), Options())
+        _CTX[version] = analyze(DirSource(root), Options(cache_dir=session_cache()))
     return _CTX[version]
 
 

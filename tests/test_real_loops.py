@@ -28,6 +28,7 @@ from eagle3_lint.rules._interface import Group
 from eagle3_lint.serving import Gate, Outcome, StepResult
 from eagle3_lint.source import DirSource
 from tests import mutate
+from tests.conftest import session_cache
 from tests.sglang.conftest import SglangTrees
 
 pytestmark = pytest.mark.real
@@ -184,7 +185,8 @@ def test_serving_capture_agrees_with_egl004(engine: str, version: str, real_tree
     build, not a parse). The rest name a Transformers config the tree does not hold; they get the published
     Qwen3-8B config (36 layers), as whether a forward collects does not depend on the count."""
     root = _tree(engine, version, real_trees)
-    ctx = analyze(DirSource(root), Options(target_config=TARGET, draft_config=DRAFTER), keep=False)
+    ctx = analyze(DirSource(root), Options(target_config=TARGET, draft_config=DRAFTER, cache_dir=session_cache()),
+                  keep=False)
     kinds = _egl004_kinds(ctx)
     defaults = ConfigDefaults(ctx, root)
     by_layers: dict[int, list[str]] = {}
@@ -255,8 +257,8 @@ def test_qwen3_vl_captures_the_default_layers(version: str, loop_line: int, real
     """
     root = real_trees.get(version)
     arch = "Qwen3VLForConditionalGeneration"
-    ctx = analyze(DirSource(root), Options(targets=(arch,), target_config=QWEN3_VL, draft_config=DRAFTER),
-                  keep=False)
+    ctx = analyze(DirSource(root), Options(targets=(arch,), target_config=QWEN3_VL, draft_config=DRAFTER,
+                                           cache_dir=session_cache()), keep=False)
     sv = ctx.serving[arch]
     step = next(s for s in sv.steps if s.gate is Gate.CAPTURE)
     assert step.result is StepResult.PASS, step.message

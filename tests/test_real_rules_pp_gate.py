@@ -23,7 +23,7 @@ from eagle3_lint.analysis import Analysis, Options, analyze, run_rules
 from eagle3_lint.model import Applicability, Severity
 from eagle3_lint.rules import by_id
 from eagle3_lint.source import DirSource
-from tests.conftest import SAMPLES
+from tests.conftest import SAMPLES, session_cache
 
 pytestmark = pytest.mark.real
 
@@ -56,7 +56,7 @@ _CTX: dict[tuple[str, str], Analysis] = {}
 
 def run(root: Path, *, config: Path | None = None, archs: tuple[str, ...] = ()) -> Analysis:
     opts = Options(targets=archs, target_config=json.loads(config.read_text()) if config else None,
-                   target_config_path=str(config) if config else None)
+                   target_config_path=str(config) if config else None, cache_dir=session_cache())
     return analyze(DirSource(root), opts, select=lambda r: r in RULES)
 
 

@@ -37,6 +37,8 @@ import sys
 import time
 from pathlib import Path
 
+import venvlock  # scripts/oracle/venvlock.py, beside this script
+
 REPO = Path(__file__).resolve().parents[2]
 LOCK_DIR = REPO / "tests" / "differential" / "locks"
 MARKER = ".eagle3-lint-oracle-complete.json"
@@ -151,6 +153,32 @@ def build(version: str, venv: Path, lock: Path, python: str, resolve: bool) -> N
     log("  " + proc.stdout.strip().splitlines()[-1])
 
 
+def _reuse_or_build(args: argparse.Namespace, cache: Path, venv: Path, lock: Path, t0: float) -> int:
+    """Reuse the venv if its marker matches the lock and recipe, else (re)build it; holding the venv's lock."""
+    try:
+        marker = json.loads((venv / MARKER).read_text())
+    except (OSError, ValueError):
+        marker = None
+    if marker and not args.force and not args.resolve and lock.is_file() \
+            and marker.get("lock_sha256") == hashlib.sha256(lock.read_bytes()).hexdigest() \
+            and marker.get("recipe") == RECIPE:
+        log(f"reuse complete venv {venv}")
+        print(venv / "bin" / "python")
+        return 0
+    if venv.exists():
+        shutil.rmtree(venv)
+    cache.mkdir(parents=True, exist_ok=True)
+    build(args.version, venv, lock, args.python, args.resolve)
+    venvlock.write_marker(venv / MARKER, json.dumps({
+        "sglang": args.version, "recipe": RECIPE, "lock": str(lock),
+        "lock_sha256": hashlib.sha256(lock.read_bytes()).hexdigest(), "torch": TORCH,
+        "built": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "build_seconds": round(time.monotonic() - t0, 1),
+    }, indent=1) + "\n")
+    log(f"done in {time.monotonic() - t0:.0f}s: {venv}")
+    print(venv / "bin" / "python")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Build or reuse a CPU venv for one SGLang release.")
     ap.add_argument("version")
@@ -167,28 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if not args.resolve and not lock.is_file():
             raise BuildError(f"no lock file for SGLang {args.version}: {lock} (use --resolve to make one)")
-        try:
-            marker = json.loads((venv / MARKER).read_text())
-        except (OSError, ValueError):
-            marker = None
-        if marker and not args.force and not args.resolve and lock.is_file() \
-                and marker.get("lock_sha256") == hashlib.sha256(lock.read_bytes()).hexdigest() \
-                and marker.get("recipe") == RECIPE:
-            log(f"reuse complete venv {venv}")
-            print(venv / "bin" / "python")
-            return 0
-        if venv.exists():
-            shutil.rmtree(venv)
-        cache.mkdir(parents=True, exist_ok=True)
-        build(args.version, venv, lock, args.python, args.resolve)
-        (venv / MARKER).write_text(json.dumps({
-            "sglang": args.version, "recipe": RECIPE, "lock": str(lock),
-            "lock_sha256": hashlib.sha256(lock.read_bytes()).hexdigest(), "torch": TORCH,
-            "built": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "build_seconds": round(time.monotonic() - t0, 1),
-        }, indent=1) + "\n")
-        log(f"done in {time.monotonic() - t0:.0f}s: {venv}")
-        print(venv / "bin" / "python")
-        return 0
+        with venvlock.exclusive(venv, log):  # one build at a time (xdist workers share the cache)
+            return _reuse_or_build(args, cache, venv, lock, t0)
     except (BuildError, StopIteration) as exc:
         print(f"build_sglang_venv: error: {exc or 'pip produced no wheel'}", file=sys.stderr)
         return 1

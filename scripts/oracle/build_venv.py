@@ -33,6 +33,8 @@ import sys
 import time
 from pathlib import Path
 
+import venvlock  # scripts/oracle/venvlock.py, beside this script
+
 REPO = Path(__file__).resolve().parents[2]
 LOCK_DIR = REPO / "tests" / "differential" / "locks"
 MARKER = ".eagle3-lint-oracle-complete.json"
@@ -130,6 +132,40 @@ def build(version: str, venv: Path, lock: Path, python: str) -> None:
         raise BuildError(f"smoke test imported vllm {got}, expected {version}")
 
 
+def _reuse_or_build(args: argparse.Namespace, version: str, cache: Path, venv: Path, lock: Path,
+                    t0: float) -> int:
+    """Reuse the venv if its marker matches the lock and recipe, else (re)build it; holding the venv's lock."""
+    lock_hash = sha256(lock)
+    marker = read_marker(venv)
+    if marker and not args.force and marker.get("lock_sha256") == lock_hash \
+            and marker.get("recipe") == RECIPE \
+            and (venv / "bin" / "python").exists():
+        log(f"reuse complete venv {venv} (built {marker.get('built')})")
+        print(venv / "bin" / "python")
+        return 0
+    check_python(args.python)
+    if venv.exists():
+        why = "forced" if args.force else (
+            "lock or recipe changed" if marker else "no completion marker (interrupted build?)")
+        log(f"delete {venv} ({why})")
+        shutil.rmtree(venv)
+    cache.mkdir(parents=True, exist_ok=True)
+    log(f"build vLLM {version} venv at {venv} from {lock}")
+    build(version, venv, lock, args.python)
+    venvlock.write_marker(venv / MARKER, json.dumps({
+        "vllm": version,
+        "recipe": RECIPE,
+        "lock": str(lock),
+        "lock_sha256": lock_hash,
+        "torch": TORCH,
+        "built": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "build_seconds": round(time.monotonic() - t0, 1),
+    }, indent=1) + "\n")
+    log(f"done in {time.monotonic() - t0:.0f}s: {venv}")
+    print(venv / "bin" / "python")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Build or reuse a CPU venv for one vLLM release.")
     ap.add_argument("version", help="vLLM release, e.g. 0.16.0")
@@ -151,35 +187,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if not lock.is_file():
             raise BuildError(f"no lock file for vLLM {version}: {lock}")
-        lock_hash = sha256(lock)
-        marker = read_marker(venv)
-        if marker and not args.force and marker.get("lock_sha256") == lock_hash \
-                and marker.get("recipe") == RECIPE \
-                and (venv / "bin" / "python").exists():
-            log(f"reuse complete venv {venv} (built {marker.get('built')})")
-            print(venv / "bin" / "python")
-            return 0
-        check_python(args.python)
-        if venv.exists():
-            why = "forced" if args.force else (
-                "lock or recipe changed" if marker else "no completion marker (interrupted build?)")
-            log(f"delete {venv} ({why})")
-            shutil.rmtree(venv)
-        cache.mkdir(parents=True, exist_ok=True)
-        log(f"build vLLM {version} venv at {venv} from {lock}")
-        build(version, venv, lock, args.python)
-        (venv / MARKER).write_text(json.dumps({
-            "vllm": version,
-            "recipe": RECIPE,
-            "lock": str(lock),
-            "lock_sha256": lock_hash,
-            "torch": TORCH,
-            "built": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "build_seconds": round(time.monotonic() - t0, 1),
-        }, indent=1) + "\n")
-        log(f"done in {time.monotonic() - t0:.0f}s: {venv}")
-        print(venv / "bin" / "python")
-        return 0
+        with venvlock.exclusive(venv, log):  # one build at a time (xdist workers share the cache)
+            return _reuse_or_build(args, version, cache, venv, lock, t0)
     except BuildError as exc:
         print(f"build_venv: error: {exc}", file=sys.stderr)
         return 1

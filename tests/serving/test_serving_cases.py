@@ -22,6 +22,7 @@ from eagle3_lint._compat import tomllib
 from eagle3_lint.analysis import Analysis, Options, analyze
 from eagle3_lint.serving import Outcome, StepResult
 from eagle3_lint.source import DirSource
+from tests.conftest import session_cache
 
 REPO = Path(__file__).resolve().parents[2]
 CASES = tomllib.loads((REPO / "tests/serving/cases.toml").read_text())["case"]
@@ -31,7 +32,8 @@ def _ctx(real_trees: Any, case: dict[str, Any], convention: str | None) -> Analy
     tc, dc = REPO / case["target_config"], REPO / case["draft_config"]
     opts = Options(targets=(case["arch"],), target_config=json.loads(tc.read_text()), target_config_path=str(tc),
                    draft_config=json.loads(dc.read_text()), draft_config_path=str(dc), pipeline_parallel=case["pp"],
-                   runner=case["runner"], drafter_convention=convention)
+                   runner=case["runner"], drafter_convention=convention,
+                   cache_dir=session_cache())  # each release parsed once for all the cases
     ctx = analyze(DirSource(real_trees.get(case["vllm"])), opts, select=lambda _rule: False)
     assert not ctx.errors, [e.message for e in ctx.errors]
     return ctx

@@ -46,13 +46,15 @@ from eagle3_lint import analysis
 from eagle3_lint.model import Status
 from eagle3_lint.source import DirSource
 from tests import cihelp
+from tests.conftest import session_cache
 
 AUX = ("EGL003", "EGL004", "EGL005")
 QWEN35 = {"Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration"}
 
 
 def _analyze(root: Path) -> analysis.Analysis:
-    return analysis.analyze(DirSource(root, "sglang"), analysis.Options(), select=lambda r: r in AUX)
+    return analysis.analyze(DirSource(root, "sglang"), analysis.Options(cache_dir=session_cache()),
+                             select=lambda r: r in AUX)
 
 
 @pytest.mark.real

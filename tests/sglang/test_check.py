@@ -19,6 +19,7 @@ from eagle3_lint import analysis
 from eagle3_lint.model import Severity, Status
 from eagle3_lint.source import DirSource
 from tests import cihelp
+from tests.conftest import session_cache
 
 ORACLE = Path(__file__).resolve().parents[1] / "differential" / "oracle"
 SETTER = "set_eagle3_layers_to_capture"
@@ -28,7 +29,7 @@ SGLANG_RULES = {"EGL000", "EGL001", "EGL002", "EGL003", "EGL004", "EGL005", "EGL
 
 
 def _analyze(root: Path, targets: tuple[str, ...] = ()) -> analysis.Analysis:
-    return analysis.analyze(DirSource(root, "sglang"), analysis.Options(targets=targets))
+    return analysis.analyze(DirSource(root, "sglang"), analysis.Options(targets=targets, cache_dir=session_cache()))
 
 
 @pytest.mark.real
