@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from eagle3_lint import drafter as dr
 from eagle3_lint import drafter_weights as dw
 from eagle3_lint import semantic as sem
+from eagle3_lint.engines.drafter_fields import trained as drafter_trained
 from eagle3_lint.engines.vllm import drafter as vdr
 from eagle3_lint.engines.vllm import gates as vgates
 from eagle3_lint.engines.vllm import methods as vmethods
@@ -62,41 +63,6 @@ def _where(w: sem.Where | None) -> Location | None:
 
 def _ids(ids: Iterable[Any]) -> str:
     return "[" + ", ".join(str(i) for i in ids) + "]"
-
-
-# -- the trained layers ----------------------------------------------------------------------------------
-# A drafter config without ids was trained on its training framework's default layers. Both EAGLE-3
-# training codes agree on the states entering layers (2, n // 2, n - 3): SafeAILab EAGLE collects HF
-# ``hidden_states[2], [n // 2], [n - 3]`` (eagle/traineagle3/modeling_llama_kv.py:1137-1140, index k = the
-# state entering layer k), SpecForge's default is ``[1, n // 2 - 1, n - 4]`` in "output of layer k"
-# numbering (specforge/core/eagle3.py:100-106 at v0.1.0). Data with a reason, not derivable from the tree.
-def training_default(n: int) -> tuple[int, ...]:
-    return (2, n // 2, n - 3)
-
-
-def trained_layers(da: dr.DraftAnalysis, stated: str | None) -> tuple[tuple[int, ...] | None, str | None, str]:
-    """The layers (vLLM numbering) the drafter was trained on, the convention used, and how that was decided."""
-    fields = [f for f in da.fields if all(isinstance(i, int) and not isinstance(i, bool) for i in f.ids)]
-    if not fields and da.num_layers:
-        return (training_default(da.num_layers), None,
-                "the drafter config names no aux layers: assumed trained on the EAGLE-3 training default, the "
-                "states entering layers (2, n // 2, n - 3) in both SafeAILab EAGLE and SpecForge")
-    if not fields:
-        return None, None, ("the drafter config names no aux layers, and without the target's layer count the "
-                            "training default is not known")
-    f = fields[0]
-    if stated is not None:
-        shift = 1 if stated == "sglang" else 0
-        return tuple(int(i) + shift for i in f.ids), stated, f"--drafter-convention {stated} for {f.name}"
-    if f.convention is None:
-        return None, None, (f"{f.name} ({f.origin}) does not say how it numbers layers; state it with "
-                            "--drafter-convention vllm|sglang")
-    conv = "sglang" if f.convention == dr.OUTPUT else "vllm"
-    return (
-        tuple(int(i) + f.convention for i in f.ids),
-        conv,
-        f"{f.name} is {f.origin}'s field: {f.meaning} (assumed from where the ids sit; --drafter-convention overrides)",
-    )
 
 
 # -- the chain ---------------------------------------------------------------------------------------------
@@ -182,10 +148,8 @@ def _verdict(ctx: Context, arch: str, kind: RunnerKind | None) -> ServingVerdict
 def _finish(ctx: Context, arch: str, kind: RunnerKind | None, reason: str, steps: list[ServingStep],
             da: dr.DraftAnalysis | None, captured: tuple[int, ...] | None) -> ServingVerdict:
     outcome, stage = outcome_of(steps)
-    trained, conv, _why = trained_layers(da, ctx.options.drafter_convention) if da is not None else (None, None, "")
-    if da is not None and ctx.options.drafter_convention is None and conv == "vllm" \
-            and da.default_minus_one(da.fields[0].ids if da.fields else ()):
-        trained = None  # not known well enough to judge by (see _trained)
+    tr = drafter_trained(da.fields, ctx.options.drafter_convention, da.num_layers) if da is not None else None
+    trained, conv = (tr.layers, tr.convention) if tr is not None else (None, None)
     ids = (
         tuple(i for i in (da.effective_ids or ()) if isinstance(i, int))
         if da is not None and da.effective_ids
@@ -567,20 +531,11 @@ def _relay(ctx: Context, da: dr.DraftAnalysis, pp: int, site: Any) -> ServingSte
 
 
 def _trained(ctx: Context, da: dr.DraftAnalysis, captured: tuple[int, ...] | None) -> ServingStep:
-    trained, conv, why = trained_layers(da, ctx.options.drafter_convention)
+    tr = drafter_trained(da.fields, ctx.options.drafter_convention, da.num_layers)
+    trained, why = tr.layers, tr.why
     loc = Location(da.draft_path, da.json_line(da.fields[0].path[-1])) if da.fields else None
     if trained is None:
         return ServingStep(Gate.TRAINED_LAYERS, StepResult.UNCHECKED, why, loc)
-    carried = da.default_minus_one(da.fields[0].ids if da.fields else ())
-    if ctx.options.drafter_convention is None and conv == "vllm" and carried:
-        return ServingStep(
-            Gate.TRAINED_LAYERS,
-            StepResult.UNCHECKED,
-            f"the ids {_ids(da.fields[0].ids)} equal the model default {_ids(da.default_ids or ())} minus "
-            "one, the mark of SpecForge/SGLang ids (output numbering) carried over as-is; which layers "
-            "the drafter was trained on depends on that: state it with --drafter-convention vllm|sglang",
-            loc,
-        )
     if captured is None:
         return ServingStep(
             Gate.TRAINED_LAYERS,
