@@ -232,14 +232,21 @@ def _drafter_class(ctx: Context, da: dr.DraftAnalysis | None, method: str = vmet
     return ServingStep(Gate.DRAFTER_CLASS, StepResult.PASS, built, where)
 
 
+# Drafter-config keys whose part has no weights in the release that reads them, so a release that ignores them
+# loads the checkpoint and runs a different drafter: ``norm_output`` picks which state the drafter returns (0.25.1
+# llama_eagle3.py:218 and :251-252, ``aux_output = hidden_states if self.norm_output else hidden_prenorm``).
+WEIGHTLESS_KEYS = frozenset({"norm_output"})
+
+
 def ignored_keys_step(ctx: Context, da: dr.DraftAnalysis, built: str) -> ServingStep:
     """The drafter-class step of a drafter config with keys this release's drafter code never reads (EGL011).
 
-    It fails: the class the release builds is not the drafter the config describes. Where the key turns on a
-    part with weights (``norm_before_fc``'s ``input_norm``, ``fc_norm``'s ``fc_norm.{i}``), the checkpoint's
-    tensors name a module the class lacks, and the loader refuses them (vLLM's ``AutoWeightsLoader`` raises
-    "There is no module or parameter named ...", ``vllm/model_executor/models/utils.py`` ``_load_module``); where
-    it has none (``norm_output``) the drafter runs a different network. Neither is the trained drafter served.
+    It fails: the class the release builds is not the drafter the config describes. Where a key turns on a part
+    with weights (``norm_before_fc``'s ``input_norm``, ``fc_norm``'s ``fc_norm.{i}``), the checkpoint's tensors
+    name parameters the class lacks and loading stops (the drafter model's ``load_weights`` indexes
+    ``params_dict[name]``, 0.17.1 llama_eagle3.py:258, under ``AutoWeightsLoader``): ``drafter-unloadable``. Where
+    every key's part has none (``WEIGHTLESS_KEYS``) the checkpoint loads and a different network runs: serving goes
+    on, and the outcome is ``drafter-differs`` unless a later step stops it.
     """
     from eagle3_lint.rules.egl011_drafter_key_ignored import message
 
@@ -247,8 +254,11 @@ def ignored_keys_step(ctx: Context, da: dr.DraftAnalysis, built: str) -> Serving
     assert ik is not None
     more = f" (and {len(da.ignored_keys or ()) - 1} more ignored key(s), EGL011)" if len(da.ignored_keys or ()) > 1 \
         else ""
-    return ServingStep(Gate.DRAFTER_CLASS, StepResult.FAIL, f"{built}; but {message(ctx, ik)}{more}",
-                       Location(da.draft_path, ik.line))
+    loads = all(k.key.rsplit(".", 1)[-1] in WEIGHTLESS_KEYS for k in da.ignored_keys or ())
+    return ServingStep(Gate.DRAFTER_CLASS, StepResult.FAIL, f"{built}; but {message(ctx, ik)}{more}"
+                       + ("; it has no weights of its own, so the checkpoint loads and that drafter runs" if loads
+                          else ""),
+                       Location(da.draft_path, ik.line), runs_on=Outcome.DRAFTER_DIFFERS if loads else None)
 
 
 def _no_aux_steps(ctx: Context, da: dr.DraftAnalysis | None, aux: vmethods.AuxUse, method: str) -> list[ServingStep]:
@@ -575,7 +585,9 @@ def _next_step(ctx: Context, arch: str, outcome: Outcome, stage: Gate | None, st
     da = ctx.engine.draft_analysis(ctx) if stage is Gate.DRAFTER_CLASS else None
     if da is not None and da.ignored_keys:
         # The drafter class is built, without what the keys turn on: the release that reads them is the way out.
-        return next_step(ctx, arch, outcome, stage, steps, {**HINTS, Outcome.DRAFTER_UNLOADABLE: ignored_hint(da)})
+        hint = ignored_hint(da)
+        return next_step(ctx, arch, outcome, stage, steps,
+                         {**HINTS, Outcome.DRAFTER_UNLOADABLE: hint, Outcome.DRAFTER_DIFFERS: hint})
     return next_step(ctx, arch, outcome, stage, steps, HINTS)
 
 
