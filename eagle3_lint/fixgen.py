@@ -675,6 +675,7 @@ class _Loop:
     header: tuple[tuple[int, int], tuple[int, int], str] | None  # replace span -> text, to make the index absolute
     hidden: str
     residual: str | None
+    first: ast.stmt | None = None  # the statement the collection goes before (None: the body's first)
 
 
 def _names(fn: ast.AST) -> set[str]:
@@ -730,6 +731,7 @@ def _analyse_loop(t: Text, fn: ast.AST, loop: ast.For, lp: Loop) -> _Loop | None
     idx_name = next(n for n in ("idx", "layer_idx", "layer_index", "i_layer") if n not in used)
     header = None
     layer_var: str | None = None
+    first: ast.stmt | None = None
     if lp.form is LoopForm.PLAIN:
         if not (lp.any_slice or lp.seq_text.endswith(".layers")):
             return None
@@ -750,7 +752,13 @@ def _analyse_loop(t: Text, fn: ast.AST, loop: ast.For, lp: Loop) -> _Loop | None
             layer_var = lp.layer_var
     elif lp.form is LoopForm.ENUMERATE and lp.index_var and lp.layer_var is not None:
         idx, layer_var = lp.index_var, lp.layer_var
-        if lp.base is IndexBase.RELATIVE and lp.lower:
+        if lp.base is IndexBase.RELATIVE and lp.lower and lp.rebinds:
+            # The body makes the index absolute itself (``layer_idx = layer_idx + self.start_layer``, vLLM 0.11.0
+            # qwen3_vl.py:1031): collect after that statement. A ``start=`` as well would offset it twice.
+            first = _after_rebase(loop, idx, lp.lower)
+            if first is None:
+                return None
+        elif lp.base is IndexBase.RELATIVE and lp.lower:
             # Slice-relative index: make it absolute while we are here.
             header = (lp.seq_end, lp.seq_end, start_kwarg(t, lp.seq_end, lp.lower))
     else:
@@ -758,7 +766,28 @@ def _analyse_loop(t: Text, fn: ast.AST, loop: ast.For, lp: Loop) -> _Loop | None
     hv = _layer_call_vars(t, loop, layer_var)
     if hv is None:
         return None
-    return _Loop(loop, idx, header, hv[0], hv[1])
+    return _Loop(loop, idx, header, hv[0], hv[1], first)
+
+
+def _after_rebase(loop: ast.For, idx: str, lower: str) -> ast.stmt | None:
+    """The statement after the first of ``loop``'s body when that one is ``idx = idx + <lower>`` (or ``+=``), else
+    None: an index rebound some other way is not one a fix can place a test on."""
+    st = loop.body[0]
+    if len(loop.body) < 2:
+        return None
+    if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name) \
+            and st.targets[0].id == idx and isinstance(st.value, ast.BinOp) and isinstance(st.value.op, ast.Add):
+        terms = {ast.unparse(st.value.left), ast.unparse(st.value.right)}
+    elif isinstance(st, ast.AugAssign) and isinstance(st.target, ast.Name) and st.target.id == idx \
+            and isinstance(st.op, ast.Add):
+        terms = {idx, ast.unparse(st.value)}
+    else:
+        return None
+    try:
+        start = ast.unparse(ast.parse(lower.strip(), mode="eval").body)
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    return loop.body[1] if terms == {idx, start} else None
 
 
 def _top_stmt(fn: ast.FunctionDef | ast.AsyncFunctionDef, node: ast.AST) -> ast.stmt | None:
@@ -816,7 +845,7 @@ def collection(
         if info.header is not None:
             (l0, c0), (l1, c1), text = info.header
             edits.append(Edit(rel, l0, c0, l1, c1, text))
-        b0 = loop.body[0]
+        b0 = info.first or loop.body[0]
         ind = t.indent(b0.lineno)
         h, r = info.hidden, info.residual
         if mixin_idiom and fl.collector:
@@ -826,7 +855,10 @@ def collection(
         else:
             value = f"{h} + {r} if {r} is not None else {h}" if r else h
             append = f"{ind}    {aux}.append({value})"
-            if len(append) > LINE_LIMIT:
+            if r and t.hanging and len(append) > t.limit:
+                # yapf's form of this expression, as vLLM 0.11.0 minicpm.py:430-432 writes it.
+                append = f"{ind}    {aux}.append(\n{ind}        {h} +\n{ind}        {r} if {r} is not None else {h})"
+            elif len(append) > LINE_LIMIT:
                 append = f"{ind}    {aux}.append(\n{ind}        {value}\n{ind}    )"
             line = f"{ind}if {info.idx} in self.{attr}:\n{append}\n"
         edits.append(insert(rel, (b0.lineno, 0), line))

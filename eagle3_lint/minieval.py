@@ -136,6 +136,55 @@ class Record:
         return f"<{self.name}>"
 
 
+@dataclass(frozen=True, eq=False)
+class EnumMember:
+    """A member of an enum class of the analysed tree, read from the class body (``enum_members``), never imported.
+    It equals a member of the same class with the same value and, for an ``IntEnum``, the int it stands for (as in
+    Python); members are singletons there, so ``is`` is equality here."""
+
+    cls: str
+    name: str
+    value: Any
+    is_int: bool = False
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, EnumMember):
+            return self.cls == other.cls and self.value == other.value
+        return self.is_int and isinstance(other, int) and not isinstance(other, bool) and self.value == other
+
+    def __hash__(self) -> int:
+        return hash(self.value) if self.is_int else hash((self.cls, self.value))
+
+    def __repr__(self) -> str:
+        return f"{self.cls}.{self.name}"
+
+
+_ENUM_BASES = {"Enum": False, "IntEnum": True, "StrEnum": False, "IntFlag": True, "Flag": False}
+
+
+def enum_members(tree: ast.Module, name: str) -> dict[str, EnumMember] | None:
+    """The members of the module-level enum class ``name`` of ``tree`` whose values are literals (``NONE = 0``),
+    or None when ``tree`` defines no enum class of that name. A member with another value (``auto()``, a tuple of
+    other members) is left out: reading it gives nothing."""
+    node = next((st for st in tree.body if isinstance(st, ast.ClassDef) and st.name == name), None)
+    if node is None:
+        return None
+    kinds = [_ENUM_BASES[b.rsplit(".", 1)[-1]] for b in map(head_dotted, node.bases)
+             if b.rsplit(".", 1)[-1] in _ENUM_BASES]
+    if not kinds:
+        return None
+    out: dict[str, EnumMember] = {}
+    for st in node.body:
+        if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name) \
+                and not st.targets[0].id.startswith("_"):
+            try:
+                value = ast.literal_eval(st.value)
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                continue
+            out[st.targets[0].id] = EnumMember(name, st.targets[0].id, value, kinds[0])
+    return out
+
+
 @dataclass
 class FuncValue:
     node: ast.FunctionDef | ast.AsyncFunctionDef
@@ -163,7 +212,8 @@ class ClassValue:
                 if "staticmethod" in decos:
                     return FuncValue(st, self.module)
                 return FuncValue(st, self.module, (self,))
-        return NOTHING
+        members = enum_members(self.module.tree, self.node.name) if self.node in self.module.tree.body else None
+        return members.get(name, NOTHING) if members else NOTHING
 
 
 @dataclass
@@ -847,7 +897,9 @@ class Interpreter:
         if isinstance(op, (ast.Is, ast.IsNot)):
             if _is_unknown(a) or _is_unknown(b):
                 return self._fail("identity of a value the tool cannot know", node)
-            if isinstance(a, (Opaque, ConfigView, Record)) or isinstance(b, (Opaque, ConfigView, Record)):
+            if isinstance(a, EnumMember) or isinstance(b, EnumMember):
+                same = isinstance(a, EnumMember) and isinstance(b, EnumMember) and a == b
+            elif isinstance(a, (Opaque, ConfigView, Record)) or isinstance(b, (Opaque, ConfigView, Record)):
                 same = a is b or (a is not None and b is not None and _same(a, b))
                 if a is None or b is None:
                     same = False

@@ -37,6 +37,7 @@ class Outcome(str, Enum):
     CRASHES_AT_WARM_UP = "crashes-at-warm-up"  # loads, then the target's own forward raises on its first run
     DRAFTER_SHAPE_MISMATCH = "drafter-shape-mismatch"
     PP_LOSES_STATES = "pp-loses-states"
+    DRAFTER_DIFFERS = "drafter-differs"  # loads and runs, but a different drafter than the one trained (EGL011)
     WRONG_LAYERS = "wrong-layers"
     SERVABLE = "servable"
     UNKNOWN = "unknown"
@@ -89,6 +90,9 @@ class ServingStep:
     result: StepResult
     message: str
     location: Location | None = None
+    # A failure after which serving goes on (the drafter loads, but is not the one trained): its outcome, which
+    # decides only when no later step stops serving (``outcome_of``). None: the gate's FAILS_AS, which stops it.
+    runs_on: Outcome | None = None
 
 
 @dataclass(frozen=True)
@@ -155,13 +159,20 @@ def _broken_words(why: str) -> str:
 
 
 def outcome_of(steps: Iterable[ServingStep]) -> tuple[Outcome, Gate | None]:
-    """The first step that fails or that the tree leaves unknown decides; else unchecked steps; else servable."""
+    """The first step that fails or that the tree leaves unknown decides; a failure serving runs on after
+    (``runs_on``) only when no later one stops it; else unchecked steps; else servable."""
     steps = list(steps)
+    soft: ServingStep | None = None
     for s in steps:
+        if s.result is StepResult.FAIL and s.runs_on is not None:
+            soft = soft or s
+            continue
         if s.result is StepResult.FAIL:
             return FAILS_AS[s.gate], s.gate
         if s.result is StepResult.UNKNOWN:
             return Outcome.UNKNOWN, s.gate
+    if soft is not None and soft.runs_on is not None:
+        return soft.runs_on, soft.gate
     for s in steps:
         if s.result is StepResult.UNCHECKED:
             return Outcome.UNCHECKED, s.gate

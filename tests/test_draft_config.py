@@ -171,14 +171,16 @@ def test_real_kimi_specforge_drafter_across_runner_generations(real_trees: Any) 
     c18 = _real(real_trees, "0.18.0", *KIMI_SPECFORGE)
     da = drafter.analyze(c18.model)
     assert da is not None and da.runner_ids is None and da.default_ids == (2, 30, 58)
-    # The drafter's trained layers are known (SpecForge numbering, +1) and differ from the default: an error.
-    assert any("is ignored" in m and "(3, 31, 59)" in m for m in _msgs(c18, "error"))
-    # 0.33, V1 (gpu_model_runner.py:5180 _get_eagle3_aux_layers_from_config): eagle_config is read as-is, in
-    # SGLang's output numbering: one layer early.
+    # Its ids (2, 30, 58) are the training default, which SGLang reads as "input to layer X" since
+    # sgl-project/sglang#25454 (0.5.23 deepseek_v2.py:3468-3473: +1 only when the first id is 1): trained on the
+    # states entering (2, 30, 58), the default the runner falls back to, so ignoring them costs nothing.
+    assert not [m for m in _msgs(c18) if "is ignored" in m or "trained on" in m]
+    # 0.33, V1 (gpu_model_runner.py:5180 _get_eagle3_aux_layers_from_config): eagle_config is read as-is and the
+    # decoder captures the states entering (2, 30, 58): what the drafter was trained on.
     c33 = _real(real_trees, "0.33.0", *KIMI_SPECFORGE, 4, runner="v1")
     da = drafter.analyze(c33.model)
     assert da is not None and da.runner_ids == (2, 30, 58) and da.fc is not None and da.fc.in_size == 3 * 7168
-    assert any("one layer early" in m for m in _msgs(c33, "error"))
+    assert not [m for m in _msgs(c33) if "trained on" in m]
     # 0.33, V2, the default (config/vllm.py:731 use_v2_model_runner is True for a plain EAGLE-3 set-up):
     # eagle3_utils.get_eagle3_aux_layers_from_config reads only eagle_config["layer_ids"], so the SpecForge ids are
     # ignored and the model default (2, n//2, n-3) = (2, 30, 58) is used; V2's verifier refuses PP 4

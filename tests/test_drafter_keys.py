@@ -126,8 +126,17 @@ def test_real_vllm_fc_norm_and_norm_output_read_by_0_25_1_not_0_20_2(real_trees:
     assert set(got) == {"fc_norm", "norm_output"}  # 0.20.2 reads norm_before_fc (llama_eagle3.py:153)
     assert "vLLM 0.25.1 reads it (vllm/model_executor/models/llama_eagle3.py:197; 0.20.2, the" in got["fc_norm"]
     assert "llama_eagle3.py:218" in got["norm_output"]
+    # fc_norm's fc_norm.{i} tensors (0.25.1 llama_eagle3.py:197-206) have no parameter in 0.20.2's drafter model,
+    # whose load_weights indexes params_dict[name] (0.20.2 llama_eagle3.py:266): the drafter does not load.
     sv = c20.engine.serving_verdict(c20.model, "LlamaForCausalLM")
     assert sv is not None and sv.outcome is Outcome.DRAFTER_UNLOADABLE
+    # norm_output alone has no weights (0.25.1 :218, :251-252 choose which state the drafter returns): 0.20.2 loads
+    # the checkpoint and runs the drafter on the pre-norm state, another drafter than the one trained.
+    only = _ctx(old, {k: v for k, v in EAGLE31.items() if k != "fc_norm"}, tmp_path)
+    assert set(_egl011(only)) == {"norm_output"}
+    sv = only.engine.serving_verdict(only, "LlamaForCausalLM")
+    assert sv is not None and (sv.outcome, sv.stage) == (Outcome.DRAFTER_DIFFERS, Gate.DRAFTER_CLASS)
+    assert sv.next_step is not None and "reads norm_output" in sv.next_step
     c25 = _ctx(new, EAGLE31, tmp_path)
     assert _egl011(c25) == {}
     sv = c25.engine.serving_verdict(c25.model, "LlamaForCausalLM")

@@ -12,6 +12,12 @@ Expectations from the releases' source:
   ``not HAS_TRITON and not current_platform.is_unspecified()`` (752): vLLM's CPU builds have no Triton, so the CPU
   worker builds the V1 ``CPUModelRunner`` (``vllm/v1/worker/cpu_worker.py:164``), a ``GPUModelRunner`` subclass
   (``vllm/v1/worker/cpu_model_runner.py:23``); on CUDA with Triton a plain EAGLE-3 set-up gets V2.
+- vLLM 0.30.0 ``VllmConfig.use_v2_model_runner`` (``vllm/config/vllm.py:675-723``): without Triton (CPU) it returns
+  False at 708-712; with it, ``_get_v2_model_runner_unsupported_features`` (2815) first tests
+  ``self.compilation_config.mode == CompilationMode.STOCK_TORCH_COMPILE`` (2821; the enum is
+  ``config/compilation.py:37-50``, STOCK_TORCH_COMPILE = 1). A plain set-up's mode is VLLM_COMPILE (3): the default
+  is None (compilation.py:454) and ``__post_init__`` sets VLLM_COMPILE above O0 (vllm.py:1595-1597), O2 being the
+  default (440); nothing else in that list applies to a plain EAGLE-3 set-up, so CUDA gets V2.
 - vLLM 0.16.0 ``vllm/v1/worker/cpu_model_runner.py:25``: ``assert self.speculative_config is None, "spec decode is
   not supported."``, so on CPU an EAGLE-3 set-up never reaches the model.
 """
@@ -98,3 +104,33 @@ def test_cpu_runner_refuses_speculative_decoding_on_vllm_0_16_0(real_trees, tmp_
     # On CUDA the same target passes that step.
     sv = report(root, tmp_path, "--arch", "LlamaForCausalLM")["serving"][0]
     assert next(s for s in sv["steps"] if s["gate"] == "runner-interface")["result"] == "pass"
+
+
+def test_an_enum_member_of_the_tree_compares_as_in_python() -> None:
+    """``mode == Mode.STOCK`` with the enum read from the module's source (never imported), as an IntEnum compares."""
+    from eagle3_lint import minieval as me
+
+    tree = ast.parse("import enum\nclass Mode(enum.IntEnum):\n    NONE = 0\n    STOCK = 1\n    BOTH = (NONE, STOCK)\n"
+                     "def f(mode):\n"
+                     "    return (mode == Mode.STOCK, mode != Mode.NONE, mode is Mode.STOCK, mode == 1)\n")
+    members = me.enum_members(tree, "Mode")
+    assert members is not None and set(members) == {"NONE", "STOCK"}  # BOTH is no literal: left out
+    fn = me.FuncValue(me.find_function(tree, "f"), me.ModuleEnv.of(tree))  # type: ignore[arg-type]
+    assert me.Interpreter().call(fn, [members["STOCK"]]) == (True, True, True, True)
+    assert me.Interpreter().call(fn, [members["NONE"]]) == (False, False, False, False)
+    assert me.enum_members(tree, "f") is None
+
+
+@pytest.mark.real
+@pytest.mark.parametrize(("platform", "runner", "words"), [("cuda", "v2", "True"), ("cpu", "v1", "False")])
+def test_runner_choice_on_vllm_0_30_0(real_trees, platform: str, runner: str, words: str) -> None:  # noqa: ANN001
+    from eagle3_lint.analysis import Options, analyze
+    from eagle3_lint.engines.vllm import runnerchoice
+    from eagle3_lint.source import DirSource
+
+    ctx = analyze(DirSource(real_trees.get("0.30.0")), Options(platform=platform, targets=("LlamaForCausalLM",)),
+                  select=lambda _rule: False)
+    choice = runnerchoice.chosen(ctx, "LlamaForCausalLM")
+    assert choice.kind is not None and choice.kind.value == runner, choice.reason
+    assert (choice.path, choice.line) == ("vllm/config/vllm.py", 675)
+    assert f"use_v2_model_runner is {words} for a plain EAGLE-3 set-up" in choice.reason

@@ -66,7 +66,7 @@ def test_v016_kimi_check_exits_1_with_egl001(real_trees: object) -> None:
     p = cli("check", str(root), "--arch", "KimiK25ForConditionalGeneration", "--output-format", "json", "--no-cache")
     assert p.returncode == 1, p.stderr
     rep = json.loads(p.stdout)
-    assert rep["schema_version"] == 2 and rep["target"]["vllm_version"] == "0.16.0"
+    assert rep["schema_version"] == 3 and rep["target"]["vllm_version"] == "0.16.0"
     egl001 = [f for f in rep["findings"] if f["rule"] == "EGL001"]
     assert len(egl001) == 1
     msg = egl001[0]["message"]

@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from eagle3_lint.checkpoint import text_config
-from eagle3_lint.engines.drafter_fields import id_fields
+from eagle3_lint.engines.drafter_fields import id_fields, trained
 from eagle3_lint.errors import UsageError
 
 if TYPE_CHECKING:
@@ -52,11 +52,6 @@ TRTLLM_SOURCES = (
     "'Defaults to {1, num_layers//2-1, num_layers-4}'",
 )
 ENGINES = ("vllm", "sglang", TRTLLM)
-
-
-def training_default(n: int) -> tuple[int, ...]:
-    """The states entering (2, n // 2, n - 3), both EAGLE-3 training codes' default (engines/vllm/serving.py)."""
-    return (2, n // 2, n - 3)
 
 
 @dataclass
@@ -138,9 +133,7 @@ def parse_trained_on(text: str) -> tuple[str, tuple[int, ...]]:
 
 def from_drafter_config(cfg: dict[str, Any], path: str, n: int) -> tuple[tuple[int, ...], str]:
     """The trained layers a drafter config says, when its numbering is known (else a usage error naming why)."""
-    from eagle3_lint.engines.sglang import drafter as sdr
-
-    tr = sdr.trained(id_fields(cfg, path), None, n)
+    tr = trained(id_fields(cfg, path), None, n)
     if tr.layers is None:
         raise UsageError(f"--draft-config {path}: {tr.why}; give --trained-on ENGINE:IDS instead")
     return tuple(tr.layers), f"the drafter config {path}: {tr.why}"

@@ -38,6 +38,7 @@ _OUTCOME_WORDS = {
     "crashes-at-warm-up": "loads, then the target's forward crashes at warm-up",
     "drafter-shape-mismatch": "the drafter's fc input does not match the captured states",
     "pp-loses-states": "aux states captured on earlier pipeline ranks never reach the drafter",
+    "drafter-differs": "runs, but builds a different drafter than the one trained",
     "wrong-layers": "runs, but captures other layers than the drafter was trained on",
     "servable": "servable with EAGLE-3",
     "unknown": "unknown",
@@ -179,8 +180,12 @@ def _serving_phrase(sv: Any, method: str | None = None) -> str:
         return words
     if not failing:
         return words
-    first = failing[0]
+    # The step that decided: a failure serving runs on after (``runs_on``) may come before it.
+    stage = _value(getattr(sv, "stage", None) or "")
+    first = next((s for s in failing if _value(s.gate) == stage), failing[0])
     loc = _where(getattr(first, "location", None))
+    nxt = next((s for s in failing if s is not first), None)
+    nloc = _where(getattr(nxt, "location", None)) if nxt is not None else ""
     text = f"{words} ({loc})" if loc else words
     # A gate before the first failure that could not be checked would refuse it earlier still: say so.
     before = steps[: steps.index(first)]
@@ -189,9 +194,10 @@ def _serving_phrase(sv: Any, method: str | None = None) -> str:
     if gate is not None:
         gloc = _where(getattr(gate, "location", None))
         text = f"config gate{f' ({gloc})' if gloc else ''} unchecked and {text}"
-    for s in failing[1:2]:
-        loc = _where(getattr(s, "location", None))
-        text += f" and {_STEP_WORDS.get(_value(s.gate), _value(s.gate))}" + (f" ({loc})" if loc else "")
+    if nxt is not None:
+        said = "a different drafter runs" if getattr(nxt, "runs_on", None) else \
+            _STEP_WORDS.get(_value(nxt.gate), _value(nxt.gate))
+        text += f" and {said}" + (f" ({nloc})" if nloc else "")
     return text
 
 

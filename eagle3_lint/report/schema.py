@@ -73,7 +73,7 @@ class Engine(str):
 # The serving verdict's vocabulary (its contract; the verdict itself is built in eagle3_lint/serving.py).
 ServingOutcome = Literal["unregistered", "unimportable", "refused-at-config", "drafter-unloadable", "refused-at-load",
                          "pp-refused", "crashes-at-warm-up", "drafter-shape-mismatch", "pp-loses-states",
-                         "wrong-layers", "servable", "unknown", "unchecked"]
+                         "drafter-differs", "wrong-layers", "servable", "unknown", "unchecked"]
 ServingGate = Literal["registry", "import", "config-gate", "drafter-class", "runner-interface", "pp-verifier",
                       "drafter-fc", "pp-relay", "target-forward", "trained-layers", "aux-ids", "capture"]
 StepResult = Literal["pass", "fail", "unchecked", "unknown", "skipped"]

@@ -44,7 +44,9 @@ the runner never interrogates them as EAGLE-3 targets.
 ## Fix safety
 Adding the interface base (and its import) is safe when the contract's default bodies already
 reach the inner model. New delegating methods are unsafe. A wrapper that overrides the setter with
-a body reaching the wrong object gets no automatic fix.
+a body reaching the wrong object gets no automatic fix. When a subclass holds an inner model of its own without
+the contract (vLLM 0.11.0 Qwen3-VL-MoE under Qwen3-VL), the fix also writes the contract on that inner model, or
+is not offered: the subclass would inherit the wrapper's methods and pass the check without working.
 """
 
 from __future__ import annotations
@@ -247,6 +249,33 @@ def idiom_fix(sm: Model, key: ClassKey, path: tuple[sem.Hop, ...]) -> Fix | None
                f"({idiom.path}:{idiom.line})", tuple(edits), Applicability.UNSAFE)
 
 
+def exposed_wrapper_edits(sm: Model, inner: ClassKey) -> list[Edit]:
+    """For a fix that gives ``inner`` the setter (EGL003 on SGLang): the delegating setter, as ``idiom_fix`` writes
+    it, on each failing wrapper holding an ``inner`` one hop away, which the new setter would turn into a wrapper
+    gap (SGLang 0.5.23 ``BailingMoeV3VLForConditionalGeneration`` over ``BailingMoeV3ForCausalLM``). Without it a
+    second --fix found the gap. A wrapper with a failing heir that holds another inner model gets nothing, as in
+    ``idiom_fix``."""
+    held: dict[ClassKey, str] = {}  # the wrapper class whose __init__ builds the inner model -> its attribute
+    archs: set[str] = set()
+    registered = set(sm.keys.values())
+    for a, k in sem.scoped_archs(sm):
+        if k == inner or sem.status(sm, a) is not Status.UNSUPPORTED or sem.setter_effect(sm, k).kind != "missing":
+            continue
+        d = next((d for d in sem.model_delegations(sm, k)
+                  if d.target is not None and d.target in registered and sm.graph.in_mro(d.target, inner)), None)
+        if d is not None and d.target is not None:
+            held.setdefault(_definer(sm, k, [(sem.Hop(d.attr, d.target),)]), d.attr)
+            archs.add(a)
+    edits: list[Edit] = []
+    for where, attr in sorted(held.items(), key=lambda kv: str(kv[0])):
+        if any(a not in archs for a, _k in _failing_heirs(sm).get(where, ())):
+            continue
+        made = fixgen.add_delegating_setter(sm, where, attr)
+        if made is not None:
+            edits += made[0]
+    return edits
+
+
 def _dotted(path: tuple[sem.Hop, ...]) -> str:
     return "self." + ".".join(h.attr for h in path)
 
@@ -264,10 +293,31 @@ def wrapper_fix(sm: Model, key: ClassKey, attr: str) -> Fix | None:
     edits += methods
     if not edits:
         return None
+    # A subclass whose own inner model lacks the contract (Qwen3VLMoe under Qwen3VL, vLLM 0.11.0) would inherit
+    # the new base and methods and pass the check without working: the fix writes the contract on that inner
+    # model too (EGL001's chain edits; the delegating methods it inherits then reach it), or is not offered.
+    # Without this a second --fix found the subclass, through EGL004 and EGL006.
+    from eagle3_lint.rules.egl001_missing_eagle3_interface import chain_edits
+
+    heirs = sorted({k for _a, k in _failing_heirs(sm).get(key, ()) if k != key}, key=str)
+    inners: list[ClassKey] = []
+    for heir in heirs:
+        own = sem.owner(sm, heir)
+        if own is None or not own.hops or own.hops[0].attr != attr:
+            return None
+        more = chain_edits(sm, own.hops[0].key)
+        if not more:
+            return None
+        inners.append(own.hops[0].key)
+        methods += more
+        edits += more
     app = Applicability.UNSAFE if methods else Applicability.SAFE
     what = f"add {flavor.protocol}" if flavor.protocol else "add the EAGLE-3 methods"
     if methods:
         what += f" and methods delegating to self.{attr}"
+    if heirs:
+        what += f", and the contract on {', '.join(sorted({k.name for k in inners}))}, the inner model of " \
+                f"{', '.join(k.name for k in heirs)}"
     return Fix(what, tuple(edits), app)
 
 

@@ -40,7 +40,9 @@ Adding the marker base (and its import) where every method exists is safe. Addin
 unsafe: their bodies follow the analysed version (explicit ``self.model.aux_hidden_state_layers =
 layers`` with stub-bodied Protocols, the mixin setter with default bodies). On SGLang the new
 setter is written in the release's own style (the default layers, else the drafter's ids + 1, and
-the capture flag), or hands the ids to the class's DFlash setter where it has one.
+the capture flag), or hands the ids to the class's DFlash setter where it has one; wrappers holding
+the class one attribute away (which the new setter would make EGL002 gaps) get the release's
+delegating setter in the same fix.
 """
 
 from __future__ import annotations
@@ -219,6 +221,11 @@ def _plumbing_fix(sm: Model, g: shared.Group) -> Fix | None:
     p = fixgen.path_expr(own.path)
     attr = idiom.list_attrs[0]
     param = mh.params[0]
+    # The wrappers holding ``key`` would become wrapper gaps: their delegating setters come with it.
+    from eagle3_lint.rules.egl002_wrapper_not_delegating import exposed_wrapper_edits
+
+    wrappers = exposed_wrapper_edits(sm, key)
+    also = " and setters delegating to it on the wrappers holding it" if wrappers else ""
     sibling = sem.sibling_setter(sm, key, own, fw.mechanisms)
     if sibling is not None:
         # The class already sets the layers for another algorithm (the DFlash setter): hand it the ids, the
@@ -226,8 +233,8 @@ def _plumbing_fix(sm: Model, g: shared.Group) -> Fix | None:
         body = [f"if {param} is None:", f"    num_layers = len({p}.layers)",
                 f"    {param} = [1, num_layers // 2 - 1, num_layers - 4]", f"self.{sibling}({param})"]
         edits = fixgen.header_imports(sm, key, mh) + fixgen.add_method(sm, key, mh.header, body)
-        return Fix(f"add {setter}() to {key.name}, handing the ids to its {sibling}()", tuple(edits),
-                   Applicability.UNSAFE)
+        return Fix(f"add {setter}() to {key.name}, handing the ids to its {sibling}(){also}",
+                   tuple(edits + wrappers), Applicability.UNSAFE)
     body = [line.format(param=param, path=p, list=attr, flag=idiom.capture_flag) for line in idiom.setter_body]
     if f"self.{idiom.capture_flag}" in fw.method.reads:
         body.append(f"{p}.{idiom.capture_flag} = True")  # the owner's loop collects only behind its own flag
@@ -238,7 +245,7 @@ def _plumbing_fix(sm: Model, g: shared.Group) -> Fix | None:
     edits = fixgen.header_imports(sm, key, mh) + fixgen.add_method(sm, key, mh.header, body)
     if Mechanism.LIST in fw.mechanisms:
         edits = fixgen.init_attr(sm, own.key, attr, "[]") + edits
-    return Fix(f"add {setter}() to {key.name}", tuple(edits), Applicability.UNSAFE)
+    return Fix(f"add {setter}() to {key.name}{also}", tuple(edits + wrappers), Applicability.UNSAFE)
 
 
 def _setter_header(sm: Model, key: ClassKey, setter: str) -> fixgen.MethodHeader | None:

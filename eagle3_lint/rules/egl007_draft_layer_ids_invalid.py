@@ -171,7 +171,7 @@ def check(sm: Model) -> Iterator[Finding]:
     # 2. Ids in the config that this vLLM never reads.
     if da.fields and da.runner_ids is None:
         f0 = da.fields[0]
-        intended = _intended(f0)
+        intended = (_intended(sm, da) or (None, ""))[0]
         if not da.runner_reads:
             why = da.runner_note
         else:
@@ -272,12 +272,13 @@ def check(sm: Model) -> Iterator[Finding]:
         )
     if da.effective_from == "config" and used is not None:
         shift = (da.transform or 0) + ((cap.shift or 0) if cap is not None else 0)
-        if used.convention is not None and shift != used.convention:
-            intended = _intended(used)
-            yield make(META, f"{used.name} {_ids(used.ids)} is in {used.origin}'s numbering ({used.meaning}), but this "
-                             f"vLLM uses the ids as-is and captures the states entering layers {_ids(ids)}: one layer "
-                             f"early. In vLLM's numbering the drafter's layers are {_ids(intended)}; put those in "
-                             f"eagle_aux_hidden_state_layer_ids",
+        known = _intended(sm, da)
+        got = sorted({int(i) + shift for i in used.ids if isinstance(i, int) and not isinstance(i, bool)})
+        if known is not None and got != sorted(set(known[0])):
+            yield make(META, f"{used.name} {_ids(used.ids)}: the drafter was trained on the states entering layers "
+                             f"{_ids(known[0])} ({known[1]}), but this vLLM captures the states entering layers "
+                             f"{_ids(got)}. In vLLM's numbering the drafter's layers are {_ids(known[0])}; put those "
+                             f"in eagle_aux_hidden_state_layer_ids",
                        Location(da.draft_path, used.line), severity=_wrong_layers_severity(sm, arch),
                        architecture=arch, symbol=used.name, related=runner_rel)
         elif used.convention == dr.INPUT and da.default_minus_one(int_ids):
@@ -381,11 +382,14 @@ def _checkpoint(sm: Model, arch: str) -> Iterator[Finding]:
                          "do not fit"))
 
 
-def _intended(f: dr.IdsField) -> list[int] | None:
-    """The field's ids in vLLM's numbering (state entering layer k), if its convention is known."""
-    if f.convention is None or not all(isinstance(i, int) for i in f.ids):
-        return None
-    return [int(i) + f.convention for i in f.ids]
+def _intended(sm: Model, da: dr.DraftAnalysis) -> tuple[list[int], str] | None:
+    """The layers the drafter was trained on in vLLM's numbering (the state entering layer k) and how that was
+    decided, when its ids say: the one reading of a drafter config the serving chains and ``layers`` use
+    (``drafter_fields.trained``)."""
+    from eagle3_lint.engines.drafter_fields import trained
+
+    tr = trained(da.fields, sm.options.drafter_convention, da.num_layers)
+    return (list(tr.layers), tr.why) if tr.layers is not None and tr.convention is not None else None
 
 
 def _draft_width(da: dr.DraftAnalysis) -> int | None:

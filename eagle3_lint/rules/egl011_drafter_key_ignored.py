@@ -20,7 +20,9 @@ trained. Where the part has weights (``norm_before_fc``'s ``input_norm``, ``fc_n
 checkpoint's tensors have no parameter to load into; where it has none (``norm_output``), the drafter runs on
 other hidden states and its drafts are rejected. Either way the speed-up the drafter was trained for is gone,
 and the serving chain's ``drafter-class`` step fails: an error, like EGL007's ids that capture other layers
-than the drafter was trained on.
+than the drafter was trained on. Its outcome is ``drafter-unloadable`` where vLLM's loader meets tensors the
+class has no parameter for, ``drafter-differs`` where the checkpoint loads (``norm_output`` on vLLM; any key on
+SGLang, whose ``load_weights`` skips such tensors).
 
 ## Example
 ```json

@@ -160,3 +160,25 @@ def test_fixes_apply_compile_and_recheck_clean_0_5_19(sglang_trees, tmp_path: Pa
     ok_after = {a for a, v in after.verdicts.items() if v.status is Status.SUPPORTED}
     assert ok_before <= ok_after
     assert {"ArceeForCausalLM", "Glm4ForCausalLM", "LagunaForCausalLM"} <= ok_after - ok_before
+
+
+@pytest.mark.real
+def test_a_second_fix_is_empty_0_5_23(sglang_trees, tmp_path: Path) -> None:
+    """The runner asks the top-level model for the setter (attention_backend_setup.py:55-61 in 0.5.23).
+    ``BailingMoeV3VLForConditionalGeneration`` (bailing_mm_v3.py:62) holds ``self.model = BailingMoeV3ForCausalLM``
+    (:90) and ``NemotronH_Nano_VL_V2`` (nano_nemotron_vl.py:52) ``self.language_model = NemotronHForCausalLM`` (:86);
+    neither wrapper has the setter, and neither inner class does (bailing_moe_v3.py:1375, nemotron_h.py:907), though
+    both unpack the aux states (EGL003). The EGL003 fix that gives the inner class its setter writes the wrappers'
+    delegating setters too: a second ``--fix`` on the patched copy finds nothing, and both wrappers pass."""
+    root = sglang_trees.get("0.5.23")
+    mine = {"EGL002", "EGL003"}
+    opts = analysis.Options(cache_dir=tmp_path / "cache")
+    before = analysis.analyze(DirSource(root, "sglang"), opts, select=lambda r: r in mine)
+    fixed = [f for f in before.findings if f.fix is not None]
+    copy = cihelp.patched_copy(before.source, fixed, tmp_path)
+    after = analysis.analyze(DirSource(copy, "sglang"), opts, select=lambda r: r in mine)
+    assert not after.errors
+    assert [(f.rule, f.symbol) for f in after.findings if f.fix is not None] == []
+    wrappers = ("BailingMoeV3VLForConditionalGeneration", "NemotronH_Nano_VL_V2")
+    assert [before.verdicts[a].status for a in wrappers] == [Status.UNSUPPORTED] * 2
+    assert [after.verdicts[a].status for a in wrappers] == [Status.SUPPORTED] * 2

@@ -41,10 +41,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from eagle3_lint.checkpoint import text_config
-from eagle3_lint.drafter import OUTPUT, DraftAnalysis, IdIssue, IdsField, IgnoredKey, PPLayout, Split
+from eagle3_lint.drafter import DraftAnalysis, IdIssue, IgnoredKey, PPLayout, Split
 from eagle3_lint.engine import Mechanism
 from eagle3_lint.engines import drafter_keys as dk
-from eagle3_lint.engines.drafter_fields import ID_FIELDS, id_fields
+from eagle3_lint.engines.drafter_fields import ID_FIELDS, Trained, id_fields, trained
 from eagle3_lint.engines.sglang import pp as pp_mod
 from eagle3_lint.engines.sglang.runner import IDS_KEY, SETTER, IdSource, id_sources
 from eagle3_lint.engines.sglang.setter import IdTransform, capture_indices, default_indices, read_setter
@@ -292,63 +292,6 @@ def collection(sm: Model, hops: list[SetterHop]) -> Collection:
                 break
     note = "" if in_loop or final_line else f"{dec.name}.forward tests neither self.{attr} nor a {FLAG} flag"
     return Collection(dec, path, fline, site_line, in_loop, shift, final_line, index_error, flags_line, note)
-
-
-# -- 4. the trained layers ------------------------------------------------------------------------------
-def training_default(n: int) -> tuple[int, ...]:
-    """The states entering (2, n // 2, n - 3): SafeAILab EAGLE and SpecForge train on these without ids
-    (see ``engines/vllm/serving.training_default`` for the sources)."""
-    return (2, n // 2, n - 3)
-
-
-@dataclass(frozen=True)
-class Trained:
-    layers: tuple[int, ...] | None  # the states entering these layers
-    convention: str | None  # "vllm" (input numbering) | "sglang" (output numbering), as decided
-    why: str  # how it was decided (stated, matched to a default, or assumed from the field)
-
-
-def trained(fields: list[IdsField], stated: str | None, n: int | None) -> Trained:
-    ints = [f for f in fields if all(isinstance(i, int) and not isinstance(i, bool) for i in f.ids)]
-    if not ints:
-        if n is None:
-            return Trained(None, None, "the drafter config names no aux layers, and without the target's layer "
-                                       "count the training default is not known")
-        return Trained(training_default(n), None, "the drafter config names no aux layers: assumed trained on the "
-                                                  "EAGLE-3 training default, the states entering (2, n // 2, n - 3)")
-    f = ints[0]
-    ids = tuple(int(i) for i in f.ids)
-    if stated is not None:
-        shift = 1 if stated == "sglang" else 0
-        return Trained(tuple(i + shift for i in ids), stated, f"--drafter-convention {stated} for {f.name}")
-    default = training_default(n) if n is not None else None
-    if default is not None and len(ids) == len(default):
-        minus_one = all(a == b - 1 for a, b in zip(ids, default, strict=True))
-        if minus_one and f.convention == OUTPUT:
-            return Trained(default, "sglang", f"{f.name} {list(ids)} is the training default minus one: SpecForge's "
-                                              "output numbering")
-        if minus_one:
-            # vLLM's field holding SpecForge's numbers: converted configs lift eagle_config's ids as they are (the
-            # nm-testing speculators conversion of lmsys/Qwen3-235B-A22B-EAGLE3 does). Either reading is possible.
-            return Trained(None, None, f"{f.name} {list(ids)} is the training default minus one: SpecForge's output "
-                                       f"numbering carried into {f.origin}'s field, or ids chosen in that field's "
-                                       "numbering; state which with --drafter-convention vllm|sglang")
-        if ids == default and f.convention == OUTPUT:
-            return Trained(default, "vllm", f"{f.name} {list(ids)} is the training default as the state entering "
-                                            "each layer (the 'input to layer X' convention SGLang PR #25454 reads "
-                                            "first ids other than 1 in; assumed: --drafter-convention states it)")
-    if f.convention == OUTPUT and n is not None and ids and max(ids) == n:
-        # Layer n has no output: ids naming n number the state entering each layer, n being the last layer's
-        # output (what 0.5.2x's gpt_oss setter preserves with its max(layer_ids) == num_layers test).
-        return Trained(ids, "vllm", f"{f.name} {list(ids)} names index {n} = the layer count, which no layer's "
-                                    "output has: the ids number the state entering each layer")
-    if f.convention is None:
-        return Trained(None, None, f"{f.name} ({f.origin}) does not say how it numbers layers; state it with "
-                                   "--drafter-convention vllm|sglang")
-    conv = "sglang" if f.convention == OUTPUT else "vllm"
-    return Trained(tuple(i + f.convention for i in ids), conv,
-                   f"{f.name} is {f.origin}'s field: {f.meaning} (assumed from where the ids sit; "
-                   "--drafter-convention states it)")
 
 
 # -- the whole picture ------------------------------------------------------------------------------------

@@ -17,7 +17,8 @@ against the drafter class's fc width and decoder layers (``drafter_weights.py``)
 ``drafter-class`` appears only to fail, for a drafter config that sets keys the drafter class SGLang builds
 never reads (EGL011, ``_ignored_keys``): SGLang's ``load_weights`` skips a tensor its class has no parameter for
 (``if param_name in params_dict``, ``models/llama_eagle3.py``), so the part the key turns on is silently left
-out and a different drafter than the trained one runs. Not modelled for SGLang, so left out rather than guessed:
+out and a different drafter than the trained one runs: ``drafter-differs``, unless a later step stops serving.
+Not modelled for SGLang, so left out rather than guessed:
 whether SGLang can build the drafter class otherwise, the fc width without a checkpoint; a model-side PP verifier
 (SGLang has none: its refusal is the launch-time one above). Every fact
 comes from ``drafter.py`` (the same analysis EGL007 reports) and the core's class verdicts.
@@ -64,7 +65,7 @@ HINTS = {
     Outcome.DRAFTER_SHAPE_MISMATCH: f"choose eagle_config.{IDS_KEY} that this SGLang's setter turns into layers the "
     "decoder collects (0 … n-1 after the setter's shift)",
     Outcome.PP_LOSES_STATES: "serve without pipeline parallelism: the setter captures on the last rank only",
-    Outcome.DRAFTER_UNLOADABLE: "serve this drafter with a release whose drafter code reads the keys EGL011 names, "
+    Outcome.DRAFTER_DIFFERS: "serve this drafter with a release whose drafter code reads the keys EGL011 names, "
     "or use a drafter trained without them",
     Outcome.WRONG_LAYERS: f"set eagle_config.{IDS_KEY} so that this SGLang's setter stores the trained layers, or "
     "state the drafter's numbering with --drafter-convention if the tool assumed it",
@@ -185,9 +186,12 @@ def _ignored_keys(sm: Model, sd: sdr.SglDraft) -> ServingStep:
     ik = iks[0]
     e = sm.registry.entries[ik.drafter_class]
     more = f" (and {len(iks) - 1} more ignored key(s), EGL011)" if len(iks) > 1 else ""
+    # SGLang's load_weights loads only the tensors the class has parameters for (0.5.16 llama_eagle3.py:334-349,
+    # ``if param_name in params_dict``): the checkpoint loads and the other drafter runs.
     return ServingStep(Gate.DRAFTER_CLASS, StepResult.FAIL,
-                       f"{ik.drafter_class} -> {e.module}.{e.class_name}; but {message(sm, ik)}{more}",
-                       Location(sd.da.draft_path, ik.line))
+                       f"{ik.drafter_class} -> {e.module}.{e.class_name}; but {message(sm, ik)}{more}; its "
+                       "load_weights skips the tensors it has no parameter for, so the checkpoint loads and that "
+                       "drafter runs", Location(sd.da.draft_path, ik.line), runs_on=Outcome.DRAFTER_DIFFERS)
 
 
 def _pp_refusal(sm: Model, pp: int) -> ServingStep:

@@ -51,6 +51,24 @@ PLAIN_EAGLE3: dict[tuple[str, ...], Any] = {
     ("self", "model_config", "runner_type"): "generate",
     ("self", "model_config", "is_hybrid"): False,
     ("self", "model_config", "is_attention_free"): False,
+    # No sequence parallelism: off in every optimization level's defaults (0.30.0 vllm.py:263-332, IS_DENSE is
+    # False at :145) and turned off with TP 1 (:1681-1684).
+    ("self", "compilation_config", "pass_config", "enable_sp"): False,
+    # Opt-in features at their defaults (0.30.0 config/parallel.py:217, model.py:370, cache.py:178).
+    ("self", "parallel_config", "enable_elastic_ep"): False,
+    ("self", "model_config", "logits_processors"): None,
+    ("self", "cache_config", "mamba_cache_mode"): "none",
+}
+# Entry-point groups a plain install leaves empty: vLLM's own dist-info registers console_scripts and
+# vllm.general_plugins only (0.30.0 vllm-0.30.0.dist-info/entry_points.txt), no logits processors.
+EMPTY_ENTRY_POINTS = frozenset({"vllm.logits_processors"})
+# Enum-valued facts of the same set-up, as (enum class, member) the tree's own enum gives the value of, per platform.
+# ``compilation_config.mode``: CompilationConfig's default is None (0.30.0 config/compilation.py:454), and
+# ``VllmConfig.__post_init__`` sets VLLM_COMPILE for an optimization level above O0 (vllm.py:1595-1599), whose
+# default is O2 (vllm.py:440); no CUDA, ROCm or XPU platform default changes it. The CPU platform does
+# (platforms/cpu.py:332-356: DYNAMO_TRACE_ONCE or NONE), so there it is left unknown.
+PLAIN_EAGLE3_MEMBERS: dict[tuple[str, ...], tuple[str, str, frozenset[str]]] = {
+    ("self", "compilation_config", "mode"): ("CompilationMode", "VLLM_COMPILE", frozenset({"cuda", "rocm", "xpu"})),
 }
 PLATFORM_WORDS = {"cuda": "CUDA with Triton", "rocm": "ROCm with Triton", "xpu": "XPU with Triton",
                   "cpu": "CPU without Triton", "unspecified": "an unspecified platform"}
@@ -97,6 +115,29 @@ def _constant_sets(tree: ast.Module) -> dict[str, Any]:
             except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
                 continue
     return out
+
+
+def imported_enum(source: SourceTree, tree: ast.Module, rel: str, name: str) -> dict[str, Any] | None:
+    """The members of the enum class that module ``rel`` (parsed as ``tree``) imports as ``name`` from another module
+    of the tree (``from .compilation import CompilationMode`` in vllm/config/vllm.py), read from that module's
+    source (``me.enum_members``), never imported; None when ``name`` is no such enum."""
+    for st in tree.body:
+        if not isinstance(st, ast.ImportFrom):
+            continue
+        alias = next((a for a in st.names if (a.asname or a.name) == name), None)
+        if alias is None:
+            continue
+        if st.level:
+            base = rel.split("/")[: -st.level]
+            mod = "/".join([*base, *(st.module or "").split(".")]) if st.module else "/".join(base)
+        else:
+            mod = (st.module or "").replace(".", "/")
+        for cand in (f"{mod}.py", f"{mod}/__init__.py"):
+            other = _parse(source, cand)
+            if other is not None:
+                return me.enum_members(other, alias.name)
+        return None
+    return None
 
 
 def env_default(source: SourceTree) -> tuple[Any, int]:
@@ -160,11 +201,29 @@ def choose(source: SourceTree, runner: RunnerPath, arch: str | None, text_config
         facts[("self", "model_config", "is_moe")] = moe
     if default is not me.NOTHING:
         facts[("envs", ENV_VAR)] = default
+    enums: dict[str, dict[str, Any] | None] = {}
+
+    def enum(name: str) -> dict[str, Any] | None:
+        if name not in enums:
+            enums[name] = imported_enum(source, tree, VLLM_CONFIG, name)
+        return enums[name]
+
+    for path, (cls, member, platforms) in PLAIN_EAGLE3_MEMBERS.items():
+        value = (enum(cls) or {}).get(member) if platform in platforms else None
+        if value is not None:
+            facts[path] = value
     unknown: list[str] = []
+    prefixes = {k[:i] for k in facts for i in range(2, len(k))}  # objects on the way to a fact stay opaque
 
     def attr(path: tuple[str, ...]) -> Any:
         if path in facts:
             return facts[path]
+        if path in prefixes:
+            return me.NOTHING
+        if len(path) == 2 and path[0] != "self":
+            members = enum(path[0])  # ``CompilationMode.STOCK_TORCH_COMPILE``, an enum the module imports
+            if members is not None and path[1] in members:
+                return members[path[1]]
         if path[0] in ("self", "envs") and len(path) >= 2 and not (path[0] == "self" and len(path) == 2):
             unknown.append(".".join(path))
             return me.UNKNOWN
@@ -175,6 +234,9 @@ def choose(source: SourceTree, runner: RunnerPath, arch: str | None, text_config
     def call(path: tuple[str, ...], args: list[Any], kwargs: dict[str, Any]) -> Any:
         if path[0] == "logger":
             return None
+        if path == ("entry_points",) and not args and kwargs.keys() == {"group"} \
+                and kwargs["group"] in EMPTY_ENTRY_POINTS:
+            return []
         if len(path) == 2 and path[0] == "current_platform" and path[1].startswith("is_") and not args:
             return platform_is(platform, path[1][len("is_"):])
         if path[0] == "self" and len(path) == 2:

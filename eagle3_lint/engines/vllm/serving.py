@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from eagle3_lint import drafter as dr
 from eagle3_lint import drafter_weights as dw
 from eagle3_lint import semantic as sem
+from eagle3_lint.engines.drafter_fields import trained as drafter_trained
 from eagle3_lint.engines.vllm import drafter as vdr
 from eagle3_lint.engines.vllm import gates as vgates
 from eagle3_lint.engines.vllm import methods as vmethods
@@ -63,41 +64,6 @@ def _where(w: sem.Where | None) -> Location | None:
 
 def _ids(ids: Iterable[Any]) -> str:
     return "[" + ", ".join(str(i) for i in ids) + "]"
-
-
-# -- the trained layers ----------------------------------------------------------------------------------
-# A drafter config without ids was trained on its training framework's default layers. Both EAGLE-3
-# training codes agree on the states entering layers (2, n // 2, n - 3): SafeAILab EAGLE collects HF
-# ``hidden_states[2], [n // 2], [n - 3]`` (eagle/traineagle3/modeling_llama_kv.py:1137-1140, index k = the
-# state entering layer k), SpecForge's default is ``[1, n // 2 - 1, n - 4]`` in "output of layer k"
-# numbering (specforge/core/eagle3.py:100-106 at v0.1.0). Data with a reason, not derivable from the tree.
-def training_default(n: int) -> tuple[int, ...]:
-    return (2, n // 2, n - 3)
-
-
-def trained_layers(da: dr.DraftAnalysis, stated: str | None) -> tuple[tuple[int, ...] | None, str | None, str]:
-    """The layers (vLLM numbering) the drafter was trained on, the convention used, and how that was decided."""
-    fields = [f for f in da.fields if all(isinstance(i, int) and not isinstance(i, bool) for i in f.ids)]
-    if not fields and da.num_layers:
-        return (training_default(da.num_layers), None,
-                "the drafter config names no aux layers: assumed trained on the EAGLE-3 training default, the "
-                "states entering layers (2, n // 2, n - 3) in both SafeAILab EAGLE and SpecForge")
-    if not fields:
-        return None, None, ("the drafter config names no aux layers, and without the target's layer count the "
-                            "training default is not known")
-    f = fields[0]
-    if stated is not None:
-        shift = 1 if stated == "sglang" else 0
-        return tuple(int(i) + shift for i in f.ids), stated, f"--drafter-convention {stated} for {f.name}"
-    if f.convention is None:
-        return None, None, (f"{f.name} ({f.origin}) does not say how it numbers layers; state it with "
-                            "--drafter-convention vllm|sglang")
-    conv = "sglang" if f.convention == dr.OUTPUT else "vllm"
-    return (
-        tuple(int(i) + f.convention for i in f.ids),
-        conv,
-        f"{f.name} is {f.origin}'s field: {f.meaning} (assumed from where the ids sit; --drafter-convention overrides)",
-    )
 
 
 # -- the chain ---------------------------------------------------------------------------------------------
@@ -183,10 +149,8 @@ def _verdict(sm: Model, arch: str, kind: RunnerKind | None) -> ServingVerdict:
 def _finish(sm: Model, arch: str, kind: RunnerKind | None, reason: str, steps: list[ServingStep],
             da: dr.DraftAnalysis | None, captured: tuple[int, ...] | None) -> ServingVerdict:
     outcome, stage = outcome_of(steps)
-    trained, conv, _why = trained_layers(da, sm.options.drafter_convention) if da is not None else (None, None, "")
-    if da is not None and sm.options.drafter_convention is None and conv == "vllm" \
-            and da.default_minus_one(da.fields[0].ids if da.fields else ()):
-        trained = None  # not known well enough to judge by (see _trained)
+    tr = drafter_trained(da.fields, sm.options.drafter_convention, da.num_layers) if da is not None else None
+    trained, conv = (tr.layers, tr.convention) if tr is not None else (None, None)
     ids = (
         tuple(i for i in (da.effective_ids or ()) if isinstance(i, int))
         if da is not None and da.effective_ids
@@ -271,14 +235,21 @@ def _drafter_class(sm: Model, da: dr.DraftAnalysis | None, method: str = vmethod
     return ServingStep(Gate.DRAFTER_CLASS, StepResult.PASS, built, where)
 
 
+# Drafter-config keys whose part has no weights in the release that reads them, so a release that ignores them
+# loads the checkpoint and runs a different drafter: ``norm_output`` picks which state the drafter returns (0.25.1
+# llama_eagle3.py:218 and :251-252, ``aux_output = hidden_states if self.norm_output else hidden_prenorm``).
+WEIGHTLESS_KEYS = frozenset({"norm_output"})
+
+
 def ignored_keys_step(sm: Model, da: dr.DraftAnalysis, built: str) -> ServingStep:
     """The drafter-class step of a drafter config with keys this release's drafter code never reads (EGL011).
 
-    It fails: the class the release builds is not the drafter the config describes. Where the key turns on a
-    part with weights (``norm_before_fc``'s ``input_norm``, ``fc_norm``'s ``fc_norm.{i}``), the checkpoint's
-    tensors name a module the class lacks, and the loader refuses them (vLLM's ``AutoWeightsLoader`` raises
-    "There is no module or parameter named ...", ``vllm/model_executor/models/utils.py`` ``_load_module``); where
-    it has none (``norm_output``) the drafter runs a different network. Neither is the trained drafter served.
+    It fails: the class the release builds is not the drafter the config describes. Where a key turns on a part
+    with weights (``norm_before_fc``'s ``input_norm``, ``fc_norm``'s ``fc_norm.{i}``), the checkpoint's tensors
+    name parameters the class lacks and loading stops (the drafter model's ``load_weights`` indexes
+    ``params_dict[name]``, 0.17.1 llama_eagle3.py:258, under ``AutoWeightsLoader``): ``drafter-unloadable``. Where
+    every key's part has none (``WEIGHTLESS_KEYS``) the checkpoint loads and a different network runs: serving goes
+    on, and the outcome is ``drafter-differs`` unless a later step stops it.
     """
     from eagle3_lint.rules.egl011_drafter_key_ignored import message
 
@@ -286,8 +257,11 @@ def ignored_keys_step(sm: Model, da: dr.DraftAnalysis, built: str) -> ServingSte
     assert ik is not None
     more = f" (and {len(da.ignored_keys or ()) - 1} more ignored key(s), EGL011)" if len(da.ignored_keys or ()) > 1 \
         else ""
-    return ServingStep(Gate.DRAFTER_CLASS, StepResult.FAIL, f"{built}; but {message(sm, ik)}{more}",
-                       Location(da.draft_path, ik.line))
+    loads = all(k.key.rsplit(".", 1)[-1] in WEIGHTLESS_KEYS for k in da.ignored_keys or ())
+    return ServingStep(Gate.DRAFTER_CLASS, StepResult.FAIL, f"{built}; but {message(sm, ik)}{more}"
+                       + ("; it has no weights of its own, so the checkpoint loads and that drafter runs" if loads
+                          else ""),
+                       Location(da.draft_path, ik.line), runs_on=Outcome.DRAFTER_DIFFERS if loads else None)
 
 
 def _no_aux_steps(sm: Model, da: dr.DraftAnalysis | None, aux: vmethods.AuxUse, method: str) -> list[ServingStep]:
@@ -570,20 +544,11 @@ def _relay(sm: Model, da: dr.DraftAnalysis, pp: int, site: Any) -> ServingStep:
 
 
 def _trained(sm: Model, da: dr.DraftAnalysis, captured: tuple[int, ...] | None) -> ServingStep:
-    trained, conv, why = trained_layers(da, sm.options.drafter_convention)
+    tr = drafter_trained(da.fields, sm.options.drafter_convention, da.num_layers)
+    trained, why = tr.layers, tr.why
     loc = Location(da.draft_path, da.json_line(da.fields[0].path[-1])) if da.fields else None
     if trained is None:
         return ServingStep(Gate.TRAINED_LAYERS, StepResult.UNCHECKED, why, loc)
-    carried = da.default_minus_one(da.fields[0].ids if da.fields else ())
-    if sm.options.drafter_convention is None and conv == "vllm" and carried:
-        return ServingStep(
-            Gate.TRAINED_LAYERS,
-            StepResult.UNCHECKED,
-            f"the ids {_ids(da.fields[0].ids)} equal the model default {_ids(da.default_ids or ())} minus "
-            "one, the mark of SpecForge/SGLang ids (output numbering) carried over as-is; which layers "
-            "the drafter was trained on depends on that: state it with --drafter-convention vllm|sglang",
-            loc,
-        )
     if captured is None:
         return ServingStep(
             Gate.TRAINED_LAYERS,
@@ -624,8 +589,9 @@ def _next_step(sm: Model, arch: str, outcome: Outcome, stage: Gate | None, steps
     da = sm.engine.draft_analysis(sm) if stage is Gate.DRAFTER_CLASS else None
     if da is not None and da.ignored_keys:
         # The drafter class is built, without what the keys turn on: the release that reads them is the way out.
-        return next_step(sm, arch, outcome, stage, steps, {**HINTS, Outcome.DRAFTER_UNLOADABLE: ignored_hint(da)},
-                         findings)
+        hint = ignored_hint(da)
+        return next_step(sm, arch, outcome, stage, steps,
+                         {**HINTS, Outcome.DRAFTER_UNLOADABLE: hint, Outcome.DRAFTER_DIFFERS: hint}, findings)
     return next_step(sm, arch, outcome, stage, steps, HINTS, findings)
 
 
