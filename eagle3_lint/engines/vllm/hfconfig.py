@@ -252,3 +252,34 @@ def _from_json(cfg: dict, top: str | None, steps: list[str], exact: bool) -> Tex
             return TextModelType(sub["model_type"], top, exact, tuple(steps))
     steps.append("config.json has no text sub-config, so hf_text_config is the config itself")
     return TextModelType(top, top, exact and top is not None, tuple(steps))
+
+
+# -- a registered inner model's architecture when its sub-config names none --------------------------------------
+VLLM_CONFIG_MODULE = "vllm.config.vllm"
+CAUSAL_LM_TABLE = "MODEL_FOR_CAUSAL_LM_MAPPING_NAMES"
+
+
+def causal_lm_fallback(source: SourceTree) -> int | None:
+    """The line of ``VllmConfig.with_hf_config`` when it names a sub-config without ``architectures`` after
+    Transformers' ``MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[model_type]`` (0.32.0 ``vllm/config/vllm.py:942-951``; 0.16.0
+    has no such fallback), else None. ``init_vllm_registered_model(hf_config=config.text_config)`` goes through it."""
+    rel = source.module_path(VLLM_CONFIG_MODULE)
+    tree = _parse(source, rel)
+    if tree is None:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == "with_hf_config" and any(
+                isinstance(n, ast.Name) and n.id == CAUSAL_LM_TABLE or
+                isinstance(n, ast.alias) and n.name == CAUSAL_LM_TABLE for n in ast.walk(node)):
+            return node.lineno
+    return None
+
+
+def causal_lm_names() -> dict[str, str]:
+    """Transformers' table, as data (``data/causal_lm_names.json``, written by ``scripts/causal_lm_names.py``)."""
+    import json
+    from importlib import resources
+
+    data = json.loads(resources.files("eagle3_lint").joinpath("data/causal_lm_names.json").read_text())
+    names: dict[str, str] = data["names"]
+    return names

@@ -140,7 +140,7 @@ def _verdict(sm: Model, arch: str, kind: RunnerKind | None) -> ServingVerdict:
         steps.append(_aux_ids(da, site))
         cap_step, captured = _capture(da, pp)
         steps.append(cap_step)
-        steps.append(_weights(sm, da, captured, _fc(da)))
+        steps.append(_weights(sm, da, captured, _fc(da, captured)))
         steps.append(_relay(sm, da, pp, site))
         steps.append(_trained(sm, da, captured))
     return _finish(sm, arch, kind, reason, steps, da, captured)
@@ -217,6 +217,10 @@ def _drafter_class(sm: Model, da: dr.DraftAnalysis | None, method: str = vmethod
     if da.speculators:
         names = [a for a in cfg.get("architectures") or [] if isinstance(a, str)]
         where, how = _where(da.conversion_where), "the tree's speculators converter gives"
+    elif da.built_as is not None:
+        names = [a for a in cfg.get("architectures") or [] if isinstance(a, str)]
+        where, how = _where(da.built_as), (f"vLLM builds this config as {da.built_as.text}, kept as it is for "
+                                           f"{method!r}, whose architectures are")
     else:
         renamed, w, note = vdr.eagle3_architectures(sm, cfg, method)
         names = renamed if renamed is not None else [a for a in cfg.get("architectures") or [] if isinstance(a, str)]
@@ -464,9 +468,12 @@ def _capture(da: dr.DraftAnalysis, pp: int) -> tuple[ServingStep, tuple[int, ...
     ), captured
 
 
-def _fc(da: dr.DraftAnalysis) -> ServingStep:
+def _fc(da: dr.DraftAnalysis, captured: tuple[int, ...] | None) -> ServingStep:
     fc = da.fc
     ids = [i for i in (da.effective_ids or ()) if isinstance(i, int)]
+    # The states that arrive are the captured ones when the capture step knows them (an id past the last layer
+    # is never met: 3 ids, 2 states; the CPU oracle observed it), else one per distinct id.
+    states = len(captured) if captured is not None else len(set(ids))
     if fc is None or fc.in_size is None:
         return ServingStep(Gate.DRAFTER_FC, StepResult.UNKNOWN if fc is not None and fc.note else StepResult.UNCHECKED,
                            (fc.note if fc is not None else "") or "the drafter's fc width is not known",
@@ -477,13 +484,13 @@ def _fc(da: dr.DraftAnalysis) -> ServingStep:
     if not ids:
         return ServingStep(Gate.DRAFTER_FC, StepResult.UNKNOWN,
                            f"fc takes {fc.in_size}; how many states arrive is not known", _where(fc.where))
-    want = len(set(ids)) * da.target_hidden
+    want = states * da.target_hidden
     if fc.in_size != want:
         return ServingStep(Gate.DRAFTER_FC, StepResult.FAIL,
-                           f"{fc.drafter_class}'s fc takes {fc.in_size} inputs but {len(set(ids))} states x hidden "
+                           f"{fc.drafter_class}'s fc takes {fc.in_size} inputs but {states} states x hidden "
                            f"{da.target_hidden} = {want} arrive", _where(fc.where))
     return ServingStep(Gate.DRAFTER_FC, StepResult.PASS,
-                       f"fc takes {fc.in_size} = {len(set(ids))} x {da.target_hidden}", _where(fc.where))
+                       f"fc takes {fc.in_size} = {states} x {da.target_hidden}", _where(fc.where))
 
 
 def _weights(sm: Model, da: dr.DraftAnalysis, captured: tuple[int, ...] | None, fc_step: ServingStep
