@@ -20,6 +20,7 @@ from eagle3_lint.runner import RunnerKind
 
 if TYPE_CHECKING:
     from eagle3_lint.model import Finding
+    from eagle3_lint.semantic import Broken
     from eagle3_lint.stages import Model
 
 
@@ -132,11 +133,10 @@ def import_step(sm: Model, arch: str) -> ServingStep | None:
     broken = sem.broken_on_path(sm, arch)
     if not broken:
         return None
-    b = broken[0]
     more = f" (and {len(broken) - 1} more file{'s' if len(broken) > 2 else ''})" if len(broken) > 1 else ""
-    return ServingStep(Gate.IMPORT, StepResult.FAIL,
-                       f"loading {arch} imports {b.path}, which {_broken_words(b.why)}{more}: the import fails, so "
-                       f"{sm.engine.display} cannot load the model", Location(b.path, b.line))
+    said, where = _broken_file(broken[0], "")
+    return ServingStep(Gate.IMPORT, StepResult.FAIL, f"loading {arch} imports {said}{more}: the import fails, so "
+                       f"{sm.engine.display} cannot load the model", where)
 
 
 def unregistered_step(sm: Model, arch: str, registry: Location | None) -> ServingStep:
@@ -145,17 +145,18 @@ def unregistered_step(sm: Model, arch: str, registry: Location | None) -> Servin
     from eagle3_lint import semantic as sem
 
     broken = sem.broken_on_path(sm, arch)
+    head = f"{arch} is not in this {sm.engine.display}'s model registry"
     if broken:
-        b = broken[0]
-        return ServingStep(Gate.REGISTRY, StepResult.FAIL,
-                           f"{arch} is not in this {sm.engine.display}'s model registry: {b.path}, which names it, "
-                           f"{_broken_words(b.why)}", Location(b.path, b.line))
-    return ServingStep(Gate.REGISTRY, StepResult.FAIL, f"{arch} is not in this {sm.engine.display}'s model registry",
-                       registry)
+        said, where = _broken_file(broken[0], "names it, ")
+        return ServingStep(Gate.REGISTRY, StepResult.FAIL, f"{head}: {said}", where)
+    return ServingStep(Gate.REGISTRY, StepResult.FAIL, head, registry)
 
 
-def _broken_words(why: str) -> str:
-    return why if why.startswith("cannot ") else f"does not parse ({why})"
+def _broken_file(b: Broken, what_it_does: str) -> tuple[str, Location]:
+    """``<path>, which <what_it_does>does not parse (...)`` (or ``cannot be read``) for the broken file ``b``
+    (semantic.broken_on_path), and its place: the one wording of the import and registry steps."""
+    words = b.why if b.why.startswith("cannot ") else f"does not parse ({b.why})"
+    return f"{b.path}, which {what_it_does}{words}", Location(b.path, b.line)
 
 
 def outcome_of(steps: Iterable[ServingStep]) -> tuple[Outcome, Gate | None]:
@@ -179,6 +180,11 @@ def outcome_of(steps: Iterable[ServingStep]) -> tuple[Outcome, Gate | None]:
     return Outcome.SERVABLE, None
 
 
+# Outcomes where the engine never gets the model: its next step is the only one (report.headline.next_step puts no
+# fix command before it), since no fix of the rules reaches past a model that does not load.
+LOAD_FIRST = frozenset({Outcome.UNIMPORTABLE, Outcome.UNREGISTERED})
+
+
 def next_step(sm: Model, arch: str, outcome: Outcome, stage: Gate | None, steps: list[ServingStep],
               hints: Mapping[Outcome, str], findings: Sequence[Finding]) -> str | None:
     """The one thing to do next: pass the configs an unchecked step needs, apply the fix ``findings`` hold for a
@@ -194,7 +200,7 @@ def next_step(sm: Model, arch: str, outcome: Outcome, stage: Gate | None, steps:
             needs.append("--draft-config <drafter>/config.json")
         return (f"pass {' and '.join(needs)} to check {', '.join(unchecked)}" if needs
                 else f"not checked: {', '.join(unchecked)}")
-    if outcome in (Outcome.UNIMPORTABLE, Outcome.UNREGISTERED):
+    if outcome in LOAD_FIRST:
         from eagle3_lint import semantic as sem
 
         broken = sem.broken_on_path(sm, arch)

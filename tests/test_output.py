@@ -465,6 +465,25 @@ def test_verdict_line_takes_the_serving_verdict_when_the_context_has_one(real_tr
     assert next_step(ctx, KIMI, ctx.findings, "eagle3-lint check X").endswith("; pass a drafter config")
 
 
+@pytest.mark.real
+def test_one_gate_failing_twice_is_worded_once_on_vllm_0_16_0(real_trees: object) -> None:
+    """Kimi-K2.5 with its SpecForge drafter and -pp 2 on vLLM 0.16.0 fails config-gate twice: the model_type
+    'deepseek_v3' is not on eagle3_target_supported (vllm/config/speculative.py:689-709, ValueError at 698), and
+    the drafter gets the target's PP size (speculative.py:645) while Eagle3LlamaForCausalLM does not support PP
+    (config/model.py:1059-1066). The verdict line says "at config time" once, with both places."""
+    from eagle3_lint.app import CheckRequest, run_check
+    from eagle3_lint.report.headline import verdict_line
+
+    cp = REPO / "sample_trees" / "_checkpoints"
+    ctx = run_check(CheckRequest(str(real_trees.get("0.16.0")), (KIMI,),  # type: ignore[attr-defined]
+                                 target_config=str(cp / "kimi-k2.5.json"),
+                                 draft_config=str(cp / "specforge-kimi-k25-eagle3.json"), pipeline_parallel=2))
+    line = verdict_line(ctx, KIMI)
+    assert line.startswith(f"{KIMI} on vLLM 0.16.0 (CUDA): refused at config time "
+                           "(vllm/config/speculative.py:698 and :645)"), line
+    assert line.count("at config time") == 1
+
+
 def test_fix_diff_is_coloured_only_for_a_terminal_or_when_asked(tmp_path: Path) -> None:
     root = sample("slice-relative-aux-index/v016_islice", tmp_path / "t")
     plain = cli("check", str(root), "--fix", "--no-cache").stdout

@@ -186,6 +186,12 @@ def _serving_phrase(sv: Any, method: str | None = None) -> str:
     loc = _where(getattr(first, "location", None))
     nxt = next((s for s in failing if s is not first), None)
     nloc = _where(getattr(nxt, "location", None)) if nxt is not None else ""
+    if nxt is not None and loc and nloc and _value(nxt.gate) == _value(first.gate):
+        # The same gate twice (0.16.0's model_type allow-list and its PP check, both at config time): its words once,
+        # with both places.
+        path, _, line = nloc.rpartition(":")
+        loc += f" and :{line}" if path == loc.rpartition(":")[0] else f" and {nloc}"
+        nxt = None
     text = f"{words} ({loc})" if loc else words
     # A gate before the first failure that could not be checked would refuse it earlier still: say so.
     before = steps[: steps.index(first)]
@@ -255,10 +261,10 @@ def next_step(an: Analysis, arch: str, findings: Sequence[Finding], invocation: 
     """The one command to run next for ``arch`` (a patch, a config to pass), or None when done."""
     sv = serving_of(an, arch)
     hint = getattr(sv, "next_step", None) if sv is not None else None
-    from eagle3_lint import semantic as sem
+    from eagle3_lint.serving import LOAD_FIRST
 
-    if hint and sem.broken_on_path(an.model, arch):
-        return str(hint)  # nothing else matters until the engine can import the model: no fix reaches that far
+    if hint and getattr(sv, "outcome", None) in LOAD_FIRST:
+        return str(hint)  # serving.next_step's: nothing else matters until the engine can load the model
     mine = [f for f in findings if concerns(an, f, arch)]
     # A note's fix is there for who wants it (the summary line counts it); it is not the next thing to do.
     now, later = fixable([f for f in mine if f.severity is not Severity.NOTE], unsafe)
