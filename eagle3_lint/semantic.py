@@ -1347,16 +1347,21 @@ def enumerate_headers(md: Method) -> list[tuple[str, bool, int]]:
     return out
 
 
-def _meets_aux(sm: Model, u: Use) -> bool:
-    """``u`` compares with aux-layer ids: membership in an aux attribute, or an argument to a collector."""
-    tail = u.target.rsplit(".", 1)[-1]
-    low = u.target.lower()
-    idiom = sm.engine.collection
-    if u.kind is UseKind.IN:
-        # Also the engine's own list of layers to capture (SGLang's ``layers_to_capture``).
-        return bool(u.target) and ("aux" in low or "hidden_state" in low
-                                   or (idiom is not None and tail in idiom.list_attrs))
-    return u.kind is UseKind.CALL and (tail == sm.contract.mixin_collector or "aux" in low or "hidden_state" in low)
+def _meets_aux(sm: Model, membership: bool, target: str) -> bool:
+    """A loop index tested for membership in ``target`` (``membership``), or handed to a call of ``target``, meets
+    aux-layer ids: an aux or hidden-state attribute or collector, the engine's own list of layers to capture
+    (SGLang's ``layers_to_capture``), or the contract's collector (``_maybe_add_hidden_state``). The one answer for
+    a loop's ``Use`` (EGL005) and its ``Site`` (which loop captures)."""
+    low = target.lower()
+    if not target:
+        return False
+    if "aux" in low or "hidden_state" in low:
+        return True
+    tail = target.rsplit(".", 1)[-1]
+    if membership:
+        idiom = sm.engine.collection
+        return idiom is not None and tail in idiom.list_attrs
+    return tail == sm.contract.mixin_collector
 
 
 def aux_uses(sm: Model, loop: Loop, uses: tuple[Use, ...]) -> list[tuple[Use, str]]:
@@ -1364,7 +1369,7 @@ def aux_uses(sm: Model, loop: Loop, uses: tuple[Use, ...]) -> list[tuple[Use, st
     (EGL005's slice-relative index)."""
     out: list[tuple[Use, str]] = []
     for u in uses:
-        if not _meets_aux(sm, u):
+        if u.kind not in (UseKind.IN, UseKind.CALL) or not _meets_aux(sm, u.kind is UseKind.IN, u.target):
             continue
         arg = u.text or loop.index_var + (
             f" + {u.offset}" if u.offset > 0 else f" - {-u.offset}" if u.offset < 0 else ""
@@ -1388,12 +1393,6 @@ def _is_collector(name: str, collectors: tuple[str, ...]) -> bool:
     return last in collectors or "hidden_state" in last
 
 
-def _meets_ids(lp: Loop, lists: tuple[str, ...] = ()) -> bool:
-    """The loop compares its index with aux ids or hands it to a collector."""
-    return any(st.kind is SiteKind.MEMBER and _is_ids(st, lists) or st.kind is SiteKind.CALL
-               and "hidden_state" in st.target for st in lp.sites)
-
-
 def _lists(sm: Model) -> tuple[str, ...]:
     idiom = sm.engine.collection
     return idiom.list_attrs if idiom is not None else ()
@@ -1403,8 +1402,8 @@ def capture_loop(sm: Model, md: Method) -> Loop | None:
     """The loop over the layers that collects: every loop counts (a prefill and a decode branch each have one),
     the first that meets the aux ids, else the first."""
     loops = layer_loops(md)
-    lists = _lists(sm)
-    return next((lp for lp in loops if _meets_ids(lp, lists)), loops[0] if loops else None)
+    return next((lp for lp in loops if any(st.kind in (SiteKind.MEMBER, SiteKind.CALL) and _meets_aux(
+        sm, st.kind is SiteKind.MEMBER, st.name or st.target) for st in lp.sites)), loops[0] if loops else None)
 
 
 def rewrite_loop(sm: Model, key: ClassKey) -> Loop | None:
