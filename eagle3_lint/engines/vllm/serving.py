@@ -507,11 +507,12 @@ def _weights(sm: Model, da: dr.DraftAnalysis, captured: tuple[int, ...] | None, 
     built = dw.built(sm, arch, cfg) if arch else None
     rep = dw.check(ck, cfg, built, states, da.target_hidden)
     if rep.mismatches:
-        m = rep.mismatches[0]
-        more = f" (and {len(rep.mismatches) - 1} more: {'; '.join(x.message for x in rep.mismatches[1:])})" \
-            if len(rep.mismatches) > 1 else ""
+        m, text, differs = dw.failure(rep)
         path = os.path.join(ck.folder, m.file or (ck.index or ck.files[0] if ck.files else ""))
-        return ServingStep(Gate.DRAFTER_FC, StepResult.FAIL, m.message + more, _loc(path, 1))
+        if differs:  # the fc fits, and the drafter loads and runs without the dropped weights
+            return ServingStep(Gate.DRAFTER_FC, StepResult.FAIL, f"{fc_step.message}; but {text}", _loc(path, 1),
+                               runs_on=Outcome.DRAFTER_DIFFERS)
+        return ServingStep(Gate.DRAFTER_FC, StepResult.FAIL, text, _loc(path, 1))
     # What the tree left unchecked or unknown stays so: the headers agreeing is said, not promoted to a pass.
     return dataclasses.replace(fc_step, message=f"{fc_step.message}; {dw.summary(rep, ck)}")
 
