@@ -134,7 +134,7 @@ def test_real_vllm_fc_norm_and_norm_output_read_by_0_25_1_not_0_20_2(real_trees:
     # the checkpoint and runs the drafter on the pre-norm state, another drafter than the one trained.
     only = _ctx(old, {k: v for k, v in EAGLE31.items() if k != "fc_norm"}, tmp_path)
     assert set(_egl011(only)) == {"norm_output"}
-    sv = only.engine.serving_verdict(only, "LlamaForCausalLM")
+    sv = only.engine.serving_verdict(only.model, "LlamaForCausalLM")
     assert sv is not None and (sv.outcome, sv.stage) == (Outcome.DRAFTER_DIFFERS, Gate.DRAFTER_CLASS)
     assert sv.next_step is not None and "reads norm_output" in sv.next_step
     c25 = _ctx(new, EAGLE31, tmp_path)

@@ -130,7 +130,7 @@ def test_runner_choice_on_vllm_0_30_0(real_trees, platform: str, runner: str, wo
 
     ctx = analyze(DirSource(real_trees.get("0.30.0")), Options(platform=platform, targets=("LlamaForCausalLM",)),
                   select=lambda _rule: False)
-    choice = runnerchoice.chosen(ctx, "LlamaForCausalLM")
+    choice = runnerchoice.chosen(ctx.model, "LlamaForCausalLM")
     assert choice.kind is not None and choice.kind.value == runner, choice.reason
     assert (choice.path, choice.line) == ("vllm/config/vllm.py", 675)
     assert f"use_v2_model_runner is {words} for a plain EAGLE-3 set-up" in choice.reason
