@@ -276,3 +276,5 @@ def test_ci_runs_the_readme_test_command() -> None:
     marker = run.index("# --- the README's test command, verbatim ---")
     assert run[marker + 1] == command
     assert run[marker + 2:] == []  # nothing after it: its exit status is the job's
+    testing = (REPO / "docs" / "testing.md").read_text(encoding="utf-8")
+    assert re.findall(r"```bash\n(.*?)\n```", testing, flags=re.S)[0].strip() == command  # the page says the same

@@ -18,7 +18,6 @@ import pytest
 
 from eagle3_lint.analysis import Options, analyze
 from eagle3_lint.source import DirSource
-from tests.conftest import session_cache
 
 EXPECTED = {
     "0.4.7": [("sglang/srt/model_executor/cuda_graph_runner.py", 279, "no runner call passes")],
@@ -32,8 +31,7 @@ EXPECTED = {
 @pytest.mark.real
 @pytest.mark.parametrize("version", sorted(EXPECTED))
 def test_graph_runner_default_ids(sglang_trees, version: str) -> None:
-    ctx = analyze(DirSource(sglang_trees.get(version), "sglang"), Options(cache_dir=session_cache()),
-                  select=lambda rule: rule == "EGL010")
+    ctx = analyze(DirSource(sglang_trees.get(version), "sglang"), Options(), select=lambda rule: rule == "EGL010")
     assert not ctx.errors, ctx.errors
     got = [(f.location.path, f.location.line, f.message) for f in ctx.findings]
     assert [(p, n) for p, n, _m in got] == [(p, n) for p, n, _s in EXPECTED[version]], got
