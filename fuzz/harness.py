@@ -199,7 +199,7 @@ def memoized_facts(base: BaseTree) -> Iterator[None]:
     global _MEMO_OPEN
     # The store imports facts.extract when it extracts, so patching the facts module reaches it.
     saved = (facts_mod.extract, runner_mod.derive, contract_mod.derive)
-    facts_mod.extract = _memo_extract  # type: ignore[assignment]
+    facts_mod.extract = _memo_extract
     runner_mod.derive = _memo_derive("runner", saved[1], _runner_inputs)  # type: ignore[assignment]
     contract_mod.derive = _memo_derive("contract", saved[2], _contract_inputs)  # type: ignore[assignment]
     try:
@@ -212,7 +212,7 @@ def memoized_facts(base: BaseTree) -> Iterator[None]:
             _MEMOIZED_BASES.add(id(base))
         yield
     finally:
-        facts_mod.extract, runner_mod.derive, contract_mod.derive = saved  # type: ignore[assignment]
+        facts_mod.extract, runner_mod.derive, contract_mod.derive = saved
 
 
 # -- mutations -----------------------------------------------------------------------------------------
@@ -421,7 +421,8 @@ def config_pool() -> list[tuple[str, dict, dict]]:
     return out
 
 
-_JUNK = (None, True, -1, 0, 1, 2**70, 1e308, float("nan"), "", "x", [], [1, 2, 3], [[1]], {}, {"a": 1}, "[/]\x1b[31m")
+_JUNK: tuple[object, ...] = (None, True, -1, 0, 1, 2**70, 1e308, float("nan"), "", "x", [], [1, 2, 3], [[1]], {},
+                            {"a": 1}, "[/]\x1b[31m")
 
 
 def configs_for(base: BaseTree, rng: random.Random, targets: tuple[str, ...]) -> Configs | None:

@@ -450,8 +450,8 @@ def test_read_only_tree_with_fix_apply(tmp_path: Path) -> None:
             immutable.append(p)
         if len(immutable) != len(targets):
             pytest.skip("chattr +i is not available on this filesystem")
-        p = run_cli(["check", str(root), "--fix", "--apply", "--backup"], tmp_path)
-        assert_one_line_error(p, contains="not writable")
+        proc = run_cli(["check", str(root), "--fix", "--apply", "--backup"], tmp_path)
+        assert_one_line_error(proc, contains="not writable")
     finally:
         for q in immutable:
             subprocess.run(["chattr", "-i", str(q)], capture_output=True)
@@ -594,7 +594,9 @@ def test_evaluator_refuses_resource_bombs(name: str) -> None:
 
     src = f"def f(n):\n    {BOMBS[name]}\n"
     tree = ast.parse(src)
-    fn = me.FuncValue(me.find_function(tree, "f"), me.ModuleEnv.of(tree, "bomb.py"))
+    found = me.find_function(tree, "f")
+    assert found is not None
+    fn = me.FuncValue(found, me.ModuleEnv.of(tree, "bomb.py"))
     t = time.perf_counter()
     with pytest.raises((me.Unsupported, me.EvalRaise)):
         me.Interpreter(me.World(), strict=True).call(fn, [1])
@@ -650,7 +652,7 @@ def test_facts_cache_planted_by_someone_else_is_not_unpickled(tmp_path: Path) ->
     marker = tmp_path / "PWNED"
 
     class Payload:
-        def __reduce__(self) -> tuple[object, tuple[str]]:
+        def __reduce__(self) -> tuple[object, tuple[str, str]]:
             return (open, (str(marker), "w"))
 
     import hashlib

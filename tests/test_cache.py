@@ -275,7 +275,7 @@ def test_parallel_parse_equals_serial(sample: Path, monkeypatch: pytest.MonkeyPa
     calls: list[int] = []
     real = FactStore._extract_parallel
 
-    def spy(self: FactStore, todo: list[str], n: int, sizes: dict[str, int]):  # type: ignore[no-untyped-def]
+    def spy(self: FactStore, todo: list[str], n: int, sizes: dict[str, int]) -> object:
         calls.append(len(todo))
         assert n == 3
         return real(self, todo, n, sizes)
@@ -356,7 +356,7 @@ def test_replay_is_byte_identical_and_is_used(sample: Path, tmp_path: Path, fmt:
 
 def test_text_report_to_a_file_is_replayed_identically(sample: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
-    outs = []
+    outs: list[str] = []
     for flags in (("--no-cache",), ("--cache-dir", str(cache)), ("--cache-dir", str(cache))):
         dest = tmp_path / f"report-{len(outs)}.txt"
         p = cli("check", str(sample), "--output", str(dest), "--arch", "WrapForConditionalGeneration", *flags)

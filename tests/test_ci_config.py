@@ -9,6 +9,7 @@ import pytest
 
 from eagle3_lint import config
 from eagle3_lint.errors import UsageError
+from eagle3_lint.model import Severity
 from eagle3_lint.rules import all_rules
 from tests.cihelp import broken, cli, cli_json, tree
 
@@ -226,7 +227,7 @@ def test_readme_examples_are_valid(tmp_path: Path) -> None:
     (toml_block,) = _blocks(docs_config, "toml")
     (tmp_path / "pyproject.toml").write_text(toml_block)
     s = config.resolve(cwd=tmp_path)
-    assert s.archs == ("Qwen3ForCausalLM", "MyModelForCausalLM") and s.severity_for("EGL005").value == "warning"
+    assert s.archs == ("Qwen3ForCausalLM", "MyModelForCausalLM") and s.severity_for("EGL005") is Severity.WARNING
     assert not s.selection.enabled("EGL006") and s.selection.enabled("EGL001")
     assert s.baseline == str(tmp_path / "ci" / "eagle3-lint-baseline.json")
     (readme_toml,) = _blocks(readme, "toml")
@@ -269,7 +270,7 @@ def test_ci_runs_the_readme_test_command() -> None:
     setup = readme.split("## Set-up", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```bash\n(.*?)\n```", setup, flags=re.S)
     command = blocks[1].strip()
-    assert "ruff check ." in command and "mypy eagle3_lint" in command and "pytest" in command
+    assert "ruff check ." in command and "mypy eagle3_lint tests" in command and "pytest" in command
     assert "vulture eagle3_lint vulture_whitelist.py" in command
     assert all(command.index(tool) < command.index("pytest") for tool in ("ruff", "mypy", "vulture"))
     run = (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()

@@ -7,6 +7,7 @@ that drive derivation) and runs the whole pipeline; see ``fuzz/run.py`` for the 
 
 from __future__ import annotations
 
+import ast
 import base64
 import json
 import os
@@ -108,7 +109,7 @@ def test_harness_catches_a_planted_bug(base: BaseTree, monkeypatch: pytest.Monke
 
     real = facts._Extractor.run  # noqa: SLF001
 
-    def planted(self: facts._Extractor, tree: object) -> facts.ModuleFacts:  # noqa: SLF001
+    def planted(self: facts._Extractor, tree: ast.Module) -> facts.ModuleFacts:  # noqa: SLF001
         if any("PLANTED_BUG" in ln for ln in self.lines):
             raise IndexError("planted")
         return real(self, tree)

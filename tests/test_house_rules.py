@@ -118,7 +118,7 @@ def test_no_function_takes_a_context() -> None:
     assert not hasattr(analysis, "Context") and not hasattr(stages, "Context")
     for cls in (stages.Options, stages.Facts, stages.EngineData, stages.Model, stages.Analysis, stages.Keep,
                 stages.InternalError):
-        assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen, cls.__name__  # type: ignore[attr-defined]
+        assert dataclasses.is_dataclass(cls) and vars(cls)["__dataclass_params__"].frozen, cls.__name__
 
 
 def test_no_rule_names_a_cache() -> None:

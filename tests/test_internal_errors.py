@@ -4,6 +4,7 @@ reported; ``--debug`` adds the traceback. Bugs are injected in-process with monk
 
 from __future__ import annotations
 
+import ast
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -89,7 +90,7 @@ def test_internal_error_is_never_replayed(tree: Path, tmp_path: Path, monkeypatc
 def test_exception_in_one_files_fact_extraction(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     real = facts._Extractor.run  # noqa: SLF001
 
-    def flaky(self: facts._Extractor, tree_: object) -> facts.ModuleFacts:  # noqa: SLF001
+    def flaky(self: facts._Extractor, tree_: ast.Module) -> facts.ModuleFacts:  # noqa: SLF001
         if self.path == PLAIN:
             raise KeyError("boom in facts")
         return real(self, tree_)

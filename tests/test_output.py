@@ -18,6 +18,7 @@ import subprocess
 import sys
 import termios
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -132,8 +133,8 @@ def test_readme_first_command_in_an_80x24_terminal_and_piped(real_trees: object,
         assert rows[0].startswith(f"{KIMI} on vLLM 0.16.0 (CUDA): "), rows
         assert "refusedatload(vllm/v1/worker/gpu_model_runner.py:4190)" in first, rows
         assert "next:eagle3-lintcheckvllm==0.16.0--archKimiK25ForConditionalGeneration--fix" in first, rows
-        found = [FINDING.match(line) for line in rows]
-        found = [(m.group(1), int(m.group(2)), m.group(4)) for m in found if m]
+        matches = [FINDING.match(line) for line in rows]
+        found = [(m.group(1), int(m.group(2)), m.group(4)) for m in matches if m]
         assert found and set(found) <= kimi, found  # every finding shown concerns Kimi-K2.5's path
         assert "more about other architectures" in shown
     # The README shows exactly this output.
@@ -381,7 +382,7 @@ def test_readme_hook_on_a_0_16_fork_is_short_and_reruns_on_config(real_trees: ob
     assert "eagle3-lint" in out and "Skipped" not in out and "Passed" in out and c.returncode == 0, out
 
 
-def _action_steps() -> list[dict[str, object]]:
+def _action_steps() -> list[dict[str, Any]]:
     action = yaml.safe_load((REPO / "action.yml").read_text(encoding="utf-8"))
     assert action["runs"]["using"] == "composite"
     return action["runs"]["steps"]
@@ -462,7 +463,8 @@ def test_verdict_line_takes_the_serving_verdict_when_the_context_has_one(real_tr
     line = verdict_line(ctx, KIMI)
     assert line == (f"{KIMI} on vLLM 0.16.0 (CUDA): refused at config time (vllm/config/speculative.py:698) and at "
                     "load (vllm/v1/worker/gpu_model_runner.py:4190) -- 1 blocker")
-    assert next_step(ctx, KIMI, ctx.findings, "eagle3-lint check X").endswith("; pass a drafter config")
+    nxt = next_step(ctx, KIMI, ctx.findings, "eagle3-lint check X")
+    assert nxt is not None and nxt.endswith("; pass a drafter config")
 
 
 @pytest.mark.real

@@ -165,9 +165,9 @@ def test_old_spellings_work_hidden_with_a_deprecation_note(tmp_path: Path) -> No
     for old in ("--output-format", "--diff", "--pipeline-parallel "):
         assert old not in helptext.replace("--output-format", "").replace("--pipeline-parallel-size", ""), old
     assert "--output-format" in helptext and "--pipeline-parallel-size" in helptext and "--fix" in helptext
-    new, old = cli("check", str(root), "--output-format", "json"), cli("check", str(root), "--format", "json")
-    assert json.loads(old.stdout)["findings"] == json.loads(new.stdout)["findings"] and not new.stderr
-    assert "eagle3-lint: warning: --format is deprecated; use --output-format" in old.stderr
+    new, dep = cli("check", str(root), "--output-format", "json"), cli("check", str(root), "--format", "json")
+    assert json.loads(dep.stdout)["findings"] == json.loads(new.stdout)["findings"] and not new.stderr
+    assert "eagle3-lint: warning: --format is deprecated; use --output-format" in dep.stderr
     diff, fix = cli("check", str(root), "--diff"), cli("check", str(root), "--fix")
     assert diff.stdout == fix.stdout and "--diff is deprecated; use --fix" in diff.stderr
     pp = cli("check", str(root), "--pipeline-parallel", "2", "--output-format", "json")

@@ -13,6 +13,7 @@ import ast
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -43,7 +44,7 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
                           check=False)
 
 
-def at(findings: list[Finding], rule: str, path: str) -> list[Finding]:
+def at(findings: Sequence[Finding], rule: str, path: str) -> list[Finding]:
     return [f for f in findings if f.rule == rule and f.location.path == path]
 
 

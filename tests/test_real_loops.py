@@ -120,8 +120,7 @@ class ConfigDefaults:
         if depth > 2:
             return None
         for e in self.ctx.graph.mro(key).entries:
-            node = self._node(e) if isinstance(e, ClassKey) else None
-            if node is None:
+            if not isinstance(e, ClassKey) or (node := self._node(e)) is None:
                 continue
             subs: list[str] = []
             for st in node.body:
@@ -140,7 +139,7 @@ class ConfigDefaults:
                              and any(ast.unparse(t) == "self.text_config" for t in x.targets)
                              for n in self._names(x.value.func)]
             for name in subs:
-                r = self.ctx.graph.resolve_dotted(e.module, name)  # type: ignore[union-attr]  # e: a ClassKey
+                r = self.ctx.graph.resolve_dotted(e.module, name)
                 got = self._default(r.key, depth + 1) if r.kind == "class" and r.key is not None else None
                 if got is not None:
                     return got
@@ -151,7 +150,9 @@ class ConfigDefaults:
         tree."""
         for k in sem.reached(self.ctx.model, key):
             for e in self.ctx.graph.mro(k).entries:
-                for name in self._named(e) if isinstance(e, ClassKey) else []:
+                if not isinstance(e, ClassKey):
+                    continue
+                for name in self._named(e):
                     r = self.ctx.graph.resolve_dotted(e.module, name)
                     got = self._default(r.key) if r.kind == "class" and r.key is not None else None
                     if got is not None:
@@ -269,7 +270,9 @@ def test_qwen3_vl_captures_the_default_layers(version: str, loop_line: int, real
     # The SpecForge drafter (no ids: trained on the states entering 2, n // 2, n - 3) and 3 x 4096 inputs to fc.
     assert sv.outcome is Outcome.SERVABLE, [(s.gate.value, s.result.value, s.message) for s in sv.steps]
     assert arch not in _egl004_kinds(ctx)
-    cap = sem.capture(ctx.model, ctx.keys[arch])
+    key = ctx.keys[arch]
+    assert key is not None
+    cap = sem.capture(ctx.model, key)
     assert cap is not None and cap.absolute and cap.loop_line == loop_line
 
 

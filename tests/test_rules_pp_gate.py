@@ -11,7 +11,7 @@ from eagle3_lint import fixes
 from eagle3_lint._compat import tomllib
 from eagle3_lint.analysis import Analysis
 from eagle3_lint.engines.vllm import hfconfig
-from eagle3_lint.model import Severity
+from eagle3_lint.model import Finding, Severity
 from tests.conftest import SAMPLES, materialize
 from tests.test_sample_trees import run
 
@@ -22,10 +22,10 @@ def case_ctx(group: str, name: str, tmp_path: Path) -> tuple[Path, Analysis, dic
     root = materialize(case, tmp_path / name)
     ctx = run(root, meta)
     assert not ctx.errors, [e.message for e in ctx.errors]
-    return root, ctx, meta  # type: ignore[return-value]
+    return root, ctx, meta
 
 
-def by_file(ctx: Analysis, rule: str) -> dict[str, object]:
+def by_file(ctx: Analysis, rule: str) -> dict[str, Finding]:
     return {Path(f.location.path).name: f for f in ctx.findings if f.rule == rule}
 
 
@@ -33,23 +33,23 @@ def by_file(ctx: Analysis, rule: str) -> dict[str, object]:
 def test_egl005_severity_without_pp_verifier(tmp_path: Path) -> None:
     _root, ctx, _ = case_ctx("slice-relative-aux-index", "v016_islice", tmp_path)
     got = by_file(ctx, "EGL005")
-    assert got["llama.py"].severity is Severity.ERROR  # type: ignore[attr-defined]
-    assert "LlamaForCausalLM passes supports_eagle3()" in got["llama.py"].message  # type: ignore[attr-defined]
-    assert got["step.py"].severity is Severity.WARNING  # type: ignore[attr-defined]
-    assert "no registered architecture that passes supports_eagle3()" in got["step.py"].message  # type: ignore[attr-defined]
-    assert got["nopp.py"].severity is Severity.WARNING  # type: ignore[attr-defined]
-    assert "does not implement SupportsPP" in got["nopp.py"].message  # type: ignore[attr-defined]
+    assert got["llama.py"].severity is Severity.ERROR
+    assert "LlamaForCausalLM passes supports_eagle3()" in got["llama.py"].message
+    assert got["step.py"].severity is Severity.WARNING
+    assert "no registered architecture that passes supports_eagle3()" in got["step.py"].message
+    assert got["nopp.py"].severity is Severity.WARNING
+    assert "does not implement SupportsPP" in got["nopp.py"].message
 
 
 def test_egl005_severity_with_pp_verifier(tmp_path: Path) -> None:
     _root, ctx, _ = case_ctx("slice-relative-aux-index", "v033_mixin", tmp_path)
     got = by_file(ctx, "EGL005")
     granite, relay = got["granite.py"], got["relay.py"]
-    assert granite.severity is Severity.WARNING  # type: ignore[attr-defined]
-    assert "latent:" in granite.message.lower() and "verify_supports_aux_hidden_states_over_pp" in granite.message  # type: ignore[attr-defined]
-    assert relay.severity is Severity.ERROR  # type: ignore[attr-defined]
-    assert "RelayModel sets supports_aux_hidden_states_over_pp = True" in relay.message  # type: ignore[attr-defined]
-    assert "idx + 1" in relay.message  # type: ignore[attr-defined]
+    assert granite.severity is Severity.WARNING
+    assert "latent:" in granite.message.lower() and "verify_supports_aux_hidden_states_over_pp" in granite.message
+    assert relay.severity is Severity.ERROR
+    assert "RelayModel sets supports_aux_hidden_states_over_pp = True" in relay.message
+    assert "idx + 1" in relay.message
 
 
 def test_egl005_fix_uses_the_slice_start_text(tmp_path: Path) -> None:
@@ -62,9 +62,9 @@ def test_egl005_fix_uses_the_slice_start_text(tmp_path: Path) -> None:
 def test_egl008_messages_and_fixes(tmp_path: Path) -> None:
     _root, ctx, _ = case_ctx("undefined-base", "no_fix", tmp_path)
     got = by_file(ctx, "EGL008")
-    assert "bound only at line 8, after the class statement at line 4" in got["early.py"].message  # type: ignore[attr-defined]
-    assert got["early.py"].fix is None and got["ambiguous.py"].fix is None  # type: ignore[attr-defined]
-    assert "EarlyForCausalLM cannot load" in got["early.py"].message  # type: ignore[attr-defined]
+    assert "bound only at line 8, after the class statement at line 4" in got["early.py"].message
+    assert got["early.py"].fix is None and got["ambiguous.py"].fix is None
+    assert "EarlyForCausalLM cannot load" in got["early.py"].message
     _root, ctx, _ = case_ctx("undefined-base", "missing_import", tmp_path)
     (f,) = [f for f in ctx.findings if f.rule == "EGL008"]
     assert f.symbol == "SupportsEagle3" and f.fix is not None
@@ -110,8 +110,8 @@ def test_egl005_under_arch_only_the_targets_loop_is_fixed(tmp_path: Path) -> Non
     meta = {**tomllib.loads((case / "case.toml").read_text()), "archs": ["NoPPForCausalLM"]}
     ctx = run(materialize(case, tmp_path / "t"), meta)
     got = by_file(ctx, "EGL005")
-    assert got["nopp.py"].fix is not None  # type: ignore[attr-defined]
+    assert got["nopp.py"].fix is not None
     # LlamaModel's loop is an error without --arch; no target runs it, so a warning without a fix.
-    assert got["llama.py"].severity is Severity.WARNING and got["llama.py"].fix is None  # type: ignore[attr-defined]
-    assert "no architecture named with --arch runs this forward" in got["llama.py"].message  # type: ignore[attr-defined]
-    assert got["step.py"].fix is None  # type: ignore[attr-defined]
+    assert got["llama.py"].severity is Severity.WARNING and got["llama.py"].fix is None
+    assert "no architecture named with --arch runs this forward" in got["llama.py"].message
+    assert got["step.py"].fix is None

@@ -18,7 +18,7 @@ import pytest
 
 from eagle3_lint import fixes
 from eagle3_lint._compat import tomllib
-from eagle3_lint.analysis import Options, analyze
+from eagle3_lint.analysis import Analysis, Options, analyze
 from eagle3_lint.source import DirSource
 from tests.conftest import SAMPLES, materialize
 
@@ -51,7 +51,7 @@ def declared_outside(meta: dict) -> set[tuple[str, int, str]]:
     return out
 
 
-def run(root: Path, meta: dict) -> object:
+def run(root: Path, meta: dict) -> Analysis:
     tc = None
     if meta.get("target_config"):
         import json

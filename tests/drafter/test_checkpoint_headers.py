@@ -148,8 +148,10 @@ def _verdict(tree: Path, arch: str, target: str, folder: Path) -> Any:
     sv = engines.for_package(ctx.source.package).serving_verdict(ctx.model, arch)
     # EGL007 reports a drafter-fc failure the headers decided, at the checkpoint's file (exit 1, not 0).
     mine = [f for f in ctx.findings if f.rule == "EGL007" and f.location.path.startswith(str(folder))]
+    assert sv is not None, arch
     fc = sv.step(Gate.DRAFTER_FC)
-    if fc is not None and fc.result is StepResult.FAIL and fc.location.path.startswith(str(folder)):
+    if fc is not None and fc.result is StepResult.FAIL and fc.location is not None \
+            and fc.location.path.startswith(str(folder)):
         assert len(mine) == 1 and fc.message in mine[0].message and mine[0].severity.value == "error"
     else:
         assert not mine
@@ -259,5 +261,6 @@ def test_speculative_config_model_folder_has_its_headers_checked_too(real_trees:
     ctx = run_check(CheckRequest(str(real_trees.get("0.33.0")), (LLAMA,),
                                  target_config=str(CKPTS / "llama-3.1-8b-instruct.json"), speculative_config=spec))
     sv = engines.for_package(ctx.source.package).serving_verdict(ctx.model, LLAMA)
-    assert sv.outcome is Outcome.DRAFTER_SHAPE_MISMATCH and sv.stage is Gate.DRAFTER_FC
-    assert sv.step(Gate.DRAFTER_FC).message.startswith("fc.weight is [4096, 8192]")
+    assert sv is not None and sv.outcome is Outcome.DRAFTER_SHAPE_MISMATCH and sv.stage is Gate.DRAFTER_FC
+    fc = sv.step(Gate.DRAFTER_FC)
+    assert fc is not None and fc.message.startswith("fc.weight is [4096, 8192]")

@@ -85,6 +85,7 @@ def test_egl001_egl002_before_sglang_17935(sglang_trees) -> None:
     for arch in ("Qwen3VLMoeForConditionalGeneration", "AfmoeForCausalLM"):
         sv = ctx.serving[arch]
         assert (sv.outcome.value, sv.stage.value if sv.stage else None) == ("refused-at-load", "runner-interface")
+        assert sv.stage is not None
         step = sv.step(sv.stage)
         assert step is not None and step.location is not None
         assert (step.location.path, step.location.line) == ("sglang/srt/model_executor/model_runner.py", 668)
@@ -153,10 +154,10 @@ def test_egl002_fix_applies_compiles_and_rechecks_clean_0_5_23(sglang_trees, tmp
     root = sglang_trees.get("0.5.23")
     before = _analyze(root)
     gaps = [f for f in before.findings if f.rule == "EGL002"]
-    fixed = [f for f in gaps if f.fix is not None]
-    assert len(fixed) >= 15 and all(SETTER in f.fix.title for f in fixed)
-    kimi = next(f for f in fixed if f.symbol == "KimiVLForConditionalGeneration")
-    (edit,) = kimi.fix.edits  # kimi_vl.py imports Optional and List already: the method alone
+    fixed = [(f, f.fix) for f in gaps if f.fix is not None]
+    assert len(fixed) >= 15 and all(SETTER in fix.title for _, fix in fixed)
+    kimi = next(fix for f, fix in fixed if f.symbol == "KimiVLForConditionalGeneration")
+    (edit,) = kimi.edits  # kimi_vl.py imports Optional and List already: the method alone
     assert "def set_eagle3_layers_to_capture(self, layer_ids: Optional[List[int]] = None):" in edit.new_text
     assert 'if hasattr(self.language_model, "set_eagle3_layers_to_capture"):' in edit.new_text
     copy = cihelp.patched_copy(before.source, fixed, tmp_path)

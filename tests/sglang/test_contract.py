@@ -63,21 +63,26 @@ def test_setter_transforms_0_5_23(sglang_trees) -> None:
     assert default_indices(llama, 32) == [2, 16, 29]
     # DeepSeek adds 1 only when the first id is 1; gpt-oss keeps ids whose max is n (already +1-ed).
     ds = d["DeepseekV3ForCausalLM"].setter
+    assert ds is not None
     assert ds.offset is None and ds.branches == ((Heuristic.FIRST_IS_ONE, 1, 0),)
     assert capture_indices(ds, [1, 30, 58], 61) == [2, 31, 59]
     assert capture_indices(ds, [2, 30, 58], 61) == [2, 30, 58]  # a vLLM-convention drafter: not shifted
     gpt_oss = d["GptOssForCausalLM"].setter
+    assert gpt_oss is not None
     assert gpt_oss.branches == ((Heuristic.MAX_IS_N, 0, 1),)
     assert capture_indices(gpt_oss, [2, 12, 24], 24) == [2, 12, 24]
     assert capture_indices(gpt_oss, [1, 11, 23], 24) == [2, 12, 24]
     moe = d["Qwen3MoeForCausalLM"].setter  # delegates to its decoder with the +1 applied, default as a call argument
-    assert moe.delegates_to == ("self.model",) and moe.offset == 1 and moe.default.startswith("[2,")
+    assert moe is not None
+    assert moe.delegates_to == ("self.model",) and moe.offset == 1 and (moe.default or "").startswith("[2,")
     # A VL wrapper that delegates behind hasattr and passes the ids on unchanged.
     k25 = d["KimiK25ForConditionalGeneration"].setter
+    assert k25 is not None
     assert k25.delegates_to == ("self.language_model",) and k25.delegation_guarded and k25.offset == 0
     assert capture_indices(k25, [1, 2, 3], 61) is None
     # 0.4.7's setter takes no ids: what it stores is its default.
     old = _contract(sglang_trees, "0.4.7").by_arch()["LlamaForCausalLM"].setter
+    assert old is not None
     assert old.param == "" and old.default == "[2, num_layers // 2, num_layers - 3]" and old.offset is None
     assert default_indices(old, 80) == [2, 40, 77] and default_indices(k25, 61) is None
 

@@ -99,7 +99,8 @@ def test_entry_shapes_and_wrappers(tmp_path: Path) -> None:
     assert set(d) == {"LlamaForCausalLM", "PlainForCausalLM", "VLWithText", "OcrWrapper", "Broken"}
     assert c.registry.without_entry == ("sglang/srt/models/notes.py",)
     assert "VLWithText" in c.registry.duplicates
-    assert d["LlamaForCausalLM"].status is Status.SUPPORTED and d["LlamaForCausalLM"].setter.offset == 1
+    assert d["LlamaForCausalLM"].status is Status.SUPPORTED and (llama := d["LlamaForCausalLM"].setter) is not None \
+        and llama.offset == 1
     assert d["PlainForCausalLM"].status is Status.UNSUPPORTED and d["PlainForCausalLM"].supports is False
     # The most derived constructor default is what the base's ``language_model_cls(...)`` builds.
     vl = d["VLWithText"]

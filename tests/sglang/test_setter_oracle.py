@@ -37,7 +37,7 @@ def test_setter_transform_agrees_with_sglang_itself(sglang_trees, version: str) 
             n, ids, stored = case["n"], case["ids"], case["stored"]
             if t.delegates_to and t.offset == 0:
                 # Handed on unchanged: the delegate's own setter decides what is captured.
-                want = {f"{d}.set_eagle3_layers_to_capture()": ids for d in t.delegates_to}
+                want: object = {f"{d}.set_eagle3_layers_to_capture()": ids for d in t.delegates_to}
                 got: object = stored
             else:
                 want = default_indices(t, n) if ids is None else capture_indices(t, ids, n)
