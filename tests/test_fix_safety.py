@@ -60,6 +60,21 @@ def py_digest(root: Path) -> dict[str, str]:
     return {k: v for k, v in tree_digest(root / "vllm").items() if k.endswith(".py")}
 
 
+def double_defs(root: Path, rels: list[str]) -> set[tuple[str, str, str]]:
+    """(file, class, name) for every undecorated ``def`` a class body holds twice (a property's setter is
+    decorated): the first is dead, so a fix that makes one adds a method that only shadows."""
+    import ast
+
+    out = set()
+    for rel in rels:
+        for node in ast.walk(ast.parse((root / rel).read_bytes())):
+            if isinstance(node, ast.ClassDef):
+                names = [st.name for st in node.body
+                         if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)) and not st.decorator_list]
+                out |= {(rel, node.name, n) for n in names if names.count(n) > 1}
+    return out
+
+
 def fix_round_trip(src_root: Path, tmp: Path, unsafe: bool, opts: Options) -> int:
     """fix -> git apply --check -> apply (tool and git agree) -> compile -> re-check -> converge.
 
@@ -77,6 +92,7 @@ def fix_round_trip(src_root: Path, tmp: Path, unsafe: bool, opts: Options) -> in
     if not plan.files:
         return 0
     supported_before = {arch for arch, v in ctx.verdicts.items() if v.supports_eagle3 is True}
+    doubled_before = double_defs(b, sorted(plan.files))
     fixed = {identity(f) for f, _fx in plan.fixes}
 
     # The patch applies to the tree it was made for, and git and the tool produce the same bytes.
@@ -88,6 +104,7 @@ def fix_round_trip(src_root: Path, tmp: Path, unsafe: bool, opts: Options) -> in
 
     for rel in plan.files:
         compile((b / rel).read_bytes(), rel, "exec")
+    assert double_defs(b, sorted(plan.files)) <= doubled_before, "a fix added a second def of a method"
 
     after = analyze(DirSource(b), opts)
     assert not after.errors, [e.message for e in after.errors]

@@ -34,6 +34,8 @@ class DeepseekV2ForCausalLM(nn.Module, SupportsEagle3):  # vLLM 0.33: runner cal
 Unsafe: renames the stale method to the runner's name (and its own delegating calls whose
 receiver has the new name), or adds the getter with the analysed version's body
 (``num_layers = len(self.model.layers)``; delegation to the inner model for wrappers).
+No fix when the class already defines the runner's name with a body that cannot return the layers:
+a second ``def`` of the name (added, or renamed to) would only shadow the first; the message says so.
 """
 
 from __future__ import annotations
@@ -144,6 +146,10 @@ def _finding(sm: Model, g: shared.Group) -> Finding:
     else:
         msg = f"the runner's fallback {new}(){at} {_broken_text(st)} for {key.name}"
         symbol = f"{key.name}.{new}"
+    if _defines(sm, key, new):
+        # The fix would add (or rename a method to) a second def of the name: the class's own body needs a human.
+        msg += (f" (no fix: {key.name} already defines {new}(); its body needs changing by hand, a second def "
+                "would only shadow it)")
     msg += f"; architectures: {shared.arch_list(g.archs)}"
     generic = (f"{symbol}: the runner's default aux-layer getter is missing, a stub or shadowed",
                f"{symbol}: default aux-layer getter missing, a stub or shadowed")
@@ -167,6 +173,8 @@ def _fix(sm: Model, g: shared.Group) -> Fix | None:
     key: ClassKey = g.data["key"]  # type: ignore[assignment]  # Group.data: what _pairs stored
     top: ClassKey = g.data["top"]  # type: ignore[assignment]  # Group.data: what _pairs stored
     new = str(g.data["new"])
+    if _defines(sm, key, new):
+        return None  # neither a rename nor an added getter may leave two defs of one name (see _finding)
     if g.kind in ("stale", "stale-broken"):
         old = str(g.data["old"])
         edits = fixgen.rename_method(sm, key, old, new, _receivers_with(sm, top, new))
@@ -183,6 +191,12 @@ def _fix(sm: Model, g: shared.Group) -> Fix | None:
     if not edits:
         return None
     return Fix(f"add {new}() to {key.name}", tuple(edits), Applicability.UNSAFE)
+
+
+def _defines(sm: Model, key: ClassKey, name: str) -> bool:
+    """``key``'s own body binds ``name`` (a def or an assignment): a fix adding or renaming to it would duplicate it."""
+    cf = sm.graph.class_facts(key)
+    return cf is not None and name in cf.members
 
 
 def _getter_body(sm: Model, top: ClassKey) -> list[str] | None:
