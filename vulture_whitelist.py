@@ -7,7 +7,8 @@
 - minieval.py: the ``_e_<Node>`` evaluators are dispatched by name.
 - read outside the package only: by tests/ (catalog's required sections, the SGLang engine's registry/runner/
   setter facts and helpers, plugins.is_plugin_display_path, rules.by_id, the store's hit/miss counters,
-  analysis.each_for), by
+  analysis.each_for, fixes.apply_edits: one finding's fix applied alone, what its SARIF replacements must give),
+  by
   scripts/sglang_sweep.py and bench/bench.py.
 
 Regenerate the model's part with ``vulture --make-whitelist | grep report/schema.py``. Not executed: vulture only
@@ -16,6 +17,7 @@ reads the names.
 # ruff: noqa
 rules_cmd  # unused function (eagle3_lint/cli.py)
 each_for  # unused function (eagle3_lint/analysis.py)
+apply_edits  # unused function (eagle3_lint/fixes.py)
 explain  # unused function (eagle3_lint/cli.py)
 _._e_Constant  # unused method (eagle3_lint/minieval.py)
 _._e_Name  # unused method (eagle3_lint/minieval.py)

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from eagle3_lint import outcome as outcome_mod
+    from eagle3_lint.fixes import Plan
     from eagle3_lint.stages import Analysis
 
 # rich, the analysis, fixes and report builders are imported where they are used: a replayed
@@ -485,8 +486,7 @@ def _fix(req: CheckRequest, settings: config_mod.Settings, output: str | None, d
         say(f"Found {before} finding{'' if before == 1 else 's'} ({fixed} fixed, {len(mine)} remaining).")
         if plan.held_back_unsafe:
             say(f"{plan.held_back_unsafe} unsafe fix(es) held back; rerun with --unsafe-fixes")
-        if plan.conflicts:
-            say(f"{plan.conflicts} overlapping edit(s) dropped; rerun --fix after applying")
+        _say_overlaps(plan, say)
         return _report_tail(ctx2, out2, settings, debug, exit_zero, None)
     else:
         diff = fixes_mod.unified_diff(out.paths.plan(plan))
@@ -497,9 +497,17 @@ def _fix(req: CheckRequest, settings: config_mod.Settings, output: str | None, d
         if plan.held_back_unsafe:
             n = plan.held_back_unsafe
             say(f"{n} unsafe fix{'' if n == 1 else 'es'} available with --unsafe-fixes")
-    if plan.conflicts:
-        say(f"{plan.conflicts} overlapping edit(s) dropped; rerun --fix after applying")
+    _say_overlaps(plan, say)
     return _report_tail(an, out, settings, debug, exit_zero, None)
+
+
+def _say_overlaps(plan: Plan, say: Callable[[str], None]) -> None:
+    """One line per fix held back whole because its edits overlap a fix planned before it (fixes.plan)."""
+    for held, other in plan.overlaps:
+        at = f"{held.rule} at {held.location.path}:{held.location.line}"
+        why = ("its own edits overlap" if other is held else
+               f"its edits overlap the fix for {other.rule} at {other.location.path}:{other.location.line}")
+        say(f"eagle3-lint: note: the fix for {at} is held back: {why}; rerun --fix after applying")
 
 
 def _copy_tree(source: Any, dest: Path) -> Path:

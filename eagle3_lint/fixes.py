@@ -2,7 +2,8 @@
 
 Diffs are relative to the tree root with ``a/`` and ``b/`` prefixes, so ``git apply`` and
 ``patch -p1`` run in the root accept them. Identical edits from several findings (the same import
-added twice) are merged; an edit overlapping an earlier one is dropped and counted, never mangled.
+added twice) are merged. A fix is whole or not at all: one whose edits overlap a fix already planned is
+held back entire (``Plan.overlaps`` names both, the CLI says so), never applied in part and never mangled.
 ``apply`` writes a file only if its bytes still hash to what the analysis read, through a temp
 file and ``os.replace`` with the original mode kept.
 """
@@ -37,8 +38,9 @@ class Plan:
 
     fixes: list[tuple[Finding, Fix]] = field(default_factory=list)
     held_back_unsafe: int = 0
-    conflicts: int = 0
     files: dict[str, tuple[str, str, str]] = field(default_factory=dict)  # path -> (old, new, sha of bytes read)
+    # (the finding whose fix was held back, the finding whose planned fix it overlaps: itself when its own edits do)
+    overlaps: list[tuple[Finding, Finding]] = field(default_factory=list)
 
 
 def select(findings: Iterable[Finding], unsafe: bool) -> tuple[list[tuple[Finding, Fix]], int]:
@@ -61,57 +63,91 @@ def _offsets(lines: list[str]) -> list[int]:
     return offs
 
 
+_Span = tuple[int, int, str]  # (start offset, end offset, new text)
+
+
+def _overlap(a: _Span, b: _Span) -> bool:
+    """Two different edits that cannot both apply: their ranges share a character, or one inserts strictly inside
+    the other's range. Insertions at one point, or at a range's edge, both apply (in the order planned)."""
+    if a == b:
+        return False
+    (s0, e0, _), (s1, e1, _) = a, b
+    return max(s0, s1) < min(e0, e1) or (s0 == e0 and s1 < s0 < e1) or (s1 == e1 and s0 < s1 < e0)
+
+
+class _Text:
+    """One file's text, and an edit's (line, col) span in it as offsets: a column past a line's end is its end."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.lines = text.splitlines(keepends=True) or [""]
+        self.offs = _offsets(self.lines)
+        self.newline = "\r\n" if self.lines[0].endswith("\r\n") else "\n"
+
+    def _pos(self, line: int, col: int) -> int:
+        if line - 1 >= len(self.lines):
+            return len(self.text)
+        return self.offs[line - 1] + min(col, len(self.lines[line - 1].rstrip("\r\n")) if col > 0 else 0)
+
+    def span(self, e: Edit) -> _Span:
+        new = e.new_text.replace("\n", self.newline) if self.newline != "\n" else e.new_text
+        return (self._pos(e.line, e.col), self._pos(e.end_line, e.end_col), new)
+
+    def apply(self, spans: list[_Span]) -> str:
+        out = self.text
+        # Stable by start: insertions at one point land in the order they were planned.
+        for start, end, new in reversed(sorted(spans, key=lambda s: (s[0], s[1]))):
+            out = out[:start] + new + out[end:]
+        return out
+
+
 def apply_edits(text: str, edits: list[Edit]) -> tuple[str, int]:
-    """Apply non-overlapping edits; returns the new text and how many edits were dropped as conflicts."""
-    lines = text.splitlines(keepends=True)
-    if not lines:
-        lines = [""]
-    offs = _offsets(lines)
-    newline = "\r\n" if lines[0].endswith("\r\n") else "\n"
-
-    def pos(line: int, col: int) -> int:
-        if line - 1 >= len(lines):
-            return len(text)
-        return offs[line - 1] + min(col, len(lines[line - 1].rstrip("\r\n")) if col > 0 else 0)
-
-    spans: list[tuple[int, int, str]] = []
-    seen: set[tuple[int, int, str]] = set()
-    for e in edits:
-        start, end = pos(e.line, e.col), pos(e.end_line, e.end_col)
-        s = (start, end, e.new_text.replace("\n", newline) if newline != "\n" else e.new_text)
-        if s not in seen:
-            seen.add(s)
-            spans.append(s)
-    spans.sort(key=lambda s: (s[0], s[1]))
-    kept: list[tuple[int, int, str]] = []
+    """Apply edits; returns the new text and how many were dropped for overlapping one earlier in the list."""
+    t = _Text(text)
+    kept: list[_Span] = []
     dropped = 0
-    last_end = -1
-    for s in spans:
-        if s[0] < last_end or (kept and s[0] == kept[-1][0] and s[1] > s[0] and kept[-1][1] > kept[-1][0]):
+    for e in edits:
+        s = t.span(e)
+        if s in kept:
+            continue  # the same edit twice (one import for two fixes)
+        if any(_overlap(s, k) for k in kept):
             dropped += 1
             continue
         kept.append(s)
-        last_end = max(last_end, s[1])
-    out = text
-    for start, end, new in reversed(kept):
-        out = out[:start] + new + out[end:]
-    return out, dropped
+    return t.apply(kept), dropped
 
 
 def plan(source: SourceTree, findings: Iterable[Finding], unsafe: bool) -> Plan:
     chosen, held = select(findings, unsafe)
-    p = Plan(fixes=chosen, held_back_unsafe=held)
-    per_file: dict[str, list[Edit]] = {}
-    for _f, fx in chosen:
+    p = Plan(held_back_unsafe=held)
+    texts: dict[str, tuple[bytes, _Text]] = {}
+    planned: dict[str, list[tuple[_Span, Finding]]] = {}  # path -> the spans of the fixes planned so far
+    for f, fx in chosen:
+        mine: list[tuple[str, _Span]] = []
+        clash: Finding | None = None
         for e in fx.edits:
-            per_file.setdefault(e.path, []).append(e)
-    for path in sorted(per_file):
-        data = source.read_bytes(path)
-        old = decode_source(data)
-        new, dropped = apply_edits(old, per_file[path])
-        p.conflicts += dropped
-        if new != old:
-            p.files[path] = (old, new, hashlib.sha256(data).hexdigest())
+            if e.path not in texts:
+                data = source.read_bytes(e.path)
+                texts[e.path] = (data, _Text(decode_source(data)))
+            s = texts[e.path][1].span(e)
+            if (e.path, s) in mine:
+                continue
+            if any(p_ == e.path and _overlap(s, o) for p_, o in mine):
+                clash = f
+            clash = clash or next((g for o, g in planned.get(e.path, ()) if _overlap(s, o)), None)
+            mine.append((e.path, s))
+        if clash is not None:
+            p.overlaps.append((f, clash))
+            continue
+        p.fixes.append((f, fx))
+        for path, s in mine:
+            planned.setdefault(path, []).append((s, f))
+    for path in sorted(planned):
+        data, t = texts[path]
+        spans = list(dict.fromkeys(s for s, _f in planned[path]))  # one import that two fixes add, once
+        new = t.apply(spans)
+        if new != t.text:
+            p.files[path] = (t.text, new, hashlib.sha256(data).hexdigest())
     return p
 
 

@@ -114,7 +114,7 @@ def fix_round_trip(src_root: Path, tmp: Path, unsafe: bool, opts: Options) -> in
     lost = sorted(a for a in supported_before if after.verdicts[a].supports_eagle3 is not True)
     assert not lost, f"fixes broke supported architectures: {lost}"
 
-    # Overlapping edits are dropped and left for the next run; a few rounds reach a fixed point.
+    # A fix overlapping one planned before it is held back whole for the next run; a few rounds reach a fixed point.
     ctx_n = after
     for _ in range(MAX_ROUNDS):
         plan_n = fixes.plan(ctx_n.source, ctx_n.findings, unsafe)
@@ -298,3 +298,68 @@ def test_cli_apply_reports_what_it_wrote(tmp_path: Path) -> None:
     before = tree_digest(root)
     proc = run_cli(["check", str(root), "--fix", "--apply", "--no-cache"], tmp_path)
     assert "fixed " not in proc.stderr and tree_digest(root) == before
+
+
+# -- overlapping fixes: whole or not at all ---------------------------------------------------------------------
+def _islice_case(tmp_path: Path) -> tuple[Analysis, Finding]:
+    """The v016_islice sample and its EGL005 finding on llama.py, whose fix adds ``start=`` to the loop header."""
+    root = materialize(SAMPLES / "slice-relative-aux-index" / "v016_islice", tmp_path / "tree")
+    an = analyze(DirSource(root), options_for(root))
+    (f,) = [f for f in an.findings if f.rule == "EGL005" and f.location.path.endswith("/llama.py")]
+    assert f.fix is not None and len(f.fix.edits) == 1
+    return an, f
+
+
+def test_a_fix_overlapping_a_planned_one_is_held_back_whole_with_a_note(tmp_path: Path) -> None:
+    """A second fix that rewrites the same loop header (another way to the same end) and also inserts a line at
+    the top of the file: the whole second fix is held back and named, not applied without its overlapping edit."""
+    import dataclasses
+
+    from eagle3_lint import cli
+    from eagle3_lint.model import Edit, Fix
+
+    an, f = _islice_case(tmp_path)
+    assert f.fix is not None
+    (header,) = f.fix.edits
+    path = f.location.path
+    top = Edit(path, 1, 0, 1, 0, "# a rival fix was here\n")
+    # The real fix inserts ``, start=...`` into the header; the rival rewrites the text around that point.
+    around = dataclasses.replace(header, col=header.col - 5, end_line=header.line + 1, end_col=1, new_text="(x)")
+    rival = dataclasses.replace(f, rule="EGL004", location=dataclasses.replace(f.location, line=f.location.line + 1),
+                                fix=Fix("rival", (top, around)))
+    alone = fixes.unified_diff(fixes.plan(an.source, [f], unsafe=True))
+    assert alone  # the real fix changes the header
+    p = fixes.plan(an.source, [f, rival], unsafe=True)
+    assert fixes.unified_diff(p) == alone and "rival fix was here" not in alone
+    assert p.fixes == [(f, f.fix)] and p.overlaps == [(rival, f)]
+    said: list[str] = []
+    cli._say_overlaps(p, said.append)
+    assert said == [f"eagle3-lint: note: the fix for EGL004 at {path}:{f.location.line + 1} is held back: its edits "
+                    f"overlap the fix for EGL005 at {path}:{f.location.line}; rerun --fix after applying"]
+    # Planned first, the rival wins the same way: the order of the findings decides, never a half of each.
+    p2 = fixes.plan(an.source, [rival, f], unsafe=True)
+    assert p2.fixes == [(rival, rival.fix)] and p2.overlaps == [(f, rival)]
+    assert "rival fix was here" in fixes.unified_diff(p2)
+
+
+def test_a_fix_whose_own_edits_overlap_is_held_back_and_identical_edits_merge(tmp_path: Path) -> None:
+    import dataclasses
+
+    from eagle3_lint import cli
+    from eagle3_lint.model import Fix
+
+    an, f = _islice_case(tmp_path)
+    assert f.fix is not None
+    (header,) = f.fix.edits
+    around = dataclasses.replace(header, col=header.col - 5, end_line=header.line + 1, end_col=1, new_text="(x)")
+    twice = dataclasses.replace(f, fix=Fix("twice", (header, around)))
+    p = fixes.plan(an.source, [twice], unsafe=True)
+    assert not p.files and p.overlaps == [(twice, twice)]
+    said: list[str] = []
+    cli._say_overlaps(p, said.append)
+    assert said and "its own edits overlap" in said[0]
+    # The same edit from two findings (one import two fixes add) is made once, and both fixes count as planned.
+    same = dataclasses.replace(f, rule="EGL004")
+    p = fixes.plan(an.source, [f, same], unsafe=True)
+    assert len(p.fixes) == 2 and not p.overlaps
+    assert fixes.unified_diff(p) == fixes.unified_diff(fixes.plan(an.source, [f], unsafe=True))

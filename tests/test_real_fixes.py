@@ -228,7 +228,7 @@ def test_every_interface_fix_applies_and_converges(real_trees: object, tmp_path:
     ctx = analyze(DirSource(tree), Options(cache_dir=tmp_path / "cache"), lambda rid: rid in mine)
     assert ctx.findings and all(f.fix is not None for f in ctx.findings)
     plan = fixes.plan(ctx.source, ctx.findings, unsafe=True)
-    assert plan.conflicts == 0
+    assert plan.overlaps == []
     assert review(plan) == []
     patch = fixes.unified_diff(plan)
     if version == "0.16.0":
@@ -276,7 +276,7 @@ def test_v011_interface_fixes_keep_yapfs_layout(real_trees: object, tmp_path: Pa
     mine = {"EGL001", "EGL002", "EGL003", "EGL006"}
     ctx = analyze(DirSource(tree), Options(cache_dir=tmp_path / "cache"), lambda rid: rid in mine)
     plan = fixes.plan(ctx.source, ctx.findings, unsafe=True)
-    assert plan.files and plan.conflicts == 0
+    assert plan.files and plan.overlaps == []
     assert review(plan, limit=80) == []
     patch = fixes.unified_diff(plan)
     # Qwen3VLMoeForConditionalGeneration (qwen3_vl_moe.py:310) inherits the Qwen3VL wrapper that the EGL002 fix
