@@ -208,3 +208,19 @@ def test_real_speculators_key_dropped_by_the_converter(real_trees: Any, tmp_path
     assert f"vLLM 0.20.2 reads it ({conv}:38; 0.18.1, the examined release before it, does not)" in msg
     c20 = _ctx(real_trees.get("0.20.2"), spec, tmp_path, "qwen3-235b-a22b.json", "Qwen3MoeForCausalLM")
     assert _egl011(c20) == {}
+
+
+def test_weightless_keys_are_data_that_names_the_read_it_rests_on() -> None:
+    """``weightless`` (the vLLM section of the table) is version knowledge no checked tree can derive: each entry
+    names the release, file and line where that release reads the key, and the examined table records exactly
+    that read (0.25.1 llama_eagle3.py:218, ``self.norm_output = getattr(self.config, "norm_output", False)``)."""
+    import re
+
+    section = dk.table()["vllm"]["weightless"]
+    assert section["reason"] and dk.weightless("vllm") == frozenset(section["keys"]) == {"norm_output"}
+    assert dk.weightless("sglang") == frozenset()
+    for key, where in section["keys"].items():
+        m = re.match(r"(\S+) (\S+\.py):(\d+) ", where)
+        assert m, where
+        release, path, line = m.group(1), m.group(2), int(m.group(3))
+        assert dk.table()["vllm"]["releases"][release][path][key][0] == line, (key, where)

@@ -215,6 +215,12 @@ def reason(engine: str) -> str:
     return str(table().get(engine, {}).get("reason", ""))
 
 
+def weightless(engine: str) -> frozenset[str]:
+    """Drafter config keys whose part has no weights where a release reads them (the table's ``weightless``
+    section, with its reason and where each was read): ignoring one loads the checkpoint and runs another drafter."""
+    return frozenset(table().get(engine, {}).get("weightless", {}).get("keys", {}))
+
+
 def _with_module(engine: str, modules: tuple[str, ...]) -> list[str]:
     """The examined releases that have any of ``modules``."""
     data = table().get(engine, {}).get("releases", {})

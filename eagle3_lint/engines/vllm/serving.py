@@ -239,12 +239,6 @@ def _drafter_class(sm: Model, da: dr.DraftAnalysis | None, method: str = vmethod
     return ServingStep(Gate.DRAFTER_CLASS, StepResult.PASS, built, where)
 
 
-# Drafter-config keys whose part has no weights in the release that reads them, so a release that ignores them
-# loads the checkpoint and runs a different drafter: ``norm_output`` picks which state the drafter returns (0.25.1
-# llama_eagle3.py:218 and :251-252, ``aux_output = hidden_states if self.norm_output else hidden_prenorm``).
-WEIGHTLESS_KEYS = frozenset({"norm_output"})
-
-
 def ignored_keys_step(sm: Model, da: dr.DraftAnalysis, built: str) -> ServingStep:
     """The drafter-class step of a drafter config with keys this release's drafter code never reads (EGL011).
 
@@ -252,7 +246,8 @@ def ignored_keys_step(sm: Model, da: dr.DraftAnalysis, built: str) -> ServingSte
     with weights (``norm_before_fc``'s ``input_norm``, ``fc_norm``'s ``fc_norm.{i}``), the checkpoint's tensors
     name parameters the class lacks and loading stops (the drafter model's ``load_weights`` indexes
     ``params_dict[name]``, 0.17.1 llama_eagle3.py:258, under ``AutoWeightsLoader``): ``drafter-unloadable``. Where
-    every key's part has none (``WEIGHTLESS_KEYS``) the checkpoint loads and a different network runs: serving goes
+    every key's part has none (``drafter_keys.weightless``: data, since the release that ignores a key has no
+    code to derive it from) the checkpoint loads and a different network runs: serving goes
     on, and the outcome is ``drafter-differs`` unless a later step stops it.
     """
     from eagle3_lint.rules.egl011_drafter_key_ignored import message
@@ -261,7 +256,10 @@ def ignored_keys_step(sm: Model, da: dr.DraftAnalysis, built: str) -> ServingSte
     assert ik is not None
     more = f" (and {len(da.ignored_keys or ()) - 1} more ignored key(s), EGL011)" if len(da.ignored_keys or ()) > 1 \
         else ""
-    loads = all(k.key.rsplit(".", 1)[-1] in WEIGHTLESS_KEYS for k in da.ignored_keys or ())
+    from eagle3_lint.engines import drafter_keys
+
+    weightless = drafter_keys.weightless("vllm")
+    loads = all(k.key.rsplit(".", 1)[-1] in weightless for k in da.ignored_keys or ())
     return ServingStep(Gate.DRAFTER_CLASS, StepResult.FAIL, f"{built}; but {message(sm, ik)}{more}"
                        + ("; it has no weights of its own, so the checkpoint loads and that drafter runs" if loads
                           else ""),
