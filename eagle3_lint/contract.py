@@ -21,6 +21,8 @@ class ContractMember:
     has_default: bool  # a method with a real body, or an attribute with a value
     params: tuple[str, ...] = ()
     line: int = 0
+    # A (non-async) method's ``(<parameters>) -> <return>`` as ``ast.unparse`` writes it: what a fix copies.
+    signature: str = ""
 
 
 class CheckKind(str, Enum):

@@ -68,6 +68,12 @@ class Gate:
     config_attr: str  # e.g. "hf_text_config"
     match: str  # "substring"
     error: str
+    # Where EGL009's fix edits (fixgen.allow_list_edits), in characters: the list's last element (line, end line, end
+    # column) and the list's end line; or the ``"<type>" not in X.model_type`` test's span (line, end line, column,
+    # end column) and ``X.model_type`` as written.
+    list_end: tuple[int, int, int, int] = (0, 0, 0, 0)
+    literal_span: tuple[int, int, int, int] = (0, 0, 0, 0)
+    literal_attr: str = ""
 
 
 @dataclass(frozen=True)

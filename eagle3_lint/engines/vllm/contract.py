@@ -38,7 +38,9 @@ def _protocol_members(cls: ast.ClassDef, proto_name: str) -> list[ContractMember
             if st.name.startswith("__") and st.name.endswith("__"):
                 continue
             params = tuple(a.arg for a in st.args.args)
-            out.append(ContractMember(st.name, "method", proto_name, not _stub(st.body), params, st.lineno))
+            sig = f"({ast.unparse(st.args)})" + (f" -> {ast.unparse(st.returns)}" if st.returns is not None else "") \
+                if isinstance(st, ast.FunctionDef) else ""
+            out.append(ContractMember(st.name, "method", proto_name, not _stub(st.body), params, st.lineno, sig))
         elif isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name):
             ann = ast.dump(st.annotation)
             is_marker = (
