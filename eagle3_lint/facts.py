@@ -479,7 +479,8 @@ class ModuleFacts:
     last_import_line: int = 0
     # The module-level import statements, and the end line of the module docstring (0: none): where an import
     # fix goes (fixgen).
-    imports: tuple[ImportStmt, ...] = ()
+    # (A lazy field, LAZY_FIELDS: its default comes from a factory, so the class has no attribute of that name.)
+    imports: tuple[ImportStmt, ...] = field(default_factory=tuple)
     doc_end: int = 0
     # A bug of ours, not of the file: the analysis reports it as an internal error (exit 2), not EGL000.
     internal_error: str | None = None
