@@ -21,8 +21,6 @@ class ContractMember:
     has_default: bool  # a method with a real body, or an attribute with a value
     params: tuple[str, ...] = ()
     line: int = 0
-    # A (non-async) method's ``(<parameters>) -> <return>`` as ``ast.unparse`` writes it: what a fix copies.
-    signature: str = ""
 
 
 class CheckKind(str, Enum):
@@ -48,6 +46,9 @@ class Contract:
     check_text: str = ""
     bases: tuple[str, ...] = ()
     members: tuple[ContractMember, ...] = ()
+    # The Protocol's own (non-async) methods as ``(name, "(<parameters>) -> <return>")``, ``ast.unparse``'s text:
+    # what a fix copies (fixgen.signature), so that nothing after the engine's derivation parses interfaces.py.
+    signatures: tuple[tuple[str, str], ...] = ()
     marker: str | None = None
     setter: str | None = None
     default_getter: str | None = None

@@ -40,7 +40,7 @@ from eagle3_lint.model import Edit
 
 if TYPE_CHECKING:
     from eagle3_lint.facts import BaseRef, ClassFacts, Header, ImportStmt, Loop, ModuleFacts
-    from eagle3_lint.runner import Gate
+    from eagle3_lint.runner import Gate, GateEdit
     from eagle3_lint.stages import Model
 
 # A position as the facts record it: (line, column in characters).
@@ -469,9 +469,9 @@ def signature(sm: Model, name: str, role: str) -> str:
     c = sm.contract
     if c.found and c.path:
         # The engine read the Protocol's signatures while deriving the contract (engines/<engine>/contract.py).
-        m = next((m for m in c.members if m.protocol == c.protocol and m.name == name and m.kind == "method"), None)
-        if m is not None and m.signature:
-            return f"def {name}{m.signature}:"
+        sig = next((sig for n, sig in c.signatures if n == name), None)
+        if sig is not None:
+            return f"def {name}{sig}:"
     params = _FALLBACK_SIGNATURES[role]
     ret = _FALLBACK_SIGNATURES[role + "_ret"]
     return f"def {name}({params}) -> {ret}:"
@@ -804,10 +804,10 @@ def enumerate_start_point(sm: Model, rel: str, lp: Loop) -> tuple[int, int] | No
     return lp.seq_end
 
 # -- the config-time model_type gate (EGL009) ----------------------------------------------------------------
-def _fix_list(text: str, g: Gate, mt: str) -> Edit | None:
+def _fix_list(text: str, g: Gate, at: GateEdit, mt: str) -> Edit | None:
     """Append ``mt`` to the allow-list literal assigned at ``g.list_line``, keeping its layout (where its last element
-    ends, as the engine read it: ``g.list_end``)."""
-    last_line, end_line, end_col, list_end = g.list_end
+    ends, as the engine read it: ``at.list_end``)."""
+    last_line, end_line, end_col, list_end = at.list_end
     if not last_line:
         return None
     lines = text.splitlines()
@@ -828,12 +828,12 @@ def _fix_list(text: str, g: Gate, mt: str) -> Edit | None:
 _LIST_NAME = "eagle3_target_supported"
 
 
-def _fix_literal(text: str, g: Gate, mt: str) -> tuple[Edit, ...]:
+def _fix_literal(text: str, g: Gate, at: GateEdit, mt: str) -> tuple[Edit, ...]:
     """``"llama" not in X.model_type`` -> a list before the ``if`` and ``not any(m in X.model_type for m in list)``.
 
     The list form is what later releases use, so the patched tree still shows the gate with both types.
     """
-    line, end_line, c0, c1 = g.literal_span
+    line, end_line, c0, c1 = at.literal_span
     lines = text.splitlines()
     if not line or line != end_line or not (0 < g.line <= len(lines)) or not g.allow_list:
         return ()
@@ -842,18 +842,21 @@ def _fix_literal(text: str, g: Gate, mt: str) -> tuple[Edit, ...]:
     items = ", ".join(f'"{v}"' for v in (g.allow_list[0], mt))
     return (
         Edit(g.path, g.line, 0, g.line, 0, f"{indent}{_LIST_NAME} = [{items}]\n"),
-        Edit(g.path, line, c0, line, c1, f"not any(m in {g.literal_attr} for m in {_LIST_NAME})"),
+        Edit(g.path, line, c0, line, c1, f"not any(m in {at.literal_attr} for m in {_LIST_NAME})"),
     )
 
 
 def allow_list_edits(sm: Model, g: Gate, mt: str) -> tuple[Edit, ...]:
     """Edits that let model_type ``mt`` through gate ``g``: appended to its list, or the literal made a list."""
+    at = sm.runner.gate_edit(g)
+    if at is None:
+        return ()
     try:
         text = sm.read_text(g.path)
         if g.list_name:
-            one = _fix_list(text, g, mt)
+            one = _fix_list(text, g, at, mt)
             return (one,) if one is not None else ()
-        return _fix_literal(text, g, mt)
+        return _fix_literal(text, g, at, mt)
     except (OSError, UnicodeError, ValueError, IndexError):  # IndexError: the file is not the one the engine read
         return ()
 

@@ -68,9 +68,17 @@ class Gate:
     config_attr: str  # e.g. "hf_text_config"
     match: str  # "substring"
     error: str
-    # Where EGL009's fix edits (fixgen.allow_list_edits), in characters: the list's last element (line, end line, end
-    # column) and the list's end line; or the ``"<type>" not in X.model_type`` test's span (line, end line, column,
-    # end column) and ``X.model_type`` as written.
+
+
+@dataclass(frozen=True)
+class GateEdit:
+    """Where EGL009's fix edits the gate at ``path:line`` (fixgen.allow_list_edits), in characters, as the engine
+    read it: the allow-list's last element (line, end line, end column) and the list's end line; or the
+    ``"<type>" not in X.model_type`` test's span (line, end line, column, end column) and ``X.model_type`` as
+    written."""
+
+    path: str
+    line: int
     list_end: tuple[int, int, int, int] = (0, 0, 0, 0)
     literal_span: tuple[int, int, int, int] = (0, 0, 0, 0)
     literal_attr: str = ""
@@ -91,7 +99,11 @@ class RunnerPath:
     relay_setup_path: str = ""
     relay_setup_line: int = 0
     gates: tuple[Gate, ...] = ()
+    gate_edits: tuple[GateEdit, ...] = ()  # one for each gate, where its fix goes
     notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def gate_edit(self, g: Gate) -> GateEdit | None:
+        return next((e for e in self.gate_edits if e.path == g.path and e.line == g.line), None)
 
     def site_for(self, kind: RunnerKind) -> RunnerSite | None:
         """The call site of runner ``kind`` (its first one), or None when this tree has no such runner."""

@@ -15,7 +15,7 @@ import ast
 import dataclasses
 
 from eagle3_lint.facts import _walk, decode_source, dotted
-from eagle3_lint.runner import Gate, RunnerKind, RunnerPath, RunnerSite, SetterIds
+from eagle3_lint.runner import Gate, GateEdit, RunnerKind, RunnerPath, RunnerSite, SetterIds
 from eagle3_lint.source import SourceTree
 
 _MODEL_DIRS = ("vllm/model_executor/models/", "vllm/models/")
@@ -136,7 +136,7 @@ def derive(source: SourceTree, check_function: str, member_names: tuple[str, ...
                     config_fns[fn.name] = (rel, fn.lineno)
                 if pp_flag and isinstance(n, ast.Constant) and n.value == pp_flag and pp is None:
                     pp = (fn.name, rel, fn.lineno)
-    gates = _gates(gate_files, parsed)
+    gates, gate_edits = _gates(gate_files, parsed)
     if relay is not None:
         sites = [dataclasses.replace(st, reserves_relay=relay[0] in called.get((st.path, st.line), set()))
                  for st in sites]
@@ -151,7 +151,7 @@ def derive(source: SourceTree, check_function: str, member_names: tuple[str, ...
         pp_flag=pp_flag if pp else None,
         relay_setup=relay[0] if relay else None, relay_setup_path=relay[1] if relay else "",
         relay_setup_line=relay[2] if relay else 0,
-        gates=tuple(gates), notes=tuple(notes),
+        gates=tuple(gates), gate_edits=tuple(gate_edits), notes=tuple(notes),
     )
 
 
@@ -203,8 +203,9 @@ def _site(rel: str, fn: ast.FunctionDef | ast.AsyncFunctionDef, check_function: 
     )
 
 
-def _gates(files: list[tuple[str, bytes]], parsed: dict[str, ast.Module | None]) -> list[Gate]:
+def _gates(files: list[tuple[str, bytes]], parsed: dict[str, ast.Module | None]) -> tuple[list[Gate], list[GateEdit]]:
     out: list[Gate] = []
+    edits: list[GateEdit] = []
     for rel, data in files:
         tree = parsed[rel] if rel in parsed else _parse(rel, data)
         if tree is None:
@@ -228,8 +229,9 @@ def _gates(files: list[tuple[str, bytes]], parsed: dict[str, ast.Module | None])
                 if isinstance(n, ast.If):
                     g = _gate(rel, n, lists, text_lines)
                     if g is not None:
-                        out.append(g)
-    return out
+                        out.append(g[0])
+                        edits.append(g[1])
+    return out, edits
 
 
 def _char_col(lines: list[str], line: int, byte_col: int) -> int:
@@ -238,7 +240,7 @@ def _char_col(lines: list[str], line: int, byte_col: int) -> int:
 
 
 def _gate(rel: str, node: ast.If, lists: dict[str, tuple[tuple[str, ...], int, tuple[int, int, int, int]]],
-          lines: list[str]) -> Gate | None:
+          lines: list[str]) -> tuple[Gate, GateEdit] | None:
     test = node.test
     methods = tuple(
         sorted(
@@ -283,8 +285,8 @@ def _gate(rel: str, node: ast.If, lists: dict[str, tuple[tuple[str, ...], int, t
             literal_attr = _segment(lines, n.comparators[0]) or ast.unparse(n.comparators[0])
     if not allow:
         return None
-    return Gate(rel, node.lineno, methods, allow, list_name, list_line, cfg_attr, "substring", err, list_end,
-                literal_span, literal_attr)
+    return (Gate(rel, node.lineno, methods, allow, list_name, list_line, cfg_attr, "substring", err),
+            GateEdit(rel, node.lineno, list_end, literal_span, literal_attr))
 
 
 def _segment(lines: list[str], node: ast.expr) -> str:
