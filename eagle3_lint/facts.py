@@ -461,6 +461,7 @@ class ImportStmt:
     module: str | None  # a ``from``'s module as written; an ``import``'s first name
     is_from: bool
     names: tuple[tuple[str, str, int, int, int, int], ...] = ()  # (name, text, line, col, end line, end col)
+    target: str = ""  # a ``from``'s module made absolute, as its bindings record it
 
 
 @dataclass
@@ -810,7 +811,7 @@ class _Extractor:
             return ImportStmt(st.lineno, end, 0, st.names[0].name, False)
         names = tuple((a.name, self.seg(a), a.lineno, self.char_col(a.lineno, a.col_offset), a.end_lineno or a.lineno,
                        self.char_col(a.end_lineno or a.lineno, a.end_col_offset or 0)) for a in st.names)
-        return ImportStmt(st.lineno, end, st.level, st.module, True, names)
+        return ImportStmt(st.lineno, end, st.level, st.module, True, names, self.abs_module(st.level, st.module))
 
     def stmt(self, st: ast.stmt) -> Stmt:
         kind = "other"

@@ -205,8 +205,7 @@ def import_names(sm: Model, rel: str, module: str, names: tuple[str, ...]) -> li
     if t is None:
         return []
     for st in mf.imports:
-        if st.is_from and not any(a[0] == "*" for a in st.names) \
-                and _abs_module(mf.module, mf.is_package, st.level, st.module) == module:
+        if st.is_from and not any(a[0] == "*" for a in st.names) and st.target == module:
             return [e for n in missing for e in _extend_import(t, rel, st, n)]
     return _new_import(t, rel, mf, module, missing)
 
@@ -347,18 +346,6 @@ def _new_import(t: Text, rel: str, mf: ModuleFacts, module: str, names: list[str
     if mf.doc_end:
         return [insert(rel, t.eol(mf.doc_end), f"\n\n{text}")]
     return [insert(rel, (1, 0), f"{text}\n")]
-
-
-def _abs_module(module: str, is_package: bool, level: int, name: str | None) -> str:
-    if level == 0:
-        return name or ""
-    parts = module.split(".")
-    if not is_package:
-        parts = parts[:-1]
-    if level > 1:
-        parts = parts[: len(parts) - (level - 1)]
-    base = ".".join(parts)
-    return f"{base}.{name}" if name else base
 
 
 def bound_name(sm: Model, rel: str, module: str, name: str) -> str:
