@@ -46,6 +46,9 @@ class Contract:
     check_text: str = ""
     bases: tuple[str, ...] = ()
     members: tuple[ContractMember, ...] = ()
+    # The Protocol's own (non-async) methods as ``(name, "(<parameters>) -> <return>")``, ``ast.unparse``'s text:
+    # what a fix copies (fixgen.signature), so that nothing after the engine's derivation parses interfaces.py.
+    signatures: tuple[tuple[str, str], ...] = ()
     marker: str | None = None
     setter: str | None = None
     default_getter: str | None = None

@@ -19,28 +19,21 @@ loaders drop tensors silently, each read from the tree, never listed:
   (``includes_embed_tokens``) drop a substring only when no tensor holds it.
 
 What the class builds is its ``__init__`` evaluated with ``minieval`` for the drafter config (the top-level class
-and the model its ``fc`` lives in): ``self.x = Module(...)`` is built, ``= None`` is not, ``= self.model.y`` is
-another name of ``y`` (``named_parameters`` lists a shared parameter once). Below the first level (a decoder
-layer's own modules) every name is taken as present. A skipped tensor leaves the weight it was trained for at its
-initial value, or a trained part unused: the drafter starts and its proposals are rejected.
+and the model its ``fc`` lives in; the engine reads its drafter classes, ``engines/drafter_classes.py``, which
+fills these records and runs each ``__init__`` once for every question asked of it): ``self.x = Module(...)`` is
+built, ``= None`` is not, ``= self.model.y`` is another name of ``y`` (``named_parameters`` lists a shared
+parameter once). Below the first level (a decoder layer's own modules) every name is taken as present. A skipped
+tensor leaves the weight it was trained for at its initial value, or a trained part unused: the drafter starts
+and its proposals are rejected.
 """
 
 from __future__ import annotations
 
-import ast
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from eagle3_lint.lazyimport import lazy
-from eagle3_lint.semantic import Where, fc_init, read_module
-
-if TYPE_CHECKING:
-    from eagle3_lint import minieval as me
-    from eagle3_lint.graph import ClassKey
-    from eagle3_lint.stages import Model
-else:
-    me = lazy("eagle3_lint.minieval")  # imported on first use (lazyimport.py)
+from eagle3_lint.semantic import Where
 
 LOADER = "load_weights"
 _LAYER = re.compile(r"^layers\.(\d+)(?:\.|$)")
@@ -86,193 +79,6 @@ class Loading:
     layers: int | None = None
     path: str = ""
     note: str = ""
-
-
-def _const_str(e: ast.AST) -> str | None:
-    return e.value if isinstance(e, ast.Constant) and isinstance(e.value, str) else None
-
-
-def _replace_args(call: ast.AST) -> tuple[ast.expr, ast.expr] | None:
-    if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "replace" \
-            and len(call.args) == 2:
-        return call.args[0], call.args[1]
-    return None
-
-
-def read_loader(fn: ast.FunctionDef, owner: str, path: str, attrs: dict[str, Attr]) -> Loader:
-    """The renames, mappings and silent skips of ``load_weights`` ``fn``; ``attrs``: the inner model's attributes,
-    for the tests that decide what vLLM's mapper drops."""
-    out = Loader(owner, Where(path, fn.lineno, f"{owner}.{LOADER}"))
-    binds: dict[str, ast.expr] = {}
-    for n in ast.walk(fn):
-        if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
-            binds.setdefault(n.targets[0].id, n.value)
-    for n in ast.walk(fn):
-        if isinstance(n, ast.For) and isinstance(n.target, ast.Tuple) and len(n.target.elts) >= 2 \
-                and all(isinstance(x, ast.Name) for x in n.target.elts):
-            names = [x.id for x in n.target.elts if isinstance(x, ast.Name)]
-            it = n.iter
-            src = it.func.value if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) \
-                and it.func.attr == "items" else it
-            lit = binds.get(src.id) if isinstance(src, ast.Name) else None
-            for c in ast.walk(n):
-                ra = _replace_args(c)
-                if ra is None or not all(isinstance(a, ast.Name) and a.id in names for a in ra):
-                    continue
-                old, new = (names.index(a.id) for a in ra if isinstance(a, ast.Name))
-                if isinstance(lit, ast.Dict):  # ``for legacy, new in legacy_name_map.items()``
-                    out.renames.extend((k, v) for k, v in ((_const_str(a), _const_str(b)) for a, b in
-                                                            zip(lit.keys, lit.values, strict=True) if a is not None)
-                                       if k is not None and v is not None)
-                elif isinstance(lit, (ast.List, ast.Tuple)):  # ``for param_name, weight_name, shard_id in ...``
-                    for t in lit.elts:
-                        if isinstance(t, ast.Tuple) and len(t.elts) > max(old, new):
-                            a, b = _const_str(t.elts[old]), _const_str(t.elts[new])
-                            if a is not None and b is not None:
-                                out.stacked.append((a, b))
-                break
-        elif isinstance(n, ast.If):
-            sub = _in_name(n.test)
-            if sub is not None and n.body and isinstance(n.body[-1], ast.Continue):
-                out.consumed.append(sub)
-            elif sub is not None:
-                for st in n.body:
-                    if isinstance(st, ast.Assign):
-                        ra = _replace_args(st.value)
-                        if ra is not None and _const_str(ra[0]) and _const_str(ra[1]) is not None:
-                            out.renames.append((_const_str(ra[0]) or "", _const_str(ra[1]) or ""))
-            neg = _not_in_name(n.test)
-            for st in n.body:
-                if neg is not None and isinstance(st, ast.Assign) and isinstance(st.value, ast.BinOp) \
-                        and isinstance(st.value.op, ast.Add) and _const_str(st.value.left):
-                    out.prefix, out.prefix_always, out.prefix_unless = _const_str(st.value.left) or "", True, neg
-            # ``if param_name in params_dict:`` with nothing else: a name without a parameter is dropped.
-            t = n.test
-            if isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.In) \
-                    and isinstance(t.comparators[0], ast.Name) and not n.orelse \
-                    and isinstance(binds.get(t.comparators[0].id), ast.Call) \
-                    and "named_parameters" in ast.unparse(binds[t.comparators[0].id]):
-                out.skip_lines.append(n.lineno)
-            # ``if not self.model.norm_before_fc: orig_to_new_substr["input_norm."] = None``
-            for st in n.body:
-                if isinstance(st, ast.Assign) and isinstance(st.value, ast.Constant) and st.value.value is None \
-                        and isinstance(st.targets[0], ast.Subscript) and _const_str(st.targets[0].slice):
-                    holds = _guard(n.test, attrs)
-                    if holds:
-                        out.dropped.append((_const_str(st.targets[0].slice) or "",
-                                            Where(path, st.lineno, ast.unparse(n.test))))
-        elif isinstance(n, ast.JoinedStr) and len(n.values) == 2 and _const_str(n.values[0]) \
-                and isinstance(n.values[1], ast.FormattedValue) and not out.prefix:
-            out.prefix = _const_str(n.values[0]) or ""  # ``f"model.{name}"``
-    # Substrings mapped to None with no test drop every tensor holding them (vLLM's ``{"mask_hidden": None}``,
-    # which the loop loaded already: consumed).
-    return out
-
-
-def _in_name(t: ast.AST) -> str | None:
-    """``"<s>" in name`` -> s."""
-    if isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.In) and _const_str(t.left) \
-            and isinstance(t.comparators[0], ast.Name):
-        return _const_str(t.left)
-    return None
-
-
-def _not_in_name(t: ast.AST) -> str | None:
-    if isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.NotIn) and _const_str(t.left) \
-            and isinstance(t.comparators[0], ast.Name):
-        return _const_str(t.left)
-    return None
-
-
-def _guard(t: ast.AST, attrs: dict[str, Attr]) -> bool:
-    """Whether a test on the drafter model's attributes holds for this config (``not self.model.norm_before_fc``);
-    False for anything else (a flag of the loop: the substring is then dropped only when no tensor holds it)."""
-    neg = isinstance(t, ast.UnaryOp) and isinstance(t.op, ast.Not)
-    e = t.operand if isinstance(t, ast.UnaryOp) else t
-    if not (isinstance(e, ast.Attribute) and isinstance(e.value, ast.Attribute)
-            and isinstance(e.value.value, ast.Name) and e.value.value.id == "self"):
-        return False
-    a = attrs.get(e.attr)
-    if a is None or a.kind != "value" or not isinstance(a.value, bool):
-        return False
-    return (not a.value) if neg else a.value
-
-
-def _init_attrs(sm: Model, key: ClassKey, cfg: dict[str, Any]) -> tuple[dict[str, Attr], str]:
-    """``self.x`` as ``key``'s ``__init__`` assigns it for drafter config ``cfg`` (the branches it takes)."""
-    hit = sm.graph.method(key, "__init__")
-    if hit is None:
-        return {}, f"{key.name} has no __init__ the tool can read"
-    owner, md = hit
-    path = sm.graph.path_of(owner)
-    tree = read_module(sm, path)
-    fnode = me.function_at(tree, getattr(md, "line", 0)) if tree is not None else None
-    if tree is None or fnode is None:
-        return {}, f"cannot read {owner.name}.__init__"
-    view = me.ConfigView(cfg, "draft_hf_config")
-
-    def attr(p: tuple[str, ...]) -> Any:
-        return view if p[-1] == "hf_config" else me.NOTHING
-
-    interp = me.Interpreter(me.World(attr=attr), strict=False)
-    orig = interp._assign
-    out: dict[str, Attr] = {}
-
-    def assign(target: ast.AST, v: Any, frame: Any, value_node: ast.AST) -> None:
-        name = ast.unparse(target)
-        if name.startswith("self.") and name.count(".") == 1:
-            a = name[5:]
-            line = getattr(value_node, "lineno", 0)
-            if isinstance(value_node, ast.Constant) and value_node.value is None:
-                out[a] = Attr("none", None, "None", line)
-            elif isinstance(value_node, ast.Attribute) and ast.unparse(value_node).startswith("self."):
-                out[a] = Attr("alias", None, ast.unparse(value_node), line)
-            elif isinstance(v, (bool, int, str, float)):
-                out[a] = Attr("value", v, ast.unparse(value_node)[:80], line)
-            elif isinstance(value_node, ast.Call):
-                out[a] = Attr("module", None, ast.unparse(value_node.func), line)
-        orig(target, v, frame, value_node)
-
-    interp._assign = assign  # type: ignore[method-assign,assignment]  # watch every assignment, this interpreter only
-    env = me.ModuleEnv.of(tree, path)
-    a = fnode.args
-    pos = [me.Record("self")] + [view if p.arg == "config" else me.Opaque((p.arg,)) for p in a.args[1:]]
-    kw = {k.arg: view if k.arg == "config" else me.Opaque((k.arg,)) for k in a.kwonlyargs}
-    note = ""
-    try:
-        interp._call_func(me.FuncValue(fnode, env), pos, kw)
-    except (me.EvalRaise, me.Unsupported) as exc:
-        note = f"{owner.name}.__init__ stops early ({exc})"
-    return out, note
-
-
-def loading(sm: Model, arch: str, cfg: dict[str, Any]) -> Loading | None:
-    """The loader of the drafter class registered as ``arch`` and what it builds for ``cfg``; None when the class
-    or its ``load_weights`` cannot be read."""
-    key = sm.keys.get(arch)
-    if key is None:
-        return None
-    hit = sm.graph.member_origin(key, LOADER)  # the facts keep only some methods' details: its span will do
-    if hit is None:
-        return None
-    owner, md = hit
-    path = sm.graph.path_of(owner)
-    tree = read_module(sm, path)
-    fnode = me.function_at(tree, getattr(md, "line", 0)) if tree is not None else None
-    if fnode is None or not isinstance(fnode, ast.FunctionDef):
-        return None
-    out = Loading(key.name, None, path=path)
-    out.top, out.note = _init_attrs(sm, key, cfg)
-    fi = fc_init(sm, key)
-    if fi is not None and fi.owner != key:
-        out.inner_class, out.inner_path = fi.owner.name, fi.path
-        out.inner_attr = next((d.attr for d in sm.graph.delegations(key) if d.target == fi.owner), "")
-        out.inner, note = _init_attrs(sm, fi.owner, cfg)
-        out.note = out.note or note
-    n = cfg.get("num_hidden_layers")
-    out.layers = n if isinstance(n, int) and not isinstance(n, bool) else None
-    out.loader = read_loader(fnode, owner.name, path, out.inner or out.top)
-    return out
 
 
 def _rename(ld: Loader, name: str) -> tuple[str, bool]:

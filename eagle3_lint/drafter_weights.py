@@ -2,9 +2,10 @@
 
 Two halves:
 
-- **what the release's drafter class builds** for this config (``built``): the class (or the model it builds)
-  whose ``__init__`` assigns ``self.fc`` is run in ``minieval`` with the drafter config as its HF config, and
-  the assignments are watched: ``self.fc = Linear(IN, ...)`` gives fc's in-width, ``self.layers =
+- **what the release's drafter class builds** for this config (``Built``, made by the engine reading its own
+  drafter classes, ``engines/drafter_classes.built``): the class (or the model it builds) whose ``__init__``
+  assigns ``self.fc`` is run in ``minieval`` with the drafter config as its HF config, and the assignments are
+  watched: ``self.fc = Linear(IN, ...)`` gives fc's in-width, ``self.layers =
   ModuleList([... for i in range(N)])`` the number of decoder layers (``self.midlayer = Layer(...)``: one).
   Nothing is imported; an expression the interpreter cannot follow leaves that fact unknown.
 - **the checkpoint** (``check``): the shapes its safetensors headers give (``weights.py``) against those facts,
@@ -18,21 +19,13 @@ and ``midlayer.`` is decoder layer 0 (vLLM 0.33.0 ``llama_eagle3.py:291``, SGLan
 
 from __future__ import annotations
 
-import ast
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from eagle3_lint import drafter_load as dl
-from eagle3_lint.lazyimport import lazy
-from eagle3_lint.semantic import Where, fc_init
+from eagle3_lint.semantic import Where
 from eagle3_lint.weights import Checkpoint, Tensor
-
-if TYPE_CHECKING:
-    from eagle3_lint import minieval as me
-    from eagle3_lint.stages import Model
-else:
-    me = lazy("eagle3_lint.minieval")  # imported on first use (lazyimport.py)
 
 
 @dataclass
@@ -48,83 +41,6 @@ class Built:
     note: str = ""
     # The class's load_weights and what its __init__ builds (drafter_load.py): the tensors it drops silently.
     loading: dl.Loading | None = None
-
-
-def _range_arg(value: ast.AST) -> ast.expr | None:
-    """``N`` of the ``range(N)`` a comprehension in ``value`` iterates over."""
-    for n in ast.walk(value):
-        if isinstance(n, ast.comprehension) and isinstance(n.iter, ast.Call) and isinstance(n.iter.func, ast.Name) \
-                and n.iter.func.id == "range" and len(n.iter.args) == 1:
-            return n.iter.args[0]
-    return None
-
-
-def built(sm: Model, arch: str, hf_config: dict[str, Any]) -> Built:
-    """What the class registered as ``arch`` builds for ``hf_config`` (the drafter's, after the engine's renaming)."""
-    out = Built(drafter_class=arch)
-    key = sm.keys.get(arch)
-    if key is None:
-        out.note = f"{arch} does not resolve to a class in this tree"
-        return out
-    out.drafter_class = key.name
-    out.loading = dl.loading(sm, arch, hf_config)
-    fi = fc_init(sm, key)
-    if fi is None:
-        out.note = f"{key.name} builds no self.fc"
-        return out
-    owner, line, path, tree, fnode = fi.owner, fi.line, fi.path, fi.tree, fi.fnode
-    if tree is None or fnode is None:
-        out.note = f"cannot read {owner.name}.__init__"
-        return out
-    view = me.ConfigView(hf_config, "draft_hf_config")
-
-    def attr(p: tuple[str, ...]) -> Any:
-        return view if p[-1] == "hf_config" else me.NOTHING
-
-    interp = me.Interpreter(me.World(attr=attr), strict=False)
-    orig = interp._assign
-
-    def value_of(node: ast.AST, frame: Any) -> Any:
-        try:
-            return interp._eval(node, frame)
-        except (me.Unsupported, me.EvalRaise):
-            return me.UNKNOWN
-
-    def assign(target: ast.AST, v: Any, frame: Any, value_node: ast.AST) -> None:
-        name = ast.unparse(target)
-        if name == "self.fc" and isinstance(value_node, ast.Call) and out.fc_where is None:
-            arg = value_node.args[0] if value_node.args else next(
-                (k.value for k in value_node.keywords if k.arg in ("input_size", "in_features")), None)
-            if arg is not None:
-                got = value_of(arg, frame)
-                out.fc_in = got if isinstance(got, int) and not isinstance(got, bool) else None
-                out.fc_where = Where(path, value_node.lineno, ast.unparse(arg))
-        elif name == "self.layers" and out.layers_where is None:
-            n = _range_arg(value_node)
-            if n is not None:
-                got = value_of(n, frame)
-                out.layers = got if isinstance(got, int) and not isinstance(got, bool) else None
-                out.layers_text = ast.unparse(n)
-                out.layers_where = Where(path, getattr(value_node, "lineno", line), f"{owner.name}.__init__")
-        elif name == "self.midlayer" and out.layers_where is None:
-            out.layers, out.layers_text = 1, "one midlayer"
-            out.layers_where = Where(path, getattr(value_node, "lineno", line), f"{owner.name}.__init__")
-        orig(target, v, frame, value_node)
-
-    # An instance attribute shadows the method for this interpreter only (as engines' fc readers do).
-    interp._assign = assign  # type: ignore[method-assign,assignment]  # a bound hook replacing a method
-    env = me.ModuleEnv.of(tree, path)
-    a = fnode.args
-    # A ``config`` parameter is the drafter's HF config (SGLang passes it in); the rest are opaque.
-    pos = [me.Record("self")] + [view if p.arg == "config" else me.Opaque((p.arg,)) for p in a.args[1:]]
-    kw = {k.arg: view if k.arg == "config" else me.Opaque((k.arg,)) for k in a.kwonlyargs}
-    try:
-        interp._call_func(me.FuncValue(fnode, env), pos, kw)
-    except (me.EvalRaise, me.Unsupported) as exc:
-        out.note = f"{owner.name}.__init__ stops early ({exc})"
-    if out.fc_where is None and not out.note:
-        out.note = f"{owner.name}.__init__ ({path}:{line}) does not reach self.fc for this config"
-    return out
 
 
 # -- the checkpoint --------------------------------------------------------------------------------------

@@ -338,6 +338,39 @@ class Loop:
     seq_text: str = ""
     seq_end: tuple[int, int] = (0, 0)
     target_start: tuple[int, int] = (0, 0)
+    # Where the collection fix (fixgen.collection) writes, read here so that nothing after the facts parses:
+    # the line of the body's first statement; of the method's top-level statement holding the loop; of the body's
+    # second statement when the first rebinds the index onto ``lower`` (``idx = idx + self.start_layer``, 0 when it
+    # does not); the (hidden, residual) names the layer call threads (None: no layer call found); and the calls
+    # that may already collect, in ``ast.walk`` order: (method, first argument's name, an ``aux...append``).
+    body_line: int = 0
+    top_line: int = 0
+    rebase_next: int = 0
+    layer_io: tuple[str, str | None] | None = None
+    collect_calls: tuple[tuple[str, str, bool], ...] = ()
+
+
+@dataclass(frozen=True)
+class Stmt:
+    """One statement's kind and span, where a fix puts text next to it (fixgen)."""
+
+    kind: str  # doc | expr | pass | def (a def or class) | return | return-tuple | return-bare | raise | other
+    line: int
+    end_line: int
+    first_line: int  # its first decorator's line, else ``line``
+    value: tuple[int, int, int, int] = (0, 0, 0, 0)  # a return's value: (line, col, end line, end col), characters
+
+
+@dataclass(frozen=True)
+class Header:
+    """A method with plain positional parameters, as a fix copies it: ``(<params as written>)``, the return
+    annotation as written, the names its annotations and defaults use, and the attribute it hands its arguments
+    to when that is all it does (``self.<attr>.<same name>(<params>)``, maybe behind ``hasattr``)."""
+
+    params: str
+    returns: str | None
+    names: tuple[str, ...]
+    delegates_to: str | None = None
 
 
 @dataclass
@@ -369,6 +402,16 @@ class Method:
     # attribute dotted, line): ``general_mm_embed_routine(..., language_model=self.language_model)`` runs that
     # inner model (positional ones are in ``calls``).
     handoffs: tuple[tuple[str, str, str, int], ...] = ()
+    # What fixes need (fixgen): the last statement of the body; whether the ``def`` sits in the class body itself
+    # (not under a class-level ``if``); calls of the method's own name in its body (receiver as written, end line
+    # and column of ``<receiver>.<name>``); the span of ``__init__``'s first top-level statement that stores
+    # ``self.layers``; the header (plain positional parameters only); and which of ``FIX_NAMES`` a forward uses.
+    last: Stmt | None = None
+    direct: bool = True
+    own_calls: tuple[tuple[str, int, int], ...] = ()
+    layers_stmt: tuple[int, int] = (0, 0)
+    header: Header | None = None
+    taken: tuple[str, ...] = ()
 
 
 @dataclass
@@ -385,6 +428,8 @@ class ClassFacts:
     methods: dict[str, Method]
     branch: str = MAIN
     nested_in: str | None = None  # the enclosing function for classes made by factories
+    first: Stmt | None = None  # the body's first statement and how many there are (where fixes insert)
+    body_len: int = 0
 
 
 @dataclass
@@ -405,6 +450,20 @@ class DictFacts:
     merges: tuple[str, ...]  # names spread with **
 
 
+@dataclass(frozen=True)
+class ImportStmt:
+    """A module-level ``import`` or ``from ... import``; a ``from``'s names with their text and spans
+    (line, col, end line, end col, in characters)."""
+
+    line: int
+    end_line: int
+    level: int
+    module: str | None  # a ``from``'s module as written; an ``import``'s first name
+    is_from: bool
+    names: tuple[tuple[str, str, int, int, int, int], ...] = ()  # (name, text, line, col, end line, end col)
+    target: str = ""  # a ``from``'s module made absolute, as its bindings record it
+
+
 @dataclass
 class ModuleFacts:
     path: str
@@ -419,6 +478,11 @@ class ModuleFacts:
     star_imports: tuple[str, ...] = ()
     first_import_line: int = 0  # where a new import can go
     last_import_line: int = 0
+    # The module-level import statements, and the end line of the module docstring (0: none): where an import
+    # fix goes (fixgen).
+    # (A lazy field, LAZY_FIELDS: its default comes from a factory, so the class has no attribute of that name.)
+    imports: tuple[ImportStmt, ...] = field(default_factory=tuple)
+    doc_end: int = 0
     # A bug of ours, not of the file: the analysis reports it as an internal error (exit 2), not EGL000.
     internal_error: str | None = None
     # The file's bytes contain SUPPRESSION_MARKER: it may hold ``# eagle3-lint: ignore`` comments. suppress.py
@@ -430,7 +494,7 @@ class ModuleFacts:
 # ``dicts`` of 1, ``bindings`` of 599) than ``classes`` (957), and that are about 40% of the cost of
 # unpickling a module's facts. The facts cache (store.py) pickles each apart, and ``LazyModuleFacts``
 # unpickles one when it is first read.
-LAZY_FIELDS = ("bindings", "functions", "dicts")
+LAZY_FIELDS = ("bindings", "functions", "dicts", "imports")
 _FIELDS = frozenset(f.name for f in dataclasses.fields(ModuleFacts))
 
 
@@ -588,6 +652,88 @@ def _is_stub_body(body: list[ast.stmt]) -> bool:
     return True
 
 
+def _is_docstring(st: ast.stmt) -> bool:
+    return isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant) and isinstance(st.value.value, str)
+
+
+# The names a collection fix may introduce in a forward (fixgen): the index variable it picks (the first free one)
+# and the list it collects into.
+FIX_INDEX_NAMES = ("idx", "layer_idx", "layer_index", "i_layer")
+FIX_NAMES = frozenset({*FIX_INDEX_NAMES, "aux_hidden_states"})
+
+
+def _layers_stmt(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[int, int]:
+    """The span of the first top-level statement of ``fn`` that stores ``self.layers`` ((0, 0): none)."""
+    for st in fn.body:
+        for n in ast.walk(st):
+            if isinstance(n, ast.Attribute) and n.attr == "layers" and isinstance(n.ctx, ast.Store) \
+                    and isinstance(n.value, ast.Name) and n.value.id == "self":
+                return st.lineno, st.end_lineno or st.lineno
+    return 0, 0
+
+
+def _delegation(fn: ast.FunctionDef) -> str | None:
+    """The attribute method ``fn`` hands its arguments to when that is all it does (``self.<attr>.<fn>(<params>)``,
+    maybe behind ``if hasattr(self.<attr>, "<fn>"):``), else None."""
+    name = fn.name
+    body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if len(body) == 1 and isinstance(body[0], ast.If) and not body[0].orelse and len(body[0].body) == 1:
+        test = body[0].test
+        if not (isinstance(test, ast.Call) and dotted(test.func) == "hasattr" and len(test.args) == 2
+                and isinstance(test.args[1], ast.Constant) and test.args[1].value == name):
+            return None
+        guarded = dotted(test.args[0])
+        body = body[0].body
+    else:
+        guarded = None
+    if len(body) != 1 or not isinstance(body[0], ast.Expr) or not isinstance(body[0].value, ast.Call):
+        return None
+    call = body[0].value
+    recv = dotted(call.func)
+    params = [a.arg for a in fn.args.args[1:]]
+    if not recv.startswith("self.") or recv.count(".") != 2 or not recv.endswith(f".{name}"):
+        return None
+    if [dotted(a) for a in call.args] != params[: len(call.args)] or call.keywords:
+        return None
+    attr = recv.split(".")[1]
+    return attr if guarded in (None, f"self.{attr}") else None
+
+
+def _after_rebase(loop: ast.For, idx: str, lower: str) -> int:
+    """The line of the statement after the first of ``loop``'s body when that one is ``idx = idx + <lower>`` (or
+    ``+=``), else 0: an index rebound some other way is not one a fix can place a test on."""
+    st = loop.body[0]
+    if len(loop.body) < 2:
+        return 0
+    if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name) \
+            and st.targets[0].id == idx and isinstance(st.value, ast.BinOp) and isinstance(st.value.op, ast.Add):
+        terms = {ast.unparse(st.value.left), ast.unparse(st.value.right)}
+    elif isinstance(st, ast.AugAssign) and isinstance(st.target, ast.Name) and st.target.id == idx \
+            and isinstance(st.op, ast.Add):
+        terms = {idx, ast.unparse(st.value)}
+    else:
+        return 0
+    try:
+        start = ast.unparse(ast.parse(lower.strip(), mode="eval").body)
+    except (SyntaxError, ValueError, RecursionError):
+        return 0
+    return loop.body[1].lineno if terms == {idx, start} else 0
+
+
+def _collect_calls(loop: ast.For) -> tuple[tuple[str, str, bool], ...]:
+    """Calls in ``loop`` that may collect states, in ``ast.walk`` order up to the first ``aux...append(...)``:
+    (method, first argument's name, whether it is that append)."""
+    out: list[tuple[str, str, bool]] = []
+    for n in ast.walk(loop):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
+            if n.func.attr == "append" and isinstance(n.func.value, ast.Name) and "aux" in n.func.value.id:
+                out.append(("append", n.func.value.id, True))
+                break
+            if n.args and isinstance(n.args[0], ast.Name):
+                out.append((n.func.attr, n.args[0].id, False))
+    return tuple(out)
+
+
 def _is_interesting(name: str) -> bool:
     if name in ("__init__", "forward", "get_language_model", "__getattr__"):
         return True
@@ -653,7 +799,41 @@ class _Extractor:
     def run(self, tree: ast.Module) -> ModuleFacts:
         self._block(tree.body, MAIN, scope="")
         self.mf.star_imports = tuple(self._stars)
+        self.mf.imports = tuple(self._import_stmt(st) for st in tree.body
+                                if isinstance(st, (ast.Import, ast.ImportFrom)))
+        if tree.body and _is_docstring(tree.body[0]):
+            self.mf.doc_end = tree.body[0].end_lineno or tree.body[0].lineno
         return self.mf
+
+    def _import_stmt(self, st: ast.Import | ast.ImportFrom) -> ImportStmt:
+        end = st.end_lineno or st.lineno
+        if isinstance(st, ast.Import):
+            return ImportStmt(st.lineno, end, 0, st.names[0].name, False)
+        names = tuple((a.name, self.seg(a), a.lineno, self.char_col(a.lineno, a.col_offset), a.end_lineno or a.lineno,
+                       self.char_col(a.end_lineno or a.lineno, a.end_col_offset or 0)) for a in st.names)
+        return ImportStmt(st.lineno, end, st.level, st.module, True, names, self.abs_module(st.level, st.module))
+
+    def stmt(self, st: ast.stmt) -> Stmt:
+        kind = "other"
+        value = (0, 0, 0, 0)
+        if _is_docstring(st):
+            kind = "doc"
+        elif isinstance(st, ast.Expr):
+            kind = "expr"
+        elif isinstance(st, ast.Pass):
+            kind = "pass"
+        elif isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            kind = "def"
+        elif isinstance(st, ast.Raise):
+            kind = "raise"
+        elif isinstance(st, ast.Return):
+            v = st.value
+            kind = "return-bare" if v is None else "return-tuple" if isinstance(v, ast.Tuple) else "return"
+            if v is not None:
+                el = v.end_lineno or v.lineno
+                value = (v.lineno, self.char_col(v.lineno, v.col_offset), el, self.char_col(el, v.end_col_offset or 0))
+        first = min([st.lineno, *(d.lineno for d in getattr(st, "decorator_list", []))])
+        return Stmt(kind, st.lineno, st.end_lineno or st.lineno, first, value)
 
     def _bind(self, name: str, b: Binding) -> None:
         self.mf.bindings.setdefault(name, []).append(b)
@@ -842,15 +1022,18 @@ class _Extractor:
             methods=methods,
             branch=branch,
             nested_in=nested_in,
+            first=self.stmt(first),
+            body_len=len(node.body),
         )
         self.mf.classes[cf.qualname] = cf
 
-    def _class_member(self, st: ast.stmt, members: dict[str, Member], methods: dict[str, Method]) -> None:
+    def _class_member(self, st: ast.stmt, members: dict[str, Member], methods: dict[str, Method],
+                      direct: bool = True) -> None:
         if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
             stub = _is_stub_body(st.body)
             members[st.name] = Member(st.name, "def", st.lineno, st.end_lineno or st.lineno, stub, None)
             if _is_interesting(st.name):
-                methods[st.name] = self._method(st, stub)
+                methods[st.name] = self._method(st, stub, direct)
         elif isinstance(st, ast.Assign):
             for t in st.targets:
                 for n in (t.elts if isinstance(t, ast.Tuple) else [t]):
@@ -866,9 +1049,9 @@ class _Extractor:
         elif isinstance(st, ast.If):
             # Members defined under a class-level ``if`` exist on one branch; count both.
             for sub in (*st.body, *st.orelse):
-                self._class_member(sub, members, methods)
+                self._class_member(sub, members, methods, direct=False)
 
-    def _method(self, fn: ast.FunctionDef | ast.AsyncFunctionDef, stub: bool) -> Method:
+    def _method(self, fn: ast.FunctionDef | ast.AsyncFunctionDef, stub: bool, direct: bool = True) -> Method:
         params = tuple(a.arg for a in (*fn.args.posonlyargs, *fn.args.args))
         self_name = params[0] if params else "self"
         assigns: list[SelfAssign] = []
@@ -985,7 +1168,54 @@ class _Extractor:
             params=params, stub=stub, self_assigns=tuple(assigns), reads=tuple(sorted(reads)),
             calls=tuple(calls), memberships=tuple(members), loops=tuple(loops), returns=tuple(returns),
             defaults=defaults, iterates=iterates, local_imports=tuple(local_imports), handoffs=tuple(handoffs),
+            last=self.stmt(fn.body[-1]), direct=direct,
+            own_calls=tuple((self.seg(n.func.value), *self._end(n.func)) for n in nodes if isinstance(n, ast.Call)
+                            and isinstance(n.func, ast.Attribute) and n.func.attr == fn.name),
+            layers_stmt=_layers_stmt(fn) if fn.name == "__init__" else (0, 0),
+            header=self._header(fn),
+            taken=tuple(sorted(FIX_NAMES & ({n.id for n in nodes if isinstance(n, ast.Name)}
+                                            | {a.arg for a in nodes if isinstance(a, ast.arg)}))) if forward and loops
+            else (),
         )
+
+    def _end(self, node: ast.expr) -> tuple[int, int]:
+        el = node.end_lineno or node.lineno
+        return el, self.char_col(el, node.end_col_offset or 0)
+
+    def _header(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> Header | None:
+        """``fn``'s parameters as written, when they are plain positional ones (what fixgen copies)."""
+        a = fn.args
+        if not isinstance(fn, ast.FunctionDef) or a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or not a.args:
+            return None
+        params = []
+        defaults: list[ast.expr | None] = [None] * (len(a.args) - len(a.defaults))
+        defaults += a.defaults
+        names: set[str] = set()
+        for p, d in zip(a.args, defaults, strict=True):
+            ann = self._seg_any(p.annotation) if p.annotation else None
+            dv = self._seg_any(d) if d is not None else None
+            names |= {n.id for x in (p.annotation, d) if x is not None for n in ast.walk(x) if isinstance(n, ast.Name)}
+            eq = " = " if ann else "="  # PEP 8: spaces around the default of an annotated parameter only
+            params.append(p.arg + (f": {ann}" if ann else "") + (f"{eq}{dv}" if dv else ""))
+        ret = self._seg_any(fn.returns) if fn.returns else None
+        if fn.returns is not None:
+            names |= {n.id for n in ast.walk(fn.returns) if isinstance(n, ast.Name)}
+        return Header(", ".join(params), ret, tuple(sorted(names)), _delegation(fn))
+
+    def _seg_any(self, node: ast.AST) -> str | None:
+        """Source text of a node of any length (``ast.get_source_segment``'s result; None without a position)."""
+        try:
+            l0, l1 = node.lineno - 1, node.end_lineno - 1  # type: ignore[attr-defined]  # stmt/expr nodes
+            c0, c1 = node.col_offset, node.end_col_offset  # type: ignore[attr-defined]  # stmt/expr nodes
+        except AttributeError:
+            return None
+        if l1 is None or c1 is None or l0 < 0 or l1 >= len(self.lines):
+            return None
+        if l0 == l1:
+            return self.lines[l0].encode("utf-8")[c0:c1].decode("utf-8", "replace")
+        first = self.lines[l0].encode("utf-8")[c0:].decode("utf-8", "replace")
+        last = self.lines[l1].encode("utf-8")[:c1].decode("utf-8", "replace")
+        return "\n".join([first, *self.lines[l0 + 1 : l1], last])
 
     def _arg_text(self, a: ast.AST) -> str:
         d = dotted(a)
@@ -1040,7 +1270,52 @@ class _Extractor:
         if over and "forward" in fn.name:
             # Sites only where the capture is read (a forward); ``__init__``'s loops over the layers set them up.
             lp.sites, lp.layer_line = self._sites(node, fn, nodes, shape.index, shape.layer)
+        if "forward" in fn.name:
+            lp.body_line = node.body[0].lineno
+            end = node.end_lineno or node.lineno
+            lp.top_line = next((st.lineno for st in fn.body
+                                if st.lineno <= node.lineno and (st.end_lineno or st.lineno) >= end), 0)
+            if lp.index_var and lp.lower:
+                lp.rebase_next = _after_rebase(node, lp.index_var, lp.lower)
+            # The variable the collection's layer call is made with (a range loop's only where it walks ``.layers``).
+            layer_var = lp.layer_var if lp.form is not LoopForm.RANGE or ".layers" in lp.iter_text else None
+            lp.layer_io = self._layer_io(node, layer_var)
+            lp.collect_calls = _collect_calls(node)
         return lp
+
+    def _layer_io(self, loop: ast.For, layer_var: str | None) -> tuple[str, str | None] | None:
+        """(hidden, residual) from ``hidden_states, residual = layer(..., hidden_states, residual, ...)``."""
+        for st in ast.walk(loop):
+            if not (isinstance(st, ast.Assign) and isinstance(st.value, ast.Call)):
+                continue
+            f = st.value.func
+            callee = (
+                f.id
+                if isinstance(f, ast.Name)
+                else (f.value.id if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) else None)
+            )
+            is_layer = (layer_var is not None and callee == layer_var) or "layers" in (self._seg_any(f) or "")
+            if not is_layer:
+                continue
+            # In call order (positional, then keywords), never a set: the choice must not depend on the hash seed.
+            args = list(dict.fromkeys([a.id for a in st.value.args if isinstance(a, ast.Name)]
+                                      + [k.value.id for k in st.value.keywords if isinstance(k.value, ast.Name)]))
+            tgt = st.targets[0]
+            outs = [e.id for e in tgt.elts if isinstance(e, ast.Name)] if isinstance(tgt, ast.Tuple) else \
+                   ([tgt.id] if isinstance(tgt, ast.Name) else [])
+            flowing = [o for o in outs if o in args]
+            if flowing:
+                return flowing[0], (flowing[1] if len(flowing) > 1 else None)
+            # ``out = layer(hidden_states, original_hidden_states=...)`` then ``hidden_states = out``: the layer's
+            # state is the argument rebound from its output; a loop-invariant input (zamba2's
+            # ``original_hidden_states``, the embeddings every layer gets) is not.
+            rebound = [a for a in args if any(
+                isinstance(n, ast.Assign) and isinstance(n.value, ast.Name) and n.value.id in outs
+                and any(isinstance(t2, ast.Name) and t2.id == a for t2 in n.targets) for n in ast.walk(loop))]
+            hidden = rebound or [a for a in args if "hidden" in a and not a.startswith("original")]
+            if hidden:
+                return hidden[0], ("residual" if "residual" in args else None)
+        return None
 
     def _sites(self, loop: ast.For, fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST],
                idx: str | None, elem: str | None) -> tuple[tuple[Site, ...], int]:

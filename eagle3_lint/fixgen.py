@@ -17,13 +17,14 @@ Every builder returns ``[]`` when there is nothing to do, which is what makes a 
 Generated loops always index layers absolutely (``enumerate(..., start=<slice start>)``), never
 slice-relatively.
 
-The file text is read through ``sm.read_text`` and parsed with ``ast`` only to find positions;
-nothing here imports or executes the tree.
+The file text is read through ``sm.read_text``; every position and node shape comes from the facts pass
+(``facts.py``: the classes' first statements and bases, the methods' headers and last statements, the layer loops'
+bodies, the module-level imports) or, for the engine's own files, from what the engine derived (the Protocol's
+signatures, the config gates' lists): nothing here parses, imports or executes the tree.
 """
 
 from __future__ import annotations
 
-import ast
 import re
 import sys
 import textwrap
@@ -33,14 +34,17 @@ from itertools import pairwise
 from typing import TYPE_CHECKING
 
 from eagle3_lint import deps
-from eagle3_lint.facts import IndexBase, LoopForm, dotted
+from eagle3_lint.facts import FIX_INDEX_NAMES, IndexBase, LoopForm
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import Edit
 
 if TYPE_CHECKING:
-    from eagle3_lint.facts import Loop
-    from eagle3_lint.runner import Gate
+    from eagle3_lint.facts import BaseRef, ClassFacts, Header, ImportStmt, Loop, ModuleFacts
+    from eagle3_lint.runner import Gate, GateEdit
     from eagle3_lint.stages import Model
+
+# A position as the facts record it: (line, column in characters).
+Pos = tuple[int, int]
 
 # The default layer choice of every stub-era in-tree override and of the 0.18+ default body:
 # early, middle and late layers.
@@ -100,20 +104,12 @@ def _flavor(sm: Model) -> Flavor:
 
 # -- file text ------------------------------------------------------------------------------------
 class Text:
-    """One file's text with an ``ast`` for positions; columns handed out are characters."""
+    """One file's text; the positions handed in (from the facts) and out are in characters."""
 
     def __init__(self, rel: str, text: str) -> None:
         self.rel = rel
         self.text = text
         self.lines = text.splitlines()
-        self._parts: dict[tuple[int, int, str], ast.Module | None] = {}  # part() parses, by span and suffix
-
-    @cached_property
-    def tree(self) -> ast.Module | None:
-        try:
-            return ast.parse(self.text, filename=self.rel)
-        except (SyntaxError, ValueError, RecursionError):
-            return None
 
     @cached_property
     def hanging(self) -> bool:
@@ -128,25 +124,8 @@ class Text:
     def line(self, n: int) -> str:
         return self.lines[n - 1] if 0 < n <= len(self.lines) else ""
 
-    def ccol(self, line: int, byte_col: int) -> int:
-        raw = self.line(line)
-        if raw.isascii():
-            return byte_col
-        return len(raw.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
-
-    def start(self, node: ast.AST) -> tuple[int, int]:
-        return node.lineno, self.ccol(node.lineno, node.col_offset)  # type: ignore[attr-defined]  # stmt/expr only
-
-    def end(self, node: ast.AST) -> tuple[int, int]:
-        ln = node.end_lineno or node.lineno  # type: ignore[attr-defined]  # stmt/expr
-        return ln, self.ccol(ln, node.end_col_offset or 0)  # type: ignore[attr-defined]  # stmt/expr
-
-    def seg(self, node: ast.AST) -> str:
-        """Source text of a node (``ast.get_source_segment`` re-splits the whole file on every call)."""
-        try:
-            (l0, c0), (l1, c1) = self.start(node), self.end(node)
-        except AttributeError:
-            return ""
+    def seg(self, l0: int, c0: int, l1: int, c1: int) -> str:
+        """The text from (l0, c0) to (l1, c1)."""
         if l0 == l1:
             return self.line(l0)[c0:c1]
         return "\n".join([self.line(l0)[c0:], *self.lines[l0:l1 - 1], self.line(l1)[:c1]])
@@ -158,72 +137,9 @@ class Text:
     def eol(self, line: int) -> tuple[int, int]:
         return line, len(self.line(line))
 
-    def part(self, first: int, last: int, suffix: str = "") -> ast.Module | None:
-        """Lines ``first..last`` (whole top-level statements) parsed alone, with the file's line numbers.
-
-        Parsing one class or the import block instead of a 2,000-line model file keeps fix
-        building cheap; anything that does not parse alone falls back to the whole file.
-        ``suffix`` is parsed after the lines (a stub body for a class header).
-        """
-        key = (first, last, suffix)
-        cache = self._parts
-        if key not in cache:
-            try:
-                # Leading blank lines give the part the file's line numbers for free;
-                # ``ast.increment_lineno`` afterwards costs more than the parse itself.
-                tree = ast.parse("\n" * (first - 1) + "\n".join(self.lines[first - 1:last]) + "\n" + suffix,
-                                 filename=self.rel)
-            except (SyntaxError, ValueError, RecursionError):
-                tree = None
-            cache[key] = tree
-        return cache[key]
-
-    def class_node(self, cls_line: int, name: str, first: int = 0, last: int = 0,
-                   stub_body: bool = False) -> ast.ClassDef | None:
-        """The class at ``cls_line``: from lines ``first..last`` parsed alone if that works, else
-        from the whole file. ``stub_body``: ``first..last`` is only the header, given a ``pass`` body
-        (None if that does not parse)."""
-        if first and self.line(first)[:1] not in (" ", "\t"):
-            found = self._class_in(self.part(first, last, "    pass\n" if stub_body else ""), cls_line, name)
-            if found is not None or stub_body:
-                return found
-        elif stub_body:
-            return None
-        return self._class_in(self.tree, cls_line, name)
-
-    @staticmethod
-    def _class_in(tree: ast.Module | None, cls_line: int, name: str) -> ast.ClassDef | None:
-        if tree is None:
-            return None
-        for n in ast.walk(tree):
-            if isinstance(n, ast.ClassDef) and n.lineno == cls_line and n.name == name:
-                return n
-        return None
-
-    def head(self, last_import_line: int) -> ast.Module | None:
-        """The module's statements up to its last top-level import."""
-        if last_import_line:
-            tree = self.part(1, last_import_line)
-            if tree is not None:
-                return tree
-        return self.tree
-
-    def function_node(self, cls: ast.ClassDef, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-        # The class's own definition (possibly under a class-level ``if``), the last one winning
-        # as at runtime; never a method of a nested class.
-        found = None
-        stack: list[ast.stmt] = list(cls.body)
-        while stack:
-            st = stack.pop(0)
-            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)) and st.name == name:
-                found = st
-            elif isinstance(st, ast.If):
-                stack[:0] = [*st.body, *st.orelse]
-        return found
-
 
 def text_of(sm: Model, rel: str) -> Text | None:
-    """The file's text (read and parsed once per analysis)."""
+    """The file's text (read once per analysis)."""
     cache: dict[str, Text | None] = sm.memo.get("fixgen-texts", dict)
     deps.note(rel)  # read once per analysis: whoever asks now read that file too
     if rel not in cache:
@@ -252,25 +168,16 @@ def insert(path: str, pos: tuple[int, int], text: str) -> Edit:
     return Edit(path, pos[0], pos[1], pos[0], pos[1], text)
 
 
-def _class_ctx(sm: Model, key: ClassKey, header_only: bool = False) -> tuple[str, Text, ast.ClassDef] | None:
-    """The class's file, text and ``ClassDef``; with ``header_only`` its body is a bare ``pass``
-    (all an edit of the bases needs, and a 500-line class is not parsed for it)."""
+def _class_ctx(sm: Model, key: ClassKey) -> tuple[str, Text, ClassFacts] | None:
+    """The class's file, text and facts."""
     cf = sm.graph.class_facts(key)
-    if cf is None:
+    if cf is None or cf.first is None:
         return None
     rel = sm.graph.path_of(key)
     t = text_of(sm, rel)
     if t is None:
         return None
-    node = None
-    if header_only and cf.nested_in is None and cf.body_line > cf.line:
-        node = t.class_node(cf.line, cf.name, cf.line, cf.body_line - 1, stub_body=True)
-    # The ``class`` statement parses alone (its decorators are not needed for any edit).
-    if node is None:
-        node = t.class_node(cf.line, cf.name, cf.line if cf.nested_in is None else 0, cf.end_line)
-    if node is None:
-        return None
-    return rel, t, node
+    return rel, t, cf
 
 
 # -- imports --------------------------------------------------------------------------------------
@@ -295,14 +202,12 @@ def import_names(sm: Model, rel: str, module: str, names: tuple[str, ...]) -> li
     if not missing:
         return []
     t = text_of(sm, rel)
-    head = t.head(mf.last_import_line) if t is not None else None
-    if t is None or head is None:
+    if t is None:
         return []
-    for st in head.body:
-        if isinstance(st, ast.ImportFrom) and not any(a.name == "*" for a in st.names) \
-                and _abs_module(mf.module, mf.is_package, st.level, st.module) == module:
+    for st in mf.imports:
+        if st.is_from and not any(a[0] == "*" for a in st.names) and st.target == module:
             return [e for n in missing for e in _extend_import(t, rel, st, n)]
-    return _new_import(t, rel, head, mf.module, mf.is_package, mf.last_import_line, module, missing)
+    return _new_import(t, rel, mf, module, missing)
 
 
 def _natural(s: str) -> list[str | int]:
@@ -316,20 +221,28 @@ def member_key(name: str) -> tuple[int, list[str | int], list[str | int]]:
     return kind, _natural(name.lower()), _natural(name)
 
 
-def _extend_import(t: Text, rel: str, st: ast.ImportFrom, name: str) -> list[Edit]:
+def _start(a: tuple[str, str, int, int, int, int]) -> Pos:
+    return a[2], a[3]
+
+
+def _end(a: tuple[str, str, int, int, int, int]) -> Pos:
+    return a[4], a[5]
+
+
+def _extend_import(t: Text, rel: str, st: ImportStmt, name: str) -> list[Edit]:
     """``name`` added to the import ``st``: at its sorted place when the names are sorted (else last)."""
     names = st.names
-    keys = [member_key(a.name) for a in names]
+    keys = [member_key(a[0]) for a in names]
     k = len(names)
     if keys == sorted(keys):
         k = next((i for i, key in enumerate(keys) if key > member_key(name)), len(names))
     first, last = names[0], names[-1]
-    ln0, ln1 = st.lineno, st.end_lineno or st.lineno
+    ln0, ln1 = st.line, st.end_line
     if ln0 == ln1:
-        end = t.end(last)
+        end = _end(last)
         if code_len(t.line(ln0)) + len(name) + 2 <= t.limit:
             if k < len(names):
-                return [insert(rel, t.start(names[k]), f"{name}, ")]
+                return [insert(rel, _start(names[k]), f"{name}, ")]
             return [insert(rel, end, f", {name}")]
         if t.line(ln0)[end[1]:].strip():
             # ``import (a, b)`` or a trailing comment: a line of its own rather than a guessed layout.
@@ -338,46 +251,46 @@ def _extend_import(t: Text, rel: str, st: ast.ImportFrom, name: str) -> list[Edi
         if t.hanging:
             # yapf's form: parenthesised, the names filling each line and continuing under the first one. One
             # replacement of the names, so a second name for this import in the same run is a counted conflict.
-            col = t.start(first)[1] + 1
-            return [Edit(rel, *t.start(first), *end, "(" + _reflow(t, names, k, name, col) + ")")]
+            col = _start(first)[1] + 1
+            return [Edit(rel, *_start(first), *end, "(" + _reflow(t, names, k, name, col) + ")")]
         # Too long for one line: the parenthesised form, one name per line, as ruff formats it. Pure insertions
         # and separator replacements that every fix adding a name here shares, so several names merge.
         ind = t.indent(ln0) + "    "
-        edits = [insert(rel, t.start(first), f"(\n{ind}")]
-        edits += [Edit(rel, *t.end(a), *t.start(b), f",\n{ind}") for a, b in pairwise(names)]
+        edits = [insert(rel, _start(first), f"(\n{ind}")]
+        edits += [Edit(rel, *_end(a), *_start(b), f",\n{ind}") for a, b in pairwise(names)]
         if k < len(names):
-            edits.append(insert(rel, t.start(names[k]), f"{name},\n{ind}"))
+            edits.append(insert(rel, _start(names[k]), f"{name},\n{ind}"))
         else:
             edits.append(insert(rel, end, f",\n{ind}{name}"))
         edits.append(Edit(rel, ln0, len(t.line(ln0)), ln0 + 1, 0, f",\n{t.indent(ln0)})\n"))
         return edits
-    one_per_line = all(t.line(a.lineno).strip().rstrip(",") == t.seg(a) for a in names) \
-        and len({a.lineno for a in names}) == len(names) and first.lineno > ln0
+    one_per_line = all(t.line(a[2]).strip().rstrip(",") == a[1] for a in names) \
+        and len({a[2] for a in names}) == len(names) and first[2] > ln0
     if one_per_line:
         if k < len(names):
-            return [insert(rel, (names[k].lineno, 0), f"{t.indent(names[k].lineno)}{name},\n")]
-        end = t.end(last)
+            return [insert(rel, (names[k][2], 0), f"{t.indent(names[k][2])}{name},\n")]
+        end = _end(last)
         after = t.line(end[0])[end[1]:]
         if after.lstrip().startswith(","):
             return [insert(rel, (end[0], end[1] + after.index(",") + 1), f"\n{t.indent(end[0])}{name},")]
         return [insert(rel, end, f",\n{t.indent(end[0])}{name}")]
     # Several names a line (the hanging indent of yapf-era releases): in place if the line still fits, else
     # the names filled again from the first one (one replacement), or appended when the file's order is its own.
-    if k < len(names) and code_len(t.line(names[k].lineno)) + len(name) + 2 <= t.limit:
-        return [insert(rel, t.start(names[k]), f"{name}, ")]
-    if k < len(names) and t.hanging and first.lineno == ln0 and t.line(ln0)[t.start(first)[1] - 1:].startswith("("):
-        return [Edit(rel, *t.start(first), *t.end(last), _reflow(t, names, k, name, t.start(first)[1]))]
-    end = t.end(last)
+    if k < len(names) and code_len(t.line(names[k][2])) + len(name) + 2 <= t.limit:
+        return [insert(rel, _start(names[k]), f"{name}, ")]
+    if k < len(names) and t.hanging and first[2] == ln0 and t.line(ln0)[_start(first)[1] - 1:].startswith("("):
+        return [Edit(rel, *_start(first), *_end(last), _reflow(t, names, k, name, _start(first)[1]))]
+    end = _end(last)
     if code_len(t.line(end[0])) + len(name) + 2 <= t.limit:
         return [insert(rel, end, f", {name}")]
-    cont = t.indent(end[0]) if last.lineno > ln0 else " " * t.start(first)[1]
+    cont = t.indent(end[0]) if last[2] > ln0 else " " * _start(first)[1]
     return [insert(rel, end, f",\n{cont}{name}")]
 
 
-def _reflow(t: Text, names: list[ast.alias], k: int, name: str, col: int) -> str:
+def _reflow(t: Text, names: tuple[tuple[str, str, int, int, int, int], ...], k: int, name: str, col: int) -> str:
     """The names of an import with ``name`` at index ``k``, filling lines of ``t.limit`` columns from column ``col``
     on, continuation lines under the first name (yapf's and isort's hanging grid), from the first name on."""
-    ordered = [t.seg(a) for a in names]
+    ordered = [a[1] for a in names]
     ordered.insert(k, name)
     rows = [" " * col + ordered[0]]
     for item in ordered[1:]:
@@ -393,62 +306,46 @@ def _module_key(level: int, module: str) -> tuple[int, list[str | int]]:
     return -level, _natural(module.lower())
 
 
-def _new_import(t: Text, rel: str, head: ast.Module, mod: str, is_package: bool, last_import: int,
-                module: str, names: list[str]) -> list[Edit]:
+def _new_import(t: Text, rel: str, mf: ModuleFacts, module: str, names: list[str]) -> list[Edit]:
     """One new ``from <module> import <names>`` statement in its section, at its sorted place."""
     spec, level = module, 0
-    package = mod if is_package else mod.rpartition(".")[0]
-    top: list[ast.Import | ast.ImportFrom] = [st for st in head.body if isinstance(st, (ast.Import, ast.ImportFrom))]
+    package = mf.module if mf.is_package else mf.module.rpartition(".")[0]
+    top = mf.imports
     stdlib = module.split(".")[0] in sys.stdlib_module_names
     if not stdlib and package and module.startswith(package + ".") \
-            and any(isinstance(st, ast.ImportFrom) and st.level == 1 for st in top):
+            and any(st.is_from and st.level == 1 for st in top):
         # The file imports its siblings relatively (``from .utils import ...``): so does the fix.
         spec, level = "." + module[len(package) + 1:], 1
     text = f"from {spec} import {', '.join(sorted(names, key=member_key))}"
 
-    def same_section(st: ast.Import | ast.ImportFrom) -> bool:
-        if isinstance(st, ast.ImportFrom) and st.level:
+    def same_section(st: ImportStmt) -> bool:
+        if st.is_from and st.level:
             return level > 0
-        first = st.module if isinstance(st, ast.ImportFrom) else st.names[0].name
-        top_name = (first or "").split(".")[0]
+        top_name = (st.module or "").split(".")[0]
         if top_name == "__future__" or level:
             return False
         return (top_name in sys.stdlib_module_names) == stdlib and (stdlib or top_name == module.split(".")[0])
 
     section = [st for st in top if same_section(st)]
-    froms = [st for st in section if isinstance(st, ast.ImportFrom)]
+    froms = [st for st in section if st.is_from]
     me = _module_key(level, module)
     after = next((st for st in froms if _module_key(st.level, st.module or "") > me), None)
     if after is not None:
         # Above the first ``from`` import that sorts after it (its comments stay with it).
-        return [insert(rel, (after.lineno, 0), f"{t.indent(after.lineno)}{text}\n")]
+        return [insert(rel, (after.line, 0), f"{t.indent(after.line)}{text}\n")]
     if section:
         st = froms[-1] if froms else section[-1]
-        return [insert(rel, t.eol(st.end_lineno or st.lineno), f"\n{text}")]
+        return [insert(rel, t.eol(st.end_line), f"\n{text}")]
     if stdlib:
         # No standard-library import yet: a section of its own above the others (after ``__future__``).
-        first = next((st for st in top if not (isinstance(st, ast.ImportFrom) and st.module == "__future__")), None)
+        first = next((st for st in top if not (st.is_from and st.module == "__future__")), None)
         if first is not None:
-            return [insert(rel, (first.lineno, 0), f"{text}\n\n")]
-    if last_import:
-        return [insert(rel, t.eol(last_import), f"\n{text}")]
-    first_st = head.body[0] if head.body else None
-    if first_st is not None and isinstance(first_st, ast.Expr) and isinstance(first_st.value, ast.Constant) \
-            and isinstance(first_st.value.value, str):
-        return [insert(rel, t.eol(first_st.end_lineno or first_st.lineno), f"\n\n{text}")]
+            return [insert(rel, (first.line, 0), f"{text}\n\n")]
+    if mf.last_import_line:
+        return [insert(rel, t.eol(mf.last_import_line), f"\n{text}")]
+    if mf.doc_end:
+        return [insert(rel, t.eol(mf.doc_end), f"\n\n{text}")]
     return [insert(rel, (1, 0), f"{text}\n")]
-
-
-def _abs_module(module: str, is_package: bool, level: int, name: str | None) -> str:
-    if level == 0:
-        return name or ""
-    parts = module.split(".")
-    if not is_package:
-        parts = parts[:-1]
-    if level > 1:
-        parts = parts[: len(parts) - (level - 1)]
-    base = ".".join(parts)
-    return f"{base}.{name}" if name else base
 
 
 def bound_name(sm: Model, rel: str, module: str, name: str) -> str:
@@ -468,19 +365,19 @@ def add_base(sm: Model, key: ClassKey, module: str, name: str) -> list[Edit]:
     target = ClassKey(module, name)
     if sm.graph.in_mro(key, target):
         return []
-    cc = _class_ctx(sm, key, header_only=True)
+    cc = _class_ctx(sm, key)
     if cc is None:
         return []
-    rel, t, node = cc
+    rel, t, cf = cc
     local = bound_name(sm, rel, module, name)
     edits = import_name(sm, rel, module, name) if local == name else []
-    if node.bases:
-        edits += _append_base(rel, t, node, local)
+    if cf.bases:
+        edits += _append_base(rel, t, cf, local)
     else:
         # ``class X:`` or ``class X():``: put the base in the parentheses.
-        ln = node.lineno
+        ln = cf.line
         raw = t.line(ln)
-        i = raw.find(node.name, raw.find("class")) + len(node.name)
+        i = raw.find(cf.name, raw.find("class")) + len(cf.name)
         rest = raw[i:]
         if rest.lstrip().startswith("()"):
             j = i + rest.index("(") + 1
@@ -492,16 +389,24 @@ def add_base(sm: Model, key: ClassKey, module: str, name: str) -> list[Edit]:
     return edits
 
 
-def _append_base(rel: str, t: Text, node: ast.ClassDef, local: str) -> list[Edit]:
+def _bstart(b: BaseRef) -> Pos:
+    return b.line, b.col
+
+
+def _bend(b: BaseRef) -> Pos:
+    return b.end_line, b.end_col
+
+
+def _append_base(rel: str, t: Text, cf: ClassFacts, local: str) -> list[Edit]:
     """``local`` after the last base, laid out as the file's formatter would: on the line if it fits, else
     the bases on their own line under ``class X(`` and ``):`` below (ruff), one a line with a trailing comma
     when they do not fit on one, or under the first base (yapf). Insertions at the last base's end and
     replacements of separators and of the closing parenthesis, so two bases added to one class both apply."""
-    bases = node.bases
+    bases = cf.bases
     last = bases[-1]
-    end = t.end(last)
+    end = _bend(last)
     after = t.line(end[0])[end[1]:]
-    ind = t.indent(node.lineno)
+    ind = t.indent(cf.line)
     if after.lstrip().startswith(","):
         # One base a line, trailing comma: a line of its own.
         comma = end[1] + after.index(",") + 1
@@ -509,21 +414,21 @@ def _append_base(rel: str, t: Text, node: ast.ClassDef, local: str) -> list[Edit
     if code_len(t.line(end[0])) + len(local) + 2 <= t.limit:
         return [insert(rel, end, f", {local}")]
     close = _next_char(t, end)  # the ``)`` after the last base
-    if node.keywords or close is None or t.line(close[0])[close[1]] != ")" or t.hanging:
-        cont = t.indent(end[0]) if end[0] > node.lineno else " " * (t.start(bases[0])[1])
+    if cf.keywords or close is None or t.line(close[0])[close[1]] != ")" or t.hanging:
+        cont = t.indent(end[0]) if end[0] > cf.line else " " * (_bstart(bases[0])[1])
         return [insert(rel, end, f",\n{cont}{local}")]
-    first = t.start(bases[0])
-    own_line = bases[0].lineno > node.lineno  # ``class X(\n    a, b\n):`` already
-    unit = t.indent(bases[0].lineno) if own_line else ind + "    "
-    row = ", ".join([*(t.seg(b) for b in bases), local])
-    if all(b.lineno == bases[0].lineno for b in bases) and len(unit + row) <= t.limit:
+    first = _bstart(bases[0])
+    own_line = bases[0].line > cf.line  # ``class X(\n    a, b\n):`` already
+    unit = t.indent(bases[0].line) if own_line else ind + "    "
+    row = ", ".join([*(b.text for b in bases), local])
+    if all(b.line == bases[0].line for b in bases) and len(unit + row) <= t.limit:
         if own_line:
             return [insert(rel, end, f", {local}")]
         return [insert(rel, first, f"\n{unit}"), insert(rel, end, f", {local}"),
                 Edit(rel, *close, close[0], close[1] + 1, f"\n{ind})")]
     # One base a line, with the trailing comma that keeps ruff from joining them again.
     edits = [] if own_line else [insert(rel, first, f"\n{unit}")]
-    edits += [Edit(rel, *t.end(a), *t.start(b), f",\n{unit}") for a, b in pairwise(bases)]
+    edits += [Edit(rel, *_bend(a), *_bstart(b), f",\n{unit}") for a, b in pairwise(bases)]
     edits.append(insert(rel, end, f",\n{unit}{local}"))
     if own_line:
         edits.append(Edit(rel, *end, *close, ",\n" + t.indent(close[0])) if close[0] > end[0] else
@@ -550,14 +455,10 @@ def signature(sm: Model, name: str, role: str) -> str:
     """``def name(<params>) -> <ret>:`` copied from the tree's Protocol, else the stub-era shape."""
     c = sm.contract
     if c.found and c.path:
-        t = text_of(sm, c.path)
-        if t is not None and t.tree is not None:
-            for st in t.tree.body:
-                if isinstance(st, ast.ClassDef) and st.name == c.protocol:
-                    for fn in st.body:
-                        if isinstance(fn, ast.FunctionDef) and fn.name == name:
-                            ret = f" -> {ast.unparse(fn.returns)}" if fn.returns is not None else ""
-                            return f"def {name}({ast.unparse(fn.args)}){ret}:"
+        # The engine read the Protocol's signatures while deriving the contract (engines/<engine>/contract.py).
+        sig = next((sig for n, sig in c.signatures if n == name), None)
+        if sig is not None:
+            return f"def {name}{sig}:"
     params = _FALLBACK_SIGNATURES[role]
     ret = _FALLBACK_SIGNATURES[role + "_ret"]
     return f"def {name}({params}) -> {ret}:"
@@ -575,18 +476,19 @@ def add_method(sm: Model, key: ClassKey, header: str, body: list[str]) -> list[E
     cc = _class_ctx(sm, key)
     if cc is None:
         return []
-    rel, t, node = cc
-    first = node.body[0]
-    ind = t.indent(first.lineno) if not isinstance(first, ast.Expr) or first.lineno != node.lineno else "    "
-    unit = ind[len(t.indent(node.lineno)):] or "    "
-    end = node.end_lineno or node.lineno
+    rel, t, cf = cc
+    first = cf.first
+    assert first is not None  # _class_ctx: a class with facts has a body
+    ind = t.indent(first.line) if first.kind not in ("doc", "expr") or first.line != cf.line else "    "
+    unit = ind[len(t.indent(cf.line)):] or "    "
+    end = cf.end_line
     lines = [f"{ind}{header}"] + [f"{ind}{unit}{b}" if b else "" for b in body]
-    if len(node.body) == 1 and isinstance(first, ast.Pass) and node.lineno < first.lineno < len(t.lines) \
-            and t.line(first.lineno).strip() == "pass" and not t.line(first.lineno + 1).strip():
+    if cf.body_len == 1 and first.kind == "pass" and cf.line < first.line < len(t.lines) \
+            and t.line(first.line).strip() == "pass" and not t.line(first.line + 1).strip():
         # ``class X(Base):\n    pass`` gets a body: the methods take the placeholder's place, each followed by a
         # blank line, and the placeholder goes with the blank line after it (the same deletion for every method).
-        return [insert(rel, (first.lineno, 0), "\n".join(lines) + "\n\n"),
-                Edit(rel, first.lineno, 0, first.lineno + 2, 0, "")]
+        return [insert(rel, (first.line, 0), "\n".join(lines) + "\n\n"),
+                Edit(rel, first.line, 0, first.line + 2, 0, "")]
     return [insert(rel, t.eol(end), "\n\n" + "\n".join(lines))]
 
 
@@ -646,92 +548,38 @@ def rename_method(sm: Model, key: ClassKey, old: str, new: str, calls: tuple[str
     cc = _class_ctx(sm, key)
     if cc is None:
         return []
-    rel, t, node = cc
-    fn = None
-    for st in node.body:
-        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)) and st.name == old:
-            fn = st
-    if fn is None:
+    rel, t, cf = cc
+    fn = cf.methods.get(old)
+    if fn is None or not fn.direct:  # a ``def`` of the class body itself, never one under a class-level ``if``
         return []
-    raw = t.line(fn.lineno)
+    raw = t.line(fn.line)
     i = raw.find(f"def {old}")
     if i < 0:
         return []
-    edits = [Edit(rel, fn.lineno, i + 4, fn.lineno, i + 4 + len(old), new)]
-    for n in ast.walk(fn):
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == old:
-            recv = t.seg(n.func.value)
-            if recv in calls:
-                ln, c = t.end(n.func)
-                edits.append(Edit(rel, ln, c - len(old), ln, c, new))
+    edits = [Edit(rel, fn.line, i + 4, fn.line, i + 4 + len(old), new)]
+    for recv, ln, c in fn.own_calls:
+        if recv in calls:
+            edits.append(Edit(rel, ln, c - len(old), ln, c, new))
     return edits
 
 
 # -- aux-state collection in forward ----------------------------------------------------------------
 @dataclass(frozen=True)
 class _Loop:
-    node: ast.For
     idx: str  # the absolute layer index variable (existing or new)
     header: tuple[tuple[int, int], tuple[int, int], str] | None  # replace span -> text, to make the index absolute
     hidden: str
     residual: str | None
-    first: ast.stmt | None = None  # the statement the collection goes before (None: the body's first)
+    first: int = 0  # the line of the statement the collection goes before (0: the body's first)
 
 
-def _names(fn: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)} | {
-        a.arg for a in ast.walk(fn) if isinstance(a, ast.arg)
-    }
-
-
-def _layer_call_vars(t: Text, loop: ast.For, layer_var: str | None) -> tuple[str, str | None] | None:
-    """(hidden, residual) from ``hidden_states, residual = layer(..., hidden_states, residual, ...)``."""
-    for st in ast.walk(loop):
-        if not (isinstance(st, ast.Assign) and isinstance(st.value, ast.Call)):
-            continue
-        f = st.value.func
-        callee = (
-            f.id
-            if isinstance(f, ast.Name)
-            else (f.value.id if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) else None)
-        )
-        is_layer = (layer_var is not None and callee == layer_var) or "layers" in t.seg(f)
-        if not is_layer:
-            continue
-        # In call order (positional, then keywords), never a set: the choice must not depend on the hash seed.
-        args = list(dict.fromkeys([a.id for a in st.value.args if isinstance(a, ast.Name)]
-                                  + [k.value.id for k in st.value.keywords if isinstance(k.value, ast.Name)]))
-        tgt = st.targets[0]
-        outs = [e.id for e in tgt.elts if isinstance(e, ast.Name)] if isinstance(tgt, ast.Tuple) else \
-               ([tgt.id] if isinstance(tgt, ast.Name) else [])
-        flowing = [o for o in outs if o in args]
-        if flowing:
-            return flowing[0], (flowing[1] if len(flowing) > 1 else None)
-        # ``out = layer(hidden_states, original_hidden_states=...)`` then ``hidden_states = out``: the layer's
-        # state is the argument rebound from its output; a loop-invariant input (zamba2's
-        # ``original_hidden_states``, the embeddings every layer gets) is not.
-        rebound = [a for a in args if any(
-            isinstance(n, ast.Assign) and isinstance(n.value, ast.Name) and n.value.id in outs
-            and any(isinstance(t2, ast.Name) and t2.id == a for t2 in n.targets) for n in ast.walk(loop))]
-        hidden = rebound or [a for a in args if "hidden" in a and not a.startswith("original")]
-        if hidden:
-            return hidden[0], ("residual" if "residual" in args else None)
-    return None
-
-
-def _loop_node(t: Text, fn: ast.AST, lp: Loop) -> ast.For | None:
-    """The ``for`` statement of the facts' loop ``lp`` in ``fn`` (by its position)."""
-    return next((n for n in ast.walk(fn) if isinstance(n, ast.For) and t.start(n) == (lp.line, lp.col)), None)
-
-
-def _analyse_loop(t: Text, fn: ast.AST, loop: ast.For, lp: Loop) -> _Loop | None:
-    """The index and state variables of ``loop``, whose shape the facts recorded (``lp``, chosen by the semantic
-    model), and the header edit that gives a plain or slice-relative loop an absolute index."""
-    used = _names(fn)
-    idx_name = next(n for n in ("idx", "layer_idx", "layer_index", "i_layer") if n not in used)
+def _analyse_loop(t: Text, taken: tuple[str, ...], lp: Loop) -> _Loop | None:
+    """The index and state variables of loop ``lp`` (chosen by the semantic model, its shape read by the facts
+    pass) in a forward that uses the names ``taken``, and the header edit that gives a plain or slice-relative loop
+    an absolute index."""
+    idx_name = next(n for n in FIX_INDEX_NAMES if n not in taken)
     header = None
-    layer_var: str | None = None
-    first: ast.stmt | None = None
+    first = 0
     if lp.form is LoopForm.PLAIN:
         if not (lp.any_slice or lp.seq_text.endswith(".layers")):
             return None
@@ -739,7 +587,7 @@ def _analyse_loop(t: Text, fn: ast.AST, loop: ast.For, lp: Loop) -> _Loop | None
         start = lp.lower
         new_iter = f"enumerate({lp.seq_text}" + (f", start={start})" if start else ")")
         text = f"{idx_name}, {layer_var} in {new_iter}"
-        ind = t.indent(loop.lineno)
+        ind = t.indent(lp.line)
         if "\n" not in lp.seq_text and len(f"{ind}for {text}:") > LINE_LIMIT:
             # Wrapped the way ruff would: one argument per line with a trailing comma.
             args = [lp.seq_text] + ([f"start={start}"] if start else [])
@@ -748,64 +596,29 @@ def _analyse_loop(t: Text, fn: ast.AST, loop: ast.For, lp: Loop) -> _Loop | None
         idx = idx_name
     elif lp.form is LoopForm.RANGE and lp.index_var:
         idx = lp.index_var  # ``for i in range(start, end): layer = self.layers[i]``: already absolute
-        if ".layers" in lp.iter_text:
-            layer_var = lp.layer_var
     elif lp.form is LoopForm.ENUMERATE and lp.index_var and lp.layer_var is not None:
-        idx, layer_var = lp.index_var, lp.layer_var
+        idx = lp.index_var
         if lp.base is IndexBase.RELATIVE and lp.lower and lp.rebinds:
             # The body makes the index absolute itself (``layer_idx = layer_idx + self.start_layer``, vLLM 0.11.0
             # qwen3_vl.py:1031): collect after that statement. A ``start=`` as well would offset it twice.
-            first = _after_rebase(loop, idx, lp.lower)
-            if first is None:
+            first = lp.rebase_next
+            if not first:
                 return None
         elif lp.base is IndexBase.RELATIVE and lp.lower:
             # Slice-relative index: make it absolute while we are here.
             header = (lp.seq_end, lp.seq_end, start_kwarg(t, lp.seq_end, lp.lower))
     else:
         return None
-    hv = _layer_call_vars(t, loop, layer_var)
-    if hv is None:
+    if lp.layer_io is None:
         return None
-    return _Loop(loop, idx, header, hv[0], hv[1], first)
+    hidden, residual = lp.layer_io
+    return _Loop(idx, header, hidden, residual, first)
 
 
-def _after_rebase(loop: ast.For, idx: str, lower: str) -> ast.stmt | None:
-    """The statement after the first of ``loop``'s body when that one is ``idx = idx + <lower>`` (or ``+=``), else
-    None: an index rebound some other way is not one a fix can place a test on."""
-    st = loop.body[0]
-    if len(loop.body) < 2:
-        return None
-    if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name) \
-            and st.targets[0].id == idx and isinstance(st.value, ast.BinOp) and isinstance(st.value.op, ast.Add):
-        terms = {ast.unparse(st.value.left), ast.unparse(st.value.right)}
-    elif isinstance(st, ast.AugAssign) and isinstance(st.target, ast.Name) and st.target.id == idx \
-            and isinstance(st.op, ast.Add):
-        terms = {idx, ast.unparse(st.value)}
-    else:
-        return None
-    try:
-        start = ast.unparse(ast.parse(lower.strip(), mode="eval").body)
-    except (SyntaxError, ValueError, RecursionError):
-        return None
-    return loop.body[1] if terms == {idx, start} else None
-
-
-def _top_stmt(fn: ast.FunctionDef | ast.AsyncFunctionDef, node: ast.AST) -> ast.stmt | None:
-    for st in fn.body:
-        # node is a stmt or an expr, which have positions (ast.AST itself declares none)
-        start, end = getattr(node, "lineno", 0), getattr(node, "end_lineno", None)
-        if st.lineno <= start and (st.end_lineno or st.lineno) >= (end or start):
-            return st
-    return None
-
-
-def _existing_aux_list(loop: ast.For, collector: str | None) -> str | None:
-    for n in ast.walk(loop):
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
-            if n.func.attr == "append" and isinstance(n.func.value, ast.Name) and "aux" in n.func.value.id:
-                return n.func.value.id
-            if collector and n.func.attr == collector and n.args and isinstance(n.args[0], ast.Name):
-                return n.args[0].id
+def _existing_aux_list(lp: Loop, collector: str | None) -> str | None:
+    for attr, name, aux_append in lp.collect_calls:
+        if aux_append or (collector and attr == collector):
+            return name
     return None
 
 
@@ -819,34 +632,32 @@ def collection(
     cc = _class_ctx(sm, key)
     if cc is None:
         return None
-    rel, t, node = cc
-    fn = t.function_node(node, "forward")
-    if fn is None or fn.body[0].lineno == fn.lineno:
+    rel, t, cf = cc
+    fn = cf.methods.get("forward")
+    if fn is None or fn.body_line == fn.line:
         return None
     from eagle3_lint import semantic as sem
 
     lp = sem.rewrite_loop(sm, key)
-    loop = _loop_node(t, fn, lp) if lp is not None else None
-    if lp is None or loop is None or loop.body[0].lineno == loop.lineno:
+    if lp is None or not lp.body_line or lp.body_line == lp.line:
         return None
-    info = _analyse_loop(t, fn, loop, lp)
+    info = _analyse_loop(t, fn.taken, lp)
     if info is None:
         return None
     fl = flavor(sm)
     edits: list[Edit] = []
     aux = AUX_LIST
     if collect:
-        if aux in _names(fn):
+        if aux in fn.taken:
             return None
-        top = _top_stmt(fn, loop)
-        if top is None:
+        if not lp.top_line:
             return None
-        edits.append(insert(rel, (top.lineno, 0), f"{t.indent(top.lineno)}{aux} = []\n"))
+        edits.append(insert(rel, (lp.top_line, 0), f"{t.indent(lp.top_line)}{aux} = []\n"))
         if info.header is not None:
             (l0, c0), (l1, c1), text = info.header
             edits.append(Edit(rel, l0, c0, l1, c1, text))
-        b0 = info.first or loop.body[0]
-        ind = t.indent(b0.lineno)
+        b0 = info.first or lp.body_line
+        ind = t.indent(b0)
         h, r = info.hidden, info.residual
         if mixin_idiom and fl.collector:
             line = f"{ind}self.{fl.collector}({aux}, {info.idx}, {h}, {r or 'None'})\n"
@@ -861,19 +672,19 @@ def collection(
             elif len(append) > LINE_LIMIT:
                 append = f"{ind}    {aux}.append(\n{ind}        {value}\n{ind}    )"
             line = f"{ind}if {info.idx} in self.{attr}:\n{append}\n"
-        edits.append(insert(rel, (b0.lineno, 0), line))
+        edits.append(insert(rel, (b0, 0), line))
     else:
-        found = _existing_aux_list(loop, fl.collector)
+        found = _existing_aux_list(lp, fl.collector)
         if found is None:
             return None
         aux = found
     if ret:
-        last = fn.body[-1]
-        if not isinstance(last, ast.Return) or last.value is None or isinstance(last.value, ast.Tuple):
+        last = fn.last
+        if last is None or last.kind != "return":
             return None
-        ind = t.indent(last.lineno)
-        edits.append(insert(rel, (last.lineno, 0),
-                            f"{ind}if len({aux}) > 0:\n{ind}    return {t.seg(last.value)}, {aux}\n"))
+        ind = t.indent(last.line)
+        edits.append(insert(rel, (last.line, 0),
+                            f"{ind}if len({aux}) > 0:\n{ind}    return {t.seg(*last.value)}, {aux}\n"))
     return edits
 
 
@@ -937,26 +748,22 @@ def init_attr(sm: Model, key: ClassKey, attr: str, value: str | None = None) -> 
     cc = _class_ctx(sm, key)
     if cc is None:
         return []
-    rel, t, node = cc
+    rel, t, cf = cc
     tail = init_idiom(sm, attr) or (f" = {value}" if value else ": tuple[int, ...] = ()")
-    init = t.function_node(node, "__init__")
-    if init is not None:
-        for st in init.body:
-            for n in ast.walk(st):
-                if isinstance(n, ast.Attribute) and n.attr == "layers" and isinstance(n.ctx, ast.Store) \
-                        and isinstance(n.value, ast.Name) and n.value.id == "self":
-                    ln = st.end_lineno or st.lineno
-                    return [insert(rel, t.eol(ln), f"\n{t.indent(st.lineno)}self.{attr}{tail}")]
-    first = node.body[0]
-    ind = t.indent(first.lineno)
+    init = cf.methods.get("__init__")
+    if init is not None and init.layers_stmt[0]:
+        line0, line1 = init.layers_stmt  # the first top-level statement of __init__ that stores self.layers
+        return [insert(rel, t.eol(line1), f"\n{t.indent(line0)}self.{attr}{tail}")]
+    first = cf.first
+    assert first is not None  # _class_ctx: a class with facts has a body
+    ind = t.indent(first.line)
     decl = f"{attr}{tail}"
-    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
-        return [insert(rel, t.eol(first.end_lineno or first.lineno), f"\n{ind}{decl}")]
+    if first.kind == "doc":
+        return [insert(rel, t.eol(first.end_line), f"\n{ind}{decl}")]
     # Above the first statement, or above its decorators (between them and the ``def`` is a syntax
     # error); a blank line keeps a following ``def`` or ``class`` apart.
-    line = min([first.lineno, *(d.lineno for d in getattr(first, "decorator_list", []))])
-    gap = "\n" if isinstance(first, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else ""
-    return [insert(rel, (line, 0), f"{ind}{decl}{gap}\n")]
+    gap = "\n" if first.kind == "def" else ""
+    return [insert(rel, (first.first_line, 0), f"{ind}{decl}{gap}\n")]
 
 
 def start_kwarg(t: Text, pos: tuple[int, int], start: str) -> str:
@@ -984,74 +791,60 @@ def enumerate_start_point(sm: Model, rel: str, lp: Loop) -> tuple[int, int] | No
     return lp.seq_end
 
 # -- the config-time model_type gate (EGL009) ----------------------------------------------------------------
-def _fix_list(text: str, g: Gate, mt: str) -> Edit | None:
-    """Append ``mt`` to the allow-list literal assigned at ``g.list_line``, keeping its layout."""
-    tree = ast.parse(text)
-    for n in ast.walk(tree):
-        if (
-            isinstance(n, ast.Assign)
-            and n.lineno == g.list_line
-            and isinstance(n.value, (ast.List, ast.Tuple, ast.Set))
-            and n.value.elts
-        ):
-            lines = text.splitlines()
-            last = n.value.elts[-1]
-            end_line = last.end_lineno or last.lineno
-            end_col = len(lines[end_line - 1].encode("utf-8")[: last.end_col_offset].decode("utf-8", "replace"))
-            quote = lines[last.lineno - 1].lstrip()[:1] if lines[last.lineno - 1].lstrip()[:1] in "'\"" else '"'
-            item = f"{quote}{mt}{quote}"
-            if (n.value.end_lineno or n.lineno) > last.lineno and end_line != n.value.end_lineno:
-                # One element per line: a new line with the last element's indentation.
-                indent = lines[last.lineno - 1][: len(lines[last.lineno - 1]) - len(lines[last.lineno - 1].lstrip())]
-                after = lines[end_line - 1][end_col:]
-                if after.lstrip().startswith(","):
-                    return Edit(g.path, end_line, len(lines[end_line - 1]), end_line, len(lines[end_line - 1]),
-                                f"\n{indent}{item},")
-                return Edit(g.path, end_line, end_col, end_line, end_col, f",\n{indent}{item}")
-            return Edit(g.path, end_line, end_col, end_line, end_col, f", {item}")
-    return None
+def _fix_list(text: str, g: Gate, at: GateEdit, mt: str) -> Edit | None:
+    """Append ``mt`` to the allow-list literal assigned at ``g.list_line``, keeping its layout (where its last element
+    ends, as the engine read it: ``at.list_end``)."""
+    last_line, end_line, end_col, list_end = at.list_end
+    if not last_line:
+        return None
+    lines = text.splitlines()
+    quote = lines[last_line - 1].lstrip()[:1] if lines[last_line - 1].lstrip()[:1] in "'\"" else '"'
+    item = f"{quote}{mt}{quote}"
+    if list_end > last_line and end_line != list_end:
+        # One element per line: a new line with the last element's indentation.
+        indent = lines[last_line - 1][: len(lines[last_line - 1]) - len(lines[last_line - 1].lstrip())]
+        after = lines[end_line - 1][end_col:]
+        if after.lstrip().startswith(","):
+            return Edit(g.path, end_line, len(lines[end_line - 1]), end_line, len(lines[end_line - 1]),
+                        f"\n{indent}{item},")
+        return Edit(g.path, end_line, end_col, end_line, end_col, f",\n{indent}{item}")
+    return Edit(g.path, end_line, end_col, end_line, end_col, f", {item}")
 
 
 # The name upstream gave the list when it replaced the single literal (0.10.2).
 _LIST_NAME = "eagle3_target_supported"
 
 
-def _fix_literal(text: str, g: Gate, mt: str) -> tuple[Edit, ...]:
+def _fix_literal(text: str, g: Gate, at: GateEdit, mt: str) -> tuple[Edit, ...]:
     """``"llama" not in X.model_type`` -> a list before the ``if`` and ``not any(m in X.model_type for m in list)``.
 
     The list form is what later releases use, so the patched tree still shows the gate with both types.
     """
-    tree = ast.parse(text)
+    line, end_line, c0, c1 = at.literal_span
     lines = text.splitlines()
-    for n in ast.walk(tree):
-        if isinstance(n, ast.Compare) and n.lineno == g.list_line and isinstance(n.left, ast.Constant) \
-                and isinstance(n.left.value, str) and len(n.ops) == 1 and isinstance(n.ops[0], ast.NotIn) \
-                and isinstance(n.comparators[0], ast.Attribute) and n.comparators[0].attr == "model_type":
-            if n.lineno != n.end_lineno or not (0 < g.line <= len(lines)):
-                return ()
-            row = lines[n.lineno - 1].encode("utf-8")
-            c0 = len(row[: n.col_offset].decode("utf-8", "replace"))
-            c1 = len(row[: n.end_col_offset].decode("utf-8", "replace"))
-            attr = ast.get_source_segment(text, n.comparators[0]) or ast.unparse(n.comparators[0])
-            if_row = lines[g.line - 1]
-            indent = if_row[: len(if_row) - len(if_row.lstrip())]
-            items = ", ".join(f'"{v}"' for v in (n.left.value, mt))
-            return (
-                Edit(g.path, g.line, 0, g.line, 0, f"{indent}{_LIST_NAME} = [{items}]\n"),
-                Edit(g.path, n.lineno, c0, n.lineno, c1, f"not any(m in {attr} for m in {_LIST_NAME})"),
-            )
-    return ()
+    if not line or line != end_line or not (0 < g.line <= len(lines)) or not g.allow_list:
+        return ()
+    if_row = lines[g.line - 1]
+    indent = if_row[: len(if_row) - len(if_row.lstrip())]
+    items = ", ".join(f'"{v}"' for v in (g.allow_list[0], mt))
+    return (
+        Edit(g.path, g.line, 0, g.line, 0, f"{indent}{_LIST_NAME} = [{items}]\n"),
+        Edit(g.path, line, c0, line, c1, f"not any(m in {at.literal_attr} for m in {_LIST_NAME})"),
+    )
 
 
 def allow_list_edits(sm: Model, g: Gate, mt: str) -> tuple[Edit, ...]:
     """Edits that let model_type ``mt`` through gate ``g``: appended to its list, or the literal made a list."""
+    at = sm.runner.gate_edit(g)
+    if at is None:
+        return ()
     try:
         text = sm.read_text(g.path)
         if g.list_name:
-            one = _fix_list(text, g, mt)
+            one = _fix_list(text, g, at, mt)
             return (one,) if one is not None else ()
-        return _fix_literal(text, g, mt)
-    except (OSError, SyntaxError, UnicodeError, ValueError):
+        return _fix_literal(text, g, at, mt)
+    except (OSError, UnicodeError, ValueError, IndexError):  # IndexError: the file is not the one the engine read
         return ()
 
 
@@ -1070,31 +863,6 @@ class SetterIdiom:
     names: tuple[str, ...]  # names the header's annotations and defaults use (to import where missing)
 
 
-def _delegation_shape(fn: ast.FunctionDef, setter: str) -> str | None:
-    """The attribute a setter delegates to when that is all it does, else None."""
-    body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
-    if len(body) == 1 and isinstance(body[0], ast.If) and not body[0].orelse and len(body[0].body) == 1:
-        test = body[0].test
-        if not (isinstance(test, ast.Call) and dotted(test.func) == "hasattr" and len(test.args) == 2
-                and isinstance(test.args[1], ast.Constant) and test.args[1].value == setter):
-            return None
-        guarded = dotted(test.args[0])
-        body = body[0].body
-    else:
-        guarded = None
-    if len(body) != 1 or not isinstance(body[0], ast.Expr) or not isinstance(body[0].value, ast.Call):
-        return None
-    call = body[0].value
-    recv = dotted(call.func)
-    params = [a.arg for a in fn.args.args[1:]]
-    if not recv.startswith("self.") or recv.count(".") != 2 or not recv.endswith(f".{setter}"):
-        return None
-    if [dotted(a) for a in call.args] != params[: len(call.args)] or call.keywords:
-        return None
-    attr = recv.split(".")[1]
-    return attr if guarded in (None, f"self.{attr}") else None
-
-
 def setter_idioms(sm: Model) -> list[SetterIdiom]:
     """Every purely delegating setter (``contract.setter``) of the tree's model classes, in path order."""
     def compute() -> list[SetterIdiom]:
@@ -1107,23 +875,15 @@ def setter_idioms(sm: Model) -> list[SetterIdiom]:
             m = cf.members.get(setter) if cf else None
             if m is None or m.kind != "def" or m.end_line - m.line > 15:
                 continue
+            md = cf.methods.get(setter) if cf else None
+            h = md.header if md is not None else None
+            if md is None or h is None or h.delegates_to is None:
+                continue  # not a plain-parameter method that only hands its arguments on (facts.Header)
             t = text_of(sm, rel)
             if t is None:
                 continue
-            src = textwrap.dedent("\n".join(t.lines[m.line - 1: m.end_line]))
-            try:
-                fn = ast.parse(src).body[0]
-            except (SyntaxError, ValueError, IndexError, RecursionError):
-                continue
-            if not isinstance(fn, ast.FunctionDef) or fn.args.vararg or fn.args.kwarg or fn.args.kwonlyargs \
-                    or fn.args.posonlyargs:
-                continue
-            attr = _delegation_shape(fn, setter)
-            if attr is None:
-                continue
-            header, names = _header_of(src, fn, setter)
-            body = textwrap.dedent("\n".join(src.splitlines()[fn.body[0].lineno - 1:])).splitlines()
-            out.append(SetterIdiom(key, rel, m.line, attr, header, tuple(body), tuple(sorted(names))))
+            body = textwrap.dedent("\n".join(t.lines[md.body_line - 1: m.end_line])).splitlines()
+            out.append(SetterIdiom(key, rel, m.line, h.delegates_to, _header_text(h, setter), tuple(body), h.names))
         return out
     return sm.memo.get("fixgen-setter-idioms", compute)
 
@@ -1152,23 +912,9 @@ class MethodHeader:
     names: tuple[str, ...]
 
 
-def _header_of(src: str, fn: ast.FunctionDef, name: str) -> tuple[str, set[str]]:
-    """``def name(<params as written>) -> <ret>:`` on one line, and the names its annotations and defaults use."""
-    args = []
-    pos = fn.args.args
-    defaults: list[ast.expr | None] = [None] * (len(pos) - len(fn.args.defaults))
-    defaults += fn.args.defaults
-    names: set[str] = set()
-    for a, d in zip(pos, defaults, strict=True):
-        ann = ast.get_source_segment(src, a.annotation) if a.annotation else None
-        dv = ast.get_source_segment(src, d) if d is not None else None
-        names |= {n.id for x in (a.annotation, d) if x is not None for n in ast.walk(x) if isinstance(n, ast.Name)}
-        eq = " = " if ann else "="  # PEP 8: spaces around the default of an annotated parameter only
-        args.append(a.arg + (f": {ann}" if ann else "") + (f"{eq}{dv}" if dv else ""))
-    ret = ast.get_source_segment(src, fn.returns) if fn.returns else None
-    if fn.returns is not None:
-        names |= {n.id for n in ast.walk(fn.returns) if isinstance(n, ast.Name)}
-    return f"def {name}({', '.join(args)})" + (f" -> {ret}" if ret else "") + ":", names
+def _header_text(h: Header, name: str) -> str:
+    """``def name(<params as written>) -> <ret>:`` on one line."""
+    return f"def {name}({h.params})" + (f" -> {h.returns}" if h.returns else "") + ":"
 
 
 def method_header(sm: Model, key: ClassKey, name: str) -> MethodHeader | None:
@@ -1176,13 +922,11 @@ def method_header(sm: Model, key: ClassKey, name: str) -> MethodHeader | None:
     cc = _class_ctx(sm, key)
     if cc is None:
         return None
-    rel, t, node = cc
-    fn = t.function_node(node, name)
-    if not isinstance(fn, ast.FunctionDef) or fn.args.vararg or fn.args.kwarg or fn.args.kwonlyargs \
-            or fn.args.posonlyargs or not fn.args.args:
+    rel, _t, cf = cc
+    fn = cf.methods.get(name)
+    if fn is None or fn.header is None:  # a non-async method with plain positional parameters only
         return None
-    header, names = _header_of(t.text, fn, name)
-    return MethodHeader(rel, header, tuple(a.arg for a in fn.args.args[1:]), tuple(sorted(names)))
+    return MethodHeader(rel, _header_text(fn.header, name), fn.params[1:], fn.header.names)
 
 
 def header_imports(sm: Model, key: ClassKey, mh: MethodHeader) -> list[Edit]:
@@ -1203,10 +947,11 @@ def append_to_method(sm: Model, key: ClassKey, name: str, lines: list[str]) -> l
     cc = _class_ctx(sm, key)
     if cc is None:
         return []
-    rel, t, node = cc
-    fn = t.function_node(node, name)
-    if fn is None or isinstance(fn.body[-1], (ast.Return, ast.Raise)) or fn.body[0].lineno == fn.lineno:
+    rel, t, cf = cc
+    fn = cf.methods.get(name)
+    if fn is None or fn.last is None or fn.last.kind in ("return", "return-tuple", "return-bare", "raise") \
+            or fn.body_line == fn.line:
         return []
-    ind = t.indent(fn.body[0].lineno)
-    end = fn.body[-1].end_lineno or fn.body[-1].lineno
+    ind = t.indent(fn.body_line)
+    end = fn.last.end_line
     return [insert(rel, t.eol(end), "".join(f"\n{ind}{x}" if x else "\n" for x in lines))]

@@ -71,6 +71,20 @@ class Gate:
 
 
 @dataclass(frozen=True)
+class GateEdit:
+    """Where EGL009's fix edits the gate at ``path:line`` (fixgen.allow_list_edits), in characters, as the engine
+    read it: the allow-list's last element (line, end line, end column) and the list's end line; or the
+    ``"<type>" not in X.model_type`` test's span (line, end line, column, end column) and ``X.model_type`` as
+    written."""
+
+    path: str
+    line: int
+    list_end: tuple[int, int, int, int] = (0, 0, 0, 0)
+    literal_span: tuple[int, int, int, int] = (0, 0, 0, 0)
+    literal_attr: str = ""
+
+
+@dataclass(frozen=True)
 class RunnerPath:
     sites: tuple[RunnerSite, ...] = ()
     config_key: str | None = None
@@ -85,7 +99,11 @@ class RunnerPath:
     relay_setup_path: str = ""
     relay_setup_line: int = 0
     gates: tuple[Gate, ...] = ()
+    gate_edits: tuple[GateEdit, ...] = ()  # one for each gate, where its fix goes
     notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def gate_edit(self, g: Gate) -> GateEdit | None:
+        return next((e for e in self.gate_edits if e.path == g.path and e.line == g.line), None)
 
     def site_for(self, kind: RunnerKind) -> RunnerSite | None:
         """The call site of runner ``kind`` (its first one), or None when this tree has no such runner."""

@@ -149,6 +149,7 @@ _AST_ALLOWED = {
     # Engine derivation: each engine reads its own non-model files (registry, interfaces, runner, config, speculative
     # config, the drafter classes, out-of-tree plugins) while it derives its data.
     "engines/drafter_keys.py": "the drafter classes' config reads",
+    "engines/drafter_classes.py": "the drafter classes' __init__ run for the drafter config, and their load_weights",
     "engines/sglang/drafter.py": "the drafter config's id handling in SGLang's runner",
     "engines/sglang/methods.py": "SGLang's SpeculativeAlgorithm and the runner's per-method setter choice",
     "engines/sglang/pp.py": "SGLang's pipeline-parallel checks and layer split",
@@ -163,13 +164,8 @@ _AST_ALLOWED = {
     "engines/vllm/plugins.py": "out-of-tree plugin packages",
     "engines/vllm/runner.py": "vLLM's model runners",
     "engines/vllm/runnerchoice.py": "vLLM's runner choice",
-    # Not yet from the facts (issue 22 stays open on these): semantic.read_module re-parses whole modules; fixgen
-    # re-parses the file it edits to place a fix; drafter_weights evaluates the fc assignment's nodes; drafter_load
-    # reads a drafter model's load_weights (a model file) at analysis time.
+    # Not yet from the facts (issue 22 stays open on it): semantic.read_module re-parses whole modules.
     "semantic.py": "read_module (being replaced by facts)",
-    "fixgen.py": "fix positions not yet in the facts",
-    "drafter_weights.py": "evaluates semantic.fc_init's nodes",
-    "drafter_load.py": "reads the drafter class's load_weights body (renames, prefixes, silent lookups)",
 }
 
 

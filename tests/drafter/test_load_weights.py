@@ -30,6 +30,7 @@ import pytest
 from eagle3_lint import drafter_weights as dw
 from eagle3_lint import weights
 from eagle3_lint.analysis import Analysis, Options, analyze
+from eagle3_lint.engines import drafter_classes
 from eagle3_lint.serving import Gate, Outcome
 from eagle3_lint.source import DirSource
 from tests.drafter.ckpt import CKPTS, drafter_folder, llama_drafter_tensors
@@ -48,7 +49,7 @@ def _cfg(**extra: Any) -> dict[str, Any]:
 
 def _mismatches(ctx: Analysis, arch: str, cfg: dict[str, Any], tensors: dict[str, Any], tmp_path: Path) -> list[str]:
     folder = drafter_folder(tmp_path / f"d{len(list(tmp_path.iterdir()))}", cfg, tensors)
-    rep = dw.check(weights.read_checkpoint(str(folder)), cfg, dw.built(ctx.model, arch, cfg), 3, 4096)
+    rep = dw.check(weights.read_checkpoint(str(folder)), cfg, drafter_classes.built(ctx.model, arch, cfg), 3, 4096)
     return [m.message for m in rep.mismatches]
 
 

@@ -32,6 +32,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from eagle3_lint import drafter_weights as dw
+from eagle3_lint.engines import drafter_classes
 from eagle3_lint.engines.sglang import drafter as sdr
 from eagle3_lint.engines.sglang import pp as pp_mod
 from eagle3_lint.engines.sglang.methods import EAGLE3
@@ -284,7 +285,7 @@ def _weights(sm: Model, sd: sdr.SglDraft, captured: tuple[int, ...] | None) -> S
     archs = cfg.get("architectures")
     arch = next((a for a in archs if isinstance(a, str) and a in sm.registry.entries), None) \
         if isinstance(archs, list) else None
-    built = dw.built(sm, arch, cfg) if arch is not None else None
+    built = drafter_classes.built(sm, arch, cfg) if arch is not None else None
     states = len(captured) if captured else (len(set(sd.stored)) if sd.stored else None)
     rep = dw.check(ck, cfg, built, states, sd.da.target_hidden)
     where = built.fc_where if built is not None else None

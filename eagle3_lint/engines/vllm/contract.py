@@ -154,6 +154,9 @@ def derive(source: SourceTree, runner_calls: tuple[str, ...] = ()) -> Contract:
         protocol=PROTOCOL_NAME, module=INTERFACES_MODULE, check_function=CHECK_FUNCTION,
         found=True, check=check, path=rel, line=proto.lineno, runtime_checkable=runtime_checkable,
         check_line=check_line, check_text=check_text, bases=tuple(bases), members=tuple(members),
+        signatures=tuple((st.name, f"({ast.unparse(st.args)})"
+                          + (f" -> {ast.unparse(st.returns)}" if st.returns is not None else ""))
+                         for st in proto.body if isinstance(st, ast.FunctionDef)),
         marker=marker, setter=setter, default_getter=getter, mixin=mixin, mixin_line=mixin_line,
         mixin_setter=mixin_setter, mixin_collector=mixin_collector, unwrap_attrs=tuple(unwrap), pp_flag=pp_flag,
     )

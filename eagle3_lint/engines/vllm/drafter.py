@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from eagle3_lint.checkpoint import text_config
 from eagle3_lint.drafter import DraftAnalysis, FcInfo, IgnoredKey, PPLayout
+from eagle3_lint.engines import drafter_classes
 from eagle3_lint.engines import drafter_keys as dk
 from eagle3_lint.engines.drafter_fields import ID_FIELDS, id_fields
 from eagle3_lint.engines.vllm import pp as pp_mod
@@ -188,48 +189,13 @@ def fc_input(sm: Model, hf_config: dict[str, Any], archs: list[str] | None = Non
     owner, line, path, tree, fnode = fi.owner, fi.line, fi.path, fi.tree, fi.fnode
     if fnode is None or tree is None:
         return FcInfo(None, Where(path, line), arch, "cannot read the drafter's __init__")
-    view = me.ConfigView(hf_config, "draft_hf_config")
-    result: list[Any] = []
-
-    def attr(p: tuple[str, ...]) -> Any:
-        return view if p[-1] == "hf_config" else me.NOTHING
-
-    interp = me.Interpreter(me.World(attr=attr), strict=False)
-
-    def hook(target: str, value: ast.AST, frame: Any) -> None:
-        if target == "self.fc" and isinstance(value, ast.Call) and not result:
-            arg = value.args[0] if value.args else next(
-                (k.value for k in value.keywords if k.arg in ("input_size", "in_features")), None)
-            if arg is not None:
-                try:
-                    result.append((interp._eval(arg, frame), ast.unparse(arg), value.lineno))
-                except (me.Unsupported, me.EvalRaise):
-                    result.append((me.UNKNOWN, ast.unparse(arg), value.lineno))
-
-    # The hook needs the frame, not just its locals: wrap _assign.
-    orig = interp._assign
-
-    def assign(target: ast.AST, v: Any, frame: Any, value_node: ast.AST) -> None:
-        hook(ast.unparse(target), value_node, frame)
-        orig(target, v, frame, value_node)
-
-    # An instance attribute shadows the method for this interpreter only.
-    interp._assign = assign  # type: ignore[method-assign,assignment]  # a bound hook replacing a method
-    env = me.ModuleEnv.of(tree, path)
-    params = [a.arg for a in (*fnode.args.posonlyargs, *fnode.args.args, *fnode.args.kwonlyargs)]
-    args: dict[str, Any] = {p: me.Opaque((p,)) for p in params[1:]}
-    rec = me.Record("self")
-    try:
-        a = fnode.args
-        pos = [rec] + [args[p.arg] for p in a.args[1:]]
-        kw = {k.arg: args[k.arg] for k in a.kwonlyargs}
-        interp._call_func(me.FuncValue(fnode, env), pos, kw)
-    except (me.EvalRaise, me.Unsupported) as exc:
-        if not result:
-            return FcInfo(None, Where(path, line), arch, f"{owner.name}.__init__ stops before self.fc ({exc})")
-    if not result:
+    # The one run of that __init__ for this config, which the checkpoint check reads too (drafter_classes.py).
+    run = drafter_classes.init_run(sm, path, tree, fnode, hf_config)
+    if run.fc is None:
+        if run.error:
+            return FcInfo(None, Where(path, line), arch, f"{owner.name}.__init__ stops before self.fc ({run.error})")
         return FcInfo(None, Where(path, line), arch, f"{owner.name}.__init__ does not reach self.fc for this config")
-    value, text, fc_line = result[0]
+    value, text, fc_line = run.fc
     w = Where(path, fc_line, text)
     if isinstance(value, int):
         return FcInfo(value, w, arch, "")

@@ -15,7 +15,7 @@ import ast
 import dataclasses
 
 from eagle3_lint.facts import _walk, decode_source, dotted
-from eagle3_lint.runner import Gate, RunnerKind, RunnerPath, RunnerSite, SetterIds
+from eagle3_lint.runner import Gate, GateEdit, RunnerKind, RunnerPath, RunnerSite, SetterIds
 from eagle3_lint.source import SourceTree
 
 _MODEL_DIRS = ("vllm/model_executor/models/", "vllm/models/")
@@ -136,7 +136,7 @@ def derive(source: SourceTree, check_function: str, member_names: tuple[str, ...
                     config_fns[fn.name] = (rel, fn.lineno)
                 if pp_flag and isinstance(n, ast.Constant) and n.value == pp_flag and pp is None:
                     pp = (fn.name, rel, fn.lineno)
-    gates = _gates(gate_files, parsed)
+    gates, gate_edits = _gates(gate_files, parsed)
     if relay is not None:
         sites = [dataclasses.replace(st, reserves_relay=relay[0] in called.get((st.path, st.line), set()))
                  for st in sites]
@@ -151,7 +151,7 @@ def derive(source: SourceTree, check_function: str, member_names: tuple[str, ...
         pp_flag=pp_flag if pp else None,
         relay_setup=relay[0] if relay else None, relay_setup_path=relay[1] if relay else "",
         relay_setup_line=relay[2] if relay else 0,
-        gates=tuple(gates), notes=tuple(notes),
+        gates=tuple(gates), gate_edits=tuple(gate_edits), notes=tuple(notes),
     )
 
 
@@ -203,14 +203,16 @@ def _site(rel: str, fn: ast.FunctionDef | ast.AsyncFunctionDef, check_function: 
     )
 
 
-def _gates(files: list[tuple[str, bytes]], parsed: dict[str, ast.Module | None]) -> list[Gate]:
+def _gates(files: list[tuple[str, bytes]], parsed: dict[str, ast.Module | None]) -> tuple[list[Gate], list[GateEdit]]:
     out: list[Gate] = []
+    edits: list[GateEdit] = []
     for rel, data in files:
         tree = parsed[rel] if rel in parsed else _parse(rel, data)
         if tree is None:
             continue
+        text_lines = data.decode("utf-8", "replace").splitlines()
         for fn in _functions(tree):
-            lists: dict[str, tuple[tuple[str, ...], int]] = {}
+            lists: dict[str, tuple[tuple[str, ...], int, tuple[int, int, int, int]]] = {}
             for n in _walk(fn):
                 if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) \
                         and isinstance(n.value, (ast.List, ast.Tuple, ast.Set)) and n.value.elts \
@@ -218,16 +220,27 @@ def _gates(files: list[tuple[str, bytes]], parsed: dict[str, ast.Module | None])
                     # The filter repeats the all() above, for the type checker.
                     words = tuple(e.value for e in n.value.elts
                                   if isinstance(e, ast.Constant) and isinstance(e.value, str))
-                    lists[n.targets[0].id] = (words, n.lineno)
+                    last = n.value.elts[-1]
+                    el = last.end_lineno or last.lineno
+                    end = (last.lineno, el, _char_col(text_lines, el, last.end_col_offset or 0),
+                           n.value.end_lineno or n.lineno)
+                    lists[n.targets[0].id] = (words, n.lineno, end)
             for n in _walk(fn):
                 if isinstance(n, ast.If):
-                    g = _gate(rel, n, lists)
+                    g = _gate(rel, n, lists, text_lines)
                     if g is not None:
-                        out.append(g)
-    return out
+                        out.append(g[0])
+                        edits.append(g[1])
+    return out, edits
 
 
-def _gate(rel: str, node: ast.If, lists: dict[str, tuple[tuple[str, ...], int]]) -> Gate | None:
+def _char_col(lines: list[str], line: int, byte_col: int) -> int:
+    row = lines[line - 1] if 0 < line <= len(lines) else ""
+    return len(row.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
+
+
+def _gate(rel: str, node: ast.If, lists: dict[str, tuple[tuple[str, ...], int, tuple[int, int, int, int]]],
+          lines: list[str]) -> tuple[Gate, GateEdit] | None:
     test = node.test
     methods = tuple(
         sorted(
@@ -251,19 +264,33 @@ def _gate(rel: str, node: ast.If, lists: dict[str, tuple[tuple[str, ...], int]])
     list_name: str | None = None
     list_line = 0
     cfg_attr = ""
+    list_end = literal_span = (0, 0, 0, 0)
+    literal_attr = ""
     for n in _walk(test):
         if isinstance(n, ast.Attribute) and n.attr == "model_type" and isinstance(n.value, ast.Attribute):
             cfg_attr = n.value.attr
         # ``not any(x in <...>.model_type for x in LIST)``
         if isinstance(n, ast.comprehension) and isinstance(n.iter, ast.Name) and n.iter.id in lists:
             list_name = n.iter.id
-            allow, list_line = lists[list_name]
+            allow, list_line, list_end = lists[list_name]
         # ``"llama" not in <...>.model_type``
         if isinstance(n, ast.Compare) and isinstance(n.left, ast.Constant) and isinstance(n.left.value, str) \
                 and len(n.ops) == 1 and isinstance(n.ops[0], ast.NotIn) \
                 and isinstance(n.comparators[0], ast.Attribute) and n.comparators[0].attr == "model_type":
             allow = (n.left.value,)
             list_line = n.lineno
+            el = n.end_lineno or n.lineno
+            literal_span = (n.lineno, el, _char_col(lines, n.lineno, n.col_offset),
+                            _char_col(lines, n.lineno, n.end_col_offset or 0))
+            literal_attr = _segment(lines, n.comparators[0]) or ast.unparse(n.comparators[0])
     if not allow:
         return None
-    return Gate(rel, node.lineno, methods, allow, list_name, list_line, cfg_attr, "substring", err)
+    return (Gate(rel, node.lineno, methods, allow, list_name, list_line, cfg_attr, "substring", err),
+            GateEdit(rel, node.lineno, list_end, literal_span, literal_attr))
+
+
+def _segment(lines: list[str], node: ast.expr) -> str:
+    """``node`` as written (one line; "" across lines, where ``ast.unparse`` stands in)."""
+    if node.end_lineno != node.lineno or not 0 < node.lineno <= len(lines):
+        return ""
+    return lines[node.lineno - 1].encode("utf-8")[node.col_offset:node.end_col_offset].decode("utf-8", "replace")

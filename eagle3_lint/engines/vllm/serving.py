@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from eagle3_lint import drafter as dr
 from eagle3_lint import drafter_weights as dw
 from eagle3_lint import semantic as sem
+from eagle3_lint.engines import drafter_classes
 from eagle3_lint.engines.drafter_fields import trained as drafter_trained
 from eagle3_lint.engines.vllm import drafter as vdr
 from eagle3_lint.engines.vllm import gates as vgates
@@ -502,7 +503,7 @@ def _weights(sm: Model, da: dr.DraftAnalysis, captured: tuple[int, ...] | None, 
     states = len(captured) if captured else (len(set(ids)) if ids else None)
     cfg = da.converted or {}
     arch = da.fc.drafter_class if da.fc is not None else ""
-    built = dw.built(sm, arch, cfg) if arch else None
+    built = drafter_classes.built(sm, arch, cfg) if arch else None
     rep = dw.check(ck, cfg, built, states, da.target_hidden)
     if rep.mismatches:
         m, text, differs = dw.failure(rep)
