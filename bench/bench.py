@@ -223,7 +223,8 @@ def child_phases(tree: Path, cache: Path) -> None:
     ctx = analyze(DirSource(tree.resolve()), Options(cache_dir=cache))
     print(json.dumps({k: round(v, 3) for k, v in ctx.timings.items()}
                      | {"hits": ctx.store.hits, "misses": ctx.store.misses,
-                        "answers reused": ctx.model.queries.reused, "answers computed": ctx.model.queries.computed}))
+                        "answers reused": ctx.model.queries.reused, "answers computed": ctx.model.queries.computed,
+                        "answers recomputed to check others": ctx.model.queries.cutoff}))
 
 
 def child_edit_phases(tree: Path, cache: Path, out: Path) -> None:

@@ -32,7 +32,6 @@ from functools import cached_property
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
-from eagle3_lint import deps
 from eagle3_lint.facts import IndexBase, LoopForm, dotted
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import Edit
@@ -225,7 +224,7 @@ class Text:
 def text_of(sm: Model, rel: str) -> Text | None:
     """The file's text (read and parsed once per analysis)."""
     cache: dict[str, Text | None] = sm.memo.get("fixgen-texts", dict)
-    deps.note(rel)  # read once per analysis: whoever asks now read that file too
+    sm.queries.note(rel)  # read once per analysis: whoever asks now read that file too
     if rel not in cache:
         try:
             cache[rel] = Text(rel, sm.read_text(rel))

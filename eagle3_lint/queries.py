@@ -35,7 +35,10 @@ check without any cache prints, and reuses exactly the answers whose files did n
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
+import importlib
+import io
 import os
 import pickle
 from collections.abc import Callable, Hashable, Iterable
@@ -43,6 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from eagle3_lint import deps
+from eagle3_lint.deps import Frame, Recorder
 from eagle3_lint.store import fingerprint, no_gc, seal, trusted_file, unseal, write_private
 
 if TYPE_CHECKING:
@@ -51,40 +55,88 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-_VERSION = 2  # 2: sealed files (store.seal)
+_VERSION = 3  # 2: sealed files (store.seal); 3: edges between answers, with the fingerprints they were made on
 _MISSING: Any = object()
 # Answers common enough that recognising their bytes beats unpickling them (a fresh list each time: values are
 # not shared between answers).
 _CONSTANTS: dict[bytes, Any] = {pickle.dumps(v, protocol=pickle.HIGHEST_PROTOCOL): v for v in (None, True, False, ())}
 _BLOBS = {v: b for b, v in _CONSTANTS.items()}
 _EMPTY_LIST = pickle.dumps([], protocol=pickle.HIGHEST_PROTOCOL)
+_FP = 8  # bytes of an answer's fingerprint (blake2b of its pickle)
+_NO_FP = b"\0" * _FP  # an edge to an answer that could not be kept: never matches, so its reader is recomputed
+# Declared queries (``query``): name -> the function, so that an answer one of them made can be recomputed when a
+# kept answer that read it is checked (early cutoff without waiting for someone to ask).
+_DECLARED: dict[str, Callable[..., Any]] = {}
+
+
+def fingerprint_of(blob: bytes) -> bytes:
+    return hashlib.blake2b(blob, digest_size=_FP).digest()
+
+
+def blob_of(value: Any) -> bytes | None:
+    """An answer's pickle (None when it cannot be pickled: it is then recomputed next time)."""
+    if value is None or value is True or value is False or (type(value) in (list, tuple) and not value):
+        return _EMPTY_LIST if type(value) is list else _BLOBS[value]  # most answers: nothing found
+    try:
+        return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # noqa: BLE001 - an answer that cannot be pickled is recomputed next time
+        return None
+
+
+def _same(blob: bytes, value: Any) -> bool:
+    """Whether the answer pickled in ``blob`` equals ``value``, field for field: their pickles without the memo
+    (``Pickler.fast``) agree. Two pickles of equal values differ where one shares an object the other repeats (an
+    answer built from answers just unpickled, against the same answer computed in a cold run); ``==`` would not do,
+    as a ``Finding`` leaves its title and architectures out of it."""
+    try:
+        return _flat(pickle.loads(blob)) == _flat(value)
+    except Exception:  # noqa: BLE001 - a value that does not pickle this way (one that holds itself) is not the same
+        return False
+
+
+def _flat(value: Any) -> bytes:
+    buf = io.BytesIO()
+    p = pickle.Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
+    p.fast = True  # no memo: a shared object is written out each time it is met, as a repeated one is
+    p.dump(value)
+    return buf.getvalue()
+
+
+# An answer as kept on disk: atom ids, the answers it read, their fingerprints then (``_FP`` bytes each), its pickle.
+Record = tuple[tuple[int, ...], tuple[Hashable, ...], bytes, bytes]
+Entries = dict[Hashable, Record]
 
 
 class _Entry:
-    """One answer: its value, what it read (atom names, or their ids in the table for an answer of an earlier
-    check, turned into names only when someone records), its pickled value once it has one, and where an
-    earlier check's answer was found (``Layer``)."""
+    """One answer of this run: its value (``_MISSING`` until a kept answer is first read: it is unpickled then),
+    the atoms it read itself and the answers it read (``edges``), or, for a kept answer, its record; its pickle and
+    fingerprint once someone needs them; and the layer a kept answer came from."""
 
-    __slots__ = ("_atoms", "blob", "ids", "layer", "names", "persist", "value")
+    __slots__ = ("_blob", "_fp", "atoms", "edges", "layer", "persist", "record", "value")
 
-    def __init__(self, value: Any, atoms: frozenset[str] | None, ids: tuple[int, ...] | None, names: list[str],
-                 blob: bytes | None, persist: bool, layer: Layer | None = None) -> None:
+    def __init__(self, value: Any, atoms: frozenset[str], edges: tuple[Hashable, ...], persist: bool,
+                 layer: Layer | None = None, record: Record | None = None) -> None:
         self.value = value
-        self._atoms = atoms
-        self.ids = ids
-        self.names = names
-        self.blob = blob
+        self.atoms = atoms
+        self.edges = edges
         self.persist = persist
         self.layer = layer
+        self.record = record
+        self._blob: bytes | None | Any = _MISSING if record is None else record[3]
+        self._fp: bytes | None = None
 
     @property
-    def atoms(self) -> frozenset[str]:
-        if self._atoms is None:
-            self._atoms = frozenset(self.names[i] for i in self.ids or ())
-        return self._atoms
+    def blob(self) -> bytes | None:
+        if self._blob is _MISSING:
+            self._blob = blob_of(self.value)
+        return self._blob
 
-
-Entries = dict[Hashable, tuple[tuple[int, ...], bytes]]
+    @property
+    def fp(self) -> bytes:
+        if self._fp is None:
+            b = self.blob
+            self._fp = _NO_FP if b is None else fingerprint_of(b)
+        return self._fp
 
 
 class Layer:
@@ -98,8 +150,16 @@ class Layer:
         return self.changed.isdisjoint(ids)
 
 
-class Queries:
-    """The memo of one analysis, seeded with the answers of earlier ones that are still valid.
+class Queries(Recorder):
+    """The memo of one analysis and its dependency recorder, seeded with the answers of earlier checks.
+
+    An answer records the atoms it read itself (deps.py) and the answers it read (edges). Reading an answer that
+    is kept between runs (``persist``) records an edge to it; reading one that is not records what *it* read, so
+    such answers are transparent. An earlier check's answer is reused when none of its own atoms changed and every
+    answer it read has, now, the fingerprint it had then: recomputed to an equal value (early cutoff, as in salsa),
+    or itself still valid. The answers it read are checked first, each once: kept ones recursively, declared ones
+    (``query``) recomputed if they must be, others found in this run already; an answer read that is none of these
+    makes its reader be recomputed, which asks for it, so the next reader finds it.
 
     Earlier answers come in two layers (``Table``): the table, made on one state of the tree, and the delta
     of the checks since, made on the state of the last check. An answer in the delta supersedes the table's.
@@ -108,124 +168,272 @@ class Queries:
 
     def __init__(self, table: Layer | None = None, delta: Layer | None = None,
                  names: list[str] | None = None) -> None:
+        super().__init__()
         self._run: dict[Hashable, _Entry] = {}
         self.table = table or Layer()
         self.delta = delta or Layer()
         self.names = names if names is not None else []
         self._busy: set[Hashable] = set()
+        self._checking: set[Hashable] = set()
+        # Kept answers found invalid, until recomputed: one recomputed to an equal value keeps the kept pickle.
+        self._stale: dict[Hashable, Record] = {}
+        self.db: Any = None  # what declared queries are computed on (``bind``)
         self.reused = 0
         self.computed = 0
+        self.cutoff = 0  # kept answers found valid through an answer that was recomputed to the same value
         # Whether answers of earlier checks may be reused (facts then load only when read); fixed at the start,
         # as answers are taken out of the layers when they are reused.
         self.seeded = bool(self.table.entries or self.delta.entries)
 
+    # -- recording ---------------------------------------------------------------------------------------
+    def watch(self, *readers: Any) -> None:
+        """Record what ``readers`` (the tree, the facts store: whatever has a ``recorder`` slot) are asked."""
+        for r in readers:
+            r.recorder = self
+
+    def bind(self, db: Any) -> None:
+        """What declared queries (``query``) take as their first argument when the framework computes one."""
+        self.db = db
+
+    def _read(self, key: Hashable, e: _Entry) -> None:
+        f = self.frame
+        if f is None:
+            return
+        if e.persist:
+            f.edges[key] = None
+        else:
+            f.atoms |= e.atoms
+            if e.edges:
+                f.edges.update(dict.fromkeys(e.edges))
+
     def note_answer(self, key: Hashable) -> None:
-        """Add what the answer under ``key`` read to the computation running now (ctx.verdicts reads)."""
+        """The computation running now read the answer under ``key`` (ctx.verdicts reads, a fix's group)."""
         e = self._run.get(key)
-        if e is not None and deps.frame is not None:
-            deps.frame.update(e.atoms)
+        if e is not None and self.frame is not None:
+            self._read(key, e)
 
     def hit(self, key: Hashable) -> Any:
-        """This run's answer under ``key`` (noting what it read), or None if there is none yet."""
+        """This run's answer under ``key`` (noting the read), or None if there is none yet."""
         e = self._run.get(key)
         if e is None:
             return None
-        if deps.frame is not None:
-            deps.frame.update(e.atoms)
-        return e.value
+        v = e.value
+        if v is _MISSING:
+            v = self._unpickle(key, e)
+            if v is _MISSING:
+                return None
+        if self.frame is not None:
+            self._read(key, e)
+        return v
 
     def has(self, key: Hashable) -> bool:
         """Whether this run has the answer already (earlier checks' do not count)."""
         return key in self._run
 
-    def _earlier(self, key: Hashable) -> _Entry | None:
-        """A still-valid answer of an earlier check under ``key``, unpickled (None if there is none)."""
-        layer = self.delta
-        old = layer.entries.pop(key, None)
-        if old is None:
-            layer = self.table
-            old = layer.entries.pop(key, None)
-        else:
-            self.table.entries.pop(key, None)  # superseded: the delta's answer was made after it
-        if old is None or not layer.valid(old[0]):
-            return None
-        blob = old[1]
-        if blob in _CONSTANTS:
-            value = _CONSTANTS[blob]  # most answers are "nothing here": no unpickling for those
-        elif blob == _EMPTY_LIST:
-            value = []
-        else:
-            try:
-                value = pickle.loads(blob)
-            except Exception:  # noqa: BLE001 - a damaged answer is recomputed
-                return None
-        return _Entry(value, None, old[0], self.names, blob, True, layer)
-
+    # -- answers -----------------------------------------------------------------------------------------
     def get(self, key: Hashable, compute: Callable[[], T], *, persist: bool = False, cycle: Any = _MISSING) -> T:
         """The answer under ``key``: this run's, a still-valid one of an earlier check (``persist`` only), or
         ``compute()``. ``cycle`` is what a computation that asks for its own key gets (the MRO's guard)."""
         e = self._run.get(key)
         if e is not None:
-            if deps.frame is not None:
-                deps.frame.update(e.atoms)
-            return e.value
+            v = e.value
+            if v is _MISSING:
+                v = self._unpickle(key, e)
+            if v is not _MISSING:
+                if self.frame is not None:
+                    self._read(key, e)
+                return v
         if key in self._busy:
             if cycle is _MISSING:
                 raise RecursionError(f"query {key!r} asks for itself")
             return cycle
-        if persist and deps.frame is None:
-            # Asked outside any computation (a rule's loop), so no one records what it read: an earlier answer
-            # that found nothing is returned as it is, left where it was (it is kept, see ``kept``).
-            old = self.delta.entries.get(key)
-            layer = self.delta
-            if old is None:
-                old = self.table.entries.get(key)
-                layer = self.table
-            if old is not None and layer.valid(old[0]) and (old[1] == _EMPTY_LIST or old[1] in _CONSTANTS):
-                self.reused += 1
-                nothing: Any = [] if old[1] == _EMPTY_LIST else _CONSTANTS[old[1]]
-                return nothing
         if persist:
-            e = self._earlier(key)
+            e = self._kept(key)
             if e is not None:
-                self._run[key] = e
-                if deps.frame is not None:
-                    deps.frame.update(e.atoms)
-                self.reused += 1
-                return e.value
+                v = self._unpickle(key, e)
+                if v is not _MISSING:
+                    self.reused += 1
+                    if self.frame is not None:
+                        self._read(key, e)
+                    return v
+        return self._compute(key, compute, persist)
+
+    def _compute(self, key: Hashable, compute: Callable[[], T], persist: bool) -> T:
+        outer = self.frame
+        mine = self.frame = Frame()
         self._busy.add(key)
         try:
-            with deps.recording() as got:
-                value = compute()
+            value = compute()
+        except BaseException:
+            if outer is not None:
+                outer.absorb(mine)  # whoever catches the error read what the computation read
+            raise
         finally:
+            self.frame = outer
             self._busy.discard(key)
-        self._run[key] = _Entry(value, frozenset(got), None, self.names, None, persist)
+        e = _Entry(value, frozenset(mine.atoms), tuple(mine.edges), persist)
+        old = self._stale.pop(key, None) if persist else None
+        if old is not None and e.blob is not None and e.blob != old[3] and _same(old[3], value):
+            e._blob = old[3]  # equal to the kept answer: its readers, checked against that one's fingerprint, hold
+        self._run[key] = e
         self.computed += 1
+        if outer is not None:
+            self._read(key, e)
         return value
 
-    def computed_entries(self, ids: Callable[[frozenset[str]], tuple[int, ...]]) -> Entries:
-        """This run's persisted answers that were computed, not reused, as table entries (pickled now)."""
+    def put(self, key: Hashable, value: Any, atoms: Iterable[str]) -> None:
+        """An answer computed elsewhere (a forked child), resting on ``atoms``: kept like a computed one."""
+        self._run[key] = _Entry(value, frozenset(atoms), (), True)
+        self.computed += 1
+
+    def _unpickle(self, key: Hashable, e: _Entry) -> Any:
+        """A kept answer's value (``_MISSING``, and the answer dropped, if its pickle is damaged)."""
+        blob = e.record[3] if e.record is not None else None
+        if blob is None:
+            return _MISSING
+        if blob in _CONSTANTS:
+            v = _CONSTANTS[blob]  # most answers are "nothing here": no unpickling for those
+        elif blob == _EMPTY_LIST:
+            v = []
+        else:
+            try:
+                v = pickle.loads(blob)
+            except Exception:  # noqa: BLE001 - a damaged answer is recomputed
+                del self._run[key]
+                return _MISSING
+        e.value = v
+        return v
+
+    def _kept(self, key: Hashable) -> _Entry | None:
+        """A still-valid answer of an earlier check under ``key``, not yet unpickled (None if there is none).
+        Its edges are checked with nothing recording: checking reads nothing on behalf of the asker."""
+        layer = self.delta
+        rec = layer.entries.pop(key, None)
+        if rec is None:
+            layer = self.table
+            rec = layer.entries.pop(key, None)
+        else:
+            self.table.entries.pop(key, None)  # superseded: the delta's answer was made after it
+        if rec is None:
+            return None
+        if not layer.valid(rec[0]):
+            self._stale[key] = rec
+            return None
+        edges, fps = rec[1], rec[2]
+        if edges:
+            outer, self.frame = self.frame, None
+            self._checking.add(key)
+            run = self._run
+            try:
+                for i, d in enumerate(edges):
+                    de = run.get(d)  # the common case, inline: most edges go to answers this run has already
+                    now = (de._fp or de.fp) if de is not None else self._fp_now(d)
+                    if now != fps[i * _FP:(i + 1) * _FP]:
+                        self._stale[key] = rec
+                        return None
+            except RecursionError:
+                return None  # a chain deeper than the stack: recompute rather than check
+            finally:
+                self._checking.discard(key)
+                self.frame = outer
+        e = _Entry(_MISSING, frozenset(), edges, True, layer, rec)
+        self._run[key] = e
+        return e
+
+    def _fp_now(self, key: Hashable) -> bytes | None:
+        """The fingerprint the answer under ``key`` has in this run, None when it cannot be known without its
+        reader being recomputed."""
+        e = self._run.get(key)
+        if e is not None:
+            return e.fp
+        if key in self._busy or key in self._checking:
+            return None
+        e = self._kept(key)
+        if e is not None:
+            return e.fp
+        fn = _declared(key[0]) if type(key) is tuple and key and type(key[0]) is str and self.db is not None else None
+        if fn is None:
+            return None
+        db = self.db
+        args = key[1:]  # type: ignore[index]  # a declared query's key: (name, *args)
+        try:
+            self._compute(key, lambda: fn(db, *args), True)
+        except Exception:  # noqa: BLE001 - its reader is recomputed and meets the error where it always did
+            return None
+        self.cutoff += 1
+        return self._run[key].fp
+
+    # -- keeping -------------------------------------------------------------------------------------
+    def computed_entries(self, ids: Callable[[Iterable[str]], tuple[int, ...]]) -> Entries:
+        """This run's persisted answers that were computed, not reused, as records (pickled now). An edge to an
+        answer that cannot be kept (its value does not pickle) is replaced by what that answer read."""
         out: Entries = {}
+        flat: dict[Hashable, tuple[set[str], dict[Hashable, bytes]]] = {}
+
+        def expand(key: Hashable, e: _Entry) -> tuple[set[str], dict[Hashable, bytes]]:
+            got = flat.get(key)
+            if got is None:
+                atoms: set[str] = set(e.atoms)
+                edges: dict[Hashable, bytes] = {}
+                flat[key] = (atoms, edges)  # a cycle (there is none) would stop here
+                for d in e.edges:
+                    de = self._run.get(d)
+                    if de is None:
+                        edges[d] = _NO_FP
+                    elif de.blob is not None and de.persist:
+                        edges[d] = de.fp
+                    else:
+                        a, ed = expand(d, de)
+                        atoms |= a
+                        edges.update(ed)
+                got = (atoms, edges)
+            return got
+
         for key, e in self._run.items():
-            if e.persist and e.layer is None:
-                v = e.value
-                if v is None or v is True or v is False or (type(v) in (list, tuple) and not v):
-                    blob = _EMPTY_LIST if type(v) is list else _BLOBS[v]  # most answers: nothing found
-                else:
-                    try:
-                        blob = pickle.dumps(v, protocol=pickle.HIGHEST_PROTOCOL)
-                    except Exception:  # noqa: BLE001 - an answer that cannot be pickled is recomputed next time
-                        continue
-                out[key] = (ids(e.atoms), blob)
+            if e.persist and e.layer is None and e.blob is not None:
+                atoms, edges = expand(key, e)
+                out[key] = (ids(atoms), tuple(edges), b"".join(edges.values()), e.blob)
         return out
 
     def kept(self, layer: Layer) -> Entries:
         """``layer``'s answers that stay valid: reused by this run, or not asked for and unaffected."""
         out: Entries = {k: v for k, v in layer.entries.items() if layer.valid(v[0])}
         for key, e in self._run.items():
-            if e.layer is layer and e.ids is not None and e.blob is not None:
-                out[key] = (e.ids, e.blob)
+            if e.layer is layer and e.record is not None:
+                out[key] = e.record
         return out
+
+
+def _declared(name: str) -> Callable[..., Any] | None:
+    """The declared query ``name`` names (``module:qualname``), importing its module if no one has yet: fix
+    generation is imported on first use (lazyimport.py), and checking a kept fix may need one of its queries."""
+    fn = _DECLARED.get(name)
+    module, sep, _ = name.partition(":")
+    if fn is None and sep and module.startswith("eagle3_lint."):
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            return None
+        fn = _DECLARED.get(name)
+    return fn
+
+
+def query(fn: Callable[..., T]) -> Callable[..., T]:
+    """Declare ``fn(db, *args)`` a query whose answers are kept between runs: the framework keys each answer by the
+    function's name and ``args`` (hashable and picklable), records what it reads, and may recompute it to check an
+    answer that read it (early cutoff). ``db`` is the analysis (anything with ``queries``), the same for every call
+    of one run; ``fn`` must be a function of ``db`` and ``args`` only. Nothing calling it names a cache."""
+    name = f"{fn.__module__}:{fn.__qualname__}"
+    _DECLARED[name] = fn
+
+    @functools.wraps(fn)
+    def asked(db: Any, *args: Any) -> T:
+        q: Queries = db.queries
+        if q.db is None:
+            q.db = db
+        return q.get((name, *args), lambda: fn(db, *args), persist=True)
+
+    return asked
 
 
 # -- the table on disk ---------------------------------------------------------------------------------

@@ -22,7 +22,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from eagle3_lint import deps
 from eagle3_lint.checkpoint import text_config
 from eagle3_lint.engine import Mechanism
 from eagle3_lint.facts import (
@@ -1148,7 +1147,7 @@ def read_module(sm: Model, rel: str) -> ast.Module | None:
     """The parsed module the model evaluates code of (default ids, the capture loop, the drafter's fc): parsed once
     per analysis, since several questions read the same large model file."""
     cache: dict[str, ast.Module | None] = sm.memo.get("parsed-modules", dict)
-    deps.note(rel)  # a syntax tree parsed for an earlier question: whoever asks now read that file too
+    sm.queries.note(rel)  # a syntax tree parsed for an earlier question: whoever asks now read that file too
     if rel not in cache:
         if len(cache) >= _PARSED_KEEP:
             del cache[next(iter(cache))]  # the oldest: questions about one class come together, ASTs are large
@@ -1163,7 +1162,7 @@ def read_function(sm: Model, rel: str, first: int, line: int, end: int) -> ast.F
     0.5.23. The lines are parsed under an ``if 1:`` so that their indentation, and with it every column, stays
     the file's, after blank lines that keep their numbers. Parsed once per analysis."""
     cache: dict[tuple[str, int], ast.FunctionDef | None] = sm.memo.get("parsed-functions", dict)
-    deps.note(rel)  # a method parsed for an earlier question: whoever asks now read that file too
+    sm.queries.note(rel)  # a method parsed for an earlier question: whoever asks now read that file too
     k = (rel, line)
     if k not in cache:
         cache[k] = _parse_function(sm, rel, first, line, end)

@@ -56,10 +56,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from eagle3_lint import FACTS_VERSION, __version__, deps
+from eagle3_lint import FACTS_VERSION, __version__
 from eagle3_lint.source import DirSource, SourceTree, ZipSource
 
 if TYPE_CHECKING:
+    from eagle3_lint.deps import Recorder
     from eagle3_lint.facts import ModuleFacts
 
 T = TypeVar("T")
@@ -244,8 +245,13 @@ class FactStore:
         self.misses = 0
         self.derived_hits = 0
         self.rebuilt = False  # the pack existed but was damaged or stale and was dropped
+        # The analysis reading through this store notes what each answer loads (deps.py, queries.Queries.watch).
+        self.recorder: Recorder | None = None
         if cache_dir is not None:
             self._load_pack()
+
+    def _unrecorded(self) -> contextlib.AbstractContextManager[None]:
+        return self.recorder.unrecorded() if self.recorder is not None else contextlib.nullcontext()
 
     # -- cache pack ------------------------------------------------------------------------------
     def pack_path(self) -> Path | None:
@@ -433,8 +439,9 @@ class FactStore:
         return mf
 
     def load_path(self, rel: str) -> ModuleFacts | None:
-        if deps.frame is not None:
-            deps.frame.add(rel)
+        r = self.recorder
+        if r is not None and r.frame is not None:
+            r.frame.atoms.add(rel)
         if rel in self._facts:
             return self._facts[rel]
         mf = self._cached_facts(rel) if self.cache_dir is not None else None
@@ -448,20 +455,25 @@ class FactStore:
 
     def load(self, module: str) -> ModuleFacts | None:
         # The graph asks for the same modules tens of thousands of times; resolve each name once.
-        if deps.frame is not None:
-            deps.frame.add(module)  # present or missing: the answer rests on it either way
+        r = self.recorder
+        if r is not None and r.frame is not None:
+            r.frame.atoms.add(module)  # present or missing: the answer rests on it either way
         try:
             return self._by_module[module]
         except KeyError:
             pass
-        # Not recorded (deps.unrecorded(), spelled out: this runs once per module): the module's name stands for
-        # its file (queries.changed_atoms).
-        outer, deps.frame = deps.frame, None
-        try:
+        if r is None:
             rel = self.source.module_path(module)
             mf = None if rel is None else self.load_path(rel)
-        finally:
-            deps.frame = outer
+        else:
+            # Not recorded (unrecorded(), spelled out: this runs once per module): the module's name stands for
+            # its file (queries.changed_atoms).
+            outer, r.frame = r.frame, None
+            try:
+                rel = self.source.module_path(module)
+                mf = None if rel is None else self.load_path(rel)
+            finally:
+                r.frame = outer
         self._by_module[module] = mf
         return mf
 
@@ -478,7 +490,7 @@ class FactStore:
         # Freezing pays for a whole release (~1 CPU-s of a warm 0.33.0 check); for a handful of
         # files the thaw a later analysis in the same process needs would cost more than it saves.
         # Loading is not reading: an answer depends on the facts it asks for (load, load_path), not on these.
-        with no_gc(keep=len(rels) >= _FREEZE_MIN_FILES), deps.unrecorded():
+        with no_gc(keep=len(rels) >= _FREEZE_MIN_FILES), self._unrecorded():
             todo: list[str] = []
             for rel in rels:
                 if rel in self._facts:
@@ -584,7 +596,8 @@ class FactStore:
         recorded as a side effect; the key is then built from the bytes the computation saw.
         """
         files = list(files)
-        deps.note_all(files)  # what the value rests on, whether it is computed or found
+        if self.recorder is not None:
+            self.recorder.note_all(files)  # what the value rests on, whether it is computed or found
         if self.cache_dir is None:
             return compute(self.source)
         hit = self._derived.get(name)
@@ -613,7 +626,8 @@ class FactStore:
         returned function computes in place, and an error of ``compute`` is raised from there.
         """
         files = list(files)
-        deps.note_all(files)
+        if self.recorder is not None:
+            self.recorder.note_all(files)
 
         def in_place() -> T:
             return self.memo(name, params, files, compute)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from eagle3_lint import deps, queries
+from eagle3_lint import queries
 from eagle3_lint import store as store_mod
 from eagle3_lint.analysis import Analysis, Options, analyze
 from eagle3_lint.report import build_report
@@ -76,17 +76,125 @@ def same_as_fresh(root: Path, cache: Path) -> Analysis:
 
 
 def test_recordings_nest_and_keep_what_a_failing_computation_read() -> None:
-    with deps.recording() as outer:
-        deps.note("a.py")
-        with pytest.raises(ValueError), deps.recording() as inner:
-            deps.note("b.py")
-            raise ValueError
-        with deps.unrecorded():
-            deps.note("c.py")
-    assert inner == {"b.py"}
-    assert outer == {"a.py", "b.py"}  # whoever caught the error read b.py too; c.py was not a read
-    deps.note("d.py")  # nothing records: a no-op
-    assert deps.frame is None
+    q = queries.Queries()
+
+    def inner() -> None:
+        q.note("b.py")
+        raise ValueError
+
+    def outer() -> int:
+        q.note("a.py")
+        with pytest.raises(ValueError):
+            q.get("inner", inner)
+        with q.unrecorded():
+            q.note("c.py")
+        return 1
+
+    assert q.get("outer", outer) == 1
+    assert q._run["outer"].atoms == {"a.py", "b.py"}  # whoever caught the error read b.py too; c.py was not a read
+    assert "inner" not in q._run
+    q.note("d.py")  # nothing records: a no-op
+    assert q.frame is None
+
+
+class _Run:
+    """Answers over a pretend tree of files, computed through one ``Queries`` and kept as a check keeps them."""
+
+    def __init__(self, files: dict[str, str], before: _Run | None = None) -> None:
+        self.files = files
+        self.calls: list[str] = []
+        if before is None:
+            self.q = queries.Queries()
+        else:
+            changed = {f for f in files.keys() | before.files.keys() if files.get(f) != before.files.get(f)}
+            names = before.q.names
+            self.q = queries.Queries(queries.Layer(before.kept(), (i for i, n in enumerate(names) if n in changed)),
+                                     names=names)
+
+    def kept(self) -> queries.Entries:
+        index = {n: i for i, n in enumerate(self.q.names)}
+
+        def ids(atoms: object) -> tuple[int, ...]:
+            out = []
+            for a in atoms:  # type: ignore[attr-defined]
+                if a not in index:
+                    index[a] = len(self.q.names)
+                    self.q.names.append(a)
+                out.append(index[a])
+            return tuple(out)
+        return {**self.q.kept(self.q.table), **self.q.computed_entries(ids)}
+
+    @property
+    def queries(self) -> queries.Queries:  # what a declared query is asked through
+        return self.q
+
+    def read(self, f: str) -> str:
+        self.q.note(f)
+        return self.files[f]
+
+    def declared_total(self) -> int:
+        def compute() -> int:
+            self.calls.append("total")
+            return _declared_length(self, "a.py") + _declared_length(self, "b.py")
+        return self.q.get(("declared total",), compute, persist=True)
+
+    def length(self, f: str) -> int:  # kept between runs, an answer others read
+        def compute() -> int:
+            self.calls.append(f"length {f}")
+            return len(self.read(f))
+        return self.q.get(("length", f), compute, persist=True)
+
+    def total(self) -> int:
+        def compute() -> int:
+            self.calls.append("total")
+            return self.length("a.py") + self.length("b.py")
+        return self.q.get(("total",), compute, persist=True)
+
+
+@queries.query
+def _declared_length(run: _Run, f: str) -> int:
+    run.calls.append(f"length {f}")
+    return len(run.read(f))
+
+
+def test_an_answer_recomputed_to_the_same_value_stops_the_invalidation() -> None:
+    first = _Run({"a.py": "aaa", "b.py": "bb"})
+    assert first.total() == 5
+    # a.py changes but keeps its length: its answer is recomputed (its reader asks it again), equal, and the total,
+    # which did not read a.py itself, is not recomputed.
+    second = _Run({"a.py": "xyz", "b.py": "bb"}, first)
+    assert second.length("a.py") == 3 and second.total() == 5
+    assert second.calls == ["length a.py"]
+    # Its length changes: the total is recomputed, and it reuses b.py's length.
+    third = _Run({"a.py": "xyzw", "b.py": "bb"}, second)
+    assert third.total() == 6
+    assert third.calls == ["total", "length a.py"]
+
+
+def test_a_kept_answer_is_checked_through_the_answers_it_read() -> None:
+    """Asked first, the total finds a.py's kept length invalid and cannot recompute it: it is recomputed itself,
+    asks for the length, and the next reader of that length is then checked against the recomputed one."""
+    first = _Run({"a.py": "aaa", "b.py": "bb"})
+    first.total()
+    second = _Run({"a.py": "xyz", "b.py": "bb"}, first)
+    assert second.total() == 5
+    assert second.calls == ["total", "length a.py"]
+    assert second.q.get(("length", "b.py"), lambda: -1, persist=True) == 2  # reused, never recomputed
+
+
+def test_a_declared_query_is_recomputed_to_check_its_readers() -> None:
+    """A declared query (queries.query) can be recomputed by the framework itself: the total asked first is
+    checked by recomputing a.py's length, equal, and is not recomputed; the framework chose every key."""
+    first = _Run({"a.py": "aaa", "b.py": "bb"})
+    assert first.declared_total() == 5
+    second = _Run({"a.py": "xyz", "b.py": "bb"}, first)
+    second.q.bind(second)
+    assert second.declared_total() == 5
+    assert second.calls == ["length a.py"] and second.q.cutoff == 1
+    third = _Run({"a.py": "x", "b.py": "bb"}, second)
+    third.q.bind(third)
+    assert third.declared_total() == 3
+    assert third.calls == ["length a.py", "total"]  # recomputed to check the total, then the total itself
 
 
 def test_an_unchanged_tree_reuses_every_answer(tree: Path, tmp_path: Path) -> None:

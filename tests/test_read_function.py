@@ -16,6 +16,7 @@ import pytest
 from eagle3_lint import minieval as me
 from eagle3_lint import semantic as sem
 from eagle3_lint.facts import decode_source
+from eagle3_lint.queries import Queries
 from eagle3_lint.semantic import Memo
 from eagle3_lint.source import DirSource
 from eagle3_lint.store import FactStore
@@ -61,7 +62,8 @@ TRICKY = (
 class _Model:
     def __init__(self, root: Path) -> None:
         self.source = DirSource(root)
-        self.memo = Memo()
+        self.queries = Queries()
+        self.memo = Memo(self.queries)
 
 
 def _defs(sm: _Model, store: FactStore, rel: str) -> int:
