@@ -135,6 +135,7 @@ def build(source: SourceTree, options: Options, store: FactStore | None = None) 
     queries, changed, table = queries_mod.load(keep_dir, source, head, files)
     if store.rebuilt:
         queries = Queries()  # a damaged facts cache is rebuilt whole, by a full analysis (its answers are kept)
+    queries.watch(source, store)  # what each answer reads of the tree is recorded from here on (deps.py)
     t1 = t0
 
     def preload() -> None:
@@ -157,7 +158,7 @@ def build(source: SourceTree, options: Options, store: FactStore | None = None) 
     # the registry as it was keeps them (SGLang's registry is read from every model file).
     digest = queries_mod.derived_digest(derived) if table is not None else ""
     if queries.seeded and table is not None and table.derived != digest:
-        queries = Queries()
+        queries.drop_kept()
         store.preload([rel for rel in source.py_files() if engine.is_model_file(rel)], options.progress)
     t2 = time.perf_counter()
 
@@ -173,7 +174,6 @@ def build(source: SourceTree, options: Options, store: FactStore | None = None) 
             return ()
         return sub_config_architectures(options.target_config, expr, lambda sub: engine.unnamed_sub_config(source, sub))
 
-    queries.watch(source, store)  # what each answer reads of the tree is recorded from here on (deps.py)
     graph = ClassGraph(loader=store.load, registered=registered, checkpoint_archs=checkpoint_archs,
                        package=engine.package, registered_model_helpers=engine.registered_model_helpers,
                        queries=queries, platform=options.platform)

@@ -1,21 +1,26 @@
-"""Results of the semantic model, kept between runs with the files each one read (incremental re-checks).
+"""The query framework: every derived answer of a check, its dependencies, its persistence, and early cutoff.
 
-Every memoised answer of an analysis (a class's MRO, its delegations, its check against the contract, an
-architecture's verdict, a rule's contribution for one architecture or one file, a fix) is computed through
-``Queries.get`` under a key. While it is computed, ``deps.recording`` notes what it read of the tree; an
-answer found in the memo adds what *it* read to whoever asked, so every answer knows every file it rests on,
-however it was reached. This is the query model of salsa and rust-analyzer, on files rather than on
-fine-grained inputs.
+Every memoised answer of an analysis (the engine's whole-tree derivations, ``FactStore.memo``; a class's MRO,
+its delegations, its check against the contract; an architecture's verdict; a rule's contribution for one
+architecture or one file; a fix; a row of the JSON report) is computed through ``Queries.get`` under a key, or
+is a declared query (``query``: the framework keys it by the function and its arguments, so its caller names no
+cache). While an answer is computed, the recorder (deps.py; ``Queries`` is one, handed to the tree and the
+facts store) notes the atoms it reads itself: files, modules, the tree's listing. Reading another answer notes
+an *edge* to it when that answer is kept between runs (``persist``), and otherwise what that answer read.
 
-The answers marked ``persist`` are saved with the check (``save``). The next check of the same tree loads
-them (``load``) and reuses each one whose files all kept their content hash, and recomputes the others. The
-whole table is dropped, and everything recomputed, when anything the answers rest on without reading it
-changes:
+The kept answers are saved with the check (``save``), in the tree's folder, one table per set of options. The
+next check loads them (``load``) and reuses an answer when none of its own atoms changed and every answer it
+read has, now, the fingerprint (a hash of the pickle) it had then: still valid itself, or recomputed to an equal
+value. That last case is salsa's early cutoff: an edit that leaves an answer as it was stops there, and what
+read it is kept. The answers an answer read are checked first, each once; a declared one the framework can
+recompute on its own, another is found when its reader is recomputed and asks for it. The table is dropped,
+and everything recomputed, when anything the answers rest on without reading it changes:
 
 - the tool (its code fingerprint), the engine, the release, the request's options (the table's key);
 - what the engine derived before the first answer (registry, contract, runner path, gates): its value, not
   the files it was read from (``derived_digest``), so an edit that leaves the registry as it was keeps the
-  answers; SGLang's registry is read from every model file;
+  answers; SGLang's registry is read from every model file (the derivations themselves stay: they rest on
+  their own files);
 - a check that ended with an internal error is not saved.
 
 A file the tree gains or loses changes the module it would define and the listing of the tree, so answers
@@ -29,7 +34,8 @@ unless an edit breaks a cycle of imports or a chain that deep; no released tree 
 
 ``tests/test_queries.py``, ``tests/test_cache_incremental.py`` and ``tests/test_incremental_mutations.py``
 are the tests of this: after edits of every kind, a check that reuses answers prints byte for byte what a
-check without any cache prints, and reuses exactly the answers whose files did not change.
+check without any cache prints; an edit recomputes only the answers that read the edited file and, of
+those that read them, the ones whose inputs came out different.
 """
 
 from __future__ import annotations
@@ -47,7 +53,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from eagle3_lint import deps
 from eagle3_lint.deps import Frame, Recorder
-from eagle3_lint.store import fingerprint, no_gc, seal, trusted_file, unseal, write_private
+from eagle3_lint.store import fingerprint, no_gc, seal, tree_folder, trusted_file, unseal, write_private
 
 if TYPE_CHECKING:
     from eagle3_lint.source import SourceTree
@@ -229,6 +235,23 @@ class Queries(Recorder):
     def has(self, key: Hashable) -> bool:
         """Whether this run has the answer already (earlier checks' do not count)."""
         return key in self._run
+
+    def was_kept(self, key: Hashable) -> bool:
+        """Whether this run's answer under ``key`` is an earlier check's."""
+        e = self._run.get(key)
+        return e is not None and e.layer is not None
+
+    def drop_kept(self) -> None:
+        """Forget the kept answers not used yet (what they rest on without reading it changed: the engine derived
+        another registry, contract or runner path); the engine's own answers, already used, stay."""
+        self.table.entries.clear()
+        self.delta.entries.clear()
+        self._stale.clear()
+        self.seeded = False
+
+    def valid(self, key: Hashable) -> bool:
+        """Whether this run has the answer, or a kept one is still valid (checked now, never computed)."""
+        return key in self._run or self._kept(key) is not None
 
     # -- answers -----------------------------------------------------------------------------------------
     def get(self, key: Hashable, compute: Callable[[], T], *, persist: bool = False, cycle: Any = _MISSING) -> T:
@@ -443,14 +466,15 @@ _DELTA_MAX = 2000
 
 
 def table_path(cache_dir: Path, source: SourceTree, head: str) -> Path:
-    tag = hashlib.sha256(source.root_label.encode()).hexdigest()[:16]
-    return cache_dir / "queries" / f"{tag}-{head[:16]}.pickle"
+    return tree_folder(cache_dir, source) / f"{head[:16]}{SUFFIX}"
+
+
+SUFFIX = ".answers"
 
 
 def _trim(p: Path) -> None:
-    tree = p.name.split("-", 1)[0]
     try:
-        mine = sorted(p.parent.glob(f"{tree}-*.pickle"), key=lambda q: q.stat().st_mtime_ns, reverse=True)
+        mine = sorted(p.parent.glob(f"*{SUFFIX}"), key=lambda q: q.stat().st_mtime_ns, reverse=True)
         for old in mine[MAX_PER_TREE:]:
             old.unlink()
             old.with_suffix(".delta").unlink(missing_ok=True)

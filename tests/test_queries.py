@@ -228,13 +228,14 @@ def test_an_edit_recomputes_the_answers_that_read_the_file_and_only_those(tree: 
 
 
 def test_a_registry_edit_starts_afresh(tree: Path, tmp_path: Path) -> None:
-    """The registry is derived before any answer, and kept answers rest on its value: a changed one reuses nothing."""
+    """The registry is derived before any answer, and kept answers rest on its value: a changed one reuses nothing
+    but what the engine derived from files that did not change (the contract, the runner path)."""
     cache = tmp_path / "cache"
     run(tree, cache)
     reg = tree / MODELS / "registry.py"
     reg.write_text(reg.read_text().replace('    "OtherForCausalLM": ("other", "OtherForCausalLM"),\n', ""))
     ctx = same_as_fresh(tree, cache)
-    assert not reused(ctx) and "OtherForCausalLM" not in ctx.verdicts
+    assert {k[0] for k in reused(ctx)} == {"derived"} and "OtherForCausalLM" not in ctx.verdicts
 
 
 def test_added_and_deleted_files_change_what_names_resolve_to(tree: Path, tmp_path: Path) -> None:
@@ -250,7 +251,7 @@ def test_checks_write_a_delta_that_folds_into_the_table(tree: Path, tmp_path: Pa
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     cache = tmp_path / "cache"
     run(tree, cache)
-    (table,) = (cache / "queries").glob("*.pickle")
+    (table,) = cache.glob("trees/*/*.answers")
     delta = table.with_suffix(".delta")
     assert not delta.exists()
     inner = tree / MODELS / "inner.py"
@@ -273,7 +274,7 @@ def test_a_damaged_table_costs_a_full_analysis_only(tree: Path, tmp_path: Path, 
     inner = tree / MODELS / "inner.py"
     inner.write_text(inner.read_text() + "\n\ndef _edit():\n    return 1\n")
     run(tree, cache)  # writes a delta
-    (table,) = (cache / "queries").glob("*.pickle")
+    (table,) = cache.glob("trees/*/*.answers")
     delta = table.with_suffix(".delta")
     if damage == "truncate":
         table.write_bytes(table.read_bytes()[:100])
@@ -302,7 +303,7 @@ def test_an_internal_error_drops_the_table(tree: Path, tmp_path: Path, monkeypat
     monkeypatch.setattr(next(r for r in all_rules() if r.meta.id == "EGL002"), "_check", broken)
     ctx = run(tree, cache)
     assert ctx.errors
-    assert not list((cache / "queries").glob("*.pickle"))  # the next check starts afresh
+    assert not list(cache.glob("trees/*/*.answers"))  # the next check starts afresh
 
 
 @pytest.mark.parametrize("case", ["core/wrapper_inner_supports", "aux-states-not-collected/good_v033",
