@@ -173,7 +173,7 @@ class Queries(Recorder):
     """
 
     def __init__(self, table: Layer | None = None, delta: Layer | None = None,
-                 names: list[str] | None = None) -> None:
+                 names: list[str] | None = None, quiet: bool = False) -> None:
         super().__init__()
         self._run: dict[Hashable, _Entry] = {}
         self.table = table or Layer()
@@ -187,6 +187,11 @@ class Queries(Recorder):
         self.reused = 0
         self.computed = 0
         self.cutoff = 0  # kept answers found valid through an answer that was recomputed to the same value
+        # Nothing changed since a table every answer of which was checked when it was written (``settle``): each
+        # kept answer is valid as it is, and its edges need no checking (a re-check of an unchanged tree with
+        # another request: every answer is reused, and checking 12,000 edges of vLLM 0.33.0 cost ~0.1 s).
+        self.quiet = quiet
+        self._settling = False
         # Whether answers of earlier checks may be reused (facts then load only when read); fixed at the start,
         # as answers are taken out of the layers when they are reused.
         self.seeded = bool(self.table.entries or self.delta.entries)
@@ -247,7 +252,19 @@ class Queries(Recorder):
         self.table.entries.clear()
         self.delta.entries.clear()
         self._stale.clear()
-        self.seeded = False
+        self.seeded = self.quiet = False
+
+    def settle(self) -> None:
+        """Check every kept answer this run did not ask for (computing nothing), so that only valid ones are kept:
+        an answer not asked is otherwise kept on its own atoms, and an answer it read may have changed since."""
+        self._settling = True
+        try:
+            for layer in (self.delta, self.table):
+                for key in list(layer.entries):
+                    if key in layer.entries and key not in self._run:
+                        self._kept(key)
+        finally:
+            self._settling = False
 
     def valid(self, key: Hashable) -> bool:
         """Whether this run has the answer, or a kept one is still valid (checked now, never computed)."""
@@ -306,6 +323,8 @@ class Queries(Recorder):
 
     def put(self, key: Hashable, value: Any, atoms: Iterable[str]) -> None:
         """An answer computed elsewhere (a forked child), resting on ``atoms``: kept like a computed one."""
+        self.delta.entries.pop(key, None)
+        self.table.entries.pop(key, None)
         self._run[key] = _Entry(value, frozenset(atoms), (), True)
         self.computed += 1
 
@@ -343,7 +362,7 @@ class Queries(Recorder):
             self._stale[key] = rec
             return None
         edges, fps = rec[1], rec[2]
-        if edges:
+        if edges and not self.quiet:
             outer, self.frame = self.frame, None
             self._checking.add(key)
             run = self._run
@@ -374,7 +393,9 @@ class Queries(Recorder):
         e = self._kept(key)
         if e is not None:
             return e.fp
-        fn = _declared(key[0]) if type(key) is tuple and key and type(key[0]) is str and self.db is not None else None
+        if self._settling or self.db is None:
+            return None
+        fn = _declared(key[0]) if type(key) is tuple and key and type(key[0]) is str else None
         if fn is None:
             return None
         db = self.db
@@ -561,8 +582,9 @@ def load(cache_dir: Path | None, source: SourceTree, head: str,
         table.derived = last["derived"]
         changed = changed_atoms(source, last["files"], files)
         since_table = changed if last is main else changed_atoms(source, main["files"], files)
+        quiet = last is main and not changed and main.get("settled") is True
         return (Queries(Layer(main["entries"], (i for i, n in enumerate(names) if n in since_table)),
-                        Layer(delta_entries, (i for i, n in enumerate(names) if n in changed)), names),
+                        Layer(delta_entries, (i for i, n in enumerate(names) if n in changed)), names, quiet),
                 changed, table)
     except Exception:  # noqa: BLE001 - a damaged or foreign table costs a full analysis, nothing else
         return Queries(), set(), table
@@ -604,10 +626,14 @@ def save(table: Table | None, head: str, files: dict[str, bytes | None], derived
                                         "names": names, "entries": delta}
                 target = table.delta_path
             else:
+                # A table is written with every answer checked (``Queries.settle``), so that the next check, if
+                # nothing changed, may reuse each one without checking its edges (``Queries.quiet``).
+                queries.settle()
                 entries = queries.kept(queries.table)
-                entries.update(delta)
+                entries.update(queries.kept(queries.delta))
+                entries.update(new)
                 body = {"header": head, "id": os.urandom(16).hex(), "files": files, "derived": derived,
-                        "names": names, "entries": entries}
+                        "names": names, "entries": entries, "settled": True}
                 target = table.path
             payload = pickle.dumps(body, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception:  # noqa: BLE001 - a key that cannot be pickled: no table, a full analysis next time
