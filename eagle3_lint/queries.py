@@ -61,7 +61,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-_VERSION = 3  # 2: sealed files (store.seal); 3: edges between answers, with the fingerprints they were made on
+_VERSION = 4  # 2: sealed files (store.seal); 3: edges between answers, with their fingerprints; 4: own atoms apart
 _MISSING: Any = object()
 # Answers common enough that recognising their bytes beats unpickling them (a fresh list each time: values are
 # not shared between answers).
@@ -108,8 +108,10 @@ def _flat(value: Any) -> bytes:
     return buf.getvalue()
 
 
-# An answer as kept on disk: atom ids, the answers it read, their fingerprints then (``_FP`` bytes each), its pickle.
-Record = tuple[tuple[int, ...], tuple[Hashable, ...], bytes, bytes]
+# An answer as kept on disk: the ids of every atom it rests on, however reached (its own and those of every answer
+# it read, transitively), the answers it read, their fingerprints then (``_FP`` bytes each), its pickle, and the ids
+# of the atoms it read itself.
+Record = tuple[tuple[int, ...], tuple[Hashable, ...], bytes, bytes, tuple[int, ...]]
 Entries = dict[Hashable, Record]
 
 
@@ -173,7 +175,7 @@ class Queries(Recorder):
     """
 
     def __init__(self, table: Layer | None = None, delta: Layer | None = None,
-                 names: list[str] | None = None, quiet: bool = False) -> None:
+                 names: list[str] | None = None) -> None:
         super().__init__()
         self._run: dict[Hashable, _Entry] = {}
         self.table = table or Layer()
@@ -187,11 +189,6 @@ class Queries(Recorder):
         self.reused = 0
         self.computed = 0
         self.cutoff = 0  # kept answers found valid through an answer that was recomputed to the same value
-        # Nothing changed since a table every answer of which was checked when it was written (``settle``): each
-        # kept answer is valid as it is, and its edges need no checking (a re-check of an unchanged tree with
-        # another request: every answer is reused, and checking 12,000 edges of vLLM 0.33.0 cost ~0.1 s).
-        self.quiet = quiet
-        self._settling = False
         # Whether answers of earlier checks may be reused (facts then load only when read); fixed at the start,
         # as answers are taken out of the layers when they are reused.
         self.seeded = bool(self.table.entries or self.delta.entries)
@@ -252,19 +249,7 @@ class Queries(Recorder):
         self.table.entries.clear()
         self.delta.entries.clear()
         self._stale.clear()
-        self.seeded = self.quiet = False
-
-    def settle(self) -> None:
-        """Check every kept answer this run did not ask for (computing nothing), so that only valid ones are kept:
-        an answer not asked is otherwise kept on its own atoms, and an answer it read may have changed since."""
-        self._settling = True
-        try:
-            for layer in (self.delta, self.table):
-                for key in list(layer.entries):
-                    if key in layer.entries and key not in self._run:
-                        self._kept(key)
-        finally:
-            self._settling = False
+        self.seeded = False
 
     def valid(self, key: Hashable) -> bool:
         """Whether this run has the answer, or a kept one is still valid (checked now, never computed)."""
@@ -323,7 +308,7 @@ class Queries(Recorder):
 
     def put(self, key: Hashable, value: Any, atoms: Iterable[str]) -> None:
         """An answer computed elsewhere (a forked child), resting on ``atoms``: kept like a computed one."""
-        self.delta.entries.pop(key, None)
+        self.delta.entries.pop(key, None)  # superseded, whatever it was
         self.table.entries.pop(key, None)
         self._run[key] = _Entry(value, frozenset(atoms), (), True)
         self.computed += 1
@@ -358,11 +343,17 @@ class Queries(Recorder):
             self.table.entries.pop(key, None)  # superseded: the delta's answer was made after it
         if rec is None:
             return None
-        if not layer.valid(rec[0]):
-            self._stale[key] = rec
+        if layer.valid(rec[0]):
+            # Nothing it rests on changed, however it was reached: valid as it is (the common case; a C loop).
+            e = _Entry(_MISSING, frozenset(), rec[1], True, layer, rec)
+            self._run[key] = e
+            return e
+        if not layer.valid(rec[4]):
+            self._stale[key] = rec  # a file it read itself changed
             return None
+        # Only what answers it read rested on changed: valid if each of those is, now, what it read then.
         edges, fps = rec[1], rec[2]
-        if edges and not self.quiet:
+        if edges:
             outer, self.frame = self.frame, None
             self._checking.add(key)
             run = self._run
@@ -393,9 +384,7 @@ class Queries(Recorder):
         e = self._kept(key)
         if e is not None:
             return e.fp
-        if self._settling or self.db is None:
-            return None
-        fn = _declared(key[0]) if type(key) is tuple and key and type(key[0]) is str else None
+        fn = _declared(key[0]) if type(key) is tuple and key and type(key[0]) is str and self.db is not None else None
         if fn is None:
             return None
         db = self.db
@@ -410,33 +399,47 @@ class Queries(Recorder):
     # -- keeping -------------------------------------------------------------------------------------
     def computed_entries(self, ids: Callable[[Iterable[str]], tuple[int, ...]]) -> Entries:
         """This run's persisted answers that were computed, not reused, as records (pickled now). An edge to an
-        answer that cannot be kept (its value does not pickle) is replaced by what that answer read."""
+        answer that cannot be kept (its value does not pickle) is replaced by what that answer read; an answer with
+        an edge to one this run does not know (its pickle was damaged) is not kept."""
         out: Entries = {}
-        flat: dict[Hashable, tuple[set[str], dict[Hashable, bytes]]] = {}
+        # key -> (every atom id it rests on, its own atom ids, its edges with their fingerprints); None: unknown.
+        flat: dict[Hashable, tuple[frozenset[int], set[int], dict[Hashable, bytes]] | None] = {}
 
-        def expand(key: Hashable, e: _Entry) -> tuple[set[str], dict[Hashable, bytes]]:
-            got = flat.get(key)
-            if got is None:
-                atoms: set[str] = set(e.atoms)
-                edges: dict[Hashable, bytes] = {}
-                flat[key] = (atoms, edges)  # a cycle (there is none) would stop here
-                for d in e.edges:
-                    de = self._run.get(d)
-                    if de is None:
-                        edges[d] = _NO_FP
-                    elif de.blob is not None and de.persist:
-                        edges[d] = de.fp
-                    else:
-                        a, ed = expand(d, de)
-                        atoms |= a
-                        edges.update(ed)
-                got = (atoms, edges)
+        def expand(key: Hashable) -> tuple[frozenset[int], set[int], dict[Hashable, bytes]] | None:
+            if key in flat:
+                return flat[key]
+            e = self._run.get(key)
+            if e is None:
+                flat[key] = None
+                return None
+            if e.record is not None:  # kept: what it rests on is on its record
+                got: tuple[frozenset[int], set[int], dict[Hashable, bytes]] | None = (frozenset(e.record[0]), set(), {})
+                flat[key] = got
+                return got
+            flat[key] = None  # while it is expanded (there is no cycle: a cycle's answer records no edge)
+            own = set(ids(e.atoms))
+            every = set(own)
+            edges: dict[Hashable, bytes] = {}
+            for d in e.edges:
+                sub = expand(d)
+                if sub is None:
+                    return None
+                every |= sub[0]
+                de = self._run[d]
+                if de.blob is not None:
+                    edges[d] = de.fp
+                else:  # not kept: its reads are its reader's
+                    own |= sub[1]
+                    edges.update(sub[2])
+            got = (frozenset(every), own, edges)
+            flat[key] = got
             return got
 
         for key, e in self._run.items():
             if e.persist and e.layer is None and e.blob is not None:
-                atoms, edges = expand(key, e)
-                out[key] = (ids(atoms), tuple(edges), b"".join(edges.values()), e.blob)
+                x = expand(key)
+                if x is not None:
+                    out[key] = (tuple(x[0]), tuple(x[2]), b"".join(x[2].values()), e.blob, tuple(x[1]))
         return out
 
     def kept(self, layer: Layer) -> Entries:
@@ -582,9 +585,8 @@ def load(cache_dir: Path | None, source: SourceTree, head: str,
         table.derived = last["derived"]
         changed = changed_atoms(source, last["files"], files)
         since_table = changed if last is main else changed_atoms(source, main["files"], files)
-        quiet = last is main and not changed and main.get("settled") is True
         return (Queries(Layer(main["entries"], (i for i, n in enumerate(names) if n in since_table)),
-                        Layer(delta_entries, (i for i, n in enumerate(names) if n in changed)), names, quiet),
+                        Layer(delta_entries, (i for i, n in enumerate(names) if n in changed)), names),
                 changed, table)
     except Exception:  # noqa: BLE001 - a damaged or foreign table costs a full analysis, nothing else
         return Queries(), set(), table
@@ -626,14 +628,10 @@ def save(table: Table | None, head: str, files: dict[str, bytes | None], derived
                                         "names": names, "entries": delta}
                 target = table.delta_path
             else:
-                # A table is written with every answer checked (``Queries.settle``), so that the next check, if
-                # nothing changed, may reuse each one without checking its edges (``Queries.quiet``).
-                queries.settle()
                 entries = queries.kept(queries.table)
-                entries.update(queries.kept(queries.delta))
-                entries.update(new)
+                entries.update(delta)
                 body = {"header": head, "id": os.urandom(16).hex(), "files": files, "derived": derived,
-                        "names": names, "entries": entries, "settled": True}
+                        "names": names, "entries": entries}
                 target = table.path
             payload = pickle.dumps(body, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception:  # noqa: BLE001 - a key that cannot be pickled: no table, a full analysis next time

@@ -132,9 +132,6 @@ class _Run:
         self.q.note(f)
         return self.files[f]
 
-    def lonely(self) -> int:  # an answer that reads a.py's length, asked only by the first run
-        return self.q.get(("lonely",), lambda: self.length("a.py") + 1, persist=True)
-
     def declared_total(self) -> int:
         def compute() -> int:
             self.calls.append("total")
@@ -183,31 +180,6 @@ def test_a_kept_answer_is_checked_through_the_answers_it_read() -> None:
     assert second.total() == 5
     assert second.calls == ["total", "length a.py"]
     assert second.q.get(("length", "b.py"), lambda: -1, persist=True) == 2  # reused, never recomputed
-
-
-def test_a_table_is_written_with_every_kept_answer_checked() -> None:
-    """An answer no one asks is kept on its own atoms; before a table is written (``settle``) it is checked against
-    the answers it read, so that a table may be trusted whole when nothing changed since (``Queries.quiet``)."""
-    first = _Run({"a.py": "aaa", "b.py": "bb"})
-    first.total()
-    first.lonely()
-    second = _Run({"a.py": "xyzw", "b.py": "bb"}, first)
-    second.total()  # recomputes a.py's length: 4 now, which the lonely answer did not read
-    assert ("lonely",) in second.kept()  # kept on its atoms alone (it read no file itself)...
-    second.q.settle()
-    assert ("lonely",) not in second.kept() and ("total",) in second.kept()  # ...but not once checked
-
-
-def test_a_check_of_an_unchanged_tree_trusts_its_settled_table(tree: Path, tmp_path: Path) -> None:
-    cache = tmp_path / "cache"
-    assert not run(tree, cache).queries.quiet
-    again = same_as_fresh(tree, cache)
-    assert again.queries.quiet and not computed(again)
-    inner = tree / MODELS / "inner.py"
-    inner.write_text(inner.read_text() + "\n\ndef _edit():\n    return 1\n")
-    edited = same_as_fresh(tree, cache)
-    assert not edited.queries.quiet  # a delta is written: the next check checks edges again
-    assert not same_as_fresh(tree, cache).queries.quiet
 
 
 def test_a_declared_query_is_recomputed_to_check_its_readers() -> None:
