@@ -28,17 +28,20 @@ LISTING = "@listing"
 
 
 class Frame:
-    """What one computation read so far: atoms, and the answers it read (ordered, as asked)."""
+    """What one computation read so far: atoms itself, the answers it read (ordered, as asked), and the atoms those
+    rest on, however reached (``every``)."""
 
-    __slots__ = ("atoms", "edges")
+    __slots__ = ("atoms", "edges", "every")
 
     def __init__(self) -> None:
         self.atoms: set[str] = set()
         self.edges: dict[Hashable, None] = {}
+        self.every: set[str] = set()
 
     def absorb(self, other: Frame) -> None:
         self.atoms |= other.atoms
         self.edges.update(other.edges)
+        self.every |= other.every
 
 
 class Recorder:

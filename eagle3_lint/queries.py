@@ -120,10 +120,12 @@ class _Entry:
     the atoms it read itself and the answers it read (``edges``), or, for a kept answer, its record; its pickle and
     fingerprint once someone needs them; and the layer a kept answer came from."""
 
-    __slots__ = ("_blob", "_fp", "atoms", "edges", "layer", "persist", "record", "value")
+    __slots__ = ("_blob", "_every", "_fp", "atoms", "edges", "layer", "names", "persist", "record", "refreshed",
+                 "value")
 
     def __init__(self, value: Any, atoms: frozenset[str], edges: tuple[Hashable, ...], persist: bool,
-                 layer: Layer | None = None, record: Record | None = None) -> None:
+                 layer: Layer | None = None, record: Record | None = None, every: frozenset[str] | None = None,
+                 names: list[str] | None = None) -> None:
         self.value = value
         self.atoms = atoms
         self.edges = edges
@@ -132,6 +134,17 @@ class _Entry:
         self.record = record
         self._blob: bytes | None | Any = _MISSING if record is None else record[3]
         self._fp: bytes | None = None
+        self._every = every
+        self.names = names
+        self.refreshed = False  # a kept answer found valid through the answers it read: kept anew (``_kept``)
+
+    @property
+    def every(self) -> frozenset[str]:
+        """Every atom the answer rests on, however reached (a kept one's, named when someone records it)."""
+        if self._every is None:
+            ids = self.record[0] if self.record is not None else ()
+            self._every = frozenset(self.names[i] for i in ids) if self.names is not None else frozenset()
+        return self._every
 
     @property
     def blob(self) -> bytes | None:
@@ -207,6 +220,7 @@ class Queries(Recorder):
         f = self.frame
         if f is None:
             return
+        f.every |= e.every
         if e.persist:
             f.edges[key] = None
         else:
@@ -296,7 +310,8 @@ class Queries(Recorder):
         finally:
             self.frame = outer
             self._busy.discard(key)
-        e = _Entry(value, frozenset(mine.atoms), tuple(mine.edges), persist)
+        atoms = frozenset(mine.atoms)
+        e = _Entry(value, atoms, tuple(mine.edges), persist, every=atoms.union(mine.every))
         old = self._stale.pop(key, None) if persist else None
         if old is not None and e.blob is not None and e.blob != old[3] and _same(old[3], value):
             e._blob = old[3]  # equal to the kept answer: its readers, checked against that one's fingerprint, hold
@@ -310,7 +325,8 @@ class Queries(Recorder):
         """An answer computed elsewhere (a forked child), resting on ``atoms``: kept like a computed one."""
         self.delta.entries.pop(key, None)  # superseded, whatever it was
         self.table.entries.pop(key, None)
-        self._run[key] = _Entry(value, frozenset(atoms), (), True)
+        own = frozenset(atoms)
+        self._run[key] = _Entry(value, own, (), True, every=own)
         self.computed += 1
 
     def _unpickle(self, key: Hashable, e: _Entry) -> Any:
@@ -345,7 +361,7 @@ class Queries(Recorder):
             return None
         if layer.valid(rec[0]):
             # Nothing it rests on changed, however it was reached: valid as it is (the common case; a C loop).
-            e = _Entry(_MISSING, frozenset(), rec[1], True, layer, rec)
+            e = _Entry(_MISSING, frozenset(), rec[1], True, layer, rec, names=self.names)
             self._run[key] = e
             return e
         if not layer.valid(rec[4]):
@@ -369,7 +385,14 @@ class Queries(Recorder):
             finally:
                 self._checking.discard(key)
                 self.frame = outer
-        e = _Entry(_MISSING, frozenset(), edges, True, layer, rec)
+        # Valid, but what it rests on, however reached, is now what the answers it read rest on: one of them,
+        # recomputed to the same value, may have read other files this time. It is kept anew with those.
+        own = frozenset(self.names[i] for i in rec[4])
+        every = set(own)
+        for d in edges:
+            every |= self._run[d].every
+        e = _Entry(_MISSING, own, edges, True, layer, rec, every=frozenset(every), names=self.names)
+        e.refreshed = True
         self._run[key] = e
         return e
 
@@ -402,51 +425,38 @@ class Queries(Recorder):
         answer that cannot be kept (its value does not pickle) is replaced by what that answer read; an answer with
         an edge to one this run does not know (its pickle was damaged) is not kept."""
         out: Entries = {}
-        # key -> (every atom id it rests on, its own atom ids, its edges with their fingerprints); None: unknown.
-        flat: dict[Hashable, tuple[frozenset[int], set[int], dict[Hashable, bytes]] | None] = {}
-
-        def expand(key: Hashable) -> tuple[frozenset[int], set[int], dict[Hashable, bytes]] | None:
-            if key in flat:
-                return flat[key]
-            e = self._run.get(key)
-            if e is None:
-                flat[key] = None
-                return None
-            if e.record is not None:  # kept: what it rests on is on its record
-                got: tuple[frozenset[int], set[int], dict[Hashable, bytes]] | None = (frozenset(e.record[0]), set(), {})
-                flat[key] = got
-                return got
-            flat[key] = None  # while it is expanded (there is no cycle: a cycle's answer records no edge)
-            own = set(ids(e.atoms))
-            every = set(own)
-            edges: dict[Hashable, bytes] = {}
-            for d in e.edges:
-                sub = expand(d)
-                if sub is None:
-                    return None
-                every |= sub[0]
-                de = self._run[d]
-                if de.blob is not None:
-                    edges[d] = de.fp
-                else:  # not kept: its reads are its reader's
-                    own |= sub[1]
-                    edges.update(sub[2])
-            got = (frozenset(every), own, edges)
-            flat[key] = got
-            return got
-
         for key, e in self._run.items():
-            if e.persist and e.layer is None and e.blob is not None:
-                x = expand(key)
+            if e.persist and (e.layer is None or e.refreshed) and e.blob is not None:
+                x = self._edges_of(e, 0)
                 if x is not None:
-                    out[key] = (tuple(x[0]), tuple(x[2]), b"".join(x[2].values()), e.blob, tuple(x[1]))
+                    own, edges = x
+                    out[key] = (ids(e.every), tuple(edges), b"".join(edges.values()), e.blob, ids(own))
         return out
+
+    def _edges_of(self, e: _Entry, depth: int) -> tuple[set[str], dict[Hashable, bytes]] | None:
+        """``e``'s own atoms and its edges with the fingerprints of their answers, an answer that cannot be kept
+        replaced by what it read; None if an answer it read is unknown (or the chain is absurdly deep)."""
+        own = set(e.atoms)
+        edges: dict[Hashable, bytes] = {}
+        for d in e.edges:
+            de = self._run.get(d)
+            if de is None or depth > 50:
+                return None
+            if de.blob is not None:
+                edges[d] = de.fp
+                continue
+            sub = self._edges_of(de, depth + 1)
+            if sub is None:
+                return None
+            own |= sub[0]
+            edges.update(sub[1])
+        return own, edges
 
     def kept(self, layer: Layer) -> Entries:
         """``layer``'s answers that stay valid: reused by this run, or not asked for and unaffected."""
         out: Entries = {k: v for k, v in layer.entries.items() if layer.valid(v[0])}
         for key, e in self._run.items():
-            if e.layer is layer and e.record is not None:
+            if e.layer is layer and e.record is not None and not e.refreshed:
                 out[key] = e.record
         return out
 

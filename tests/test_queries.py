@@ -132,6 +132,19 @@ class _Run:
         self.q.note(f)
         return self.files[f]
 
+    def pick(self) -> int:  # reads c.py only when a.py starts with "x"
+        def compute() -> int:
+            self.calls.append("pick")
+            a = self.read("a.py")
+            return len(a) + (self.read("c.py") == "changed") if a.startswith("x") else len(a)
+        return self.q.get(("pick",), compute, persist=True)
+
+    def user(self) -> int:
+        def compute() -> int:
+            self.calls.append("user")
+            return self.pick() + 1
+        return self.q.get(("user",), compute, persist=True)
+
     def declared_total(self) -> int:
         def compute() -> int:
             self.calls.append("total")
@@ -169,6 +182,19 @@ def test_an_answer_recomputed_to_the_same_value_stops_the_invalidation() -> None
     third = _Run({"a.py": "xyzw", "b.py": "bb"}, second)
     assert third.total() == 6
     assert third.calls == ["total", "length a.py"]
+
+
+def test_an_answer_kept_through_one_that_now_reads_more_rests_on_that_too() -> None:
+    """The answer a reader read came out the same but read another file this time: the reader, kept, now rests on
+    that file as well, so that an edit of it alone is not missed."""
+    first = _Run({"a.py": "aaa", "c.py": "orig"})
+    assert first.user() == 4
+    second = _Run({"a.py": "xyz", "c.py": "orig"}, first)
+    assert second.pick() == 3 and second.user() == 4
+    assert second.calls == ["pick"]  # the user was kept: what it read came out the same
+    third = _Run({"a.py": "xyz", "c.py": "changed"}, second)
+    assert third.user() == 5  # not the kept 4: the pick it read now reads c.py
+    assert third.calls == ["user", "pick"]
 
 
 def test_a_kept_answer_is_checked_through_the_answers_it_read() -> None:
