@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 from eagle3_lint.facts import IndexBase, LoopForm, dotted
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import Edit
+from eagle3_lint.queries import query
 
 if TYPE_CHECKING:
     from eagle3_lint.facts import Loop
@@ -1094,37 +1095,48 @@ def _delegation_shape(fn: ast.FunctionDef, setter: str) -> str | None:
     return attr if guarded in (None, f"self.{attr}") else None
 
 
+@query
 def setter_idioms(sm: Model) -> list[SetterIdiom]:
-    """Every purely delegating setter (``contract.setter``) of the tree's model classes, in path order."""
-    def compute() -> list[SetterIdiom]:
-        setter = sm.contract.setter
-        out: list[SetterIdiom] = []
-        if not setter:
-            return out
-        for key, rel in sm.model_classes():
-            cf = sm.graph.class_facts(key)
-            m = cf.members.get(setter) if cf else None
-            if m is None or m.kind != "def" or m.end_line - m.line > 15:
-                continue
-            t = text_of(sm, rel)
-            if t is None:
-                continue
-            src = textwrap.dedent("\n".join(t.lines[m.line - 1: m.end_line]))
-            try:
-                fn = ast.parse(src).body[0]
-            except (SyntaxError, ValueError, IndexError, RecursionError):
-                continue
-            if not isinstance(fn, ast.FunctionDef) or fn.args.vararg or fn.args.kwarg or fn.args.kwonlyargs \
-                    or fn.args.posonlyargs:
-                continue
-            attr = _delegation_shape(fn, setter)
-            if attr is None:
-                continue
-            header, names = _header_of(src, fn, setter)
-            body = textwrap.dedent("\n".join(src.splitlines()[fn.body[0].lineno - 1:])).splitlines()
-            out.append(SetterIdiom(key, rel, m.line, attr, header, tuple(body), tuple(sorted(names))))
+    """Every purely delegating setter (``contract.setter``) of the tree's model classes, in path order.
+
+    One answer per file, joined: after an edit only the edited file's idioms are read again, and when they come out
+    the same the fixes that copy one are kept (queries.py, early cutoff). Scanning every model file after any edit
+    was most of SGLang 0.5.23's one-edit re-check (its EGL002/EGL003 fixes copy an idiom)."""
+    return [i for rel in sm.model_files() for i in _file_setter_idioms(sm, rel)]
+
+
+@query
+def _file_setter_idioms(sm: Model, rel: str) -> list[SetterIdiom]:
+    """The delegating setters of ``rel``'s module-level classes, in class order (``Model.model_classes``)."""
+    setter = sm.contract.setter
+    out: list[SetterIdiom] = []
+    mf = sm.store.load_path(rel) if setter else None
+    if not setter or mf is None or mf.error:
         return out
-    return sm.memo.get("fixgen-setter-idioms", compute)
+    for qn in [qn for qn, c in mf.classes.items() if c.nested_in is None]:
+        key = ClassKey(mf.module, qn)
+        cf = sm.graph.class_facts(key)
+        m = cf.members.get(setter) if cf else None
+        if m is None or m.kind != "def" or m.end_line - m.line > 15:
+            continue
+        t = text_of(sm, rel)
+        if t is None:
+            continue
+        src = textwrap.dedent("\n".join(t.lines[m.line - 1: m.end_line]))
+        try:
+            fn = ast.parse(src).body[0]
+        except (SyntaxError, ValueError, IndexError, RecursionError):
+            continue
+        if not isinstance(fn, ast.FunctionDef) or fn.args.vararg or fn.args.kwarg or fn.args.kwonlyargs \
+                or fn.args.posonlyargs:
+            continue
+        attr = _delegation_shape(fn, setter)
+        if attr is None:
+            continue
+        header, names = _header_of(src, fn, setter)
+        body = textwrap.dedent("\n".join(src.splitlines()[fn.body[0].lineno - 1:])).splitlines()
+        out.append(SetterIdiom(key, rel, m.line, attr, header, tuple(body), tuple(sorted(names))))
+    return out
 
 
 def add_delegating_setter(sm: Model, key: ClassKey, attr: str) -> tuple[list[Edit], SetterIdiom] | None:

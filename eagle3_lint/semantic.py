@@ -44,7 +44,7 @@ from eagle3_lint.facts import (
 from eagle3_lint.graph import ClassKey, Delegation, DelegationHow
 from eagle3_lint.lazyimport import lazy
 from eagle3_lint.model import Location, Status
-from eagle3_lint.queries import Queries
+from eagle3_lint.queries import Queries, query
 
 if TYPE_CHECKING:
     from eagle3_lint import minieval as me
@@ -87,6 +87,31 @@ class Memo:
 
     def get(self, name: str, compute: Callable[[], T]) -> T:
         return self._queries.get(("memo", name), compute)
+
+
+# -- classes by member -----------------------------------------------------------------------------
+@query
+def classes_defining(sm: Model, name: str) -> list[tuple[str, ClassKey]]:
+    """The model files' module-level classes that define a method ``name`` themselves, with their file, in path and
+    class order. One answer per file, joined: after an edit only the edited file is read again, and a fix that copies
+    one of them is kept when the list comes out the same (queries.py, early cutoff)."""
+    return [hit for rel in sm.model_files() for hit in _file_classes_defining(sm, rel, name)]
+
+
+@query
+def _file_classes_defining(sm: Model, rel: str, name: str) -> list[tuple[str, ClassKey]]:
+    mf = sm.store.load_path(rel)
+    if mf is None or mf.error:
+        return []
+    out = []
+    for qn, c in mf.classes.items():
+        if c.nested_in is None:
+            key = ClassKey(mf.module, qn)
+            cf = sm.graph.class_facts(key)
+            m = cf.members.get(name) if cf is not None else None
+            if m is not None and m.kind == "def":
+                out.append((rel, key))
+    return out
 
 
 # -- scope ------------------------------------------------------------------------------------
