@@ -346,3 +346,31 @@ def test_the_derived_digest_is_the_same_in_every_process(case: str, tmp_path: Pa
     digests = {subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True, check=True,
                               env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2", "3")}
     assert len(digests) == 1, digests
+
+
+def test_the_classes_defining_a_method_are_one_answer_per_file_and_survive_an_unrelated_edit(
+        tree: Path, tmp_path: Path) -> None:
+    """``semantic.classes_defining`` (what EGL003's fix copies a setter header from) joins one declared answer per
+    model file: an edit of a file that defines no such method re-reads that file alone, and the joined answer comes
+    out equal, so what read it is kept (early cutoff)."""
+    from eagle3_lint import semantic as sem
+
+    # The case's inner.py:36 (InnerForCausalLM) and its base's interfaces.py (the SupportsEagle3 Protocol), in path
+    # order; the wrapper (wrap.py) and other.py define none.
+    setter = "set_aux_hidden_state_layers"
+    cache = tmp_path / "cache"
+    first = run(tree, cache)
+    got = sem.classes_defining(first.model, setter)
+    assert [(rel, k.name) for rel, k in got] == [(f"{MODELS}/inner.py", "InnerForCausalLM"),
+                                                 (f"{MODELS}/interfaces.py", "SupportsEagle3")]
+    assert ("eagle3_lint.semantic:_file_classes_defining", f"{MODELS}/other.py", setter) in first.model.queries._run
+    queries.save(first.keep.table, first.keep.head, first.keep.files, first.keep.derived,  # type: ignore[union-attr]
+                 first.model.queries)
+    other = tree / MODELS / "other.py"
+    other.write_text(other.read_text() + "\n\ndef _unrelated():\n    return 1\n")
+    second = run(tree, cache)
+    q = second.model.queries
+    assert sem.classes_defining(second.model, setter) == got
+    assert q.was_kept(("eagle3_lint.semantic:classes_defining", setter))
+    assert ("eagle3_lint.semantic:_file_classes_defining", f"{MODELS}/other.py", setter) in computed(second)
+    assert q.was_kept(("eagle3_lint.semantic:_file_classes_defining", f"{MODELS}/inner.py", setter))
