@@ -91,6 +91,8 @@ misses  # tests/test_cache.py, bench/bench.py
 derived_hits  # tests/test_cache.py
 reused  # Queries counters: tests/test_cache.py, bench/bench.py --phases
 computed  # Queries counters: bench/bench.py --phases
+cutoff  # Queries counter: tests/test_queries.py, bench/bench.py --phases
+fast  # pickle.Pickler.fast, set by queries._flat
 _.SGLANG  # enum member (eagle3_lint/engines/__init__.py): engines are iterated (all_engines) and looked up by value
 # userconfig.py: msgspec Struct fields are the schema, read by msgspec.convert, never by name in our code.
 num_hidden_layers  # userconfig.HFConfig

@@ -16,7 +16,7 @@ import traceback
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from eagle3_lint import deps, engines
+from eagle3_lint import engines
 from eagle3_lint.graph import ClassGraph, ClassKey
 from eagle3_lint.model import Finding, Fix, Status, Verdict
 from eagle3_lint.queries import Queries
@@ -48,7 +48,7 @@ class ArchTable(dict[str, Any]):
         self._queries = queries
 
     def _touch(self, arch: str) -> None:
-        if deps.frame is not None and self._queries is not None:
+        if self._queries is not None and self._queries.frame is not None:
             self._queries.note_answer(("verdict", arch))
 
     def __getitem__(self, arch: str) -> Any:
@@ -60,13 +60,13 @@ class ArchTable(dict[str, Any]):
         return super().get(arch, default)
 
     def items(self) -> Any:
-        if deps.frame is not None:
+        if self._queries is not None and self._queries.frame is not None:
             for a in self:
                 self._touch(a)
         return super().items()
 
     def values(self) -> Any:
-        if deps.frame is not None:
+        if self._queries is not None and self._queries.frame is not None:
             for a in self:
                 self._touch(a)
         return super().values()
@@ -135,6 +135,7 @@ def build(source: SourceTree, options: Options, store: FactStore | None = None) 
     queries, changed, table = queries_mod.load(keep_dir, source, head, files)
     if store.rebuilt:
         queries = Queries()  # a damaged facts cache is rebuilt whole, by a full analysis (its answers are kept)
+    queries.watch(source, store)  # what each answer reads of the tree is recorded from here on (deps.py)
     t1 = t0
 
     def preload() -> None:
@@ -157,7 +158,7 @@ def build(source: SourceTree, options: Options, store: FactStore | None = None) 
     # the registry as it was keeps them (SGLang's registry is read from every model file).
     digest = queries_mod.derived_digest(derived) if table is not None else ""
     if queries.seeded and table is not None and table.derived != digest:
-        queries = Queries()
+        queries.drop_kept()
         store.preload([rel for rel in source.py_files() if engine.is_model_file(rel)], options.progress)
     t2 = time.perf_counter()
 
@@ -196,6 +197,7 @@ def build(source: SourceTree, options: Options, store: FactStore | None = None) 
                                      f"internal error while judging it: {type(exc).__name__}: {exc}")
     t3 = time.perf_counter()
     sm = Model(facts, data, options, graph, judge, verdicts, keys, queries, Memo(queries))
+    queries.bind(sm)  # declared queries (queries.query) take the model: the framework recomputes them on it
     return Analysis(sm, errors=tuple(errors), timings={"facts": t1 - t0, "derive": t2 - t1, "verdicts": t3 - t2},
                     keep=Keep(table, head, files, digest) if table is not None else None)
 

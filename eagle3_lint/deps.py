@@ -1,68 +1,74 @@
-"""What a computation read: the dependency recorder behind results kept between runs (queries.py).
+"""What a computation read: the dependency recorder of the query framework (queries.py).
 
-While a computation runs inside ``recording()``, every read of the analysed tree notes an *atom*:
+While an answer is computed (``Queries.get``), every read of the analysed tree notes an *atom* into the
+recorder's current ``Frame``:
 
 - a file's path (``vllm/model_executor/models/llama.py``) when its bytes or its facts are read;
 - a module's dotted name when the tree is asked for that module (present or not: a computation that
   found ``vllm.foo`` missing depends on it staying missing);
 - ``LISTING`` when the list of the tree's files is read.
 
-The hooks sit where the tree is read (``SourceTree`` implementations, ``FactStore.load``/``load_path``),
-so a result's atoms are complete as long as nothing reads the tree around them. Recordings nest: what
-an inner computation read is also what the outer one read.
+Reading another answer notes an *edge* to it instead (queries.py decides which). The hooks sit where the tree is
+read: ``SourceTree`` implementations (``SourceTree.recorder``) and ``FactStore.load``/``load_path``
+(``FactStore.recorder``), so a result's atoms are complete as long as nothing reads the tree around them.
+
+The recorder belongs to one analysis (``Queries`` is one), not to the process: the tree and the store are handed it
+when the analysis starts (``Queries.watch``), and two analyses in one process never see each other's reads. A tree
+with no recorder, or a recorder with no frame (outside any computation), notes nothing.
 
 Kept import-free and tiny: the hooks run tens of thousands of times per check.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Hashable, Iterable, Iterator
 from contextlib import contextmanager
 
 LISTING = "@listing"
 
-# The innermost recording, None when nothing records (``note`` then costs one global read).
-frame: set[str] | None = None
+
+class Frame:
+    """What one computation read so far: atoms itself, the answers it read (ordered, as asked), and the atoms those
+    rest on, however reached (``every``)."""
+
+    __slots__ = ("atoms", "edges", "every")
+
+    def __init__(self) -> None:
+        self.atoms: set[str] = set()
+        self.edges: dict[Hashable, None] = {}
+        self.every: set[str] = set()
+
+    def absorb(self, other: Frame) -> None:
+        self.atoms |= other.atoms
+        self.edges.update(other.edges)
+        self.every |= other.every
 
 
-def note(atom: str) -> None:
-    if frame is not None:
-        frame.add(atom)
+class Recorder:
+    """The innermost ``Frame`` of one analysis, None when nothing records (``note`` then costs one attribute read)."""
 
+    __slots__ = ("frame",)
 
-def note_all(atoms: Iterable[str]) -> None:
-    if frame is not None:
-        frame.update(atoms)
+    def __init__(self) -> None:
+        self.frame: Frame | None = None
 
+    def note(self, atom: str) -> None:
+        f = self.frame
+        if f is not None:
+            f.atoms.add(atom)
 
-class recording:  # noqa: N801 - used as a function: ``with deps.recording() as read:``
-    """Record the atoms read inside the block into a new set; on leaving, they join the enclosing recording
-    too (also when the block raises: whoever catches the error read them). A class, not a generator: it runs
-    for every answer an analysis computes."""
+    def note_all(self, atoms: Iterable[str]) -> None:
+        f = self.frame
+        if f is not None:
+            f.atoms.update(atoms)
 
-    __slots__ = ("mine", "outer")
-
-    def __enter__(self) -> set[str]:
-        global frame
-        self.outer = frame
-        self.mine: set[str] = set()
-        frame = self.mine
-        return self.mine
-
-    def __exit__(self, *exc: object) -> None:
-        global frame
-        frame = self.outer
-        if self.outer is not None:
-            self.outer |= self.mine
-
-
-@contextmanager
-def unrecorded() -> Iterator[None]:
-    """Reads the results do not depend on (bulk preloading of facts, writing caches)."""
-    global frame
-    outer = frame
-    frame = None
-    try:
-        yield
-    finally:
-        frame = outer
+    @contextmanager
+    def unrecorded(self) -> Iterator[None]:
+        """Reads the results do not depend on (bulk preloading of facts, writing caches, a lookup whose answer
+        is recorded more narrowly by hand)."""
+        outer = self.frame
+        self.frame = None
+        try:
+            yield
+        finally:
+            self.frame = outer

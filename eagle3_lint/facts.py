@@ -120,6 +120,9 @@ class Member:
     stub: bool = False
     value: str | None = None  # repr of a literal constant value, if simple
     alias: str | None = None  # dotted name assigned (``model_cls = DeepseekV2Model``)
+    # A def's first line, its first decorator's (0: ``line``): with ``end_line`` the span the semantic model
+    # parses alone when it reads the method's body (semantic.read_function), instead of the whole module.
+    first_line: int = 0
 
 
 @dataclass
@@ -1031,7 +1034,8 @@ class _Extractor:
                       direct: bool = True) -> None:
         if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
             stub = _is_stub_body(st.body)
-            members[st.name] = Member(st.name, "def", st.lineno, st.end_lineno or st.lineno, stub, None)
+            members[st.name] = Member(st.name, "def", st.lineno, st.end_lineno or st.lineno, stub, None,
+                                      first_line=st.decorator_list[0].lineno if st.decorator_list else 0)
             if _is_interesting(st.name):
                 methods[st.name] = self._method(st, stub, direct)
         elif isinstance(st, ast.Assign):

@@ -33,10 +33,10 @@ from functools import cached_property
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
-from eagle3_lint import deps
 from eagle3_lint.facts import FIX_INDEX_NAMES, IndexBase, LoopForm
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import Edit
+from eagle3_lint.queries import query
 
 if TYPE_CHECKING:
     from eagle3_lint.facts import BaseRef, ClassFacts, Header, ImportStmt, Loop, ModuleFacts
@@ -141,7 +141,7 @@ class Text:
 def text_of(sm: Model, rel: str) -> Text | None:
     """The file's text (read once per analysis)."""
     cache: dict[str, Text | None] = sm.memo.get("fixgen-texts", dict)
-    deps.note(rel)  # read once per analysis: whoever asks now read that file too
+    sm.queries.note(rel)  # read once per analysis: whoever asks now read that file too
     if rel not in cache:
         try:
             cache[rel] = Text(rel, sm.read_text(rel))
@@ -863,29 +863,40 @@ class SetterIdiom:
     names: tuple[str, ...]  # names the header's annotations and defaults use (to import where missing)
 
 
+@query
 def setter_idioms(sm: Model) -> list[SetterIdiom]:
-    """Every purely delegating setter (``contract.setter``) of the tree's model classes, in path order."""
-    def compute() -> list[SetterIdiom]:
-        setter = sm.contract.setter
-        out: list[SetterIdiom] = []
-        if not setter:
-            return out
-        for key, rel in sm.model_classes():
-            cf = sm.graph.class_facts(key)
-            m = cf.members.get(setter) if cf else None
-            if m is None or m.kind != "def" or m.end_line - m.line > 15:
-                continue
-            md = cf.methods.get(setter) if cf else None
-            h = md.header if md is not None else None
-            if md is None or h is None or h.delegates_to is None:
-                continue  # not a plain-parameter method that only hands its arguments on (facts.Header)
-            t = text_of(sm, rel)
-            if t is None:
-                continue
-            body = textwrap.dedent("\n".join(t.lines[md.body_line - 1: m.end_line])).splitlines()
-            out.append(SetterIdiom(key, rel, m.line, h.delegates_to, _header_text(h, setter), tuple(body), h.names))
+    """Every purely delegating setter (``contract.setter``) of the tree's model classes, in path order.
+
+    One answer per file, joined: after an edit only the edited file's idioms are read again, and when they come out
+    the same the fixes that copy one are kept (queries.py, early cutoff). Scanning every model file after any edit
+    was most of SGLang 0.5.23's one-edit re-check (its EGL002/EGL003 fixes copy an idiom)."""
+    return [i for rel in sm.model_files() for i in _file_setter_idioms(sm, rel)]
+
+
+@query
+def _file_setter_idioms(sm: Model, rel: str) -> list[SetterIdiom]:
+    """The delegating setters of ``rel``'s module-level classes, in class order (``Model.model_classes``)."""
+    setter = sm.contract.setter
+    out: list[SetterIdiom] = []
+    mf = sm.store.load_path(rel) if setter else None
+    if not setter or mf is None or mf.error:
         return out
-    return sm.memo.get("fixgen-setter-idioms", compute)
+    for qn in [qn for qn, c in mf.classes.items() if c.nested_in is None]:
+        key = ClassKey(mf.module, qn)
+        cf = sm.graph.class_facts(key)
+        m = cf.members.get(setter) if cf else None
+        if m is None or m.kind != "def" or m.end_line - m.line > 15:
+            continue
+        md = cf.methods.get(setter) if cf else None
+        h = md.header if md is not None else None
+        if md is None or h is None or h.delegates_to is None:
+            continue  # not a plain-parameter method that only hands its arguments on (facts.Header)
+        t = text_of(sm, rel)
+        if t is None:
+            continue
+        body = textwrap.dedent("\n".join(t.lines[md.body_line - 1: m.end_line])).splitlines()
+        out.append(SetterIdiom(key, rel, m.line, h.delegates_to, _header_text(h, setter), tuple(body), h.names))
+    return out
 
 
 def add_delegating_setter(sm: Model, key: ClassKey, attr: str) -> tuple[list[Edit], SetterIdiom] | None:

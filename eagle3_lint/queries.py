@@ -1,21 +1,26 @@
-"""Results of the semantic model, kept between runs with the files each one read (incremental re-checks).
+"""The query framework: every derived answer of a check, its dependencies, its persistence, and early cutoff.
 
-Every memoised answer of an analysis (a class's MRO, its delegations, its check against the contract, an
-architecture's verdict, a rule's contribution for one architecture or one file, a fix) is computed through
-``Queries.get`` under a key. While it is computed, ``deps.recording`` notes what it read of the tree; an
-answer found in the memo adds what *it* read to whoever asked, so every answer knows every file it rests on,
-however it was reached. This is the query model of salsa and rust-analyzer, on files rather than on
-fine-grained inputs.
+Every memoised answer of an analysis (the engine's whole-tree derivations, ``FactStore.memo``; a class's MRO,
+its delegations, its check against the contract; an architecture's verdict; a rule's contribution for one
+architecture or one file; a fix; a row of the JSON report) is computed through ``Queries.get`` under a key, or
+is a declared query (``query``: the framework keys it by the function and its arguments, so its caller names no
+cache). While an answer is computed, the recorder (deps.py; ``Queries`` is one, handed to the tree and the
+facts store) notes the atoms it reads itself: files, modules, the tree's listing. Reading another answer notes
+an *edge* to it when that answer is kept between runs (``persist``), and otherwise what that answer read.
 
-The answers marked ``persist`` are saved with the check (``save``). The next check of the same tree loads
-them (``load``) and reuses each one whose files all kept their content hash, and recomputes the others. The
-whole table is dropped, and everything recomputed, when anything the answers rest on without reading it
-changes:
+The kept answers are saved with the check (``save``), in the tree's folder, one table per set of options. The
+next check loads them (``load``) and reuses an answer when none of its own atoms changed and every answer it
+read has, now, the fingerprint (a hash of the pickle) it had then: still valid itself, or recomputed to an equal
+value. That last case is salsa's early cutoff: an edit that leaves an answer as it was stops there, and what
+read it is kept. The answers an answer read are checked first, each once; a declared one the framework can
+recompute on its own, another is found when its reader is recomputed and asks for it. The table is dropped,
+and everything recomputed, when anything the answers rest on without reading it changes:
 
 - the tool (its code fingerprint), the engine, the release, the request's options (the table's key);
 - what the engine derived before the first answer (registry, contract, runner path, gates): its value, not
   the files it was read from (``derived_digest``), so an edit that leaves the registry as it was keeps the
-  answers; SGLang's registry is read from every model file;
+  answers; SGLang's registry is read from every model file (the derivations themselves stay: they rest on
+  their own files);
 - a check that ended with an internal error is not saved.
 
 A file the tree gains or loses changes the module it would define and the listing of the tree, so answers
@@ -29,13 +34,17 @@ unless an edit breaks a cycle of imports or a chain that deep; no released tree 
 
 ``tests/test_queries.py``, ``tests/test_cache_incremental.py`` and ``tests/test_incremental_mutations.py``
 are the tests of this: after edits of every kind, a check that reuses answers prints byte for byte what a
-check without any cache prints, and reuses exactly the answers whose files did not change.
+check without any cache prints; an edit recomputes only the answers that read the edited file and, of
+those that read them, the ones whose inputs came out different.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
+import importlib
+import io
 import os
 import pickle
 from collections.abc import Callable, Hashable, Iterable
@@ -43,7 +52,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from eagle3_lint import deps
-from eagle3_lint.store import fingerprint, no_gc, seal, trusted_file, unseal, write_private
+from eagle3_lint.deps import Frame, Recorder
+from eagle3_lint.store import fingerprint, no_gc, seal, tree_folder, trusted_file, unseal, write_private
 
 if TYPE_CHECKING:
     from eagle3_lint.source import SourceTree
@@ -51,40 +61,103 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-_VERSION = 2  # 2: sealed files (store.seal)
+_VERSION = 4  # 2: sealed files (store.seal); 3: edges between answers, with their fingerprints; 4: own atoms apart
 _MISSING: Any = object()
 # Answers common enough that recognising their bytes beats unpickling them (a fresh list each time: values are
 # not shared between answers).
 _CONSTANTS: dict[bytes, Any] = {pickle.dumps(v, protocol=pickle.HIGHEST_PROTOCOL): v for v in (None, True, False, ())}
 _BLOBS = {v: b for b, v in _CONSTANTS.items()}
 _EMPTY_LIST = pickle.dumps([], protocol=pickle.HIGHEST_PROTOCOL)
+_FP = 8  # bytes of an answer's fingerprint (blake2b of its pickle)
+_NO_FP = b"\0" * _FP  # an edge to an answer that could not be kept: never matches, so its reader is recomputed
+# Declared queries (``query``): name -> the function, so that an answer one of them made can be recomputed when a
+# kept answer that read it is checked (early cutoff without waiting for someone to ask).
+_DECLARED: dict[str, Callable[..., Any]] = {}
+
+
+def fingerprint_of(blob: bytes) -> bytes:
+    return hashlib.blake2b(blob, digest_size=_FP).digest()
+
+
+def blob_of(value: Any) -> bytes | None:
+    """An answer's pickle (None when it cannot be pickled: it is then recomputed next time)."""
+    if value is None or value is True or value is False or (type(value) in (list, tuple) and not value):
+        return _EMPTY_LIST if type(value) is list else _BLOBS[value]  # most answers: nothing found
+    try:
+        return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # noqa: BLE001 - an answer that cannot be pickled is recomputed next time
+        return None
+
+
+def _same(blob: bytes, value: Any) -> bool:
+    """Whether the answer pickled in ``blob`` equals ``value``, field for field: their pickles without the memo
+    (``Pickler.fast``) agree. Two pickles of equal values differ where one shares an object the other repeats (an
+    answer built from answers just unpickled, against the same answer computed in a cold run); ``==`` would not do,
+    as a ``Finding`` leaves its title and architectures out of it."""
+    try:
+        return _flat(pickle.loads(blob)) == _flat(value)
+    except Exception:  # noqa: BLE001 - a value that does not pickle this way (one that holds itself) is not the same
+        return False
+
+
+def _flat(value: Any) -> bytes:
+    buf = io.BytesIO()
+    p = pickle.Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
+    p.fast = True  # no memo: a shared object is written out each time it is met, as a repeated one is
+    p.dump(value)
+    return buf.getvalue()
+
+
+# An answer as kept on disk: the ids of every atom it rests on, however reached (its own and those of every answer
+# it read, transitively), the answers it read, their fingerprints then (``_FP`` bytes each), its pickle, and the ids
+# of the atoms it read itself.
+Record = tuple[tuple[int, ...], tuple[Hashable, ...], bytes, bytes, tuple[int, ...]]
+Entries = dict[Hashable, Record]
 
 
 class _Entry:
-    """One answer: its value, what it read (atom names, or their ids in the table for an answer of an earlier
-    check, turned into names only when someone records), its pickled value once it has one, and where an
-    earlier check's answer was found (``Layer``)."""
+    """One answer of this run: its value (``_MISSING`` until a kept answer is first read: it is unpickled then),
+    the atoms it read itself and the answers it read (``edges``), or, for a kept answer, its record; its pickle and
+    fingerprint once someone needs them; and the layer a kept answer came from."""
 
-    __slots__ = ("_atoms", "blob", "ids", "layer", "names", "persist", "value")
+    __slots__ = ("_blob", "_every", "_fp", "atoms", "edges", "layer", "names", "persist", "record", "refreshed",
+                 "value")
 
-    def __init__(self, value: Any, atoms: frozenset[str] | None, ids: tuple[int, ...] | None, names: list[str],
-                 blob: bytes | None, persist: bool, layer: Layer | None = None) -> None:
+    def __init__(self, value: Any, atoms: frozenset[str], edges: tuple[Hashable, ...], persist: bool,
+                 layer: Layer | None = None, record: Record | None = None, every: frozenset[str] | None = None,
+                 names: list[str] | None = None) -> None:
         self.value = value
-        self._atoms = atoms
-        self.ids = ids
-        self.names = names
-        self.blob = blob
+        self.atoms = atoms
+        self.edges = edges
         self.persist = persist
         self.layer = layer
+        self.record = record
+        self._blob: bytes | None | Any = _MISSING if record is None else record[3]
+        self._fp: bytes | None = None
+        self._every = every
+        self.names = names
+        self.refreshed = False  # a kept answer found valid through the answers it read: kept anew (``_kept``)
 
     @property
-    def atoms(self) -> frozenset[str]:
-        if self._atoms is None:
-            self._atoms = frozenset(self.names[i] for i in self.ids or ())
-        return self._atoms
+    def every(self) -> frozenset[str]:
+        """Every atom the answer rests on, however reached (a kept one's, named when someone records it)."""
+        if self._every is None:
+            ids = self.record[0] if self.record is not None else ()
+            self._every = frozenset(self.names[i] for i in ids) if self.names is not None else frozenset()
+        return self._every
 
+    @property
+    def blob(self) -> bytes | None:
+        if self._blob is _MISSING:
+            self._blob = blob_of(self.value)
+        return self._blob
 
-Entries = dict[Hashable, tuple[tuple[int, ...], bytes]]
+    @property
+    def fp(self) -> bytes:
+        if self._fp is None:
+            b = self.blob
+            self._fp = _NO_FP if b is None else fingerprint_of(b)
+        return self._fp
 
 
 class Layer:
@@ -98,8 +171,16 @@ class Layer:
         return self.changed.isdisjoint(ids)
 
 
-class Queries:
-    """The memo of one analysis, seeded with the answers of earlier ones that are still valid.
+class Queries(Recorder):
+    """The memo of one analysis and its dependency recorder, seeded with the answers of earlier checks.
+
+    An answer records the atoms it read itself (deps.py) and the answers it read (edges). Reading an answer that
+    is kept between runs (``persist``) records an edge to it; reading one that is not records what *it* read, so
+    such answers are transparent. An earlier check's answer is reused when none of its own atoms changed and every
+    answer it read has, now, the fingerprint it had then: recomputed to an equal value (early cutoff, as in salsa),
+    or itself still valid. The answers it read are checked first, each once: kept ones recursively, declared ones
+    (``query``) recomputed if they must be, others found in this run already; an answer read that is none of these
+    makes its reader be recomputed, which asks for it, so the next reader finds it.
 
     Earlier answers come in two layers (``Table``): the table, made on one state of the tree, and the delta
     of the checks since, made on the state of the last check. An answer in the delta supersedes the table's.
@@ -108,124 +189,308 @@ class Queries:
 
     def __init__(self, table: Layer | None = None, delta: Layer | None = None,
                  names: list[str] | None = None) -> None:
+        super().__init__()
         self._run: dict[Hashable, _Entry] = {}
         self.table = table or Layer()
         self.delta = delta or Layer()
         self.names = names if names is not None else []
         self._busy: set[Hashable] = set()
+        self._checking: set[Hashable] = set()
+        # Kept answers found invalid, until recomputed: one recomputed to an equal value keeps the kept pickle.
+        self._stale: dict[Hashable, Record] = {}
+        self.db: Any = None  # what declared queries are computed on (``bind``)
         self.reused = 0
         self.computed = 0
+        self.cutoff = 0  # kept answers found valid through an answer that was recomputed to the same value
         # Whether answers of earlier checks may be reused (facts then load only when read); fixed at the start,
         # as answers are taken out of the layers when they are reused.
         self.seeded = bool(self.table.entries or self.delta.entries)
 
+    # -- recording ---------------------------------------------------------------------------------------
+    def watch(self, *readers: Any) -> None:
+        """Record what ``readers`` (the tree, the facts store: whatever has a ``recorder`` slot) are asked."""
+        for r in readers:
+            r.recorder = self
+
+    def bind(self, db: Any) -> None:
+        """What declared queries (``query``) take as their first argument when the framework computes one."""
+        self.db = db
+
+    def _read(self, key: Hashable, e: _Entry) -> None:
+        f = self.frame
+        if f is None:
+            return
+        f.every |= e.every
+        if e.persist:
+            f.edges[key] = None
+        else:
+            f.atoms |= e.atoms
+            if e.edges:
+                f.edges.update(dict.fromkeys(e.edges))
+
     def note_answer(self, key: Hashable) -> None:
-        """Add what the answer under ``key`` read to the computation running now (ctx.verdicts reads)."""
+        """The computation running now read the answer under ``key`` (ctx.verdicts reads, a fix's group)."""
         e = self._run.get(key)
-        if e is not None and deps.frame is not None:
-            deps.frame.update(e.atoms)
+        if e is not None and self.frame is not None:
+            self._read(key, e)
 
     def hit(self, key: Hashable) -> Any:
-        """This run's answer under ``key`` (noting what it read), or None if there is none yet."""
+        """This run's answer under ``key`` (noting the read), or None if there is none yet."""
         e = self._run.get(key)
         if e is None:
             return None
-        if deps.frame is not None:
-            deps.frame.update(e.atoms)
-        return e.value
+        v = e.value
+        if v is _MISSING:
+            v = self._unpickle(key, e)
+            if v is _MISSING:
+                return None
+        if self.frame is not None:
+            self._read(key, e)
+        return v
 
     def has(self, key: Hashable) -> bool:
         """Whether this run has the answer already (earlier checks' do not count)."""
         return key in self._run
 
-    def _earlier(self, key: Hashable) -> _Entry | None:
-        """A still-valid answer of an earlier check under ``key``, unpickled (None if there is none)."""
-        layer = self.delta
-        old = layer.entries.pop(key, None)
-        if old is None:
-            layer = self.table
-            old = layer.entries.pop(key, None)
-        else:
-            self.table.entries.pop(key, None)  # superseded: the delta's answer was made after it
-        if old is None or not layer.valid(old[0]):
-            return None
-        blob = old[1]
-        if blob in _CONSTANTS:
-            value = _CONSTANTS[blob]  # most answers are "nothing here": no unpickling for those
-        elif blob == _EMPTY_LIST:
-            value = []
-        else:
-            try:
-                value = pickle.loads(blob)
-            except Exception:  # noqa: BLE001 - a damaged answer is recomputed
-                return None
-        return _Entry(value, None, old[0], self.names, blob, True, layer)
+    def was_kept(self, key: Hashable) -> bool:
+        """Whether this run's answer under ``key`` is an earlier check's."""
+        e = self._run.get(key)
+        return e is not None and e.layer is not None
 
+    def drop_kept(self) -> None:
+        """Forget the kept answers not used yet (what they rest on without reading it changed: the engine derived
+        another registry, contract or runner path); the engine's own answers, already used, stay."""
+        self.table.entries.clear()
+        self.delta.entries.clear()
+        self._stale.clear()
+        self.seeded = False
+
+    def valid(self, key: Hashable) -> bool:
+        """Whether this run has the answer, or a kept one is still valid (checked now, never computed)."""
+        return key in self._run or self._kept(key) is not None
+
+    # -- answers -----------------------------------------------------------------------------------------
     def get(self, key: Hashable, compute: Callable[[], T], *, persist: bool = False, cycle: Any = _MISSING) -> T:
         """The answer under ``key``: this run's, a still-valid one of an earlier check (``persist`` only), or
         ``compute()``. ``cycle`` is what a computation that asks for its own key gets (the MRO's guard)."""
         e = self._run.get(key)
         if e is not None:
-            if deps.frame is not None:
-                deps.frame.update(e.atoms)
-            return e.value
+            v = e.value
+            if v is _MISSING:
+                v = self._unpickle(key, e)
+            if v is not _MISSING:
+                if self.frame is not None:
+                    self._read(key, e)
+                return v
         if key in self._busy:
             if cycle is _MISSING:
                 raise RecursionError(f"query {key!r} asks for itself")
             return cycle
-        if persist and deps.frame is None:
-            # Asked outside any computation (a rule's loop), so no one records what it read: an earlier answer
-            # that found nothing is returned as it is, left where it was (it is kept, see ``kept``).
-            old = self.delta.entries.get(key)
-            layer = self.delta
-            if old is None:
-                old = self.table.entries.get(key)
-                layer = self.table
-            if old is not None and layer.valid(old[0]) and (old[1] == _EMPTY_LIST or old[1] in _CONSTANTS):
-                self.reused += 1
-                nothing: Any = [] if old[1] == _EMPTY_LIST else _CONSTANTS[old[1]]
-                return nothing
         if persist:
-            e = self._earlier(key)
+            e = self._kept(key)
             if e is not None:
-                self._run[key] = e
-                if deps.frame is not None:
-                    deps.frame.update(e.atoms)
-                self.reused += 1
-                return e.value
+                v = self._unpickle(key, e)
+                if v is not _MISSING:
+                    self.reused += 1
+                    if self.frame is not None:
+                        self._read(key, e)
+                    return v
+        return self._compute(key, compute, persist)
+
+    def _compute(self, key: Hashable, compute: Callable[[], T], persist: bool) -> T:
+        outer = self.frame
+        mine = self.frame = Frame()
         self._busy.add(key)
         try:
-            with deps.recording() as got:
-                value = compute()
+            value = compute()
+        except BaseException:
+            if outer is not None:
+                outer.absorb(mine)  # whoever catches the error read what the computation read
+            raise
         finally:
+            self.frame = outer
             self._busy.discard(key)
-        self._run[key] = _Entry(value, frozenset(got), None, self.names, None, persist)
+        atoms = frozenset(mine.atoms)
+        e = _Entry(value, atoms, tuple(mine.edges), persist, every=atoms.union(mine.every))
+        old = self._stale.pop(key, None) if persist else None
+        if old is not None and e.blob is not None and e.blob != old[3] and _same(old[3], value):
+            e._blob = old[3]  # equal to the kept answer: its readers, checked against that one's fingerprint, hold
+        self._run[key] = e
         self.computed += 1
+        if outer is not None:
+            self._read(key, e)
         return value
 
-    def computed_entries(self, ids: Callable[[frozenset[str]], tuple[int, ...]]) -> Entries:
-        """This run's persisted answers that were computed, not reused, as table entries (pickled now)."""
+    def put(self, key: Hashable, value: Any, atoms: Iterable[str]) -> None:
+        """An answer computed elsewhere (a forked child), resting on ``atoms``: kept like a computed one."""
+        self.delta.entries.pop(key, None)  # superseded, whatever it was
+        self.table.entries.pop(key, None)
+        own = frozenset(atoms)
+        self._run[key] = _Entry(value, own, (), True, every=own)
+        self.computed += 1
+
+    def _unpickle(self, key: Hashable, e: _Entry) -> Any:
+        """A kept answer's value (``_MISSING``, and the answer dropped, if its pickle is damaged)."""
+        blob = e.record[3] if e.record is not None else None
+        if blob is None:
+            return _MISSING
+        if blob in _CONSTANTS:
+            v = _CONSTANTS[blob]  # most answers are "nothing here": no unpickling for those
+        elif blob == _EMPTY_LIST:
+            v = []
+        else:
+            try:
+                v = pickle.loads(blob)
+            except Exception:  # noqa: BLE001 - a damaged answer is recomputed
+                del self._run[key]
+                return _MISSING
+        e.value = v
+        return v
+
+    def _kept(self, key: Hashable) -> _Entry | None:
+        """A still-valid answer of an earlier check under ``key``, not yet unpickled (None if there is none).
+        Its edges are checked with nothing recording: checking reads nothing on behalf of the asker."""
+        layer = self.delta
+        rec = layer.entries.pop(key, None)
+        if rec is None:
+            layer = self.table
+            rec = layer.entries.pop(key, None)
+        else:
+            self.table.entries.pop(key, None)  # superseded: the delta's answer was made after it
+        if rec is None:
+            return None
+        if layer.valid(rec[0]):
+            # Nothing it rests on changed, however it was reached: valid as it is (the common case; a C loop).
+            e = _Entry(_MISSING, frozenset(), rec[1], True, layer, rec, names=self.names)
+            self._run[key] = e
+            return e
+        if not layer.valid(rec[4]):
+            self._stale[key] = rec  # a file it read itself changed
+            return None
+        # Only what answers it read rested on changed: valid if each of those is, now, what it read then.
+        edges, fps = rec[1], rec[2]
+        if edges:
+            outer, self.frame = self.frame, None
+            self._checking.add(key)
+            run = self._run
+            try:
+                for i, d in enumerate(edges):
+                    de = run.get(d)  # the common case, inline: most edges go to answers this run has already
+                    now = (de._fp or de.fp) if de is not None else self._fp_now(d)
+                    if now != fps[i * _FP:(i + 1) * _FP]:
+                        self._stale[key] = rec
+                        return None
+            except RecursionError:
+                return None  # a chain deeper than the stack: recompute rather than check
+            finally:
+                self._checking.discard(key)
+                self.frame = outer
+        # Valid, but what it rests on, however reached, is now what the answers it read rest on: one of them,
+        # recomputed to the same value, may have read other files this time. It is kept anew with those.
+        own = frozenset(self.names[i] for i in rec[4])
+        every = set(own)
+        for d in edges:
+            every |= self._run[d].every
+        e = _Entry(_MISSING, own, edges, True, layer, rec, every=frozenset(every), names=self.names)
+        e.refreshed = True
+        self._run[key] = e
+        return e
+
+    def _fp_now(self, key: Hashable) -> bytes | None:
+        """The fingerprint the answer under ``key`` has in this run, None when it cannot be known without its
+        reader being recomputed."""
+        e = self._run.get(key)
+        if e is not None:
+            return e.fp
+        if key in self._busy or key in self._checking:
+            return None
+        e = self._kept(key)
+        if e is not None:
+            return e.fp
+        fn = _declared(key[0]) if type(key) is tuple and key and type(key[0]) is str and self.db is not None else None
+        if fn is None:
+            return None
+        db = self.db
+        args = key[1:]  # type: ignore[index]  # a declared query's key: (name, *args)
+        try:
+            self._compute(key, lambda: fn(db, *args), True)
+        except Exception:  # noqa: BLE001 - its reader is recomputed and meets the error where it always did
+            return None
+        self.cutoff += 1
+        return self._run[key].fp
+
+    # -- keeping -------------------------------------------------------------------------------------
+    def computed_entries(self, ids: Callable[[Iterable[str]], tuple[int, ...]]) -> Entries:
+        """This run's persisted answers that were computed, not reused, as records (pickled now). An edge to an
+        answer that cannot be kept (its value does not pickle) is replaced by what that answer read; an answer with
+        an edge to one this run does not know (its pickle was damaged) is not kept."""
         out: Entries = {}
         for key, e in self._run.items():
-            if e.persist and e.layer is None:
-                v = e.value
-                if v is None or v is True or v is False or (type(v) in (list, tuple) and not v):
-                    blob = _EMPTY_LIST if type(v) is list else _BLOBS[v]  # most answers: nothing found
-                else:
-                    try:
-                        blob = pickle.dumps(v, protocol=pickle.HIGHEST_PROTOCOL)
-                    except Exception:  # noqa: BLE001 - an answer that cannot be pickled is recomputed next time
-                        continue
-                out[key] = (ids(e.atoms), blob)
+            if e.persist and (e.layer is None or e.refreshed) and e.blob is not None:
+                x = self._edges_of(e, 0)
+                if x is not None:
+                    own, edges = x
+                    out[key] = (ids(e.every), tuple(edges), b"".join(edges.values()), e.blob, ids(own))
         return out
+
+    def _edges_of(self, e: _Entry, depth: int) -> tuple[set[str], dict[Hashable, bytes]] | None:
+        """``e``'s own atoms and its edges with the fingerprints of their answers, an answer that cannot be kept
+        replaced by what it read; None if an answer it read is unknown (or the chain is absurdly deep)."""
+        own = set(e.atoms)
+        edges: dict[Hashable, bytes] = {}
+        for d in e.edges:
+            de = self._run.get(d)
+            if de is None or depth > 50:
+                return None
+            if de.blob is not None:
+                edges[d] = de.fp
+                continue
+            sub = self._edges_of(de, depth + 1)
+            if sub is None:
+                return None
+            own |= sub[0]
+            edges.update(sub[1])
+        return own, edges
 
     def kept(self, layer: Layer) -> Entries:
         """``layer``'s answers that stay valid: reused by this run, or not asked for and unaffected."""
         out: Entries = {k: v for k, v in layer.entries.items() if layer.valid(v[0])}
         for key, e in self._run.items():
-            if e.layer is layer and e.ids is not None and e.blob is not None:
-                out[key] = (e.ids, e.blob)
+            if e.layer is layer and e.record is not None and not e.refreshed:
+                out[key] = e.record
         return out
+
+
+def _declared(name: str) -> Callable[..., Any] | None:
+    """The declared query ``name`` names (``module:qualname``), importing its module if no one has yet: fix
+    generation is imported on first use (lazyimport.py), and checking a kept fix may need one of its queries."""
+    fn = _DECLARED.get(name)
+    module, sep, _ = name.partition(":")
+    if fn is None and sep and module.startswith("eagle3_lint."):
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            return None
+        fn = _DECLARED.get(name)
+    return fn
+
+
+def query(fn: Callable[..., T]) -> Callable[..., T]:
+    """Declare ``fn(db, *args)`` a query whose answers are kept between runs: the framework keys each answer by the
+    function's name and ``args`` (hashable and picklable), records what it reads, and may recompute it to check an
+    answer that read it (early cutoff). ``db`` is the analysis (anything with ``queries``), the same for every call
+    of one run; ``fn`` must be a function of ``db`` and ``args`` only. Nothing calling it names a cache."""
+    name = f"{fn.__module__}:{fn.__qualname__}"
+    _DECLARED[name] = fn
+
+    @functools.wraps(fn)
+    def asked(db: Any, *args: Any) -> T:
+        q: Queries = db.queries
+        if q.db is None:
+            q.db = db
+        return q.get((name, *args), lambda: fn(db, *args), persist=True)
+
+    return asked
 
 
 # -- the table on disk ---------------------------------------------------------------------------------
@@ -235,14 +500,15 @@ _DELTA_MAX = 2000
 
 
 def table_path(cache_dir: Path, source: SourceTree, head: str) -> Path:
-    tag = hashlib.sha256(source.root_label.encode()).hexdigest()[:16]
-    return cache_dir / "queries" / f"{tag}-{head[:16]}.pickle"
+    return tree_folder(cache_dir, source) / f"{head[:16]}{SUFFIX}"
+
+
+SUFFIX = ".answers"
 
 
 def _trim(p: Path) -> None:
-    tree = p.name.split("-", 1)[0]
     try:
-        mine = sorted(p.parent.glob(f"{tree}-*.pickle"), key=lambda q: q.stat().st_mtime_ns, reverse=True)
+        mine = sorted(p.parent.glob(f"*{SUFFIX}"), key=lambda q: q.stat().st_mtime_ns, reverse=True)
         for old in mine[MAX_PER_TREE:]:
             old.unlink()
             old.with_suffix(".delta").unlink(missing_ok=True)

@@ -1,7 +1,9 @@
 """Whole-report cache: a re-check of an unchanged tree with the same request replays the last report.
 
-A layer over the pipeline, not a second path through it. The key is everything a report is a
-function of:
+A layer over the pipeline, not a second path through it: the report is the last answer of a check, the one that
+rests on everything, so it is kept with the tree's other answers (in the tree's folder, ``store.tree_folder``), but
+it is looked up before the analysis is opened, and checked against all its inputs at once rather than through
+edges, so that a replay stats the tree and reads one file. The key is everything a report is a function of:
 
 - the tool's code fingerprint (``store.fingerprint``);
 - the request and the resolved settings, the bytes of every file they name (``--target-config``,
@@ -17,11 +19,9 @@ stored. Entries are checked against their own key and checksum and kept only in 
 owns (``store.trusted_file``); nothing is unpickled. Each tree keeps its ``MAX_PER_TREE`` newest
 entries (a sweep over 40 releases must not evict itself), the folder its ``MAX_ENTRIES``.
 
-An entry (``<tree>-<key>.entry``) is one line of JSON, ``{"key", "stderr", "code", "sha256"}``,
-then the report's own bytes (UTF-8, lone surrogates passed through). Version 1 stored the report as
-a JSON string and checksummed a second JSON dump of it: for the 1.3 MB report of vLLM 0.33.0 the two
-dumps and the parse were ~40 ms of a one-edit re-check and ~30 ms of a replay. The checksum now
-covers the raw bytes (``_checksum``). Version 1 entries (``*.json``) are dropped when met.
+An entry (``<cache>/trees/<tree>/<key>.report``) is one line of JSON, ``{"key", "stderr", "code", "sha256"}``,
+then the report's own bytes (UTF-8, lone surrogates passed through). The checksum covers the raw bytes
+(``_checksum``): a second JSON dump of a 1.3 MB report was ~30 ms of a replay.
 """
 
 from __future__ import annotations
@@ -34,13 +34,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eagle3_lint.source import SourceTree
-from eagle3_lint.store import FactStore, fingerprint, trusted_file, write_private
+from eagle3_lint.store import FactStore, fingerprint, tree_folder, trusted_file, write_private
 
 MAX_PER_TREE = 8  # distinct requests remembered per tree (a CI job runs a few formats)
 MAX_ENTRIES = 256  # and per cache folder, all trees together
 _VERSION = 2
-SUFFIX = ".entry"
-_OLD_SUFFIX = ".json"  # version 1 entries: never read, removed by ``_trim``
+SUFFIX = ".report"
 
 
 @dataclass(frozen=True)
@@ -93,9 +92,9 @@ class ReportCache:
             h.update(repr(p).encode() + b"\0")
         h.update(tree_token(source, store).encode())
         self.key = h.hexdigest()
-        self.folder = cache_dir / "reports"
-        self.tree = tree_id(source)[:16]
-        self.path = self.folder / f"{self.tree}-{self.key[:32]}{SUFFIX}"
+        self.cache_dir = cache_dir
+        self.folder = tree_folder(cache_dir, source)
+        self.path = self.folder / f"{self.key[:32]}{SUFFIX}"
 
     def get(self) -> Replay | None:
         if not trusted_file(self.path):
@@ -116,11 +115,12 @@ class ReportCache:
             pass  # a cache that cannot be written only costs time
 
     def _trim(self) -> None:
-        for old in self.folder.glob("*" + _OLD_SUFFIX):
-            self._drop(old)
-        entries = sorted(self.folder.glob("*" + SUFFIX), key=lambda p: p.stat().st_mtime_ns, reverse=True)
-        mine = [p for p in entries if p.name.startswith(self.tree + "-")]
-        for old in {*mine[MAX_PER_TREE:], *entries[MAX_ENTRIES:]}:
+        def newest_first(ps: Iterable[Path]) -> list[Path]:
+            return sorted(ps, key=lambda p: p.stat().st_mtime_ns, reverse=True)
+
+        mine = newest_first(self.folder.glob("*" + SUFFIX))
+        every = newest_first(self.cache_dir.glob(f"trees/*/*{SUFFIX}"))
+        for old in {*mine[MAX_PER_TREE:], *every[MAX_ENTRIES:]}:
             self._drop(old)
 
     @staticmethod

@@ -22,7 +22,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from eagle3_lint import deps
 from eagle3_lint.checkpoint import text_config
 from eagle3_lint.engine import Mechanism
 from eagle3_lint.facts import (
@@ -45,7 +44,7 @@ from eagle3_lint.facts import (
 from eagle3_lint.graph import ClassKey, Delegation, DelegationHow
 from eagle3_lint.lazyimport import lazy
 from eagle3_lint.model import Location, Status
-from eagle3_lint.queries import Queries
+from eagle3_lint.queries import Queries, query
 
 if TYPE_CHECKING:
     from eagle3_lint import minieval as me
@@ -88,6 +87,31 @@ class Memo:
 
     def get(self, name: str, compute: Callable[[], T]) -> T:
         return self._queries.get(("memo", name), compute)
+
+
+# -- classes by member -----------------------------------------------------------------------------
+@query
+def classes_defining(sm: Model, name: str) -> list[tuple[str, ClassKey]]:
+    """The model files' module-level classes that define a method ``name`` themselves, with their file, in path and
+    class order. One answer per file, joined: after an edit only the edited file is read again, and a fix that copies
+    one of them is kept when the list comes out the same (queries.py, early cutoff)."""
+    return [hit for rel in sm.model_files() for hit in _file_classes_defining(sm, rel, name)]
+
+
+@query
+def _file_classes_defining(sm: Model, rel: str, name: str) -> list[tuple[str, ClassKey]]:
+    mf = sm.store.load_path(rel)
+    if mf is None or mf.error:
+        return []
+    out = []
+    for qn, c in mf.classes.items():
+        if c.nested_in is None:
+            key = ClassKey(mf.module, qn)
+            cf = sm.graph.class_facts(key)
+            m = cf.members.get(name) if cf is not None else None
+            if m is not None and m.kind == "def":
+                out.append((rel, key))
+    return out
 
 
 # -- scope ------------------------------------------------------------------------------------
@@ -704,8 +728,7 @@ def method_node(sm: Model, key: ClassKey, name: str,
             continue
         if m.kind != "def":
             return None
-        tree = read_module(sm, sm.graph.path_of(e))
-        fn = me.function_at(tree, m.line) if tree is not None else None
+        fn = read_function(sm, sm.graph.path_of(e), m.first_line or m.line, m.line, m.end_line)
         return (e, fn) if fn is not None else None
     return None
 
@@ -1149,12 +1172,61 @@ def read_module(sm: Model, rel: str) -> ast.Module | None:
     """The parsed module the model evaluates code of (default ids, the capture loop, the drafter's fc): parsed once
     per analysis, since several questions read the same large model file."""
     cache: dict[str, ast.Module | None] = sm.memo.get("parsed-modules", dict)
-    deps.note(rel)  # a syntax tree parsed for an earlier question: whoever asks now read that file too
+    sm.queries.note(rel)  # a syntax tree parsed for an earlier question: whoever asks now read that file too
     if rel not in cache:
         if len(cache) >= _PARSED_KEEP:
             del cache[next(iter(cache))]  # the oldest: questions about one class come together, ASTs are large
         cache[rel] = _parse_module(sm, rel)
     return cache[rel]
+
+
+def read_function(sm: Model, rel: str, first: int, line: int, end: int) -> ast.FunctionDef | None:
+    """The ``def`` on ``line`` of ``rel`` (decorators from ``first``, body to ``end``: the facts' span of it), as
+    ``read_module`` would give it, but parsed from its own lines: SGLang's collection walks read a few methods
+    of hundreds of large model files, and parsing each whole module for them was a third of a cold check of
+    0.5.23. The lines are parsed under an ``if 1:`` so that their indentation, and with it every column, stays
+    the file's, after blank lines that keep their numbers. Parsed once per analysis."""
+    cache: dict[tuple[str, int], ast.FunctionDef | None] = sm.memo.get("parsed-functions", dict)
+    sm.queries.note(rel)  # a method parsed for an earlier question: whoever asks now read that file too
+    k = (rel, line)
+    if k not in cache:
+        cache[k] = _parse_function(sm, rel, first, line, end)
+    return cache[k]
+
+
+def _parse_function(sm: Model, rel: str, first: int, line: int, end: int) -> ast.FunctionDef | None:
+    lines = _lines(sm, rel)
+    if lines is None:
+        return None
+    span = lines[first - 1:end]
+    if first < 2 or not span or not span[0][:1].isspace():
+        return _whole(sm, rel, line)  # not a span this reading fits: the module, as read_module gives it
+    # Blank lines first, so that the def's lines keep their numbers (cheaper than ast.increment_lineno after).
+    tree = me.parse("\n" * (first - 2) + "if 1:\n" + "\n".join(span) + "\n", rel)
+    fn = tree.body[0].body[0] if tree is not None and isinstance(tree.body[0], ast.If) and tree.body[0].body else None
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or fn.lineno != line:
+        return _whole(sm, rel, line)
+    return fn  # type: ignore[return-value]  # async def too; same fields used (minieval.function_at)
+
+
+def _lines(sm: Model, rel: str) -> list[str] | None:
+    """``rel``'s lines as the tokenizer counts them (``str.splitlines`` also breaks at form feeds and other
+    separators), for the last few files asked: the methods asked about one class come together."""
+    cache: dict[str, list[str] | None] = sm.memo.get("source-lines", dict)
+    if rel not in cache:
+        if len(cache) >= _PARSED_KEEP:
+            del cache[next(iter(cache))]
+        try:
+            text = decode_source(sm.source.read_bytes(rel)) if sm.source.exists(rel) else None
+        except (OSError, UnicodeError):
+            text = None
+        cache[rel] = None if text is None else text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    return cache[rel]
+
+
+def _whole(sm: Model, rel: str, line: int) -> ast.FunctionDef | None:
+    tree = read_module(sm, rel)
+    return me.function_at(tree, line) if tree is not None else None
 
 
 def _parse_module(sm: Model, rel: str) -> ast.Module | None:

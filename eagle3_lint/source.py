@@ -12,9 +12,13 @@ import stat
 import zipfile
 from abc import ABC, abstractmethod
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from eagle3_lint import deps
 from eagle3_lint.errors import TargetError
+
+if TYPE_CHECKING:
+    from eagle3_lint.deps import Recorder
 
 # Generated files this large are not model code; reading them would only cost time.
 MAX_FILE_BYTES = 8 * 1024 * 1024
@@ -29,6 +33,8 @@ class SourceTree(ABC):
     # checkout (its package lives in ``python/sglang``). Output paths get it in front (``outcome.PathMap``), so
     # annotations, SARIF and ``--fix`` diffs are relative to the checkout, where git and CI read them.
     display_prefix: str = ""
+    # The analysis reading the tree notes what each answer read here (deps.py, queries.Queries.watch).
+    recorder: Recorder | None = None
 
     @abstractmethod
     def py_files(self) -> list[str]:
@@ -52,7 +58,9 @@ class SourceTree(ABC):
         return []
 
     def exists(self, rel: str) -> bool:
-        deps.note(rel)
+        r = self.recorder
+        if r is not None:
+            r.note(rel)
         return rel in self._index()
 
     def _index(self) -> set[str]:
@@ -163,7 +171,9 @@ class DirSource(SourceTree):
         return sorted(out)
 
     def py_files(self) -> list[str]:
-        deps.note(deps.LISTING)
+        r = self.recorder
+        if r is not None:
+            r.note(deps.LISTING)
         if self._files is None:
             self._files = self._walk()
         return self._files
@@ -179,7 +189,9 @@ class DirSource(SourceTree):
             return []
 
     def read_bytes(self, rel: str) -> bytes:
-        deps.note(rel)
+        r = self.recorder
+        if r is not None:
+            r.note(rel)
         full = self.root / rel
         st = os.stat(full)
         if not stat.S_ISREG(st.st_mode):
@@ -206,14 +218,18 @@ class ZipSource(SourceTree):
         self._other = sorted(n for n in names if n.endswith(".dist-info/METADATA"))
 
     def py_files(self) -> list[str]:
-        deps.note(deps.LISTING)
+        r = self.recorder
+        if r is not None:
+            r.note(deps.LISTING)
         return self._py
 
     def other_files(self) -> list[str]:
         return self._other
 
     def read_bytes(self, rel: str) -> bytes:
-        deps.note(rel)
+        r = self.recorder
+        if r is not None:
+            r.note(rel)
         try:
             info = self._zip.getinfo(rel)
             if info.file_size > MAX_FILE_BYTES:

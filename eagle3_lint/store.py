@@ -1,12 +1,16 @@
 """Facts for every module, loaded lazily, with an optional on-disk cache keyed by content hash.
 
-The cache is a layer under loading: a hit returns the same ``ModuleFacts`` (or the same derived
-contract/runner) that computing it would, so no rule can tell the difference, and ``--no-cache``
-runs exactly the same code minus this layer.
+The cache is a layer under loading: a hit returns the same ``ModuleFacts`` that computing it would, so
+no rule can tell the difference, and ``--no-cache`` runs exactly the same code minus this layer.
 
-Layout: one pack file per tree, ``<cache>/facts/<sha256(root)[:16]>.pack``::
+Each tree has one folder of the cache, ``<cache>/trees/<sha256(root)[:16]>/`` (``tree_folder``): this
+pack, the answers of each set of options (queries.py: everything derived from the facts, the engine's
+whole-tree derivations included, ``memo``) and the replayable reports (reportcache.py). The facts are
+the one part shared by every set of options, since they are a function of a file's bytes alone.
 
-    MAGIC | sha256(payload) | payload = pickle({"header", "files", "derived"})
+Layout: ``facts.pack``::
+
+    MAGIC | sha256(payload) | payload = pickle({"header", "files"})
 
 - ``header`` is the tree's root, the tool version, ``FACTS_VERSION``, the Python version (``ast``
   differs between them) and a hash of this package's code. Any difference drops the whole pack,
@@ -19,8 +23,6 @@ Layout: one pack file per tree, ``<cache>/facts/<sha256(root)[:16]>.pack``::
   4 of the 978 files it loads and ``bindings`` in 599: loading the model files (``preload``) takes
   about half as long, and all unpickling in a one-edit check about an eighth less (cProfile, under
   load: ``pickle.loads`` 0.35 s -> 0.305 s; the bindings read later cost the rest).
-- ``derived[name] = (key, blob)``: whole-tree results (contract, runner path and gates); ``key``
-  hashes the parameters and the content hashes of every file the computation may read.
 
 Why a stat memo in front of the content hash: it is git's index. Reading and hashing the 3,200
 files of vLLM 0.33.0 takes ~0.2 s, a fifth of a warm check; stat-ing them takes 15 ms. An entry
@@ -29,11 +31,11 @@ is keyed by content hash; the stat tuple only remembers "this file, unchanged si
 A stat is never recorded for a file changed within ``_RACY_NS`` of reading it (git's "racily
 clean" case: a second write inside the same timestamp tick), so such files are hashed next time.
 
-A check that changes a few entries writes them to a side file, ``<tag>.delta`` (same layout, payload
+A check that changes a few entries writes them to a side file, ``facts.delta`` (same layout, payload
 ``{"header", "base", "files"}``: ``base`` is the checksum of the pack it applies to, ``files[rel]`` an
 entry, or None for a deleted file), instead of rewriting the whole pack: the pack of vLLM 0.33.0 is 9 MB,
 and rewriting it was 40 ms of a 0.7 s one-edit re-check. The delta folds into the pack once it holds
-``_DELTA_MAX`` files, or when the derived results change. A delta whose base is not the pack on disk
+``_DELTA_MAX`` files. A delta whose base is not the pack on disk
 is ignored (its entries are recomputed).
 
 Damage of any kind (bad magic, checksum, header, unpicklable blob, wrong type) means: rebuild
@@ -56,11 +58,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from eagle3_lint import FACTS_VERSION, __version__, deps
+from eagle3_lint import FACTS_VERSION, __version__
+from eagle3_lint.deps import LISTING
 from eagle3_lint.source import DirSource, SourceTree, ZipSource
 
 if TYPE_CHECKING:
     from eagle3_lint.facts import ModuleFacts
+    from eagle3_lint.queries import Queries
 
 T = TypeVar("T")
 
@@ -224,6 +228,12 @@ def write_private(p: Path, chunks: Iterable[bytes]) -> None:
         raise
 
 
+def tree_folder(cache_dir: Path, source: SourceTree) -> Path:
+    """The tree's own folder of the cache: its facts pack (with its delta), the answers of each set of options
+    (queries.table_path) and its replayable reports (reportcache.py). One folder per tree, named by its root."""
+    return cache_dir / "trees" / hashlib.sha256(source.root_label.encode()).hexdigest()[:16]
+
+
 class FactStore:
     def __init__(self, source: SourceTree, cache_dir: Path | None = None) -> None:
         self.source = source
@@ -231,28 +241,30 @@ class FactStore:
         self._facts: dict[str, ModuleFacts | None] = {}
         self._by_module: dict[str, ModuleFacts | None] = {}
         self._files: dict[str, FileEntry] = {}
-        self._derived: dict[str, tuple[str, bytes]] = {}
         self._digests: dict[str, bytes | None] = {}  # this run's content hashes (None: unreadable)
         self._wheel_stat: tuple[int, ...] | None = None
         self._dirty = False
-        # Since the pack was read: entries changed (None: deleted), and whether a derived result changed.
+        # Since the pack was read: entries changed (None: deleted).
         self._delta: dict[str, FileEntry | None] = {}
-        self._derived_dirty = False
         self._pack_sum: bytes | None = None  # the checksum of the pack on disk, which a delta applies to
         self.read_errors: dict[str, str] = {}
         self.hits = 0
         self.misses = 0
         self.derived_hits = 0
         self.rebuilt = False  # the pack existed but was damaged or stale and was dropped
+        # The analysis reading through this store notes what each answer loads (deps.py, queries.Queries.watch).
+        self.recorder: Queries | None = None
         if cache_dir is not None:
             self._load_pack()
+
+    def _unrecorded(self) -> contextlib.AbstractContextManager[None]:
+        return self.recorder.unrecorded() if self.recorder is not None else contextlib.nullcontext()
 
     # -- cache pack ------------------------------------------------------------------------------
     def pack_path(self) -> Path | None:
         if self.cache_dir is None:
             return None
-        tag = hashlib.sha256(self.source.root_label.encode()).hexdigest()[:16]
-        return self.cache_dir / "facts" / f"{tag}.pack"
+        return tree_folder(self.cache_dir, self.source) / "facts.pack"
 
     def _load_pack(self) -> None:
         p = self.pack_path()
@@ -269,13 +281,13 @@ class FactStore:
                 body = pickle.loads(payload)
             if not isinstance(body, dict) or body.get("header") != self._header():
                 raise ValueError("stale header")
-            files, derived = body["files"], body["derived"]
-            if not isinstance(files, dict) or not isinstance(derived, dict):
+            files = body["files"]
+            if not isinstance(files, dict):
                 raise ValueError("bad body")
-            self._files, self._derived = files, derived
+            self._files = files
             self._pack_sum = raw[len(MAGIC): len(MAGIC) + _DIGEST_LEN]
         except Exception:  # noqa: BLE001 - any damage to the pack means: rebuild it
-            self._files, self._derived = {}, {}
+            self._files = {}
             self.rebuilt = True
             self._dirty = True
             return
@@ -312,7 +324,7 @@ class FactStore:
             del self._files[rel]
             self._delta[rel] = None
         dp = p.with_suffix(".delta")
-        if self._pack_sum is not None and not self._derived_dirty and len(self._delta) <= _DELTA_MAX:
+        if self._pack_sum is not None and len(self._delta) <= _DELTA_MAX:
             with no_gc():
                 payload = pickle.dumps({"header": self._header(), "base": self._pack_sum, "files": self._delta},
                                        protocol=pickle.HIGHEST_PROTOCOL)
@@ -323,13 +335,13 @@ class FactStore:
             except OSError:
                 pass  # then the whole pack
         with no_gc():
-            payload = pickle.dumps({"header": self._header(), "files": self._files, "derived": self._derived},
+            payload = pickle.dumps({"header": self._header(), "files": self._files},
                                    protocol=pickle.HIGHEST_PROTOCOL)
         try:
             chunks = seal(payload)
             write_private(p, chunks)
             self._pack_sum = chunks[1]
-            self._delta, self._derived_dirty, self._dirty = {}, False, False
+            self._delta, self._dirty = {}, False
             with contextlib.suppress(OSError):
                 dp.unlink()
         except OSError:
@@ -433,8 +445,9 @@ class FactStore:
         return mf
 
     def load_path(self, rel: str) -> ModuleFacts | None:
-        if deps.frame is not None:
-            deps.frame.add(rel)
+        r = self.recorder
+        if r is not None and r.frame is not None:
+            r.frame.atoms.add(rel)
         if rel in self._facts:
             return self._facts[rel]
         mf = self._cached_facts(rel) if self.cache_dir is not None else None
@@ -448,20 +461,25 @@ class FactStore:
 
     def load(self, module: str) -> ModuleFacts | None:
         # The graph asks for the same modules tens of thousands of times; resolve each name once.
-        if deps.frame is not None:
-            deps.frame.add(module)  # present or missing: the answer rests on it either way
+        r = self.recorder
+        if r is not None and r.frame is not None:
+            r.frame.atoms.add(module)  # present or missing: the answer rests on it either way
         try:
             return self._by_module[module]
         except KeyError:
             pass
-        # Not recorded (deps.unrecorded(), spelled out: this runs once per module): the module's name stands for
-        # its file (queries.changed_atoms).
-        outer, deps.frame = deps.frame, None
-        try:
+        if r is None:
             rel = self.source.module_path(module)
             mf = None if rel is None else self.load_path(rel)
-        finally:
-            deps.frame = outer
+        else:
+            # Not recorded (unrecorded(), spelled out: this runs once per module): the module's name stands for
+            # its file (queries.changed_atoms).
+            outer, r.frame = r.frame, None
+            try:
+                rel = self.source.module_path(module)
+                mf = None if rel is None else self.load_path(rel)
+            finally:
+                r.frame = outer
         self._by_module[module] = mf
         return mf
 
@@ -478,7 +496,7 @@ class FactStore:
         # Freezing pays for a whole release (~1 CPU-s of a warm 0.33.0 check); for a handful of
         # files the thaw a later analysis in the same process needs would cost more than it saves.
         # Loading is not reading: an answer depends on the facts it asks for (load, load_path), not on these.
-        with no_gc(keep=len(rels) >= _FREEZE_MIN_FILES), deps.unrecorded():
+        with no_gc(keep=len(rels) >= _FREEZE_MIN_FILES), self._unrecorded():
             todo: list[str] = []
             for rel in rels:
                 if rel in self._facts:
@@ -578,27 +596,23 @@ class FactStore:
     # -- derived whole-tree results -------------------------------------------------------------
     def memo(self, name: str, params: tuple[Any, ...], files: Iterable[str],
              compute: Callable[[SourceTree], T]) -> T:
-        """``compute(tree)`` cached under the content hashes of ``files``, the only files it reads.
-
-        ``tree`` reads through this store, so on a miss each file is read once and its hash is
-        recorded as a side effect; the key is then built from the bytes the computation saw.
-        """
+        """``compute(tree)``, an answer of the analysis' queries that rests on ``files`` (the only files it reads)
+        and on the tree's listing: kept between runs with the other answers (queries.py), so it is recomputed when
+        one of them changes, or a file is added or removed. Without an analysis (``recorder``), computed."""
+        q = self.recorder
         files = list(files)
-        deps.note_all(files)  # what the value rests on, whether it is computed or found
-        if self.cache_dir is None:
+        if q is None:
             return compute(self.source)
-        hit = self._derived.get(name)
-        if hit is not None and hit[0] == self._memo_key(name, params, files):
-            try:
-                value = pickle.loads(hit[1])
-                self.derived_hits += 1
-                return value
-            except Exception:  # noqa: BLE001 - a damaged entry is recomputed
-                pass
-        value = compute(_Reading(self))
-        self._derived[name] = (self._memo_key(name, params, files),
-                               pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
-        self._dirty = self._derived_dirty = True
+        key = ("derived", name, params)
+
+        def run() -> T:
+            q.note_all(files)
+            q.note(LISTING)
+            with q.unrecorded():  # ``files`` is what it rests on; what it happened to read is not recorded
+                return compute(self.source)
+
+        value = q.get(key, run, persist=True)
+        self.derived_hits += q.was_kept(key)
         return value
 
     def memo_in_background(self, name: str, params: tuple[Any, ...], files: Iterable[str],
@@ -606,19 +620,19 @@ class FactStore:
         """``memo(...)`` to be collected later: computed in a forked child while this process goes on
         (the cold parse), when it would be computed at all and a second CPU is free; else run in place.
 
-        Only a cold run forks: nothing is stored under ``name`` (a stored entry is checked in place,
-        which costs a stat per file). The child reads the tree through ``_Reading`` as ``memo`` would
-        and sends back the pickled value and the content hashes of what it read; this process adopts
-        both, so the entry and its key are what ``memo`` makes. If the child fails in any way, the
+        Only a cold run forks: an answer kept from the last check is checked in place. The child reads the tree
+        through ``_Reading`` and sends back the pickled value and the content hashes of what it read; this process
+        adopts both, so the answer and the stat memos are what ``memo`` makes. If the child fails in any way, the
         returned function computes in place, and an error of ``compute`` is raised from there.
         """
         files = list(files)
-        deps.note_all(files)
+        q = self.recorder
+        key = ("derived", name, params)
 
         def in_place() -> T:
             return self.memo(name, params, files, compute)
 
-        if (self.cache_dir is None or name in self._derived or sys.platform != "linux"
+        if (q is None or self.cache_dir is None or q.valid(key) or sys.platform != "linux"
                 or not isinstance(self.source, DirSource) or not hasattr(os, "fork") or jobs() < 2):
             return in_place
         try:
@@ -664,18 +678,10 @@ class FactStore:
                     self._digests[rel] = d
                     e = self._files.get(rel)
                     self._remember(rel, d, e[2] if e is not None and e[1] == d else None)
-            self._derived[name] = (self._memo_key(name, params, files), blob)
-            self._dirty = self._derived_dirty = True
+            q.put(key, value, (*files, LISTING))
             return value
 
         return collect
-
-    def _memo_key(self, name: str, params: tuple[Any, ...], files: list[str]) -> str:
-        h = hashlib.sha256(repr((name, params)).encode())
-        for rel in files:
-            d = self.digest(rel)
-            h.update(rel.encode() + b"\0" + (d or b"-") + b"\0")
-        return h.hexdigest()
 
 
 class _Reading(SourceTree):

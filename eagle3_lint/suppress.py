@@ -29,7 +29,6 @@ from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from eagle3_lint import deps
 from eagle3_lint.facts import SUPPRESSION_MARKER, decode_source
 from eagle3_lint.model import Edit, Finding, Fix, Location
 from eagle3_lint.rules import Role, make, with_role
@@ -130,7 +129,7 @@ def collect(sm: Model, findings: Collection[Finding]) -> dict[str, list[Directiv
 
 
 def _directives_in(sm: Model, rel: str) -> list[Directive]:
-    deps.note(rel)  # also when the loaded facts answer without reading the bytes
+    sm.queries.note(rel)  # also when the loaded facts answer without reading the bytes
     mf = sm.store.loaded_facts(rel)
     if mf is not None and not mf.mentions_marker:
         return []  # its facts, made from the bytes this run hashed, say no comment can be there

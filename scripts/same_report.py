@@ -3,6 +3,7 @@
 
     python scripts/same_report.py                      # vLLM 0.16.0 and 0.33.0 against c5d5891
     python scripts/same_report.py --ref HEAD~3 0.30.0   # other releases, another ref
+    python scripts/same_report.py 0.33.0 sglang-0.5.23  # an SGLang release: named as in the release cache
 
 For each cached release, ``eagle3-lint check TREE --format json`` runs once with the ref's code
 (extracted with ``git archive`` into a temporary folder, imported through PYTHONPATH) and six
@@ -43,9 +44,16 @@ def run(code: Path, tree: Path, out: Path, cwd: Path, *cache: str, jobs: str | N
     return p.returncode
 
 
+def drop_reports(cache: Path) -> None:
+    """Empty the report cache (every tree's replayable reports), keeping facts and answers."""
+    for p in (*cache.glob("trees/*/*.report"), *cache.glob("reports/*")):  # reports/: an older layout
+        p.unlink()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("versions", nargs="*", default=["0.16.0", "0.33.0"], help="cached vLLM releases")
+    ap.add_argument("versions", nargs="*", default=["0.16.0", "0.33.0"],
+                    help="cached releases: a vLLM version, or a folder name of the release cache (sglang-0.5.23)")
     ap.add_argument("--ref", default="c5d5891", help="the git ref to compare against (default c5d5891)")
     args = ap.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="eagle3-lint-same-"))
@@ -57,8 +65,8 @@ def main(argv: list[str] | None = None) -> int:
                                  capture_output=True, check=True).stdout
         subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
         for v in args.versions:
-            tree = cache_root() / f"vllm-{v}"
-            if not (tree / "vllm").is_dir():
+            tree = cache_root() / (v if "-" in v else f"vllm-{v}")
+            if not tree.is_dir():
                 print(f"{v}: not cached under {tree}, skipped")
                 continue
             base = work / f"{v}-ref.json"
@@ -73,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
                                       ("warm analysis after it", ("--cache-dir", str(pcache)), None),
                                       ("cold, 1 job", ("--cache-dir", str(work / f"cache-serial-{v}")), "1")):
                 if name.startswith("warm analysis"):
-                    shutil.rmtree((pcache if "after" in name else cache) / "reports", ignore_errors=True)
+                    drop_reports(pcache if "after" in name else cache)
                 got = work / f"{v}-now.json"
                 rc_now = run(REPO, tree, got, work, *extra, jobs=jobs)
                 same = got.read_bytes() == want and rc_now == rc

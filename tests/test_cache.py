@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from eagle3_lint import queries as queries_mod
 from eagle3_lint import reportcache
 from eagle3_lint import store as store_mod
 from eagle3_lint.analysis import Analysis, Options, analyze
@@ -43,9 +44,16 @@ def run(root: Path, cache: Path | None) -> Analysis:
 
 
 def pack_of(cache: Path) -> Path:
-    packs = list((cache / "facts").glob("*.pack"))
+    packs = list((cache / "trees").glob("*/facts.pack"))
     assert len(packs) == 1, packs
     return packs[0]
+
+
+def drop_answers(cache: Path) -> None:
+    """Remove the kept answers (every option set's table and its delta), keeping the facts."""
+    for p in (cache / "trees").glob("*/*"):
+        if p.suffix == queries_mod.SUFFIX or (p.suffix == ".delta" and p.stem != "facts"):
+            p.unlink()
 
 
 @pytest.fixture
@@ -97,7 +105,7 @@ def test_real_release_reports_identical_without_cold_and_warm(real_trees: object
     assert pack.stat().st_size == size
     # The CLI's warm run above replayed the report (reportcache.py); the analysis on warm facts, too,
     # gives the report an analysis without any cache gives, and so does one reusing the answers kept.
-    shutil.rmtree(cache / "queries")
+    drop_answers(cache)
     fresh = report(run(root, None))
     warm_ctx = run(root, cache)
     assert warm_ctx.store.misses == 0 and warm_ctx.store.hits > 200 and not warm_ctx.model.queries.reused
@@ -160,7 +168,7 @@ def _rewrite_pack(pack: Path, edit: object) -> None:
     pack.write_bytes(store_mod.MAGIC + hashlib.sha256(payload).digest() + payload)
 
 
-@pytest.mark.parametrize("what", ["garbage-blob", "wrong-type-blob", "other-file-blob", "bad-derived"])
+@pytest.mark.parametrize("what", ["garbage-blob", "wrong-type-blob", "other-file-blob"])
 def test_damaged_entry_in_a_sealed_pack_is_rebuilt(sample: Path, tmp_path: Path, what: str) -> None:
     cache = tmp_path / "cache"
     expected = report(run(sample, None))
@@ -174,16 +182,14 @@ def test_damaged_entry_in_a_sealed_pack_is_rebuilt(sample: Path, tmp_path: Path,
             files[rel] = (stat, digest, b"\x80\x05garbage")
         elif what == "wrong-type-blob":
             files[rel] = (stat, digest, pickle.dumps({"not": "facts"}))
-        elif what == "other-file-blob":
+        else:
             other = next(r for r, e in files.items() if r != rel and e[2] is not None)
             files[rel] = (stat, digest, files[other][2])
-        else:
-            body["derived"] = {k: (key, b"\x80\x05junk") for k, (key, _) in body["derived"].items()}
 
     _rewrite_pack(pack_of(cache), edit)
     ctx = run(sample, cache)
     assert report(ctx) == expected
-    assert ctx.store.misses == (0 if what == "bad-derived" else 1)
+    assert ctx.store.misses == 1
     again = run(sample, cache)
     assert again.store.misses == 0 and report(again) == expected
 
@@ -248,7 +254,7 @@ def test_non_model_edit_invalidates_the_runner_memo(sample: Path, tmp_path: Path
     assert report(after) == report(run(sample, None))
 
 
-def test_deleted_file_is_forgotten(sample: Path, tmp_path: Path) -> None:
+def test_deleted_file_is_forgotten(sample: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cache = tmp_path / "cache"
     run(sample, cache)
     victim = "vllm/model_executor/models/__init__.py"
@@ -258,7 +264,8 @@ def test_deleted_file_is_forgotten(sample: Path, tmp_path: Path) -> None:
     ctx.store.save()
     assert victim in ctx.store._delta  # recorded as deleted, in the pack's delta
     assert victim not in FactStore(DirSource(sample), cache)._files  # and gone from what the next run reads
-    ctx.store._dirty = ctx.store._derived_dirty = True  # folded into the pack itself
+    ctx.store._dirty = True
+    monkeypatch.setattr(store_mod, "_DELTA_MAX", -1)  # folded into the pack itself
     ctx.store.save()
     raw = pack_of(cache).read_bytes()
     body = pickle.loads(raw[len(store_mod.MAGIC) + 32:])
@@ -295,11 +302,11 @@ def test_cache_dir_holds_releases_and_facts(sample: Path, tmp_path: Path) -> Non
     (rel_dir / ".complete").write_text("9.9.9")
     plain = check_json(sample, "--no-cache")
     out = check_json(Path("vllm==9.9.9"), "--cache-dir", str(cache))
-    assert list((cache / "facts").glob("*.pack"))
+    assert list((cache / "trees").glob("*/facts.pack"))
     nocache_dir = tmp_path / "other"
     shutil.copytree(rel_dir, nocache_dir / "vllm-9.9.9")
     out2 = check_json(Path("vllm==9.9.9"), "--cache-dir", str(nocache_dir), "--no-cache")
-    assert not (nocache_dir / "facts").exists()  # --no-cache: no facts written, release still found
+    assert not (nocache_dir / "trees").exists()  # --no-cache: no facts written, release still found
     def strip(s: str) -> dict[str, object]:
         return {k: v for k, v in json.loads(s).items() if k != "target"}
 
@@ -315,7 +322,7 @@ def test_unwritable_cache_only_costs_time(sample: Path, tmp_path: Path) -> None:
 
 # -- the report cache: a re-check of an unchanged tree replays the report --------------------------
 def entries(cache: Path) -> list[Path]:
-    return sorted((cache / "reports").glob("*" + reportcache.SUFFIX))
+    return sorted((cache / "trees").glob("*/*" + reportcache.SUFFIX))
 
 
 def entry_key(entry: Path) -> str:
@@ -530,15 +537,6 @@ def test_entry_holds_the_report_bytes_exactly() -> None:
     assert reportcache.decode(head + b"\n" + body + b" ", "k" * 64) is None
     assert reportcache.decode(b"[1, 2]\n" + body, "k" * 64) is None
     assert reportcache.decode(body, "k" * 64) is None
-
-
-def test_version_1_entries_are_removed(sample: Path, tmp_path: Path) -> None:
-    cache = tmp_path / "cache"
-    (cache / "reports").mkdir(parents=True, mode=0o700)
-    old = cache / "reports" / "0123456789abcdef-0123.json"
-    old.write_text(json.dumps({"key": "x", "report": "OLD", "stderr": [], "code": 0, "sha256": "0"}))
-    plain = check_json(sample, "--cache-dir", str(cache))
-    assert not old.exists() and len(entries(cache)) == 1 and entry_report(entries(cache)[0]) == plain
 
 
 def test_lazy_fields_read_back_what_was_stored(sample: Path) -> None:

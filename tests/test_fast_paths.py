@@ -103,17 +103,21 @@ def test_one_edit_recheck_equals_a_cold_run_on_the_edited_tree(real_trees: Any, 
     moved = {f["path"]: f["line"] for f in after["findings"] if f["rule"] == "EGL005"}
     assert moved["vllm/model_executor/models/llama.py"] == egl005["vllm/model_executor/models/llama.py"] + 1
     # And once more with the report cache emptied: every fact replayed, the whole analysis run.
-    shutil.rmtree(cache / "reports")
+    for p in cache.glob("trees/*/*.report"):
+        p.unlink()
     assert _run_json(tree, out, tmp_path, "--cache-dir", str(cache)) == (rc_cold, cold)
 
 
 def _store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    from eagle3_lint.queries import Queries
     from eagle3_lint.source import DirSource
     from eagle3_lint.store import FactStore
 
     monkeypatch.setenv("EAGLE3_LINT_JOBS", "2")  # a second process even on a busy machine
     tree = materialize(SAMPLES / "core" / "wrapper_inner_supports", tmp_path / "tree")
-    return FactStore(DirSource(tree), tmp_path / "cache")
+    store = FactStore(DirSource(tree), tmp_path / "cache")
+    Queries().watch(store.source, store)  # the analysis' answers, which the derivations are kept with
+    return store
 
 
 def _sizes(src: Any) -> dict[str, int]:
@@ -122,18 +126,24 @@ def _sizes(src: Any) -> dict[str, int]:
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="the background derivation forks")
 def test_memo_in_background_gives_what_memo_gives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The runner path of a cold run is read in a forked child: its value, the entry stored and the
+    """The runner path of a cold run is read in a forked child: its value, the answer kept and the
     content hashes adopted are those of ``memo`` computing in place."""
+    from eagle3_lint.deps import LISTING
+
     store = _store(tmp_path, monkeypatch)
+    parent = os.getpid()
     files = store.source.py_files()
-    got = store.memo_in_background("sizes", ("p",), files, _sizes)()
+
+    def sizes(src: Any) -> dict[str, int]:
+        assert os.getpid() != parent  # computed in the child
+        return _sizes(src)
+
+    got = store.memo_in_background("sizes", ("p",), files, sizes)()
     assert got == _sizes(store.source) and len(got) >= 2
-    assert store._derived["sizes"][0] == store._memo_key("sizes", ("p",), files)
+    e = store.recorder._run[("derived", "sizes", ("p",))]
+    assert e.persist and e.atoms == {*files, LISTING}  # what memo records: the files and the listing
     assert all(store._digests.get(rel) for rel in files)
-    store.save()
-    again = type(store)(store.source, store.cache_dir)
-    assert again.memo("sizes", ("p",), files, lambda src: {}) == got  # a hit: the child's entry was stored
-    assert again.derived_hits == 1
+    assert store.memo("sizes", ("p",), files, lambda src: {}) == got  # the answer, not computed again
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="the background derivation forks")

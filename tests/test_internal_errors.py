@@ -81,7 +81,7 @@ def test_internal_error_is_never_replayed(tree: Path, tmp_path: Path, monkeypatc
     cache = tmp_path / "cache"
     args = ["check", str(tree), "--output-format", "json", "--cache-dir", str(cache), "--arch", "PlainForCausalLM"]
     assert CliRunner().invoke(cli.main, args).exit_code == 2
-    assert not list((cache / "reports").glob("*"))  # no entry, of any version
+    assert not list(cache.glob("trees/*/*.report"))  # no entry
     monkeypatch.setattr(rules_mod, "all_rules", lambda: real)  # the bug is fixed: the run is clean again
     res = CliRunner().invoke(cli.main, args)
     assert res.exit_code == 1 and json.loads(res.stdout)["errors"] == []

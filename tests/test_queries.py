@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from eagle3_lint import deps, queries
+from eagle3_lint import queries
 from eagle3_lint import store as store_mod
 from eagle3_lint.analysis import Analysis, Options, analyze
 from eagle3_lint.report import build_report
@@ -76,17 +76,151 @@ def same_as_fresh(root: Path, cache: Path) -> Analysis:
 
 
 def test_recordings_nest_and_keep_what_a_failing_computation_read() -> None:
-    with deps.recording() as outer:
-        deps.note("a.py")
-        with pytest.raises(ValueError), deps.recording() as inner:
-            deps.note("b.py")
-            raise ValueError
-        with deps.unrecorded():
-            deps.note("c.py")
-    assert inner == {"b.py"}
-    assert outer == {"a.py", "b.py"}  # whoever caught the error read b.py too; c.py was not a read
-    deps.note("d.py")  # nothing records: a no-op
-    assert deps.frame is None
+    q = queries.Queries()
+
+    def inner() -> None:
+        q.note("b.py")
+        raise ValueError
+
+    def outer() -> int:
+        q.note("a.py")
+        with pytest.raises(ValueError):
+            q.get("inner", inner)
+        with q.unrecorded():
+            q.note("c.py")
+        return 1
+
+    assert q.get("outer", outer) == 1
+    assert q._run["outer"].atoms == {"a.py", "b.py"}  # whoever caught the error read b.py too; c.py was not a read
+    assert "inner" not in q._run
+    q.note("d.py")  # nothing records: a no-op
+    assert q.frame is None
+
+
+class _Run:
+    """Answers over a pretend tree of files, computed through one ``Queries`` and kept as a check keeps them."""
+
+    def __init__(self, files: dict[str, str], before: _Run | None = None) -> None:
+        self.files = files
+        self.calls: list[str] = []
+        if before is None:
+            self.q = queries.Queries()
+        else:
+            changed = {f for f in files.keys() | before.files.keys() if files.get(f) != before.files.get(f)}
+            names = before.q.names
+            self.q = queries.Queries(queries.Layer(before.kept(), (i for i, n in enumerate(names) if n in changed)),
+                                     names=names)
+
+    def kept(self) -> queries.Entries:
+        index = {n: i for i, n in enumerate(self.q.names)}
+
+        def ids(atoms: object) -> tuple[int, ...]:
+            out = []
+            for a in atoms:  # type: ignore[attr-defined]
+                if a not in index:
+                    index[a] = len(self.q.names)
+                    self.q.names.append(a)
+                out.append(index[a])
+            return tuple(out)
+        return {**self.q.kept(self.q.table), **self.q.computed_entries(ids)}
+
+    @property
+    def queries(self) -> queries.Queries:  # what a declared query is asked through
+        return self.q
+
+    def read(self, f: str) -> str:
+        self.q.note(f)
+        return self.files[f]
+
+    def pick(self) -> int:  # reads c.py only when a.py starts with "x"
+        def compute() -> int:
+            self.calls.append("pick")
+            a = self.read("a.py")
+            return len(a) + (self.read("c.py") == "changed") if a.startswith("x") else len(a)
+        return self.q.get(("pick",), compute, persist=True)
+
+    def user(self) -> int:
+        def compute() -> int:
+            self.calls.append("user")
+            return self.pick() + 1
+        return self.q.get(("user",), compute, persist=True)
+
+    def declared_total(self) -> int:
+        def compute() -> int:
+            self.calls.append("total")
+            return _declared_length(self, "a.py") + _declared_length(self, "b.py")
+        return self.q.get(("declared total",), compute, persist=True)
+
+    def length(self, f: str) -> int:  # kept between runs, an answer others read
+        def compute() -> int:
+            self.calls.append(f"length {f}")
+            return len(self.read(f))
+        return self.q.get(("length", f), compute, persist=True)
+
+    def total(self) -> int:
+        def compute() -> int:
+            self.calls.append("total")
+            return self.length("a.py") + self.length("b.py")
+        return self.q.get(("total",), compute, persist=True)
+
+
+@queries.query
+def _declared_length(run: _Run, f: str) -> int:
+    run.calls.append(f"length {f}")
+    return len(run.read(f))
+
+
+def test_an_answer_recomputed_to_the_same_value_stops_the_invalidation() -> None:
+    first = _Run({"a.py": "aaa", "b.py": "bb"})
+    assert first.total() == 5
+    # a.py changes but keeps its length: its answer is recomputed (its reader asks it again), equal, and the total,
+    # which did not read a.py itself, is not recomputed.
+    second = _Run({"a.py": "xyz", "b.py": "bb"}, first)
+    assert second.length("a.py") == 3 and second.total() == 5
+    assert second.calls == ["length a.py"]
+    # Its length changes: the total is recomputed, and it reuses b.py's length.
+    third = _Run({"a.py": "xyzw", "b.py": "bb"}, second)
+    assert third.total() == 6
+    assert third.calls == ["total", "length a.py"]
+
+
+def test_an_answer_kept_through_one_that_now_reads_more_rests_on_that_too() -> None:
+    """The answer a reader read came out the same but read another file this time: the reader, kept, now rests on
+    that file as well, so that an edit of it alone is not missed."""
+    first = _Run({"a.py": "aaa", "c.py": "orig"})
+    assert first.user() == 4
+    second = _Run({"a.py": "xyz", "c.py": "orig"}, first)
+    assert second.pick() == 3 and second.user() == 4
+    assert second.calls == ["pick"]  # the user was kept: what it read came out the same
+    third = _Run({"a.py": "xyz", "c.py": "changed"}, second)
+    assert third.user() == 5  # not the kept 4: the pick it read now reads c.py
+    assert third.calls == ["user", "pick"]
+
+
+def test_a_kept_answer_is_checked_through_the_answers_it_read() -> None:
+    """Asked first, the total finds a.py's kept length invalid and cannot recompute it: it is recomputed itself,
+    asks for the length, and the next reader of that length is then checked against the recomputed one."""
+    first = _Run({"a.py": "aaa", "b.py": "bb"})
+    first.total()
+    second = _Run({"a.py": "xyz", "b.py": "bb"}, first)
+    assert second.total() == 5
+    assert second.calls == ["total", "length a.py"]
+    assert second.q.get(("length", "b.py"), lambda: -1, persist=True) == 2  # reused, never recomputed
+
+
+def test_a_declared_query_is_recomputed_to_check_its_readers() -> None:
+    """A declared query (queries.query) can be recomputed by the framework itself: the total asked first is
+    checked by recomputing a.py's length, equal, and is not recomputed; the framework chose every key."""
+    first = _Run({"a.py": "aaa", "b.py": "bb"})
+    assert first.declared_total() == 5
+    second = _Run({"a.py": "xyz", "b.py": "bb"}, first)
+    second.q.bind(second)
+    assert second.declared_total() == 5
+    assert second.calls == ["length a.py"] and second.q.cutoff == 1
+    third = _Run({"a.py": "x", "b.py": "bb"}, second)
+    third.q.bind(third)
+    assert third.declared_total() == 3
+    assert third.calls == ["length a.py", "total"]  # recomputed to check the total, then the total itself
 
 
 def test_an_unchanged_tree_reuses_every_answer(tree: Path, tmp_path: Path) -> None:
@@ -120,13 +254,15 @@ def test_an_edit_recomputes_the_answers_that_read_the_file_and_only_those(tree: 
 
 
 def test_a_registry_edit_starts_afresh(tree: Path, tmp_path: Path) -> None:
-    """The registry is derived before any answer, and kept answers rest on its value: a changed one reuses nothing."""
+    """The registry is derived before any answer, and kept answers rest on its value: a changed one reuses nothing
+    but what the engine derived from files that did not change (the contract, the runner path)."""
     cache = tmp_path / "cache"
     run(tree, cache)
     reg = tree / MODELS / "registry.py"
     reg.write_text(reg.read_text().replace('    "OtherForCausalLM": ("other", "OtherForCausalLM"),\n', ""))
     ctx = same_as_fresh(tree, cache)
-    assert not reused(ctx) and "OtherForCausalLM" not in ctx.verdicts
+    assert {k[0] for k in reused(ctx) if isinstance(k, tuple)} == {"derived"} and all(
+        isinstance(k, tuple) for k in reused(ctx)) and "OtherForCausalLM" not in ctx.verdicts
 
 
 def test_added_and_deleted_files_change_what_names_resolve_to(tree: Path, tmp_path: Path) -> None:
@@ -142,7 +278,7 @@ def test_checks_write_a_delta_that_folds_into_the_table(tree: Path, tmp_path: Pa
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     cache = tmp_path / "cache"
     run(tree, cache)
-    (table,) = (cache / "queries").glob("*.pickle")
+    (table,) = cache.glob("trees/*/*.answers")
     delta = table.with_suffix(".delta")
     assert not delta.exists()
     inner = tree / MODELS / "inner.py"
@@ -165,7 +301,7 @@ def test_a_damaged_table_costs_a_full_analysis_only(tree: Path, tmp_path: Path, 
     inner = tree / MODELS / "inner.py"
     inner.write_text(inner.read_text() + "\n\ndef _edit():\n    return 1\n")
     run(tree, cache)  # writes a delta
-    (table,) = (cache / "queries").glob("*.pickle")
+    (table,) = cache.glob("trees/*/*.answers")
     delta = table.with_suffix(".delta")
     if damage == "truncate":
         table.write_bytes(table.read_bytes()[:100])
@@ -194,7 +330,7 @@ def test_an_internal_error_drops_the_table(tree: Path, tmp_path: Path, monkeypat
     monkeypatch.setattr(next(r for r in all_rules() if r.meta.id == "EGL002"), "_check", broken)
     ctx = run(tree, cache)
     assert ctx.errors
-    assert not list((cache / "queries").glob("*.pickle"))  # the next check starts afresh
+    assert not list(cache.glob("trees/*/*.answers"))  # the next check starts afresh
 
 
 @pytest.mark.parametrize("case", ["core/wrapper_inner_supports", "aux-states-not-collected/good_v033",
@@ -211,3 +347,31 @@ def test_the_derived_digest_is_the_same_in_every_process(case: str, tmp_path: Pa
     digests = {subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True, check=True,
                               env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2", "3")}
     assert len(digests) == 1, digests
+
+
+def test_the_classes_defining_a_method_are_one_answer_per_file_and_survive_an_unrelated_edit(
+        tree: Path, tmp_path: Path) -> None:
+    """``semantic.classes_defining`` (what EGL003's fix copies a setter header from) joins one declared answer per
+    model file: an edit of a file that defines no such method re-reads that file alone, and the joined answer comes
+    out equal, so what read it is kept (early cutoff)."""
+    from eagle3_lint import semantic as sem
+
+    # The case's inner.py:36 (InnerForCausalLM) and its base's interfaces.py (the SupportsEagle3 Protocol), in path
+    # order; the wrapper (wrap.py) and other.py define none.
+    setter = "set_aux_hidden_state_layers"
+    cache = tmp_path / "cache"
+    first = run(tree, cache)
+    got = sem.classes_defining(first.model, setter)
+    assert [(rel, k.name) for rel, k in got] == [(f"{MODELS}/inner.py", "InnerForCausalLM"),
+                                                 (f"{MODELS}/interfaces.py", "SupportsEagle3")]
+    assert ("eagle3_lint.semantic:_file_classes_defining", f"{MODELS}/other.py", setter) in first.model.queries._run
+    queries.save(first.keep.table, first.keep.head, first.keep.files, first.keep.derived,  # type: ignore[union-attr]
+                 first.model.queries)
+    other = tree / MODELS / "other.py"
+    other.write_text(other.read_text() + "\n\ndef _unrelated():\n    return 1\n")
+    second = run(tree, cache)
+    q = second.model.queries
+    assert sem.classes_defining(second.model, setter) == got
+    assert q.was_kept(("eagle3_lint.semantic:classes_defining", setter))
+    assert ("eagle3_lint.semantic:_file_classes_defining", f"{MODELS}/other.py", setter) in computed(second)
+    assert q.was_kept(("eagle3_lint.semantic:_file_classes_defining", f"{MODELS}/inner.py", setter))

@@ -252,12 +252,8 @@ def _setter_header(sm: Model, key: ClassKey, setter: str) -> fixgen.MethodHeader
     """The header of a setter of the tree to copy: one in ``key``'s own module first, else the first in path order
     (one ids parameter with a default)."""
     own_path = sm.graph.path_of(key)
-    classes = sorted(sm.model_classes(), key=lambda kr: (kr[1] != own_path, kr[1], kr[0].qualname))
-    for k, _rel in classes:
-        cf = sm.graph.class_facts(k)
-        m = cf.members.get(setter) if cf is not None else None
-        if m is None or m.kind != "def":
-            continue
+    classes = sorted(sem.classes_defining(sm, setter), key=lambda rk: (rk[0] != own_path, rk[0], rk[1].qualname))
+    for _rel, k in classes:
         mh = fixgen.method_header(sm, k, setter)
         if mh is not None and len(mh.params) == 1 and "=" in mh.header:
             return mh
