@@ -123,6 +123,11 @@ class Member:
     # A def's first line, its first decorator's (0: ``line``): with ``end_line`` the span the semantic model
     # parses alone when it reads the method's body (semantic.read_function), instead of the whole module.
     first_line: int = 0
+    # A ``def``'s first and last statement and its header, for fixes of any method (fixgen: a setter or getter of
+    # whatever name the engine calls, copied or extended).
+    body_line: int = 0
+    last: Stmt | None = None
+    header: Header | None = None
 
 
 @dataclass
@@ -374,6 +379,7 @@ class Header:
     returns: str | None
     names: tuple[str, ...]
     delegates_to: str | None = None
+    params_names: tuple[str, ...] = ()  # the parameters after ``self``
 
 
 @dataclass
@@ -405,15 +411,13 @@ class Method:
     # attribute dotted, line): ``general_mm_embed_routine(..., language_model=self.language_model)`` runs that
     # inner model (positional ones are in ``calls``).
     handoffs: tuple[tuple[str, str, str, int], ...] = ()
-    # What fixes need (fixgen): the last statement of the body; whether the ``def`` sits in the class body itself
-    # (not under a class-level ``if``); calls of the method's own name in its body (receiver as written, end line
-    # and column of ``<receiver>.<name>``); the span of ``__init__``'s first top-level statement that stores
-    # ``self.layers``; the header (plain positional parameters only); and which of ``FIX_NAMES`` a forward uses.
-    last: Stmt | None = None
+    # What fixes need (fixgen; the statements and header of any ``def`` are on its ``Member``): whether the ``def``
+    # sits in the class body itself (not under a class-level ``if``); calls of the method's own name in its body
+    # (receiver as written, end line and column of ``<receiver>.<name>``); the span of ``__init__``'s first
+    # top-level statement that stores ``self.layers``; and which of ``FIX_NAMES`` a forward uses.
     direct: bool = True
     own_calls: tuple[tuple[str, int, int], ...] = ()
     layers_stmt: tuple[int, int] = (0, 0)
-    header: Header | None = None
     taken: tuple[str, ...] = ()
 
 
@@ -1035,7 +1039,8 @@ class _Extractor:
         if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
             stub = _is_stub_body(st.body)
             members[st.name] = Member(st.name, "def", st.lineno, st.end_lineno or st.lineno, stub, None,
-                                      first_line=st.decorator_list[0].lineno if st.decorator_list else 0)
+                                      first_line=st.decorator_list[0].lineno if st.decorator_list else 0,
+                                      body_line=st.body[0].lineno, last=self.stmt(st.body[-1]), header=self._header(st))
             if _is_interesting(st.name):
                 methods[st.name] = self._method(st, stub, direct)
         elif isinstance(st, ast.Assign):
@@ -1172,11 +1177,10 @@ class _Extractor:
             params=params, stub=stub, self_assigns=tuple(assigns), reads=tuple(sorted(reads)),
             calls=tuple(calls), memberships=tuple(members), loops=tuple(loops), returns=tuple(returns),
             defaults=defaults, iterates=iterates, local_imports=tuple(local_imports), handoffs=tuple(handoffs),
-            last=self.stmt(fn.body[-1]), direct=direct,
+            direct=direct,
             own_calls=tuple((self.seg(n.func.value), *self._end(n.func)) for n in nodes if isinstance(n, ast.Call)
                             and isinstance(n.func, ast.Attribute) and n.func.attr == fn.name),
             layers_stmt=_layers_stmt(fn) if fn.name == "__init__" else (0, 0),
-            header=self._header(fn),
             taken=tuple(sorted(FIX_NAMES & ({n.id for n in nodes if isinstance(n, ast.Name)}
                                             | {a.arg for a in nodes if isinstance(a, ast.arg)}))) if forward and loops
             else (),
@@ -1204,7 +1208,7 @@ class _Extractor:
         ret = self._seg_any(fn.returns) if fn.returns else None
         if fn.returns is not None:
             names |= {n.id for n in ast.walk(fn.returns) if isinstance(n, ast.Name)}
-        return Header(", ".join(params), ret, tuple(sorted(names)), _delegation(fn))
+        return Header(", ".join(params), ret, tuple(sorted(names)), _delegation(fn), tuple(p.arg for p in a.args[1:]))
 
     def _seg_any(self, node: ast.AST) -> str | None:
         """Source text of a node of any length (``ast.get_source_segment``'s result; None without a position)."""

@@ -634,7 +634,8 @@ def collection(
         return None
     rel, t, cf = cc
     fn = cf.methods.get("forward")
-    if fn is None or fn.body_line == fn.line:
+    fm = cf.members.get("forward")
+    if fn is None or fm is None or fn.body_line == fn.line:
         return None
     from eagle3_lint import semantic as sem
 
@@ -679,7 +680,7 @@ def collection(
             return None
         aux = found
     if ret:
-        last = fn.last
+        last = fm.last
         if last is None or last.kind != "return":
             return None
         ind = t.indent(last.line)
@@ -887,14 +888,13 @@ def _file_setter_idioms(sm: Model, rel: str) -> list[SetterIdiom]:
         m = cf.members.get(setter) if cf else None
         if m is None or m.kind != "def" or m.end_line - m.line > 15:
             continue
-        md = cf.methods.get(setter) if cf else None
-        h = md.header if md is not None else None
-        if md is None or h is None or h.delegates_to is None:
+        h = m.header
+        if h is None or h.delegates_to is None:
             continue  # not a plain-parameter method that only hands its arguments on (facts.Header)
         t = text_of(sm, rel)
         if t is None:
             continue
-        body = textwrap.dedent("\n".join(t.lines[md.body_line - 1: m.end_line])).splitlines()
+        body = textwrap.dedent("\n".join(t.lines[m.body_line - 1: m.end_line])).splitlines()
         out.append(SetterIdiom(key, rel, m.line, h.delegates_to, _header_text(h, setter), tuple(body), h.names))
     return out
 
@@ -934,10 +934,11 @@ def method_header(sm: Model, key: ClassKey, name: str) -> MethodHeader | None:
     if cc is None:
         return None
     rel, _t, cf = cc
-    fn = cf.methods.get(name)
-    if fn is None or fn.header is None:  # a non-async method with plain positional parameters only
+    m = cf.members.get(name)
+    h = m.header if m is not None and m.kind == "def" else None
+    if h is None:  # a non-async method with plain positional parameters only
         return None
-    return MethodHeader(rel, _header_text(fn.header, name), fn.params[1:], fn.header.names)
+    return MethodHeader(rel, _header_text(h, name), h.params_names, h.names)
 
 
 def header_imports(sm: Model, key: ClassKey, mh: MethodHeader) -> list[Edit]:
@@ -959,9 +960,9 @@ def append_to_method(sm: Model, key: ClassKey, name: str, lines: list[str]) -> l
     if cc is None:
         return []
     rel, t, cf = cc
-    fn = cf.methods.get(name)
-    if fn is None or fn.last is None or fn.last.kind in ("return", "return-tuple", "return-bare", "raise") \
-            or fn.body_line == fn.line:
+    fn = cf.members.get(name)
+    if fn is None or fn.kind != "def" or fn.last is None \
+            or fn.last.kind in ("return", "return-tuple", "return-bare", "raise") or fn.body_line == fn.line:
         return []
     ind = t.indent(fn.body_line)
     end = fn.last.end_line
