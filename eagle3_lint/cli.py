@@ -10,6 +10,7 @@ import io
 import json
 import os
 import shlex
+import shutil
 import sys
 import traceback
 from collections.abc import Callable
@@ -194,7 +195,7 @@ def _alias(cctx: click.Context, name: str) -> bool:
     return cctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE
 
 
-@main.command()
+@main.command(short_help="Will an architecture serve with EAGLE-3 on vLLM or SGLang?")
 @click.version_option(__version__, "--version", "-V", prog_name="eagle3-lint")
 @click.argument("target", required=False)
 @click.option(
@@ -281,7 +282,11 @@ def check(target: str | None, archs: tuple[str, ...], fmt: str | None, output: s
           tensor_parallel: int | None = None, runner: str = "auto", drafter_convention: str | None = None,
           engine: str | None = None, do_diff: bool = False, pipeline_parallel_old: int | None = None,
           platform: str = "cuda", method: str | None = None) -> None:
-    """Check TARGET: a site-packages or vllm/ folder, a checkout, a .whl, vllm==X.Y.Z, or the installed vllm."""
+    """Will each architecture (--arch ARCH) serve with EAGLE-3 speculative decoding on TARGET? Prints the verdict
+    with the file:line of each gate, the findings and, with --fix, a patch; exit 1 when it finds an error.
+
+    TARGET: a site-packages, vllm/ or sglang/ folder, a checkout, a .whl, vllm==X.Y.Z or sglang==X.Y.Z, or the
+    installed vllm."""
     cctx = click.get_current_context()
 
     def run() -> int:
@@ -536,7 +541,7 @@ def _render(an: Analysis, settings: config_mod.Settings, fmt: str, console: Cons
     return Replay(report, tuple(lines), code)
 
 
-@main.command()
+@main.command(short_help="How the runner reaches an architecture: serving chain, gates, MRO.")
 @click.argument("args", nargs=-1, metavar="[TARGET]")
 @click.option("--arch", "arch_opt", default=None, help="The architecture to trace (as in check).")
 @click.option("--target-config", default=None, help="The target model's HF config.json.")
@@ -632,7 +637,7 @@ def _trace_args(args: tuple[str, ...], arch_opt: str | None) -> tuple[str, str |
     return args[0], (args[1] if len(args) > 1 else None)
 
 
-@main.command("rules")
+@main.command("rules", short_help="List the rules; --write-docs writes their pages.")
 @click.option("--output-format", "fmt", type=click.Choice(["table", "json"]), default=None,
               help="table (default) or json.")
 @click.option("--format", "fmt_old", type=click.Choice(["table", "json"]), default=None, hidden=True,
@@ -680,7 +685,7 @@ def rules_cmd(fmt: str | None, write_docs: str | None, fmt_old: str | None = Non
     _guard(False, run)
 
 
-@main.command()
+@main.command(short_help="Print the documentation page of a rule (EGL001).")
 @click.argument("rule")
 def explain(rule: str) -> None:
     """Print the documentation page of RULE (an id such as EGL001, or its name)."""
@@ -694,7 +699,7 @@ def explain(rule: str) -> None:
     _guard(False, run)
 
 
-@main.command()
+@main.command(short_help="Print the JSON Schema of the JSON report.")
 @click.argument("kind", type=click.Choice(["json", "sarif"]))
 def schema(kind: str) -> None:
     """Print the JSON Schema of the JSON report (json), or the id of the SARIF 2.1.0 schema (sarif)."""
@@ -715,7 +720,7 @@ def schema(kind: str) -> None:
     _guard(False, run)
 
 
-@main.command()
+@main.command(short_help="Status of every architecture across releases.")
 @click.argument("targets", nargs=-1)
 @click.option(
     "--releases",
@@ -807,7 +812,7 @@ def matrix(targets: tuple[str, ...], releases: str | None, use_index: bool, arch
 
 
 
-@main.command()
+@main.command(short_help="The aux-layer ids to write into each engine's drafter config.")
 @click.argument("targets", nargs=-1)
 @click.option("--target-config", default=None, help="The target's config.json (its num_hidden_layers, architectures).")
 @click.option("--arch", default=None, help="The target's architecture (default: the target config's first).")
@@ -833,7 +838,9 @@ def layers(targets: tuple[str, ...], target_config: str | None, arch: str | None
 
         ans = layers_mod.answer(layers_mod.Request(targets, arch, target_config, num_layers, trained_on, draft_config,
                                                    cache_dir, no_cache))
-        write_output(ans.to_json() if fmt == "json" else ans.to_text(), output)
+        # On a terminal the text is word-wrapped to its width (a hard wrap splits names and paths mid-word).
+        width = shutil.get_terminal_size().columns if output is None and sys.stdout.isatty() else None
+        write_output(ans.to_json() if fmt == "json" else ans.to_text(width), output)
         return 0
 
     _guard(debug, run)

@@ -366,3 +366,27 @@ def _keep(tmp: Path, *names: str) -> None:
     keep = os.environ.get("EAGLE3_LINT_KEEP_SCREENSHOTS")
     for name in names if keep else ():
         shutil.copy(tmp / name, Path(keep or ".") / name)
+
+
+# -- the pages in docs/ are current ---------------------------------------------------------------------------
+def assert_newest_column_is_current(engine: str, root: Path) -> None:
+    """``docs/matrix/<engine>.html`` is generated (docs/support-matrix.md has the command): its newest release's
+    column, every row, is what the tool says of that release today, cell for cell (status, class, reason, file:line),
+    and the page has a row for each architecture the release registers. Only the newest release is analysed (one
+    verdicts-only build, facts from this session's cache); a change to the verdicts shows there first."""
+    from tests.conftest import session_cache
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "matrix" / f"{engine}.html").read_text(encoding="utf-8")
+    rel = matrix.analyse_one(str(root), str(session_cache()), True)
+    assert not rel.error, rel.error
+    rows = dict(re.findall(r'<tr data-arch="[^"]*"><th scope="row">([^<]+)</th>(.*?)</tr>', page, flags=re.S))
+    assert set(rel.statuses) <= set(rows), sorted(set(rel.statuses) - set(rows))
+    stale = [arch for arch, cells in rows.items()
+             if matrix_html._cell(rel, arch, rel.statuses.get(arch)) not in cells]
+    regen = "regenerate it with the command in docs/support-matrix.md"
+    assert not stale, f"docs/matrix/{engine}.html is stale for {rel.label} ({regen}): {stale[:10]}"
+
+
+@pytest.mark.real
+def test_vllm_page_in_docs_is_current(real_trees: Any) -> None:
+    assert_newest_column_is_current("vllm", real_trees.get("0.33.0"))

@@ -196,3 +196,15 @@ def test_noqa_is_answered_by_egl100(tmp_path: Path) -> None:
     _, after = cli_json("check", str(root), "--output-format", "json", "--no-cache")
     assert not [f for f in after["findings"] if f["path"].endswith("llama.py") and f["line"] == 20]
     assert [s["rule"] for s in after["suppressed"]] == ["EGL005"]
+
+
+# -- --help: the first screen says what each command answers ------------------------------------------------------
+def test_help_lists_each_command_whole_and_check_says_what_it_answers() -> None:
+    """The top-level list gave ``Check TARGET: a site-packages or vllm/ folder, a...`` (click cuts the first
+    sentence): each command's summary is now whole, and ``check --help`` opens with the question it answers."""
+    top = cli("--help").stdout
+    commands = top.split("Commands:", 1)[1]
+    assert "..." not in commands and "Will an architecture serve with EAGLE-3 on vLLM or SGLang?" in commands
+    assert len(top.splitlines()) <= 24
+    head = "\n".join(cli("check", "--help").stdout.splitlines()[:10])
+    assert "serve with EAGLE-3" in head and "sglang==X.Y.Z" in head and "exit 1" in head

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import textwrap
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
@@ -83,10 +84,13 @@ class Answer:
     def to_json(self) -> str:
         return json.dumps({"schema": "eagle3-lint-layers/1", **asdict(self)}, indent=2) + "\n"
 
-    def to_text(self) -> str:
-        head = "; ".join(_setting(r) for r in self.rows)
+    def to_text(self, width: int | None = None) -> str:
+        """The answer first (each engine's setting), then how it was derived. ``width``: a terminal's, to wrap each
+        line at word boundaries with its continuation indented under it; None (a pipe, a file): a line each."""
+        # The answer: one line on a pipe (for grep), a line per engine on a terminal (for the eye).
+        head = ["; ".join(_setting(r) for r in self.rows)] if not width else [_setting(r) for r in self.rows]
         outs = _ids(i - 1 for i in self.trained_layers)
-        lines = [head,
+        lines = [*head,
                  f"{self.architecture or 'the target'}, {self.num_layers} layers: trained on the states entering "
                  f"layers {_ids(self.trained_layers)} (the outputs of layers {outs}), from {self.trained_from}"]
         for r in self.rows:
@@ -99,7 +103,17 @@ class Answer:
                              f"{_ids(r.default_layers or [])}{same}")
             if r.note:
                 lines.append(f"      note: {r.note}")
+        if width:
+            lines = [w for ln in lines for w in _wrap(ln, width)]
         return "\n".join(lines) + "\n"
+
+
+def _wrap(line: str, width: int) -> list[str]:
+    """``line`` in lines of at most ``width`` columns, broken at spaces only (never inside a name or a path), the
+    continuation 4 columns deeper than the line's own indent."""
+    indent = " " * (len(line) - len(line.lstrip(" ")))
+    return textwrap.wrap(line, width=max(width, 40), initial_indent="", subsequent_indent=indent + "    ",
+                         break_long_words=False, break_on_hyphens=False) or [line]
 
 
 def _ids(ids: Any) -> str:

@@ -168,3 +168,53 @@ def test_each_default_given_in_each_numbering(trees: list[Path], config: str, gi
     assert {e: r["ids"] for e, r in rows.items()} == want
     assert all(r["default_is_trained"] for r in rows.values())
     assert rows["sglang"]["captures"] == layers_ and rows["vllm"]["captures"] == layers_
+
+
+def _words(text: str) -> list[str]:
+    return text.split()
+
+
+def test_text_on_a_terminal_is_word_wrapped_with_the_answer_first() -> None:
+    """On an 80-column terminal every line fits and no name or path is split (a hard wrap at 80 cut
+    ``eagle_config.eagle_aux...`` into ``eagl`` / ``e_config``); each engine's setting is a line of its own at the
+    top. Piped, the same words, and the answer stays one line."""
+    ans = layers.answer(layers.Request((), None, KIMI_CFG, None, "trtllm:1,29,57", None, None, False))
+    piped, tty = ans.to_text(), ans.to_text(80)
+    assert _words(piped) == _words(tty)
+    assert all(len(line) <= 80 for line in tty.splitlines()), tty
+    assert tty.splitlines()[0] == "trtllm: EagleDecodingConfig.eagle3_layers_to_capture = {1, 29, 57}"
+    assert piped.splitlines()[0] == tty.splitlines()[0]  # one engine: the same first line
+    assert max(len(line) for line in piped.splitlines()) > 80  # the case needs wrapping
+    # Each line either begins a line of the piped text, or continues one, 4 columns deeper than a line's indent.
+    starts = piped.splitlines()
+    for line in tty.splitlines():
+        assert any(p.startswith(line) for p in starts) or line.startswith("    "), line
+
+
+def test_cli_wraps_on_a_terminal_only() -> None:
+    """Through a pseudo-terminal of 60 columns (COLUMNS) the CLI wraps to 60; into a pipe it does not."""
+    import os
+    import pty
+
+    args = [sys.executable, "-m", "eagle3_lint", "layers", "--target-config", KIMI_CFG, "--trained-on",
+            "trtllm:1,29,57"]
+    env = {**os.environ, "COLUMNS": "60"}
+    piped = subprocess.run(args, capture_output=True, text=True, env=env, check=True).stdout
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(args, stdout=follower, stderr=subprocess.DEVNULL, env=env)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(leader)
+    assert proc.wait() == 0
+    tty = b"".join(chunks).decode().replace("\r\n", "\n")
+    assert max(len(line) for line in piped.splitlines()) > 60
+    assert all(len(line) <= 60 for line in tty.splitlines()), tty
+    assert _words(tty) == _words(piped)
