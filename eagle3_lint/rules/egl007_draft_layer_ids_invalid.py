@@ -300,8 +300,9 @@ def check(sm: Model) -> Iterator[Finding]:
     if da.pp is not None:
         yield from _pp(sm, da, collected, arch)
 
-    # 9. The serving chain's blockers no check above names: the drafter class, a config-time PP refusal, the
-    # relay slots the runner never reserves; and the two runners reading the drafter differently.
+    # 9. The serving chain's blockers no check above names: the drafter class, a config-time PP refusal, a runner
+    # whose drafter exists on the last PP rank only, the relay slots the runner never reserves; and the two
+    # runners reading the drafter differently.
     if arch is not None:
         yield from _serving_blockers(sm, da, arch)
 
@@ -342,6 +343,13 @@ def _serving_blockers(sm: Model, da: dr.DraftAnalysis, arch: str) -> Iterator[Fi
         elif st.gate is serving.Gate.CONFIG_GATE and "pipeline_parallel_size" in st.message:
             yield make(META, f"{arch} with pipeline parallelism {sv.pipeline_parallel}: {st.message}",
                        st.location or Location(da.draft_path, 1), architecture=arch, symbol="pipeline_parallel_size")
+        elif st.gate is serving.Gate.PP_VERIFIER and sm.runner.rank_guard is not None \
+                and st.location == Location(sm.runner.rank_guard.path, sm.runner.rank_guard.read_line):
+            # The runner itself never starts EAGLE-3 with PP (its drafter exists on the last rank only): no rule
+            # about the model covers it, and the chain alone would leave the check passing.
+            yield make(META, f"EAGLE-3 never starts with pipeline parallelism on the "
+                             f"{sv.runner.value.upper() if sv.runner else ''} runner: {st.message}",
+                       st.location, architecture=arch, symbol="pipeline_parallel_size")
         elif st.gate is serving.Gate.PP_RELAY and "never calls" in st.message:
             yield make(META, f"{arch} on the {sv.runner.value.upper() if sv.runner else ''} runner: {st.message}",
                        st.location or Location(da.draft_path, 1), architecture=arch, symbol="relay")
