@@ -3,7 +3,7 @@
 Each engine reads them from the tree (``engines/<engine>/runner.py``): every place the runner checks
 the top-level model for the EAGLE-3 contract, the object it interrogates, the error it raises, the
 config key the layer ids come from, the model methods it calls afterwards; the pipeline-parallel
-verifier and relay; and the ``if`` statements that refuse EAGLE-3 by ``model_type`` at config time.
+verifier, relay and drafter rank guard; and the ``if`` statements that refuse EAGLE-3 by ``model_type`` at config time.
 """
 
 from __future__ import annotations
@@ -85,6 +85,28 @@ class GateEdit:
 
 
 @dataclass(frozen=True)
+class RankGuard:
+    """A runner that builds its drafter on the last pipeline rank only, while start-up reads it on every rank.
+
+    vLLM's V1 runner (``v1/worker/gpu_model_runner.py``) assigns ``self.drafter`` in ``__init__`` under
+    ``if self.speculative_config and get_pp_group().is_last_rank:`` (0.32.0 :590), but ``initialize_kv_cache``,
+    which every worker calls, reaches an unguarded read of it under ``use_eagle()`` (0.32.0
+    ``_check_and_update_cudagraph_mode``, :6867-6873): with pipeline parallelism the other ranks raise
+    AttributeError at engine start. Read from the tree by ``engines/vllm/runner.rank_guard``.
+    """
+
+    path: str
+    attr: str  # the runner's attribute ("drafter")
+    guard_line: int  # the ``if`` around the assignment
+    guard: str  # its test, as source
+    entry: str  # the start-up method every rank calls ("initialize_kv_cache")
+    calls: tuple[str, ...]  # the methods from ``entry`` to the read, ``entry`` first
+    read_line: int  # the unguarded read
+    read_test_line: int  # the ``if`` the read sits in (0: none)
+    read_test: str  # its test, as source
+
+
+@dataclass(frozen=True)
 class RunnerPath:
     sites: tuple[RunnerSite, ...] = ()
     config_key: str | None = None
@@ -101,6 +123,8 @@ class RunnerPath:
     gates: tuple[Gate, ...] = ()
     gate_edits: tuple[GateEdit, ...] = ()  # one for each gate, where its fix goes
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # The drafter exists on the last pipeline rank only, but start-up reads it on every rank (None: not so here).
+    rank_guard: RankGuard | None = None
 
     def gate_edit(self, g: Gate) -> GateEdit | None:
         return next((e for e in self.gate_edits if e.path == g.path and e.line == g.line), None)

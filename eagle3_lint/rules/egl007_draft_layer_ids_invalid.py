@@ -222,12 +222,16 @@ def check(sm: Model) -> Iterator[Finding]:
             yield make(META, "; ".join(parts), ids_loc, architecture=arch, related=rel)
         collected = sorted(set(int_ids) & valid)
 
-    # 4. Duplicates.
+    # 4. Duplicates. Where the fc then gets the wrong width, step 6 says both in one finding: it is one fact (the
+    # (2, 3, 3) drafter of the CPU oracle: 2 states, 512 inputs into a 768-wide fc), not two.
     dups = sorted({i for i in int_ids if int_ids.count(i) > 1})
-    if dups:
-        yield make(META, f"{ids_what} lists {_ids(dups)} more than once; the forward tests membership once per layer, "
-                         f"so it collects {len(set(int_ids))} hidden states, not {len(int_ids)}",
-                   ids_loc, architecture=arch, related=ids_rel)
+    fc = da.fc
+    width = (da.target_hidden or _draft_width(da)) if fc is not None and fc.in_size is not None else None
+    fc_misfits = bool(width) and fc is not None and fc.in_size != len(collected) * (width or 0)
+    dup_text = (f"{ids_what} lists {_ids(dups)} more than once; the forward tests membership once per layer, "
+                f"so it collects {len(set(int_ids))} hidden states, not {len(int_ids)}") if dups else ""
+    if dups and not fc_misfits:
+        yield make(META, dup_text, ids_loc, architecture=arch, related=ids_rel)
 
     # 5. Order, only where this version relies on it.
     if cap is not None and cap.order_dependent and list(int_ids) != sorted(int_ids):
@@ -235,23 +239,22 @@ def check(sm: Model) -> Iterator[Finding]:
                          f"gets them permuted", ids_loc, severity=Severity.WARNING, architecture=arch, related=ids_rel)
 
     # 6. Count against the drafter's fc.
-    fc = da.fc
     if fc is not None and fc.in_size is not None:
-        width = da.target_hidden or _draft_width(da)
         k = len(collected)
-        if width and fc.in_size != k * width:
+        if width and fc_misfits:
             expect = fc.in_size / width
             exp_txt = str(int(expect)) if expect == int(expect) else f"{expect:.2f}"
             src = "the target's hidden_size" if da.target_hidden else "the drafter's target_hidden_size/hidden_size"
             rel = ids_rel + (
                 step("fc", f"{fc.drafter_class} fc input = {fc.where.text if fc.where else '?'}", fc.where),
             )
+            fc_text = (f"the drafter's fc takes {fc.in_size} inputs ({exp_txt} x {width}, {src}), "
+                       f"but this {sm.engine.display} ")
             yield make(
                 META,
-                f"the drafter's fc takes {fc.in_size} inputs ({exp_txt} x {width}, {src}), "
-                f"but this {sm.engine.display} "
-                f"collects {k} hidden state(s) for {ids_what}: {k * width} inputs; the first drafter "
-                f"forward fails on the shape",
+                (f"{dup_text}: {fc_text}hands it {k * width} inputs" if dups else
+                 f"{fc_text}collects {k} hidden state(s) for {ids_what}: {k * width} inputs")
+                + "; the first drafter forward fails on the shape",
                 ids_loc,
                 architecture=arch,
                 related=rel,
@@ -300,8 +303,9 @@ def check(sm: Model) -> Iterator[Finding]:
     if da.pp is not None:
         yield from _pp(sm, da, collected, arch)
 
-    # 9. The serving chain's blockers no check above names: the drafter class, a config-time PP refusal, the
-    # relay slots the runner never reserves; and the two runners reading the drafter differently.
+    # 9. The serving chain's blockers no check above names: the drafter class, a config-time PP refusal, a runner
+    # whose drafter exists on the last PP rank only, the relay slots the runner never reserves; and the two
+    # runners reading the drafter differently.
     if arch is not None:
         yield from _serving_blockers(sm, da, arch)
 
@@ -342,6 +346,13 @@ def _serving_blockers(sm: Model, da: dr.DraftAnalysis, arch: str) -> Iterator[Fi
         elif st.gate is serving.Gate.CONFIG_GATE and "pipeline_parallel_size" in st.message:
             yield make(META, f"{arch} with pipeline parallelism {sv.pipeline_parallel}: {st.message}",
                        st.location or Location(da.draft_path, 1), architecture=arch, symbol="pipeline_parallel_size")
+        elif st.gate is serving.Gate.PP_VERIFIER and sm.runner.rank_guard is not None \
+                and st.location == Location(sm.runner.rank_guard.path, sm.runner.rank_guard.read_line):
+            # The runner itself never starts EAGLE-3 with PP (its drafter exists on the last rank only): no rule
+            # about the model covers it, and the chain alone would leave the check passing.
+            yield make(META, f"EAGLE-3 never starts with pipeline parallelism on the "
+                             f"{sv.runner.value.upper() if sv.runner else ''} runner: {st.message}",
+                       st.location, architecture=arch, symbol="pipeline_parallel_size")
         elif st.gate is serving.Gate.PP_RELAY and "never calls" in st.message:
             yield make(META, f"{arch} on the {sv.runner.value.upper() if sv.runner else ''} runner: {st.message}",
                        st.location or Location(da.draft_path, 1), architecture=arch, symbol="relay")

@@ -7,6 +7,10 @@ check function still call the model's methods directly; those calls are the path
 
 Gates: ``if`` statements that refuse EAGLE-3 by the target's HF ``model_type`` before any weight
 loads (``SpeculativeConfig`` from 0.9 to about 0.20). Recognised by shape, not by variable name.
+
+Rank guard (``rank_guard``): the runner class that builds the EAGLE proposer only under a test of
+``is_last_rank``, and the first read of that attribute that start-up (``initialize_kv_cache``, which
+every worker calls) reaches with no such test around it.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import ast
 import dataclasses
 
 from eagle3_lint.facts import _walk, decode_source, dotted
-from eagle3_lint.runner import Gate, GateEdit, RunnerKind, RunnerPath, RunnerSite, SetterIds
+from eagle3_lint.runner import Gate, GateEdit, RankGuard, RunnerKind, RunnerPath, RunnerSite, SetterIds
 from eagle3_lint.source import SourceTree
 
 _MODEL_DIRS = ("vllm/model_executor/models/", "vllm/models/")
@@ -137,6 +141,13 @@ def derive(source: SourceTree, check_function: str, member_names: tuple[str, ...
                 if pp_flag and isinstance(n, ast.Constant) and n.value == pp_flag and pp is None:
                     pp = (fn.name, rel, fn.lineno)
     gates, gate_edits = _gates(gate_files, parsed)
+    guard = None
+    for rel, data in runner_files:
+        if any(st.path == rel and st.kind is RunnerKind.V1 for st in sites):
+            tree = _parse(rel, data)
+            guard = rank_guard(rel, tree) if tree is not None else None
+            if guard is not None:
+                break
     if relay is not None:
         sites = [dataclasses.replace(st, reserves_relay=relay[0] in called.get((st.path, st.line), set()))
                  for st in sites]
@@ -151,8 +162,146 @@ def derive(source: SourceTree, check_function: str, member_names: tuple[str, ...
         pp_flag=pp_flag if pp else None,
         relay_setup=relay[0] if relay else None, relay_setup_path=relay[1] if relay else "",
         relay_setup_line=relay[2] if relay else 0,
-        gates=tuple(gates), gate_edits=tuple(gate_edits), notes=tuple(notes),
+        gates=tuple(gates), gate_edits=tuple(gate_edits), notes=tuple(notes), rank_guard=guard,
     )
+
+
+# The start-up method every worker calls on its runner, on every pipeline rank (the V1 worker's
+# ``initialize_from_config``, on CPU and CUDA alike), from which an unguarded read is followed.
+RANK_ENTRY = "initialize_kv_cache"
+# A proposer class EAGLE-3 is served with: the attribute assigned it is the runner's drafter.
+_PROPOSER = "EagleProposer"
+_MAX_DEPTH = 5
+
+
+def rank_guard(rel: str, tree: ast.Module) -> RankGuard | None:
+    """The runner class in ``rel`` whose ``__init__`` assigns its EAGLE proposer only under an ``is_last_rank``
+    test, with the first read of that attribute ``RANK_ENTRY`` reaches unguarded under EAGLE (see RankGuard);
+    None when no class does both."""
+    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
+        methods = {f.name: f for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        init, entry = methods.get("__init__"), methods.get(RANK_ENTRY)
+        if init is None or entry is None:
+            continue
+        built = _guarded_proposer(init)
+        if built is None:
+            continue
+        attr, test = built
+        read = _first_read(entry, attr, methods, (entry.name,))
+        if read is None:
+            continue
+        calls, line, if_node = read
+        return RankGuard(path=rel, attr=attr, guard_line=test.lineno, guard=ast.unparse(test.test),
+                         entry=RANK_ENTRY, calls=calls, read_line=line,
+                         read_test_line=if_node.lineno if if_node else 0,
+                         read_test=ast.unparse(if_node.test) if if_node else "")
+    return None
+
+
+def _self_attr(node: ast.AST) -> str | None:
+    return node.attr if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+        and node.value.id == "self" else None
+
+
+def _guarded_proposer(init: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, ast.If] | None:
+    """(attribute, the ``if`` testing ``is_last_rank`` around it) for ``self.<attr> = ...EagleProposer(...)`` in
+    ``init``, when every assignment of that attribute in ``init`` sits under such an ``if``."""
+    found: list[tuple[str, ast.If | None]] = []
+
+    def visit(stmts: list[ast.stmt], rank_if: ast.If | None) -> None:
+        for st in stmts:
+            if isinstance(st, ast.If):
+                is_rank = any(isinstance(n, ast.Attribute) and n.attr == "is_last_rank" for n in _walk(st.test))
+                inner = rank_if or (st if is_rank else None)
+                visit(st.body, inner)
+                visit(st.orelse, rank_if)  # the else of a rank test runs on the other ranks
+                continue
+            if isinstance(st, ast.Assign) or (isinstance(st, ast.AnnAssign) and st.value is not None):
+                # a bare annotation (0.32.0 :591, ``self.drafter: (...)``) creates no attribute
+                targets = st.targets if isinstance(st, ast.Assign) else [st.target]
+                for t in targets:
+                    name = _self_attr(t)
+                    if name is not None:
+                        found.append((name, rank_if))
+            for block in _blocks(st):
+                visit(block, rank_if)
+
+    visit(init.body, None)
+    proposer = {name for name, _ in found}
+    for st in _walk(init):
+        if isinstance(st, ast.Assign) and isinstance(st.value, ast.Call) \
+                and dotted(st.value.func).rsplit(".", 1)[-1] == _PROPOSER:
+            for t in st.targets:
+                name = _self_attr(t)
+                if name in proposer:
+                    ifs = [r for n, r in found if n == name]
+                    if ifs and all(r is not None for r in ifs):
+                        rank = ifs[0]
+                        assert rank is not None  # all() above
+                        return name, rank
+    return None
+
+
+def _blocks(st: ast.stmt) -> list[list[ast.stmt]]:
+    """The statement lists nested in a compound statement other than ``if`` (loops, ``with``, ``try``)."""
+    out = [getattr(st, name) for name in ("body", "orelse", "finalbody") if isinstance(getattr(st, name, None), list)]
+    out.extend(h.body for h in getattr(st, "handlers", []) or [])
+    return [b for b in out if b and isinstance(b[0], ast.stmt)]
+
+
+def _true_under_eagle(test: ast.expr) -> bool:
+    """The test is true whenever EAGLE-3 is configured, on any rank: ``...speculative_config`` itself, a
+    ``...use_eagle()`` call, and ``and``/``or`` of such terms (anything else: not known, so not followed)."""
+    if isinstance(test, ast.Attribute) and test.attr == "speculative_config":
+        return True
+    if isinstance(test, ast.Call) and isinstance(test.func, ast.Attribute) and test.func.attr == "use_eagle" \
+            and not test.args:
+        return True
+    if isinstance(test, ast.BoolOp):
+        parts = [_true_under_eagle(v) for v in test.values]
+        return all(parts) if isinstance(test.op, ast.And) else any(parts)
+    return False
+
+
+def _first_read(fn: ast.FunctionDef | ast.AsyncFunctionDef, attr: str,
+                methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef], calls: tuple[str, ...]
+                ) -> tuple[tuple[str, ...], int, ast.If | None] | None:
+    """The first ``self.<attr>`` read that running ``fn`` reaches, in statement order, following calls of the
+    class's own methods: only into ``if`` bodies whose test is true under EAGLE (``_true_under_eagle``) and
+    ``with``/``try`` bodies (loops may run zero times; other tests are not known). Returns (the methods from
+    the entry, the read's line, the ``if`` it sits in)."""
+
+    def visit(stmts: list[ast.stmt], where: ast.If | None
+              ) -> tuple[tuple[str, ...], int, ast.If | None] | None:
+        for st in stmts:
+            if isinstance(st, ast.If):
+                if _true_under_eagle(st.test):
+                    hit = visit(st.body, st)
+                    if hit is not None:
+                        return hit
+                continue
+            if isinstance(st, (ast.With, ast.AsyncWith, ast.Try)):
+                hit = visit(st.body, where)
+                if hit is not None:
+                    return hit
+                continue
+            if isinstance(st, (ast.For, ast.AsyncFor, ast.While, ast.FunctionDef, ast.AsyncFunctionDef,
+                               ast.ClassDef)):
+                continue
+            for n in _walk(st):
+                if _self_attr(n) == attr and isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load):
+                    return calls, n.lineno, where
+            for n in _walk(st):
+                if isinstance(n, ast.Call):
+                    name = _self_attr(n.func)
+                    callee = methods.get(name or "")
+                    if callee is not None and name not in calls and len(calls) < _MAX_DEPTH:
+                        hit = _first_read(callee, attr, methods, (*calls, callee.name))
+                        if hit is not None:
+                            return hit
+        return None
+
+    return visit(fn.body, None)
 
 
 def _site(rel: str, fn: ast.FunctionDef | ast.AsyncFunctionDef, check_function: str,

@@ -37,7 +37,7 @@ from eagle3_lint.engines.vllm import gates as vgates
 from eagle3_lint.engines.vllm import methods as vmethods
 from eagle3_lint.engines.vllm import runnerchoice
 from eagle3_lint.model import Location
-from eagle3_lint.runner import RunnerKind
+from eagle3_lint.runner import RankGuard, RunnerKind
 from eagle3_lint.serving import (
     Gate,
     Outcome,
@@ -376,6 +376,9 @@ def _pp_verifier(sm: Model, key: Any, site: Any, pp: int) -> ServingStep:
     rp = sm.runner
     if pp <= 1:
         return ServingStep(Gate.PP_VERIFIER, StepResult.SKIPPED, "no pipeline parallelism")
+    rg = rp.rank_guard
+    if rg is not None and site is not None and rg.path == site.path:
+        return _rank_guard_step(rg, pp)
     if not rp.pp_verifier or site is None or rp.pp_verifier_path != site.path:
         return ServingStep(Gate.PP_VERIFIER, StepResult.PASS,
                            "this runner has no pipeline-parallel verifier for EAGLE-3")
@@ -397,6 +400,20 @@ def _pp_verifier(sm: Model, key: Any, site: Any, pp: int) -> ServingStep:
     return ServingStep(Gate.PP_VERIFIER, StepResult.FAIL,
                        f"{rp.pp_verifier}() raises for pipeline parallelism {pp}: {how} = {holder.name} does not set "
                        f"{rp.pp_flag} = True", where)
+
+
+def _rank_guard_step(rg: RankGuard, pp: int) -> ServingStep:
+    """The runner builds its drafter on the last pipeline rank only, and start-up reads it on every rank
+    (``RankGuard``): with PP the other ranks raise at engine start, whatever the model and the ids. No verifier
+    says so; it is this runner's own refusal of EAGLE-3 with pipeline parallelism, so it is the pp-verifier step."""
+    via = " -> ".join(rg.calls)
+    under = f" under `if {rg.read_test}:` (:{rg.read_test_line})" if rg.read_test_line else ""
+    return ServingStep(Gate.PP_VERIFIER, StepResult.FAIL,
+                       f"the runner builds self.{rg.attr} on the last pipeline rank only (`if {rg.guard}:`, "
+                       f"{rg.path}:{rg.guard_line}), but every rank's {rg.entry} reads it ({via}, :{rg.read_line}"
+                       f"{under}): with pipeline parallelism {pp} the ranks before the last raise AttributeError at "
+                       "engine start, whatever the model",
+                       Location(rg.path, rg.read_line))
 
 
 def _aux_ids(da: dr.DraftAnalysis, site: Any) -> ServingStep:
@@ -591,8 +608,18 @@ HINTS = {
 }
 
 
+# The pp-verifier step's next step where the runner never starts EAGLE-3 with PP (``_rank_guard_step``): no
+# decoder flag helps there.
+RANK_GUARD_HINT = ("serve without pipeline parallelism: this runner builds the drafter on the last rank only and "
+                   "fails on the others at engine start")
+
+
 def _next_step(sm: Model, arch: str, outcome: Outcome, stage: Gate | None, steps: list[ServingStep],
                findings: Sequence[Finding]) -> str | None:
+    rg = sm.runner.rank_guard
+    if stage is Gate.PP_VERIFIER and rg is not None and any(
+            s.gate is Gate.PP_VERIFIER and s.location == Location(rg.path, rg.read_line) for s in steps):
+        return next_step(sm, arch, outcome, stage, steps, {**HINTS, Outcome.PP_REFUSED: RANK_GUARD_HINT}, findings)
     da = sm.engine.draft_analysis(sm) if stage is Gate.DRAFTER_CLASS else None
     if da is not None and da.ignored_keys:
         # The drafter class is built, without what the keys turn on: the release that reads them is the way out.
