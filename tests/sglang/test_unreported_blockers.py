@@ -126,9 +126,9 @@ def test_real_egl012_at_the_engines_refusal(analyses: list[Any]) -> None:
     # (dspark_config.py:239-249) and require_markov raises (dspark_config.py:74-75), called at
     # spec_aux_hidden_state.py:268-269, before the weights load; LlamaForCausalLM passes every EAGLE-3 rule.
     assert _egl012(by[("sglang", "DSPARK", False, True, None)], "LlamaForCausalLM") == (AUX, 269, "drafter-class")
-    # With PP 2, check_pipeline_parallel_compat asserts the algorithm is EAGLE or DSPARK (validation_hook.py:124-138,
-    # the assert at :132, every algorithm but EAGLE and DSPARK): DFLASH is refused at launch, and so is EAGLE3 (without a drafter config no rule reads the
-    # PP refusal; EGL007 does with one).
+    # With PP 2, check_pipeline_parallel_compat (validation_hook.py:124-138) asserts at :132 that any algorithm but
+    # DSPARK is EAGLE: DFLASH is refused at launch, and so is EAGLE3 (without a drafter config no rule reads the PP
+    # refusal; EGL007 does with one).
     for key in (("sglang", "DFLASH", False, False, 2), ("sglang", "EAGLE3", False, False, 2)):
         assert _egl012(by[key], "LlamaForCausalLM") == (VALIDATION, 132, "pp-verifier"), key
     # Where a rule reports the step, EGL012 does not: KimiK25ForConditionalGeneration fails supports_eagle3 on 0.33.0
