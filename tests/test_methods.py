@@ -138,3 +138,19 @@ def test_real_0_33_egl011_on_the_dflash_drafter_class(real_trees: Any, tmp_path:
         ("eagle_config.target_layer_ids", "DFlashDraftModel", "0.25.1")]
     sv = ctx.engine.serving_verdict(ctx.model, "Qwen3ForCausalLM")
     assert sv is not None and sv.outcome is Outcome.DRAFTER_UNLOADABLE and sv.stage is Gate.DRAFTER_CLASS
+
+
+@pytest.mark.real
+def test_real_0_33_extract_hidden_states_asks_for_the_final_layer(real_trees: Any, tmp_path: Path) -> None:
+    """extract_hidden_states counts its states from the drafter config's eagle_aux_hidden_state_layer_ids
+    (0.33.0 models/extract_hidden_states.py:331-333) and may name id n, the last layer's output: LlamaModel.forward
+    collects ``_maybe_add_hidden_state(aux, idx + 1, ...)`` after each layer (llama.py:436-441), so id 32 of
+    Llama-3.1-8B's 32 layers is captured (vllm #46788: decoders without that form never capture it)."""
+    draft = {"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "num_hidden_layers": 1,
+             "eagle_aux_hidden_state_layer_ids": [2, 16, 29, 32]}
+    ctx = _ctx(real_trees.get("0.33.0"), "extract_hidden_states", draft, tmp_path)
+    sv = ctx.engine.serving_verdict(ctx.model, "LlamaForCausalLM")
+    assert sv is not None and sv.captured_layers == (2, 16, 29, 32)
+    cap = sv.step(Gate.CAPTURE)
+    assert cap is not None and cap.result is StepResult.PASS
+    assert cap.location is not None and cap.location.path == "vllm/model_executor/models/llama.py"
