@@ -289,6 +289,23 @@ def serving_verdicts(sm: Model, findings: Sequence[Finding],
     return out
 
 
+def unreported_blockers(sm: Model, found: list[Finding], ran: set[str], errors: list[InternalError]) -> list[Finding]:
+    """``found`` with the failing serving steps no rule that ran reports (EGL012's, if it ran), finished as the rules'
+    findings are: whether a step is reported depends on every other rule's findings, so the pipeline makes them."""
+    from eagle3_lint import serving
+    from eagle3_lint.rules import Role, all_rules
+
+    rule = next((r for r in all_rules() if r.meta.role is Role.UNREPORTED_BLOCKER and r.meta.id in ran), None)
+    if rule is None or not sm.targeted:
+        return found
+    try:
+        extra = [rule.finish(sm, f).finding for f in serving.unreported_blockers(sm, found)]
+    except Exception as exc:  # noqa: BLE001 - a serving-chain bug must not lose the findings (the chain reports it)
+        errors.append(InternalError(f"rule {rule.meta.id}", f"{type(exc).__name__}: {exc}", traceback.format_exc()))
+        return found
+    return sorted([*found, *extra], key=Finding.sort_key) if extra else found
+
+
 def apply_suppressions(sm: Model, findings: list[Finding], ran: set[str],
                        errors: list[InternalError]) -> tuple[list[Finding], list[tuple[Finding, Suppression]]]:
     from eagle3_lint import suppress
@@ -318,6 +335,7 @@ def analyze(source: SourceTree, options: Options, select: Callable[[str], bool] 
         t = time.perf_counter()
         found, rule_errors = run_rules(sm, rules)
         errors += rule_errors
+        found = unreported_blockers(sm, found, {r.meta.id for r in rules}, errors)
         findings, suppressed = apply_suppressions(sm, found, {r.meta.id for r in rules}, errors)
         # Empty where the engine has no serving chain (serving_verdict: None).
         serving = serving_verdicts(sm, findings, errors)

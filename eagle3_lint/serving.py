@@ -10,7 +10,7 @@ named, never ``servable``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
@@ -212,3 +212,43 @@ def next_step(sm: Model, arch: str, outcome: Outcome, stage: Gate | None, steps:
         return "patch it: eagle3-lint check TREE --arch " + arch + " --fix" + (" --unsafe-fixes" if unsafe else "")
     # An empty hint: the engine has nothing better than what the report offers by itself (the trace).
     return hints.get(outcome, f"see the {stage.value if stage else ''} step") or None
+
+
+# Outcomes a failing step decides under which serving goes on: the drafter loads and runs (EGL011 reports why).
+RUNS = frozenset({Outcome.DRAFTER_DIFFERS})
+
+
+def _reports(f: Finding, arch: str, is_model_file: Callable[[str], bool]) -> bool:
+    """Whether error ``f`` reports on ``arch``'s chain: it names the architecture, or it names none and sits outside
+    the model files (the registry, the runner, a config: every target runs through them)."""
+    if f.architecture is not None or f.architectures:
+        return arch in (f.architectures or (f.architecture,))
+    return not is_model_file(f.location.path)
+
+
+def unreported_blockers(sm: Model, findings: Sequence[Finding]) -> list[Finding]:
+    """A finding for each targeted architecture whose serving chain stops at a failing step that no error in
+    ``findings`` (the rules that ran, before suppressions) reports on: the check must not exit 0 on a target the
+    engine refuses (the rule declaring ``Role.UNREPORTED_BLOCKER``)."""
+    from eagle3_lint.model import Severity
+    from eagle3_lint.rules import Role, fit, make, with_role
+
+    meta = with_role(Role.UNREPORTED_BLOCKER)
+    errors = [f for f in findings if f.severity is Severity.ERROR]
+    method = sm.options.method or (sm.engine.spec_methods[0] if sm.engine.spec_methods else "")
+    out: list[Finding] = []
+    for arch in sm.targeted:
+        sv = sm.engine.serving_verdict(sm, arch)
+        if sv is None or sv.stage is None or sv.outcome in RUNS:
+            continue
+        step = next((s for s in sv.steps if s.gate is sv.stage and s.result is StepResult.FAIL), None)
+        if step is None or any(_reports(f, arch, sm.engine.is_model_file) for f in errors):
+            continue
+        where = step.location or Location(sm.registry.path or "<registry>", 1)
+        out.append(make(meta, f"{arch} does not serve with {method} on {sm.engine.display} {sm.version}: its serving "
+                              f"chain stops at the {step.gate.value} step ({sv.outcome.value}), which no rule that "
+                              f"ran reports: {step.message}", where, architecture=arch, symbol=step.gate.value,
+                        title=fit(f"{arch}: {sv.outcome.value} at the {step.gate.value} step under {method}",
+                                  f"{arch}: {sv.outcome.value} at the {step.gate.value} step",
+                                  f"{sv.outcome.value} at the {step.gate.value} step")))
+    return out

@@ -123,3 +123,34 @@ def test_method_options_are_checked(tmp_path: Path) -> None:
     assert p.returncode == 2 and "disagree" in p.stderr
     p = cli("check", str(base), "--speculative-config", json.dumps({"method": 3, "model": str(draft)}), cwd=tmp_path)
     assert p.returncode == 2 and p.stderr.startswith("eagle3-lint: error:")
+
+
+@pytest.mark.real
+def test_real_0_33_egl011_on_the_dflash_drafter_class(real_trees: Any, tmp_path: Path) -> None:
+    """The keys vLLM's DFlash drafter reads are found in its class's module, as for EAGLE-3: 0.25.1's
+    qwen3_dflash.py counts its features from eagle_config's ``target_layer_ids`` (:379-380, data/drafter_keys.json);
+    0.33.0's DFlashDraftModel (registry.py:664 -> qwen3_dflash.py) no longer reads it."""
+    dflash = {"architectures": ["DFlashDraftModel"], "model_type": "qwen3", "hidden_size": 4096,
+              "num_hidden_layers": 1, "vocab_size": 151936, "eagle_config": {"target_layer_ids": [1, 17, 33]}}
+    ctx = _ctx(real_trees.get("0.33.0"), "dflash", dflash, tmp_path, "qwen3-8b.json", "Qwen3ForCausalLM")
+    da = ctx.engine.draft_analysis(ctx.model, "Qwen3ForCausalLM")
+    assert da is not None and [(k.key, k.drafter_class, k.earlier) for k in da.ignored_keys or ()] == [
+        ("eagle_config.target_layer_ids", "DFlashDraftModel", "0.25.1")]
+    sv = ctx.engine.serving_verdict(ctx.model, "Qwen3ForCausalLM")
+    assert sv is not None and sv.outcome is Outcome.DRAFTER_UNLOADABLE and sv.stage is Gate.DRAFTER_CLASS
+
+
+@pytest.mark.real
+def test_real_0_33_extract_hidden_states_asks_for_the_final_layer(real_trees: Any, tmp_path: Path) -> None:
+    """extract_hidden_states counts its states from the drafter config's eagle_aux_hidden_state_layer_ids
+    (0.33.0 models/extract_hidden_states.py:331-333) and may name id n, the last layer's output: LlamaModel.forward
+    collects ``_maybe_add_hidden_state(aux, idx + 1, ...)`` after each layer (llama.py:436-441), so id 32 of
+    Llama-3.1-8B's 32 layers is captured (vllm #46788: decoders without that form never capture it)."""
+    draft = {"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "num_hidden_layers": 1,
+             "eagle_aux_hidden_state_layer_ids": [2, 16, 29, 32]}
+    ctx = _ctx(real_trees.get("0.33.0"), "extract_hidden_states", draft, tmp_path)
+    sv = ctx.engine.serving_verdict(ctx.model, "LlamaForCausalLM")
+    assert sv is not None and sv.captured_layers == (2, 16, 29, 32)
+    cap = sv.step(Gate.CAPTURE)
+    assert cap is not None and cap.result is StepResult.PASS
+    assert cap.location is not None and cap.location.path == "vllm/model_executor/models/llama.py"

@@ -19,7 +19,9 @@ KIMI = "KimiK25ForConditionalGeneration"
 @pytest.mark.real
 def test_ignored_blocker_is_not_called_no_blocker(real_trees: object) -> None:
     root = str(real_trees.get("0.16.0"))  # type: ignore[attr-defined]  # the conftest fixture's accessor
-    ignored = run_check(CheckRequest(root, (KIMI,), no_cache=True, select=lambda rid: rid not in ("EGL001", "EGL009")))
+    # EGL012 reports a failing step no rule that ran reports (here the ignored EGL001's): ignored too, to see the line.
+    ignored = run_check(CheckRequest(root, (KIMI,), no_cache=True,
+                                     select=lambda rid: rid not in ("EGL001", "EGL009", "EGL012")))
     line = verdict_line(ignored, KIMI)
     assert "refused at load (vllm/v1/worker/gpu_model_runner.py:4190)" in line, line
     assert "no blocker found" not in line, line
@@ -27,3 +29,7 @@ def test_ignored_blocker_is_not_called_no_blocker(real_trees: object) -> None:
                          "no rule covers)"), line
     shown = run_check(CheckRequest(root, (KIMI,), no_cache=True))
     assert verdict_line(shown, KIMI).endswith("-- 1 blocker")
+    # With EGL012 running, the ignored rule's blocker is still a finding, at the runner's raise: no silent pass.
+    net = run_check(CheckRequest(root, (KIMI,), no_cache=True, select=lambda rid: rid not in ("EGL001", "EGL009")))
+    assert [(f.rule, f.location.path, f.location.line) for f in net.findings if f.architecture == KIMI
+            and f.severity.value == "error"] == [("EGL012", "vllm/v1/worker/gpu_model_runner.py", 4190)]

@@ -75,6 +75,8 @@ class Role(str, enum.Enum):
     UNPARSABLE = "unparsable"  # reports the model files that cannot be read or parsed (the engine's import fails)
     CONFIG_GATE = "config-gate"  # reports the config-time model_type gate (the verdict line's "refused at config")
     UNUSED_SUPPRESSION = "unused-suppression"  # what suppress.py reports stale suppressions and noqa comments as
+    # what the pipeline reports a targeted architecture's failing serving step as when no rule that ran reports it
+    UNREPORTED_BLOCKER = "unreported-blocker"
 
 
 @dataclass(frozen=True)

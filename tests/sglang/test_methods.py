@@ -209,3 +209,52 @@ def test_real_0_5_13_dflash_inside_the_model_runner(sglang_trees: Any, tmp_path:
                               "which is required for DFLASH.")
     step = _verdict(ctx, draft=None).step(Gate.AUX_IDS)
     assert step is not None and step.result is StepResult.UNCHECKED
+
+
+@pytest.mark.real
+def test_real_dspark_setters_own_list(sglang_trees: Any, tmp_path: Path) -> None:
+    """DSPARK's setters write a list of their own, ``dspark_layers_to_capture``, which EAGLE-3's idiom does not name:
+    the capture step derives it from the setter's write. KimiLinearForCausalLM.set_dspark_layers_to_capture stores
+    list(layer_ids) in self.model.dspark_layers_to_capture (kimi_linear.py:803-809); KimiLinearModel.forward tests
+    ``i in self.dspark_layers_to_capture`` after layer i's call (:735-743): the outputs of the layers the config
+    names, which is what the drafter was trained on (dflash_utils.py:359-361). KimiK3ForConditionalGeneration
+    delegates to its language model (kimi_k3.py:3568-3573), whose model tests ``i - 1 in captures`` in layer i's
+    call and ``i in captures`` after it (``captures = self.dspark_layers_to_capture or ()``, :2872, :2899, :2904):
+    the same outputs. DeepseekV4Model collects after layer i on one path (deepseek_v4.py:4559) and before it,
+    "the attention input of its target layers", on the hc_pre_from_prev path (:4203): which runs is not known."""
+    dspark = {**_dflash([1, 30, 57], layers=3), "hidden_size": 7168, "markov_rank": 1, "markov_head_type": "vanilla"}
+    ctx = _ctx(sglang_trees.get("0.5.23"), "DSPARK", dspark, tmp_path, arch="KimiLinearForCausalLM",
+               target="deepseek-v3.json")
+    for arch, site in (("KimiLinearForCausalLM", "sglang/srt/models/kimi_linear.py:743"),
+                       ("KimiK3ForConditionalGeneration", "sglang/srt/models/kimi_k3.py:2899")):
+        sv = _verdict(ctx, arch, "DSPARK")
+        assert sv.outcome is Outcome.SERVABLE, (arch, sv.steps)
+        assert sv.captured_layers == (2, 31, 58) == sv.drafter_trained_ids
+        cap = sv.step(Gate.CAPTURE)
+        assert cap is not None and cap.location is not None and f"{cap.location.path}:{cap.location.line}" == site
+    sv = _verdict(ctx, "DeepseekV4ForCausalLM", "DSPARK")
+    cap = sv.step(Gate.CAPTURE)
+    assert sv.outcome is Outcome.UNKNOWN and cap is not None and cap.result is StepResult.UNKNOWN
+    assert "line 4203: the state entering layer i; line 4559: the state leaving layer i" in cap.message
+
+
+@pytest.mark.real
+def test_real_egl011_on_the_dflash_drafter_class(ctx_0_5_23: Analysis, sglang_trees: Any, tmp_path: Path) -> None:
+    """The keys SGLang's DFlash drafter class reads, as for EAGLE-3's: DFlashDraftModel (0.5.23 dflash.py:671) reads
+    use_gemma_norm (:247) and swiglu_limit; 0.5.19's dflash.py reads neither. Its load_weights ignores tensors it has
+    no parameter for (0.5.23 dflash.py:943-945), so on 0.5.19 the drafter loads and another one runs."""
+    keys = {**_dflash([1, 8, 15, 22, 29]), "use_gemma_norm": True}
+    ctx = _ctx(sglang_trees.get("0.5.19"), "DFLASH", keys, tmp_path)
+    ik = ctx.engine.draft_analysis(ctx.model, LLAMA)
+    assert ik is not None and [(k.key, k.reader, k.reader_where.path if k.reader_where else None)
+                               for k in ik.ignored_keys or ()] == [
+        ("use_gemma_norm", "0.5.23", "sglang/srt/models/dflash.py")]
+    sv = _verdict(ctx)
+    assert sv.outcome is Outcome.DRAFTER_DIFFERS and sv.stage is Gate.DRAFTER_CLASS
+    r = cli("check", str(ctx.source.root_label), "--arch", LLAMA, "--method", "DFLASH", "--select", "EGL011",
+            "--target-config", str(CHECKPOINTS / "llama-3.1-8b-instruct.json"), "--draft-config",
+            str(ctx.options.draft_config_path))
+    assert r.returncode == 1 and "error: EGL011 use_gemma_norm is ignored by SGLang 0.5.19's drafter" in r.stdout
+    # 0.5.23 reads it: no ignored key, and the chain serves.
+    sv = _verdict(ctx_0_5_23, draft=keys)
+    assert sv.outcome is Outcome.SERVABLE and sv.step(Gate.DRAFTER_CLASS) is None

@@ -52,7 +52,15 @@ from eagle3_lint.facts import head_dotted
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.lazyimport import lazy
 from eagle3_lint.model import Severity
-from eagle3_lint.semantic import Where, capture_in, collection_effect, delegate, read_module, resolve_self_path
+from eagle3_lint.semantic import (
+    Where,
+    capture_in,
+    collection_effect,
+    delegate,
+    method_node,
+    read_module,
+    resolve_self_path,
+)
 
 if TYPE_CHECKING:
     from eagle3_lint import minieval as me
@@ -241,7 +249,8 @@ class Collection:
     note: str = ""
 
     def collects(self, n: int) -> set[int]:
-        out = {i + self.shift for i in range(n)} if self.in_loop else set()
+        """The stored indices the forward tests (``i`` of ``range(n)``; the state each gives is ``i + shift``)."""
+        out = set(range(n)) if self.in_loop else set()
         if self.final_line:
             out.add(n)
         return {i for i in out if 0 <= i <= n}
@@ -256,8 +265,9 @@ def collection(sm: Model, hops: list[SetterHop]) -> Collection:
     eff = collection_effect(sm, last.holder, last.setter)
     fed = next((f for f in eff.feeds if f[0] is Mechanism.LIST), eff.feeds[0] if eff.feeds else None)
     if fed is None:
-        return Collection(None, note=f"{last.owner.name}.{last.setter} stores the ids in no list or flag the tool "
-                                     "knows")
+        # Not EAGLE-3's list: the attribute the setter itself writes its ids to (DSPARK's ``dspark_layers_to_capture``).
+        return written_list(sm, last) or Collection(
+            None, note=f"{last.owner.name}.{last.setter} stores the ids in no list or flag the tool knows")
     flags = any(m is Mechanism.FLAG for m, _p in eff.feeds)
     idiom = sm.engine.collection
     attr = idiom.list_attrs[0] if idiom is not None else ""
@@ -292,6 +302,121 @@ def collection(sm: Model, hops: list[SetterHop]) -> Collection:
                 break
     note = "" if in_loop or final_line else f"{dec.name}.forward tests neither self.{attr} nor a {FLAG} flag"
     return Collection(dec, path, fline, site_line, in_loop, shift, final_line, index_error, flags_line, note)
+
+
+def written_list(sm: Model, hop: SetterHop) -> Collection | None:
+    """What the decoder collects through the list a method's setter writes its ids to, derived from the tree rather
+    than from the engine's EAGLE-3 idiom: the attribute the setter assigns from its ids parameter
+    (``self.model.dspark_layers_to_capture = list(layer_ids)``, 0.5.23 deepseek_v4.py:4861, kimi_linear.py:809),
+    followed to its class, and the membership tests of that attribute in the loops over the layers of its forward
+    and of the methods the forward calls on ``self`` (a local alias of it too, ``captures = self.<attr> or ()``).
+    A test after the layer's call reads the state leaving layer ``i`` (shift 1), one before it or in its arguments
+    the state entering it; ``i - 1 in ...`` moves that by one. None: the setter writes no such attribute."""
+    hit = method_node(sm, hop.holder, hop.setter)
+    if hit is None:
+        return None
+    _owner, fn = hit
+    params = [a.arg for a in fn.args.args[1:]]
+    if not params:
+        return None
+    write = next(((head_dotted(t.value), t.attr) for n in ast.walk(fn) if isinstance(n, ast.Assign)
+                  for t in n.targets if isinstance(t, ast.Attribute) and head_dotted(t.value).startswith("self")
+                  and any(isinstance(x, ast.Name) and x.id == params[0] for x in ast.walk(n.value))), None)
+    if write is None:
+        return None
+    head, attr = write
+    res = resolve_self_path(sm, hop.holder, head)
+    if res is None or res[1]:
+        return Collection(None, note=f"{head} of {hop.holder.name} cannot be followed to a class")
+    dec = res[0][-1].key if res[0] else hop.holder
+    found = method_node(sm, dec, "forward")
+    if found is None:
+        return Collection(dec, note=f"{dec.name} has no forward the tool can read")
+    path = sm.graph.path_of(found[0])
+    sites: list[tuple[int, int]] = []  # (line, shift)
+    seen: set[str] = set()
+    todo: list[ast.FunctionDef] = [found[1]]
+    while todo and len(seen) < 8:
+        f = todo.pop(0)
+        if f.name in seen:
+            continue
+        seen.add(f.name)
+        sites += _list_tests(f, attr)
+        for c in ast.walk(f):
+            if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and head_dotted(c.func.value) == "self":
+                m = method_node(sm, dec, c.func.attr)
+                if m is not None and sm.graph.path_of(m[0]) == path and m[1].name not in seen:
+                    todo.append(m[1])
+    what = f"{dec.name}.forward ({path}:{found[1].lineno})"
+    if not sites:
+        return Collection(dec, path, found[1].lineno, note=f"{what} tests self.{attr} in no loop over its layers")
+    shifts = sorted({sh for _l, sh in sites})
+    if len(shifts) > 1:
+        said = "; ".join(f"line {ln}: the state {'leaving' if sh else 'entering'} layer i" if sh in (0, 1)
+                         else f"line {ln}: shift {sh}" for ln, sh in sorted(sites))
+        return Collection(dec, path, found[1].lineno, note=f"{what} collects self.{attr} at points that differ by "
+                                                           f"path ({said}); which path runs is not known")
+    return Collection(dec, path, found[1].lineno, min(ln for ln, _s in sites), True, shifts[0])
+
+
+def _list_tests(fn: ast.FunctionDef, attr: str) -> list[tuple[int, int]]:
+    """``(line, shift)`` of each ``i [+- c] in self.<attr>`` test (or of a local alias of it) that guards a write of
+    aux state (the ``if``'s body, or the conditional expression's value, names something ``aux``), in a loop of
+    ``fn`` whose body calls a layer (``self.layers[i](...)``, or a name bound to ``self.layers[i]``)."""
+    aliases = {t.id for n in ast.walk(fn) if isinstance(n, ast.Assign) for t in n.targets
+               if isinstance(t, ast.Name) and any(isinstance(x, ast.Attribute) and x.attr == attr
+                                                  and head_dotted(x.value) == "self" for x in ast.walk(n.value))}
+    out: list[tuple[int, int]] = []
+    for loop in (n for n in ast.walk(fn) if isinstance(n, ast.For)):
+        tgt = loop.target.elts[0] if isinstance(loop.target, ast.Tuple) and loop.target.elts else loop.target
+        if not isinstance(tgt, ast.Name):
+            continue
+        bound = {t.id for n in ast.walk(loop) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Subscript)
+                 and head_dotted(n.value.value) == "self.layers" for t in n.targets if isinstance(t, ast.Name)}
+        if isinstance(loop.target, ast.Tuple) and len(loop.target.elts) > 1 \
+                and isinstance(loop.target.elts[1], ast.Name):
+            bound.add(loop.target.elts[1].id)
+        calls = [k for k, st in enumerate(loop.body) if _calls_layer(st, bound)]
+        if not calls:
+            continue
+        for k, st in enumerate(loop.body):
+            for g in ast.walk(st):
+                if not isinstance(g, (ast.If, ast.IfExp)):
+                    continue
+                body = g.body if isinstance(g.body, list) else [g.body]
+                if not any(isinstance(x, ast.Name) and "aux" in x.id or isinstance(x, ast.Attribute) and "aux" in x.attr
+                           for b in body for x in ast.walk(b)):
+                    continue
+                for t in ast.walk(g.test):
+                    if not (isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.In)):
+                        continue
+                    right = t.comparators[0]
+                    if not ((isinstance(right, ast.Attribute) and right.attr == attr
+                             and head_dotted(right.value) == "self")
+                            or (isinstance(right, ast.Name) and right.id in aliases)):
+                        continue
+                    off = _offset(t.left, tgt.id)
+                    if off is not None:
+                        after = k > calls[0] and not _calls_layer(st, bound)
+                        out.append((t.lineno, (1 if after else 0) - off))
+    return out
+
+
+def _calls_layer(st: ast.AST, bound: set[str]) -> bool:
+    return any(isinstance(c, ast.Call) and (
+        (isinstance(c.func, ast.Subscript) and head_dotted(c.func.value) == "self.layers")
+        or (isinstance(c.func, ast.Name) and c.func.id in bound)) for c in ast.walk(st))
+
+
+def _offset(e: ast.AST, i: str) -> int | None:
+    """``c`` of ``i + c`` (``i``: 0, ``i - 1``: -1), None for anything else."""
+    if isinstance(e, ast.Name) and e.id == i:
+        return 0
+    if isinstance(e, ast.BinOp) and isinstance(e.left, ast.Name) and e.left.id == i \
+            and isinstance(e.right, ast.Constant) and isinstance(e.right.value, int) \
+            and isinstance(e.op, (ast.Add, ast.Sub)):
+        return e.right.value if isinstance(e.op, ast.Add) else -e.right.value
+    return None
 
 
 # -- the whole picture ------------------------------------------------------------------------------------

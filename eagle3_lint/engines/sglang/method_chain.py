@@ -6,7 +6,9 @@ In the order SGLang meets them:
 - ``registry``, then ``pp-verifier`` with ``--pipeline-parallel``: the launch-time refusal (``pp.refusal``)
   evaluated for the method (0.5.23 allows DSPARK with PP under prefill disaggregation only and refuses every other
   algorithm but EAGLE, ``arg_groups/validation_hook.py:124-138``);
-- ``drafter-class``, only to fail: the runner's selection of the target layers raises for this drafter config while
+- ``drafter-class``: keys of the drafter config the drafter class SGLang builds for it never reads (EGL011, read
+  off that class's module and its bases' as for EAGLE-3), a failure serving runs on after (``drafter-differs``);
+  then the runner's selection of the target layers raises for this drafter config while
   the model runner is set up, before the weights load; SGLang refuses the drafter, so ``drafter-unloadable``;
 - ``runner-interface``: the setter the runner calls for the method on this class, or its ``ValueError`` when the
   class has none of them, after the weights load (``refused-at-load``);
@@ -97,6 +99,11 @@ def chain_for(sm: Model, arch: str, method: str, draft: dict[str, Any] | None,
     if pp > 1:
         steps.append(_pp_refusal(sm, pp, method))
     key = sm.keys.get(arch)
+    # Keys the drafter class SGLang builds for this config never reads (EGL011): its load_weights skips their
+    # tensors (0.5.23 dflash.py:943-945), so serving goes on with another drafter.
+    iks = sdr.ignored_keys(sm, draft, draft_path or "<draft config>") if draft is not None else None
+    if iks:
+        steps.append(ssv.ignored_keys_step(sm, iks, draft_path or "<draft config>"))
     ids = methods.target_ids(sm, method, draft, opts.target_config) \
         if draft is not None and opts.target_config is not None else None
     if ids is not None and ids.raised:
@@ -147,6 +154,8 @@ def analysis(sm: Model, arch: str | None) -> DraftAnalysis | None:
     arch = arch or (sm.targeted[0] if sm.targeted else None)
     sv = sm.engine.serving_verdict(sm, arch) if arch is not None else None
     da = DraftAnalysis(sm.options.draft_config_path or "<draft config>", arch, issues=[])
+    # EGL011's keys: read off the drafter class SGLang builds for the config, as for EAGLE-3 (drafter.ignored_keys).
+    da.ignored_keys = sdr.ignored_keys(sm, sm.options.draft_config, da.draft_path)
     if sv is None:
         return da
     da.effective_ids = sv.aux_layer_ids

@@ -52,6 +52,7 @@ from eagle3_lint.serving import (
 )
 
 if TYPE_CHECKING:
+    from eagle3_lint.drafter import IgnoredKey
     from eagle3_lint.model import Finding
     from eagle3_lint.stages import Model
 
@@ -181,9 +182,14 @@ def with_next_step(sm: Model, sv: ServingVerdict, findings: Sequence[Finding]) -
 
 
 def _ignored_keys(sm: Model, sd: sdr.SglDraft) -> ServingStep:
+    return ignored_keys_step(sm, sd.da.ignored_keys or [], sd.da.draft_path)
+
+
+def ignored_keys_step(sm: Model, iks: list[IgnoredKey], draft_path: str) -> ServingStep:
+    """The drafter-class step of a drafter config with keys the drafter class SGLang builds never reads (EGL011):
+    EAGLE-3's, or a method's own (DFlash's ``dflash.py``, whose ``load_weights`` skips them too)."""
     from eagle3_lint.rules.egl011_drafter_key_ignored import message
 
-    iks = sd.da.ignored_keys or []
     ik = iks[0]
     e = sm.registry.entries[ik.drafter_class]
     more = f" (and {len(iks) - 1} more ignored key(s), EGL011)" if len(iks) > 1 else ""
@@ -192,7 +198,7 @@ def _ignored_keys(sm: Model, sd: sdr.SglDraft) -> ServingStep:
     return ServingStep(Gate.DRAFTER_CLASS, StepResult.FAIL,
                        f"{ik.drafter_class} -> {e.module}.{e.class_name}; but {message(sm, ik)}{more}; its "
                        "load_weights skips the tensors it has no parameter for, so the checkpoint loads and that "
-                       "drafter runs", Location(sd.da.draft_path, ik.line), runs_on=Outcome.DRAFTER_DIFFERS)
+                       "drafter runs", Location(draft_path, ik.line), runs_on=Outcome.DRAFTER_DIFFERS)
 
 
 def _pp_refusal(sm: Model, pp: int) -> ServingStep:

@@ -19,6 +19,7 @@ aux states at all. Which method rides which gate is read from the tree, never li
 from __future__ import annotations
 
 import ast
+import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -202,7 +203,15 @@ def _value(sm: Model, rel: str, value: ast.AST, method: str, draft: dict[str, An
 
 
 def aux_use(sm: Model, site: RunnerSite | None, method: str, draft: dict[str, Any] | None) -> AuxUse:
-    """Whether runner ``site`` asks the model for aux states (and so applies its check) under ``method``."""
+    """Whether runner ``site`` asks the model for aux states (and so applies its check) under ``method``: once per
+    check for the site, the method and the drafter config (every architecture's chain asks the same question, and
+    answering it reads the runner's files)."""
+    key = f"vllm:aux-use:{site.path}:{site.line}:{method}:{json.dumps(draft, sort_keys=True, default=str)}" \
+        if site is not None else ""
+    return sm.memo.get(key, lambda: _aux_use(sm, site, method, draft)) if key else _aux_use(sm, site, method, draft)
+
+
+def _aux_use(sm: Model, site: RunnerSite | None, method: str, draft: dict[str, Any] | None) -> AuxUse:
     if site is None:
         return AuxUse(method, None, "", None, "no runner call site")
     tree = read_module(sm, site.path)
