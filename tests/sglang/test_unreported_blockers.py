@@ -129,8 +129,8 @@ def test_real_egl012_at_the_engines_refusal(analyses: list[Any]) -> None:
     # With PP 2, check_pipeline_parallel_compat (validation_hook.py:124-138) asserts at :132 that any algorithm but
     # DSPARK is EAGLE: DFLASH is refused at launch, and so is EAGLE3 (without a drafter config no rule reads the PP
     # refusal; EGL007 does with one).
-    for key in (("sglang", "DFLASH", False, False, 2), ("sglang", "EAGLE3", False, False, 2)):
-        assert _egl012(by[key], "LlamaForCausalLM") == (VALIDATION, 132, "pp-verifier"), key
+    for pp_key in (("sglang", "DFLASH", False, False, 2), ("sglang", "EAGLE3", False, False, 2)):
+        assert _egl012(by[pp_key], "LlamaForCausalLM") == (VALIDATION, 132, "pp-verifier"), pp_key
     # Where a rule reports the step, EGL012 does not: KimiK25ForConditionalGeneration fails supports_eagle3 on 0.33.0
     # (EGL001), and LlamaForCausalLM serves DSPARK with a markov head on 0.5.23 (tests/sglang/test_methods.py).
     assert _egl012(by[("vllm", "eagle3", False, False, None)], "KimiK25ForConditionalGeneration") is None
