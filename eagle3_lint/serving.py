@@ -242,7 +242,10 @@ def unreported_blockers(sm: Model, findings: Sequence[Finding]) -> list[Finding]
         if sv is None or sv.stage is None or sv.outcome in RUNS:
             continue
         step = next((s for s in sv.steps if s.gate is sv.stage and s.result is StepResult.FAIL), None)
-        if step is None or any(_reports(f, arch, sm.engine.is_model_file) for f in errors):
+        # An error at the step's own file reports it too (EGL000 on the target's unparsable module names no
+        # architecture, but it is the import step's failure).
+        at = step.location.path if step is not None and step.location is not None else None
+        if step is None or any(_reports(f, arch, sm.engine.is_model_file) or f.location.path == at for f in errors):
             continue
         where = step.location or Location(sm.registry.path or "<registry>", 1)
         out.append(make(meta, f"{arch} does not serve with {method} on {sm.engine.display} {sm.version}: its serving "
