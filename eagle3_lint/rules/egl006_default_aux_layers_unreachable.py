@@ -92,7 +92,7 @@ def _compute(sm: Model, each: Each) -> shared.Groups:
                 if stale:
                     cls, old, line = stale[0]
                     groups.get(sem.method_location(sm, cls, line), "stale-broken", arch,
-                               key=cls, top=key, old=old, new=name, state=st)
+                               key=cls, top=key, old=old, new=name, state=st, dup=_defines(sm, cls, name))
                     continue
                 loc: Location | None
                 if st.kind == "stub" and not st.from_protocol and st.origin is not None:
@@ -101,12 +101,13 @@ def _compute(sm: Model, each: Each) -> shared.Groups:
                     where = sem.claimer(sm, key)
                     loc = sem.class_location(sm, where)
                 if loc is not None:
-                    groups.get(loc, "broken", arch, key=where, top=key, new=name, state=st)
+                    groups.get(loc, "broken", arch, key=where, top=key, new=name, state=st,
+                               dup=_defines(sm, where, name))
             else:
                 # A working (or a default) body runs instead of the stale one.
                 for cls, old, line in stale:
                     groups.get(sem.method_location(sm, cls, line), "stale", arch,
-                               key=cls, top=key, old=old, new=name, state=st)
+                               key=cls, top=key, old=old, new=name, state=st, dup=_defines(sm, cls, name))
     shared.each_arch(each, groups, one, sem.scoped_archs(sm))
     return groups
 
@@ -146,7 +147,7 @@ def _finding(sm: Model, g: shared.Group) -> Finding:
     else:
         msg = f"the runner's fallback {new}(){at} {_broken_text(st)} for {key.name}"
         symbol = f"{key.name}.{new}"
-    if _defines(sm, key, new):
+    if g.data.get("dup"):
         # The fix would add (or rename a method to) a second def of the name: the class's own body needs a human.
         msg += (f" (no fix: {key.name} already defines {new}(); its body needs changing by hand, a second def "
                 "would only shadow it)")
@@ -173,7 +174,7 @@ def _fix(sm: Model, g: shared.Group) -> Fix | None:
     key: ClassKey = g.data["key"]  # type: ignore[assignment]  # Group.data: what _pairs stored
     top: ClassKey = g.data["top"]  # type: ignore[assignment]  # Group.data: what _pairs stored
     new = str(g.data["new"])
-    if _defines(sm, key, new):
+    if g.data.get("dup"):
         return None  # neither a rename nor an added getter may leave two defs of one name (see _finding)
     if g.kind in ("stale", "stale-broken"):
         old = str(g.data["old"])
@@ -194,7 +195,8 @@ def _fix(sm: Model, g: shared.Group) -> Fix | None:
 
 
 def _defines(sm: Model, key: ClassKey, name: str) -> bool:
-    """``key``'s own body binds ``name`` (a def or an assignment): a fix adding or renaming to it would duplicate it."""
+    """``key``'s own body binds ``name`` (a def or an assignment): a fix adding or renaming to it would duplicate it.
+    Asked while the groups are made (kept between runs), so a finding's message and fix read no facts of their own."""
     cf = sm.graph.class_facts(key)
     return cf is not None and name in cf.members
 
