@@ -269,10 +269,17 @@ def _capture(sd: sdr.SglDraft) -> tuple[ServingStep, tuple[int, ...] | None]:
                            f"{stored}: index {max(sd.stored)} is past the last of {n} layers and the setter's "
                            f"self.layers[i] raises IndexError at start-up", _loc(sd.hops[-1].path, coll.flags_line)), ()
     ok = coll.collects(n)
-    got = tuple(i + coll.shift for i in sd.stored if i in ok)
+    # The decoder walks its layers once and tests each against the list (or a per-layer flag), so a repeated id
+    # is collected once, in layer order (0.5.23 llama.py:486-492, seen on CPU: [3, 4, 4] gave 2 states).
+    got = tuple(sorted({i + coll.shift for i in sd.stored if i in ok}))
     missing = [i for i in sd.stored if i not in ok]
     if sd.lost_pp:
-        got = tuple(i + coll.shift for i in sd.stored if i in ok and i not in sd.lost_pp)
+        got = tuple(sorted({i + coll.shift for i in sd.stored if i in ok and i not in sd.lost_pp}))
+    dups = sorted({i for i in sd.stored if sd.stored.count(i) > 1})
+    if dups and not missing:
+        return ServingStep(Gate.CAPTURE, StepResult.FAIL,
+                           f"{stored}, but {coll.decoder.name}.forward tests each layer once: {_ids(dups)} "
+                           f"repeated, the drafter receives {len(got)} of {len(sd.stored)} states", cloc), got
     if missing:
         return ServingStep(Gate.CAPTURE, StepResult.FAIL,
                            f"{stored}, but {coll.decoder.name}.forward never collects {_ids(missing)} ({n} layers: "
