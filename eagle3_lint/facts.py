@@ -16,7 +16,7 @@ import pickle
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, NamedTuple
 
 from eagle3_lint import FACTS_VERSION as FACTS_VERSION  # the facts format; bump it there
 from eagle3_lint._compat import TRY_NODES
@@ -358,9 +358,9 @@ class Loop:
     collect_calls: tuple[tuple[str, str, bool], ...] = ()
 
 
-@dataclass(frozen=True)
-class Stmt:
-    """One statement's kind and span, where a fix puts text next to it (fixgen)."""
+class Stmt(NamedTuple):
+    """One statement's kind and span, where a fix puts text next to it (fixgen). A ``NamedTuple``, as ``Header``
+    and ``ImportStmt`` are: one of each per ``def`` or import pickles at a third of a dataclass's size."""
 
     kind: str  # doc | expr | pass | def (a def or class) | return | return-tuple | return-bare | raise | other
     line: int
@@ -369,8 +369,7 @@ class Stmt:
     value: tuple[int, int, int, int] = (0, 0, 0, 0)  # a return's value: (line, col, end line, end col), characters
 
 
-@dataclass(frozen=True)
-class Header:
+class Header(NamedTuple):
     """A method with plain positional parameters, as a fix copies it: ``(<params as written>)``, the return
     annotation as written, the names its annotations and defaults use, and the attribute it hands its arguments
     to when that is all it does (``self.<attr>.<same name>(<params>)``, maybe behind ``hasattr``)."""
@@ -457,8 +456,7 @@ class DictFacts:
     merges: tuple[str, ...]  # names spread with **
 
 
-@dataclass(frozen=True)
-class ImportStmt:
+class ImportStmt(NamedTuple):
     """A module-level ``import`` or ``from ... import``; a ``from``'s names with their text and spans
     (line, col, end line, end col, in characters)."""
 
@@ -467,7 +465,8 @@ class ImportStmt:
     level: int
     module: str | None  # a ``from``'s module as written; an ``import``'s first name
     is_from: bool
-    names: tuple[tuple[str, str, int, int, int, int], ...] = ()  # (name, text, line, col, end line, end col)
+    # (name, text, line, col, end line, end col); text is "" where it is the name (most are: it halves the size)
+    names: tuple[tuple[str, str, int, int, int, int], ...] = ()
     target: str = ""  # a ``from``'s module made absolute, as its bindings record it
 
 
@@ -816,7 +815,8 @@ class _Extractor:
         end = st.end_lineno or st.lineno
         if isinstance(st, ast.Import):
             return ImportStmt(st.lineno, end, 0, st.names[0].name, False)
-        names = tuple((a.name, self.seg(a), a.lineno, self.char_col(a.lineno, a.col_offset), a.end_lineno or a.lineno,
+        names = tuple((a.name, "" if (t := self.seg(a)) == a.name else t, a.lineno,
+                       self.char_col(a.lineno, a.col_offset), a.end_lineno or a.lineno,
                        self.char_col(a.end_lineno or a.lineno, a.end_col_offset or 0)) for a in st.names)
         return ImportStmt(st.lineno, end, st.level, st.module, True, names, self.abs_module(st.level, st.module))
 
@@ -1193,7 +1193,10 @@ class _Extractor:
     def _header(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> Header | None:
         """``fn``'s parameters as written, when they are plain positional ones (what fixgen copies)."""
         a = fn.args
-        if not isinstance(fn, ast.FunctionDef) or a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or not a.args:
+        # What fixes copy is a setter or getter: ``self`` and at most two more (a forward's header is never copied,
+        # and recording every long one would grow the facts by a fifth).
+        if not isinstance(fn, ast.FunctionDef) or a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or not a.args \
+                or len(a.args) > 3:
             return None
         params = []
         defaults: list[ast.expr | None] = [None] * (len(a.args) - len(a.defaults))

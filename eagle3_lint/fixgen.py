@@ -264,7 +264,7 @@ def _extend_import(t: Text, rel: str, st: ImportStmt, name: str) -> list[Edit]:
             edits.append(insert(rel, end, f",\n{ind}{name}"))
         edits.append(Edit(rel, ln0, len(t.line(ln0)), ln0 + 1, 0, f",\n{t.indent(ln0)})\n"))
         return edits
-    one_per_line = all(t.line(a[2]).strip().rstrip(",") == a[1] for a in names) \
+    one_per_line = all(t.line(a[2]).strip().rstrip(",") == (a[1] or a[0]) for a in names) \
         and len({a[2] for a in names}) == len(names) and first[2] > ln0
     if one_per_line:
         if k < len(names):
@@ -290,7 +290,7 @@ def _extend_import(t: Text, rel: str, st: ImportStmt, name: str) -> list[Edit]:
 def _reflow(t: Text, names: tuple[tuple[str, str, int, int, int, int], ...], k: int, name: str, col: int) -> str:
     """The names of an import with ``name`` at index ``k``, filling lines of ``t.limit`` columns from column ``col``
     on, continuation lines under the first name (yapf's and isort's hanging grid), from the first name on."""
-    ordered = [a[1] for a in names]
+    ordered = [a[1] or a[0] for a in names]
     ordered.insert(k, name)
     rows = [" " * col + ordered[0]]
     for item in ordered[1:]:
