@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from eagle3_lint.model import Finding
 from tests.conftest import REPO, SAMPLES, materialize
 
 # The OASIS SARIF 2.1.0 schema, vendored unchanged so a bare clone validates SARIF without anything beside it
@@ -285,7 +286,7 @@ def run_case(case: Path, dest: Path, settings: Any = None) -> tuple[Any, Any]:
     return ctx, finalize(ctx, settings or Settings())
 
 
-def patched_copy(source: Any, fixed: Sequence[Any], tmp_path: Path) -> Path:
+def patched_copy(source: Any, fixed: Sequence[Finding], tmp_path: Path) -> Path:
     """A writable copy of the (read-only) release tree ``source`` reads, with the fixes of ``fixed`` applied by
     ``git apply`` as a user would apply ``--fix`` output; every file they touch must compile. Returns the copy."""
     import py_compile
@@ -301,6 +302,6 @@ def patched_copy(source: Any, fixed: Sequence[Any], tmp_path: Path) -> Path:
     (tmp_path / "fix.patch").write_text(patch)
     run = subprocess.run(["git", "apply", str(tmp_path / "fix.patch")], cwd=copy, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
-    for rel in sorted({e.path for f in fixed for e in f.fix.edits}):
+    for rel in sorted({e.path for f in fixed for e in (f.fix.edits if f.fix else ())}):
         py_compile.compile(str(copy / rel), doraise=True)
     return copy

@@ -160,7 +160,7 @@ def test_egl002_fix_applies_compiles_and_rechecks_clean_0_5_23(sglang_trees, tmp
     (edit,) = kimi.edits  # kimi_vl.py imports Optional and List already: the method alone
     assert "def set_eagle3_layers_to_capture(self, layer_ids: Optional[List[int]] = None):" in edit.new_text
     assert 'if hasattr(self.language_model, "set_eagle3_layers_to_capture"):' in edit.new_text
-    copy = cihelp.patched_copy(before.source, fixed, tmp_path)
+    copy = cihelp.patched_copy(before.source, [f for f, _ in fixed], tmp_path)
     after = _analyze(copy)
     assert not after.errors
     ok_before = {a for a, v in before.verdicts.items() if v.status is Status.SUPPORTED}
