@@ -43,7 +43,7 @@ from eagle3_lint.facts import (
 )
 from eagle3_lint.graph import ClassKey, Delegation, DelegationHow
 from eagle3_lint.lazyimport import lazy
-from eagle3_lint.model import Location, Status
+from eagle3_lint.model import Finding, Location, Status
 from eagle3_lint.queries import Queries, query
 
 if TYPE_CHECKING:
@@ -412,6 +412,58 @@ class Broken:
 # ``if TYPE_CHECKING`` (never at run time), nor ``except`` or ``if`` arms (they run on a condition the tree alone
 # does not settle, and a broken file behind one must not block every target).
 _IMPORT_RUNS = (MAIN, TRY, ELSE)
+
+
+# How far the verdict line follows delegations from a target (report.headline): one more hop than the class
+# walks' MAX_HOPS, as it always has (one depth for both is issue 22's, and would change which findings concern a
+# target).
+_REACH_HOPS = 6
+
+
+def reached_classes(sm: Model, arch: str) -> set[ClassKey]:
+    """The target's class, every class of its MRO, and the inner models it delegates to (and theirs)."""
+    return sm.memo.get(f"headline-reached:{arch}", lambda: _reached(sm, arch))
+
+
+def _reached(sm: Model, arch: str) -> set[ClassKey]:
+    out: set[ClassKey] = set()
+    start = sm.keys.get(arch)
+    todo: list[tuple[ClassKey, int]] = [(start, 0)] if start is not None else []
+    while todo:
+        key, hops = todo.pop()
+        if key in out or hops > _REACH_HOPS:
+            continue
+        out.add(key)
+        out.update(e for e in sm.graph.mro(key).entries if isinstance(e, ClassKey))
+        for d in sm.graph.delegations(key):
+            if d.target is not None:
+                todo.append((d.target, hops + 1))
+    return out
+
+
+def _on_path(sm: Model, arch: str) -> tuple[set[str], set[tuple[str, str]]]:
+    """Files the target's classes live in (and the unparsable files on its import path: EGL000), and (file, class
+    name) of those classes."""
+    def compute() -> tuple[set[str], set[tuple[str, str]]]:
+        pairs = {(sm.graph.path_of(k), k.name) for k in reached_classes(sm, arch)}
+        return {p for p, _ in pairs} | {b.path for b in broken_on_path(sm, arch)}, pairs
+    return sm.memo.get(f"on-path:{arch}", compute)
+
+
+def concerns(sm: Model, f: Finding, arch: str) -> bool:
+    """Whether ``arch``'s serving path runs through finding ``f``: it names the architecture; or it names none and
+    sits outside the model files (the registry, the interfaces, the runner, a config: every target runs through
+    them), or on a class the target reaches, or in a file on its import path that cannot be parsed (EGL000). The
+    verdict line (report.headline) and EGL012 (serving.unreported_blockers) count a finding the same way."""
+    if f.architecture is not None or f.architectures:
+        return arch in (f.architectures or (f.architecture,))
+    path = f.location.path
+    if not sm.engine.is_model_file(path):
+        return True
+    files, pairs = _on_path(sm, arch)
+    if path not in files:
+        return False
+    return not f.symbol or (path, f.symbol.split(".")[0]) in pairs
 
 
 def broken_on_path(sm: Model, arch: str) -> tuple[Broken, ...]:

@@ -10,8 +10,7 @@ named, never ``servable``.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
@@ -219,34 +218,11 @@ def next_step(sm: Model, arch: str, outcome: Outcome, stage: Gate | None, steps:
 RUNS = frozenset({Outcome.DRAFTER_DIFFERS})
 
 
-def _reports(sm: Model, f: Finding, arch: str, on_path: Callable[[], tuple[set[str], set[tuple[str, str]]]]) -> bool:
-    """Whether error ``f`` reports on ``arch``'s chain, as the verdict line counts it (report.headline.concerns): it
-    names the architecture; or it names none and sits outside the model files (the registry, the runner, a config:
-    every target runs through them), or in a file on the architecture's path (a class it reaches, a file its import
-    cannot parse: EGL000)."""
-    if f.architecture is not None or f.architectures:
-        return arch in (f.architectures or (f.architecture,))
-    if not sm.engine.is_model_file(f.location.path):
-        return True
-    files, pairs = on_path()
-    if f.location.path not in files:
-        return False
-    return not f.symbol or (f.location.path, f.symbol.split(".")[0]) in pairs
-
-
-def _on_path(sm: Model, arch: str) -> tuple[set[str], set[tuple[str, str]]]:
-    """Files ``arch``'s classes live in and the files on its import path that cannot be parsed, and (file, class)."""
-    from eagle3_lint import semantic as sem
-    from eagle3_lint.report.headline import reached_classes
-
-    pairs = {(sm.graph.path_of(k), k.name) for k in reached_classes(sm, arch)}
-    return {p for p, _ in pairs} | {b.path for b in sem.broken_on_path(sm, arch)}, pairs
-
-
 def unreported_blockers(sm: Model, findings: Sequence[Finding]) -> list[Finding]:
     """A finding for each targeted architecture whose serving chain stops at a failing step that no error in
     ``findings`` (the rules that ran, before suppressions) reports on: the check must not exit 0 on a target the
     engine refuses (the rule declaring ``Role.UNREPORTED_BLOCKER``)."""
+    from eagle3_lint import semantic as sem
     from eagle3_lint.model import Severity
     from eagle3_lint.rules import Role, fit, make, with_role
 
@@ -259,8 +235,7 @@ def unreported_blockers(sm: Model, findings: Sequence[Finding]) -> list[Finding]
         if sv is None or sv.stage is None or sv.outcome in RUNS:
             continue
         step = next((s for s in sv.steps if s.gate is sv.stage and s.result is StepResult.FAIL), None)
-        on_path = functools.cache(functools.partial(_on_path, sm, arch))  # once per architecture, if asked
-        if step is None or any(_reports(sm, f, arch, on_path) for f in errors):
+        if step is None or any(sem.concerns(sm, f, arch) for f in errors):
             continue
         where = step.location or Location(sm.registry.path or "<registry>", 1)
         out.append(make(meta, f"{arch} does not serve with {method} on {sm.engine.display} {sm.version}: its serving "

@@ -18,15 +18,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from eagle3_lint.graph import ClassKey
+from eagle3_lint import semantic as sem
 from eagle3_lint.model import Applicability, Finding, Severity, Status
 from eagle3_lint.rules import Role, with_role
 from eagle3_lint.serving import PLATFORM_LABEL
 
 if TYPE_CHECKING:
-    from eagle3_lint.stages import Analysis, Model
+    from eagle3_lint.stages import Analysis
 
-_MAX_HOPS = 6
 # Serving outcomes (the serving-verdict contract) in words for the verdict line.
 _OUTCOME_WORDS = {
     "unregistered": "not registered, so the engine cannot load it",
@@ -75,52 +74,9 @@ def serving_of(an: Analysis, arch: str) -> Any | None:
 
 
 # -- which findings concern a target -----------------------------------------------------------
-def reached_classes(sm: Model, arch: str) -> set[ClassKey]:
-    """The target's class, every class of its MRO, and the inner models it delegates to (and theirs)."""
-    return sm.memo.get(f"headline-reached:{arch}", lambda: _reached(sm, arch))
-
-
-def _reached(sm: Model, arch: str) -> set[ClassKey]:
-    out: set[ClassKey] = set()
-    start = sm.keys.get(arch)
-    todo: list[tuple[ClassKey, int]] = [(start, 0)] if start is not None else []
-    while todo:
-        key, hops = todo.pop()
-        if key in out or hops > _MAX_HOPS:
-            continue
-        out.add(key)
-        out.update(e for e in sm.graph.mro(key).entries if isinstance(e, ClassKey))
-        for d in sm.graph.delegations(key):
-            if d.target is not None:
-                todo.append((d.target, hops + 1))
-    return out
-
-
-def _on_path(an: Analysis, arch: str) -> tuple[set[str], set[tuple[str, str]]]:
-    """Files the target's classes live in, and (file, class name) of those classes."""
-    from eagle3_lint import semantic as sem
-
-    keys = reached_classes(an.model, arch)
-    pairs = {(an.graph.path_of(k), k.name) for k in keys}
-    # A file that cannot be read or parsed on the target's import path stops it loading at all (EGL000).
-    broken = {b.path for b in sem.broken_on_path(an.model, arch)}
-    return {p for p, _ in pairs} | broken, pairs
-
-
 def concerns(an: Analysis, f: Finding, arch: str) -> bool:
-    """Whether ``arch``'s serving path runs through finding ``f`` (see the module docstring)."""
-    if f.architecture is not None:
-        return arch in (f.architectures or (f.architecture,))
-    path = f.location.path
-    if not an.engine.is_model_file(path):
-        return True  # registry, interfaces, runner, config: every target runs through them
-    files, pairs = _on_path(an, arch)
-    if path not in files:
-        return False
-    if f.symbol:
-        owner = f.symbol.split(".")[0]
-        return (path, owner) in pairs
-    return True
+    """Whether ``arch``'s serving path runs through finding ``f`` (see the module docstring; semantic.concerns)."""
+    return sem.concerns(an.model, f, arch)
 
 
 def split(an: Analysis, findings: Iterable[Finding],
