@@ -58,7 +58,6 @@ T = TypeVar("T")
 # How far a delegation chain is followed, wrapper -> language model -> decoder -> layer stack. Real
 # trees need three hops; every walk of this module (and so every caller) stops at the same depth.
 MAX_HOPS = 5
-_MAX_DEPTH = MAX_HOPS
 # Registry categories whose models never run speculative decoding as a target: drafters (the
 # EAGLE heads themselves, MTP modules) and pooling models (embedding, scoring, classification).
 # These are the registry's own dict names, read from the tree; a class that says
@@ -345,7 +344,7 @@ def owner(
 ) -> Owner | None:
     """The class reachable through model delegations that owns ``self.layers`` (language model first, then
     ``.model``; an inner model the forward hands to a helper, ``handed_off``, counts as one)."""
-    if key in seen or len(hops) > _MAX_DEPTH:
+    if key in seen or len(hops) > MAX_HOPS:
         return None
     hit = assigns_layers(sm, key)
     if hit is not None:
@@ -414,12 +413,6 @@ class Broken:
 _IMPORT_RUNS = (MAIN, TRY, ELSE)
 
 
-# How far the verdict line follows delegations from a target (report.headline): one more hop than the class
-# walks' MAX_HOPS, as it always has (one depth for both is issue 22's, and would change which findings concern a
-# target).
-_REACH_HOPS = 6
-
-
 def reached_classes(sm: Model, arch: str) -> set[ClassKey]:
     """The target's class, every class of its MRO, and the inner models it delegates to (and theirs)."""
     return sm.memo.get(f"headline-reached:{arch}", lambda: _reached(sm, arch))
@@ -431,7 +424,7 @@ def _reached(sm: Model, arch: str) -> set[ClassKey]:
     todo: list[tuple[ClassKey, int]] = [(start, 0)] if start is not None else []
     while todo:
         key, hops = todo.pop()
-        if key in out or hops > _REACH_HOPS:
+        if key in out or hops > MAX_HOPS:
             continue
         out.add(key)
         out.update(e for e in sm.graph.mro(key).entries if isinstance(e, ClassKey))
@@ -658,7 +651,7 @@ def setter_effect(sm: Model, key: ClassKey) -> Effect:
 
 
 def _method_effect(sm: Model, key: ClassKey, name: str, depth: int) -> Effect:
-    if depth > _MAX_DEPTH:
+    if depth > MAX_HOPS:
         return Effect("unknown", detail="delegation too deep")
     hit = method_of(sm, key, name)
     if hit is None:
@@ -813,7 +806,7 @@ def collection_effect(sm: Model, key: ClassKey, name: str, depth: int = 0,
     an ``if hasattr(...)``: a fallback branch feeds what it writes)."""
     idiom = sm.engine.collection
     assert idiom is not None
-    if depth > _MAX_DEPTH:
+    if depth > MAX_HOPS:
         return Effect("unknown", detail="delegation too deep")
     hit = method_node(sm, key, name, after)
     if hit is None:
@@ -959,7 +952,7 @@ class GetterState:
 
 
 def getter_state(sm: Model, key: ClassKey, name: str, depth: int = 0) -> GetterState:
-    if depth > _MAX_DEPTH:
+    if depth > MAX_HOPS:
         return GetterState("unknown")
     if sm.graph.member_origin(key, name) is None:
         return GetterState("missing", detail=f"{key.name} has no {name}")
