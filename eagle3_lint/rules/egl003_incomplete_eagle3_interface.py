@@ -57,9 +57,9 @@ from eagle3_lint.engine import Capability, Mechanism
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.lazyimport import lazy
 from eagle3_lint.model import Applicability, Edit, Finding, Fix, Severity, Status, Step
-from eagle3_lint.runner import SetterIds
 from eagle3_lint.rules import Found, RuleMeta, Scope, fit, make
 from eagle3_lint.rules import _interface as shared
+from eagle3_lint.runner import SetterIds
 
 if TYPE_CHECKING:
     from eagle3_lint import fixgen

@@ -71,6 +71,9 @@ def test_real_0_5_23_dflash_findings_and_fixes_name_the_dflash_setter(sglang_tre
     plumb = _added(got[("EGL003", "ArceeForCausalLM")])
     assert f"def {DFLASH_SETTER}(" in plumb and "self.model.layers_to_capture = [val + 1 for val in" in plumb
     assert EAGLE3_SETTER not in plumb
+    # The serving chain's next step: "patch it" where a finding's fix adds the setter, the hint where none does.
+    assert "--method DFLASH --fix" in (an.serving["ArceeForCausalLM"].next_step or "")
+    assert "--fix" not in (an.serving["BaichuanForCausalLM"].next_step or "")
     # Applied with git apply on a copy, the copy re-checks clean for those rules under DFLASH.
     copy = cihelp.patched_copy(an.source, [f for f in got.values() if f.fix is not None], tmp_path)
     after = _analyze(copy, "DFLASH")
