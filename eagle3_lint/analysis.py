@@ -107,7 +107,7 @@ def _options_key(options: Options) -> tuple[object, ...]:
     return (options.targets, options.target_config, options.target_config_path, options.draft_config,
             options.draft_config_path, options.pipeline_parallel, options.pp_partition, options.runner,
             options.tensor_parallel, options.drafter_convention, options.debug, options.platform,
-            weights_key(options.draft_weights))
+            weights_key(options.draft_weights), options.method)
 
 
 def weights_key(ck: Any) -> tuple[object, ...] | None:
@@ -151,6 +151,8 @@ def build(source: SourceTree, options: Options, store: FactStore | None = None) 
     # The engine parses the model files (``preload``) when it suits its derivations: vLLM's reads the
     # runner path in a second process meanwhile.
     derived = engine.derive(source, store, preload)
+    if options.method is not None:
+        derived = engine.for_method(source, store, derived, options.method)  # what that method's runner asks for
     data = EngineData(engine, version, derived.registry, derived.contract, derived.runner, derived.errors)
     registry, contract, runner = data.registry, data.contract, data.runner
     # Every answer rests on what was derived (registry, contract, runner path, gates) without reading it: the

@@ -59,6 +59,9 @@ class Contract:
     unwrap_attrs: tuple[str, ...] = ()
     pp_flag: str | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # DUCK: the runner calls whichever member the class has, so one present passes (SGLang's DSPARK runner calls
+    # set_dspark_layers_to_capture, else set_dflash_layers_to_capture); False: every member is required.
+    one_of: bool = False
 
     def member(self, name: str) -> ContractMember | None:
         for m in self.members:
@@ -79,14 +82,16 @@ class Contract:
         one, else what calling the members amounts to (``hasattr(subject, 'set_eagle3_layers_to_capture')``)."""
         if self.check_function:
             return f"{self.check_function}({subject})"
-        return " and ".join(f"hasattr({subject}, {m!r})" for m in self.required) or f"the EAGLE-3 check of {subject}"
+        join = " or " if self.one_of else " and "
+        return join.join(f"hasattr({subject}, {m!r})" for m in self.required) or f"the EAGLE-3 check of {subject}"
 
     @property
     def check_name(self) -> str:
         """The check, named in messages: ``supports_eagle3()``, or the runner's call of the methods it amounts to."""
         if self.check_function:
             return f"{self.check_function}()"
-        return f"the runner's {', '.join(f'{m}()' for m in self.required)} check" if self.required else \
+        join = " or " if self.one_of else ", "
+        return f"the runner's {join.join(f'{m}()' for m in self.required)} check" if self.required else \
             "the engine's EAGLE-3 check"
 
     def location(self) -> Location | None:

@@ -183,6 +183,13 @@ class Engine(ABC):
         """Registry, contract and runner path of ``source``. ``preload()`` parses the model files; the engine
         calls it exactly once, where it suits it (work that needs no model file can overlap the parse)."""
 
+    def for_method(self, source: SourceTree, store: FactStore, derived: Derived, method: str) -> Derived:
+        """What ``derive`` gave, for speculative method ``method`` (``--method``): the contract and runner path that
+        method's runner asks the target for, which the verdicts, rules and fixes then read; ``derived`` itself where
+        they are EAGLE-3's (vLLM's dflash and extract_hidden_states ride ``SupportsEagle3``)."""
+        del source, store, method
+        return derived
+
     def is_model_file(self, rel: str) -> bool:
         return rel.startswith(self.model_dirs)
 

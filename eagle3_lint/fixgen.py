@@ -865,19 +865,20 @@ class SetterIdiom:
 
 
 @query
-def setter_idioms(sm: Model) -> list[SetterIdiom]:
-    """Every purely delegating setter (``contract.setter``) of the tree's model classes, in path order.
+def setter_idioms(sm: Model, setter: str | None = None) -> list[SetterIdiom]:
+    """Every purely delegating setter (``setter``, else ``contract.setter``) of the tree's model classes, in path
+    order.
 
     One answer per file, joined: after an edit only the edited file's idioms are read again, and when they come out
     the same the fixes that copy one are kept (queries.py, early cutoff). Scanning every model file after any edit
     was most of SGLang 0.5.23's one-edit re-check (its EGL002/EGL003 fixes copy an idiom)."""
-    return [i for rel in sm.model_files() for i in _file_setter_idioms(sm, rel)]
+    setter = setter or sm.contract.setter
+    return [i for rel in sm.model_files() for i in _file_setter_idioms(sm, rel, setter)]
 
 
 @query
-def _file_setter_idioms(sm: Model, rel: str) -> list[SetterIdiom]:
-    """The delegating setters of ``rel``'s module-level classes, in class order (``Model.model_classes``)."""
-    setter = sm.contract.setter
+def _file_setter_idioms(sm: Model, rel: str, setter: str | None) -> list[SetterIdiom]:
+    """The delegating ``setter`` methods of ``rel``'s module-level classes, in class order (``Model.model_classes``)."""
     out: list[SetterIdiom] = []
     mf = sm.store.load_path(rel) if setter else None
     if not setter or mf is None or mf.error:
@@ -899,10 +900,12 @@ def _file_setter_idioms(sm: Model, rel: str) -> list[SetterIdiom]:
     return out
 
 
-def add_delegating_setter(sm: Model, key: ClassKey, attr: str) -> tuple[list[Edit], SetterIdiom] | None:
-    """The tree's own delegating setter copied onto ``key``, delegating to ``self.<attr>`` (an idiom that already
-    delegates to that attribute first), with the names its header needs imported where ``key``'s module lacks them."""
-    idioms = setter_idioms(sm)
+def add_delegating_setter(sm: Model, key: ClassKey, attr: str,
+                          setter: str | None = None) -> tuple[list[Edit], SetterIdiom] | None:
+    """The tree's own delegating setter (``setter``, else the contract's) copied onto ``key``, delegating to
+    ``self.<attr>`` (an idiom that already delegates to that attribute first), with the names its header needs
+    imported where ``key``'s module lacks them."""
+    idioms = setter_idioms(sm, setter or sm.contract.setter)
     pick = next((i for i in idioms if i.attr == attr), None) or (idioms[0] if idioms else None)
     if pick is None:
         return None

@@ -184,6 +184,17 @@ def setter_name(sm: Model) -> str | None:
     return sm.contract.setter or (sm.runner.setter_names[0] if sm.runner.setter_names else None)
 
 
+def setter_for(sm: Model, inner: ClassKey) -> str | None:
+    """The setter a class delegating to ``inner`` hands the ids on through: where any one of the contract's setters
+    will do (``Contract.one_of``: SGLang's DSPARK runner takes set_dspark_layers_to_capture, else
+    set_dflash_layers_to_capture), the first ``inner`` has, so the delegation reaches a method; else the contract's."""
+    if sm.contract.one_of:
+        hit = next((n for n in sm.contract.required if sm.graph.member_origin(inner, n) is not None), None)
+        if hit is not None:
+            return hit
+    return setter_name(sm)
+
+
 def getter_names(sm: Model) -> tuple[str, ...]:
     """The fallback getter(s) the runner of this tree calls; the contract's getter if none is read."""
     if sm.runner.fallback_names:

@@ -209,7 +209,10 @@ def next_step(sm: Model, arch: str, outcome: Outcome, stage: Gate | None, steps:
     fixable = [f for f in findings if f.architecture == arch and f.fix is not None]
     if fixable and stage in (Gate.CONFIG_GATE, Gate.RUNNER_INTERFACE, Gate.CAPTURE, Gate.AUX_IDS):
         unsafe = any(f.fix is not None and f.fix.applicability.value == "unsafe" for f in fixable)
-        return "patch it: eagle3-lint check TREE --arch " + arch + " --fix" + (" --unsafe-fixes" if unsafe else "")
+        # The method's own fixes (Engine.for_method): the command names it, as the check did.
+        method = f" --method {sm.options.method}" if sm.options.method else ""
+        return "patch it: eagle3-lint check TREE --arch " + arch + method + " --fix" + \
+            (" --unsafe-fixes" if unsafe else "")
     # An empty hint: the engine has nothing better than what the report offers by itself (the trace).
     return hints.get(outcome, f"see the {stage.value if stage else ''} step") or None
 

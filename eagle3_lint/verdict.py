@@ -73,6 +73,8 @@ class Judge:
                 return ClassCheck(None, (), (), "the contract has no members the tool could read", ())
             if not missing:
                 return ClassCheck(True, tuple(present), (), "every contract member is present in the MRO", tuple(own))
+            if c.one_of and present:  # the runner calls the one the class has
+                return ClassCheck(True, tuple(present), (), f"{present[0][0]} is present in the MRO", tuple(own))
             if unresolved:
                 names = ", ".join(e.name for e in unresolved[:3])
                 return ClassCheck(
@@ -82,7 +84,8 @@ class Judge:
                     f"missing {', '.join(missing)} unless a base the tool cannot follow provides it ({names})",
                     tuple(own),
                 )
-            return ClassCheck(False, tuple(present), tuple(missing), f"missing {', '.join(missing)}", tuple(own))
+            return ClassCheck(False, tuple(present), tuple(missing),
+                              f"missing {(' or ' if c.one_of else ', ').join(missing)}", tuple(own))
         if c.check is CheckKind.FLAG:
             marker = c.marker or c.check_function
             hit = self.graph.member_origin(key, marker)

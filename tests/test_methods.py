@@ -154,3 +154,35 @@ def test_real_0_33_extract_hidden_states_asks_for_the_final_layer(real_trees: An
     cap = sv.step(Gate.CAPTURE)
     assert cap is not None and cap.result is StepResult.PASS
     assert cap.location is not None and cap.location.path == "vllm/model_executor/models/llama.py"
+
+
+@pytest.mark.real
+@pytest.mark.parametrize("method", ["dflash", "extract_hidden_states"])
+def test_real_0_33_egl001_under_the_aux_methods_asks_for_supports_eagle3(real_trees: Any, tmp_path: Path,
+                                                                         method: str) -> None:
+    """dflash and extract_hidden_states ask the target for SupportsEagle3, as eagle3 does: V2 (0.33.0's default
+    runner) sets use_aux_hidden_state_outputs from requires_aux_hidden_states (gpu/model_runner.py:306), true for
+    both (spec_decode/eagle/eagle3_utils.py:22), and set_eagle3_aux_hidden_state_layers raises unless
+    supports_eagle3(model) (:28-29); V1 sets the flag for them (gpu_model_runner.py:647, :660) before the same check
+    (:5170-5176). So EGL001 on CohereForCausalLM (commandr.py:403, no SupportsEagle3 base) names supports_eagle3(),
+    its fix adds SupportsEagle3, and the patched copy re-checks clean for EGL001 under the method."""
+    from eagle3_lint.source import DirSource as Dir
+    from tests import cihelp
+
+    arch = "CohereForCausalLM"
+
+    def run(root: Path) -> Analysis:
+        opts = Options(targets=(arch,), method=method, cache_dir=session_cache())
+        an = analyze(Dir(root), opts, select=lambda r: r == "EGL001")
+        assert not an.errors, [e.message for e in an.errors]
+        return an
+
+    an = run(real_trees.get("0.33.0"))
+    assert (an.contract.protocol, an.contract.check_function) == ("SupportsEagle3", "supports_eagle3")
+    (f,) = [f for f in an.findings if f.rule == "EGL001" and f.architecture == arch]
+    assert (f.location.path, f.location.line) == ("vllm/model_executor/models/commandr.py", 403)
+    assert "does not pass supports_eagle3()" in f.message
+    assert f.fix is not None and "SupportsEagle3" in "".join(e.new_text for e in f.fix.edits)
+    copy = cihelp.patched_copy(an.source, [f], tmp_path)
+    after = run(copy)
+    assert [g for g in after.findings if g.rule == "EGL001" and g.architecture == arch] == []

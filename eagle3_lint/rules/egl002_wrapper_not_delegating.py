@@ -241,11 +241,12 @@ def idiom_fix(sm: Model, key: ClassKey, path: tuple[sem.Hop, ...]) -> Fix | None
         return None
     if _failing_heirs(sm).get(key):
         return None
-    made = fixgen.add_delegating_setter(sm, key, path[0].attr)
+    setter = sem.setter_for(sm, path[0].key)
+    made = fixgen.add_delegating_setter(sm, key, path[0].attr, setter)
     if made is None or not made[0]:
         return None
     edits, idiom = made
-    return Fix(f"delegate {sm.contract.setter}() to self.{path[0].attr} as {idiom.key.name} does "
+    return Fix(f"delegate {setter}() to self.{path[0].attr} as {idiom.key.name} does "
                f"({idiom.path}:{idiom.line})", tuple(edits), Applicability.UNSAFE)
 
 

@@ -59,6 +59,7 @@ from eagle3_lint.lazyimport import lazy
 from eagle3_lint.model import Applicability, Edit, Finding, Fix, Severity, Status, Step
 from eagle3_lint.rules import Found, RuleMeta, Scope, fit, make
 from eagle3_lint.rules import _interface as shared
+from eagle3_lint.runner import SetterIds
 
 if TYPE_CHECKING:
     from eagle3_lint import fixgen
@@ -250,14 +251,16 @@ def _plumbing_fix(sm: Model, g: shared.Group) -> Fix | None:
 
 def _setter_header(sm: Model, key: ClassKey, setter: str) -> fixgen.MethodHeader | None:
     """The header of a setter of the tree to copy: one in ``key``'s own module first, else the first in path order
-    (one ids parameter with a default)."""
+    (one ids parameter with a default; without one only where no runner site calls the setter without ids, as
+    SGLang's DFLASH and DSPARK calls always pass them: their setters take no default)."""
     own_path = sm.graph.path_of(key)
     classes = sorted(sem.classes_defining(sm, setter), key=lambda rk: (rk[0] != own_path, rk[0], rk[1].qualname))
-    for _rel, k in classes:
-        mh = fixgen.method_header(sm, k, setter)
-        if mh is not None and len(mh.params) == 1 and "=" in mh.header:
-            return mh
-    return None
+    headers = [mh for _rel, k in classes if (mh := fixgen.method_header(sm, k, setter)) is not None
+               and len(mh.params) == 1]
+    bare = any(s.setter == setter and s.setter_ids in (SetterIds.DEFAULT, SetterIds.CAPTURED_DEFAULT)
+               for s in sm.runner.sites)
+    return next((mh for mh in headers if "=" in mh.header), None) or (
+        None if bare or not sm.runner.sites else next(iter(headers), None))
 
 
 def _fix(sm: Model, g: shared.Group, groups: list[shared.Group]) -> Fix | None:

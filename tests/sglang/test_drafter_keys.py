@@ -58,3 +58,24 @@ def test_real_sglang_table_rows_are_what_the_trees_read(sglang_trees: Any) -> No
     rows = dk.table()["sglang"]["releases"]
     for v in ("0.5.16", "0.5.17", "0.5.23"):
         assert dk.examine(str(sglang_trees.get(v)), DRAFTER_MODULE_GLOBS) == rows[v], v
+
+
+@pytest.mark.real
+def test_real_sglang_fc_norm_and_norm_output_first_read_in_0_5_12(sglang_trees: Any, tmp_path: Path) -> None:
+    """EAGLE 3.1's per-aux fc_norm and norm_output: 0.5.12's llama_eagle3.py reads ``getattr(config, "fc_norm",
+    None)`` (:167) and ``getattr(config, "norm_output", False)`` (:188); 0.5.11 reads neither in any drafter module
+    (its only ``fc_norm`` is qwen3_5_mtp.py's ``pre_fc_norm_*`` layers, not a config read). So a check of 0.5.11
+    names 0.5.12 as the first release that reads them (the table's rows of both, data/drafter_keys.json), and a
+    check of 0.5.12 names neither."""
+    old, new = sglang_trees.get("0.5.11"), sglang_trees.get("0.5.12")
+    for key, line in (("fc_norm", 167), ("norm_output", 188)):
+        assert _reads(old, key) == {} and _reads(new, key) == {LLAMA: line}, key
+    rows = dk.table()["sglang"]["releases"]
+    for v, t in (("0.5.11", old), ("0.5.12", new)):
+        assert dk.examine(str(t), DRAFTER_MODULE_GLOBS) == rows[v], v
+    draft = {**DRAFT, "fc_norm": True, "norm_output": True}
+    got = _egl011(_ctx(old, draft, tmp_path))
+    for key, line in (("fc_norm", 167), ("norm_output", 188)):
+        assert f"SGLang 0.5.12 reads it (sglang/srt/models/llama_eagle3.py:{line}; 0.5.11, the" in got[key], got
+    got = _egl011(_ctx(new, draft, tmp_path))
+    assert "fc_norm" not in got and "norm_output" not in got

@@ -113,6 +113,39 @@ class SglangEngine(Engine):
                    "so the method being present through the MRO is the check",))
         return Derived(registry, contract, runner, tuple(errors))
 
+    def for_method(self, source: SourceTree, store: FactStore, derived: Derived, method: str) -> Derived:
+        """For DFLASH and DSPARK, the setters the runner calls for the method (``methods.method_interface``): the
+        contract is having one of them, the runner sites are those calls, with the runner's own refusal."""
+        import dataclasses
+
+        from eagle3_lint.contract import CheckKind, Contract
+        from eagle3_lint.engines.sglang import methods
+        from eagle3_lint.engines.sglang import runner as runner_mod
+        from eagle3_lint.runner import RunnerSite, SetterIds
+
+        if method == methods.EAGLE3:
+            return derived
+        mi = store.memo("sglang-method-interface", (method,), runner_mod.input_files(source),
+                        lambda tree: methods.method_interface(tree, method))
+        if not mi.accepted:
+            return derived  # the runner asks nothing the tool can read for it: EAGLE-3's, as before
+        first = mi.calls[0].where
+        ref = mi.refusal
+        names = " or ".join(f"{n}()" for n in mi.accepted)
+        contract = Contract(
+            found=False, check=CheckKind.DUCK, path=first.path, line=first.line,
+            members=tuple(ContractMember(n, "method", "", False) for n in mi.accepted), setter=mi.preferred,
+            one_of=len(mi.accepted) > 1,
+            notes=(f"no {method} interface class: for {method} the runner calls {names} on the top-level model "
+                   f"({first.path}:{first.line}), so " + ("one of them" if len(mi.accepted) > 1 else "the method")
+                   + " being present through the MRO is the check",))
+        sites = tuple(RunnerSite(c.where.path, c.where.line, c.function, c.receiver or "model",
+                                 error=ref.text if ref is not None else "", error_line=ref.line if ref else 0,
+                                 setter=c.setter, setter_line=c.where.line, checked=False, negated=ref is not None,
+                                 setter_ids=SetterIds.DRAFTER) for c in mi.calls)
+        runner = dataclasses.replace(derived.runner, sites=sites)
+        return Derived(derived.registry, contract, runner, derived.errors)
+
     def pp_refused(self, sm: Model) -> str | None:
         from eagle3_lint.engines.sglang import pp
 

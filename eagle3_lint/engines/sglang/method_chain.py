@@ -271,7 +271,8 @@ def _finish(sm: Model, arch: str, steps: list[ServingStep], sd: sdr.SglDraft | N
     if outcome in (Outcome.SERVABLE, Outcome.UNCHECKED, Outcome.UNREGISTERED, Outcome.UNIMPORTABLE, Outcome.UNKNOWN):
         nxt = next_step(sm, arch, outcome, stage, steps, HINTS, ())
     else:
-        # Not next_step's "patch it": the fixes the findings hold add EAGLE-3's setter, not this method's.
+        # Before the findings are known: the hint; serving.with_next_step adds "patch it" where the runner refuses
+        # the class and a finding's fix adds the method's setter.
         nxt = HINTS.get(outcome) or (f"see the {stage.value} step" if stage else None)
     return ServingVerdict(
         architecture=arch, engine=ssv.ENGINE_NAME, engine_version=sm.version, runner=None,

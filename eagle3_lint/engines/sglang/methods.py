@@ -31,7 +31,7 @@ import ast
 import copy
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from eagle3_lint.engines.sglang.registry import MODELS_DIR
 from eagle3_lint.facts import decode_source, dotted
@@ -40,10 +40,21 @@ from eagle3_lint.semantic import Where
 
 if TYPE_CHECKING:
     from eagle3_lint import minieval as me
+    from eagle3_lint.semantic import Memo
     from eagle3_lint.source import SourceTree
-    from eagle3_lint.stages import Model
 else:
     me = lazy("eagle3_lint.minieval")  # imported on first use (lazyimport.py)
+
+class Reader(Protocol):
+    """What these questions read: the tree and the query layer's memo (``Memo``). The analysis' ``Model`` is one;
+    while the engine derives its data (``method_interface``) a ``TreeReader`` over the tree is."""
+
+    @property
+    def source(self) -> SourceTree: ...
+
+    @property
+    def memo(self) -> Memo: ...
+
 
 SPEC_INFO = "sglang/srt/speculative/spec_info.py"
 ENUM = "SpeculativeAlgorithm"
@@ -111,14 +122,14 @@ def _parents(tree: ast.AST) -> dict[ast.AST, ast.AST]:
     return {c: p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
 
 
-def _module(sm: Model, rel: str) -> tuple[ast.Module | None, dict[ast.AST, ast.AST]]:
-    """``rel`` parsed once per analysis with its parent links, kept for the whole question (the semantic model's
-    cache keeps only a few modules, and these questions walk up from nodes found earlier)."""
-    cache: dict[str, tuple[ast.Module | None, dict[ast.AST, ast.AST]]] = sm.memo.get("sglang:method-modules", dict)
-    if rel not in cache:
+def _module(sm: Reader, rel: str) -> tuple[ast.Module | None, dict[ast.AST, ast.AST]]:
+    """``rel`` parsed with its parent links, one answer of the query layer per file (``Memo``: whoever asks records
+    that it read ``rel``, however often it is asked); these questions walk up from nodes found earlier."""
+    def parse() -> tuple[ast.Module | None, dict[ast.AST, ast.AST]]:
         tree = _parse(sm.source, rel)
-        cache[rel] = (tree, _parents(tree) if tree is not None else {})
-    return cache[rel]
+        return tree, _parents(tree) if tree is not None else {}
+
+    return sm.memo.get(f"sglang:method-module:{rel}", parse)
 
 
 def _last(e: ast.AST) -> str | None:
@@ -147,7 +158,7 @@ class _Site:
 class Tests:
     """Evaluates the runner's tests for ``method`` and a class that has the setters ``has`` names."""
 
-    def __init__(self, sm: Model, method: str, has: dict[str, bool] | None = None) -> None:
+    def __init__(self, sm: Reader, method: str, has: dict[str, bool] | None = None) -> None:
         self.sm, self.method, self.has = sm, method, has or {}
         self.algos: Algorithms | None = sm.memo.get("sglang:algorithms", lambda: algorithms(sm.source))
         self._flags: dict[str, bool | None] = {}
@@ -299,7 +310,7 @@ def _blocks(node: ast.AST) -> list[list[ast.stmt]]:
     return [b for b in (getattr(node, f, None) for f in ("body", "orelse", "finalbody")) if isinstance(b, list)]
 
 
-def _assignments(sm: Model) -> dict[str, list[tuple[str, ast.expr, ast.AST]]]:
+def _assignments(sm: Reader) -> dict[str, list[tuple[str, ast.expr, ast.AST]]]:
     """Every assignment of a name or attribute, and every keyword argument, in the runner files that call a capture
     setter or name its flags: ``name -> [(file, value, node)]`` (the files that hold the method's set-up)."""
     def build() -> dict[str, list[tuple[str, ast.expr, ast.AST]]]:
@@ -326,7 +337,7 @@ def _assignments(sm: Model) -> dict[str, list[tuple[str, ast.expr, ast.AST]]]:
     return sm.memo.get("sglang:method-assignments", build)
 
 
-def _flag_files(sm: Model) -> list[str]:
+def _flag_files(sm: Reader) -> list[str]:
     """The runner files that call a capture setter, and those that assign what those calls pass or test."""
     def build() -> list[str]:
         sites = call_sites(sm)
@@ -363,7 +374,7 @@ def _flag_files(sm: Model) -> list[str]:
 
 
 # -- 3. the route: which setter the runner calls, or how it refuses the class ---------------------------------
-def call_sites(sm: Model) -> list[_Site]:
+def call_sites(sm: Reader) -> list[_Site]:
     """Every ``<x>.set_<y>_layers_to_capture(...)`` call outside ``models/``."""
     def build() -> list[_Site]:
         out: list[_Site] = []
@@ -393,6 +404,8 @@ class SetterCall:
     setter: str
     where: Where  # the runner's call
     arg: str  # what it passes, as written
+    function: str = ""  # the runner function that calls it
+    receiver: str = ""  # the object it is called on, as written (the top-level model)
 
 
 @dataclass(frozen=True)
@@ -412,7 +425,7 @@ def _raise_text(node: ast.Raise) -> str:
     return f"{name}: {msg}"[:300]
 
 
-def route(sm: Model, method: str, has: dict[str, bool]) -> Route:
+def route(sm: Reader, method: str, has: dict[str, bool]) -> Route:
     """The setters the runner calls for ``method`` on a class with the setters ``has`` says, in call order, or the
     runner's refusal of it."""
     tests = Tests(sm, method, has)
@@ -430,7 +443,9 @@ def route(sm: Model, method: str, has: dict[str, bool]) -> Route:
             unsure.append(f"{s.path}:{line}")
             continue
         calls.append(SetterCall(s.setter, Where(s.path, line, ast.unparse(s.node)),
-                                ", ".join(ast.unparse(a) for a in s.node.args)))
+                                ", ".join(ast.unparse(a) for a in s.node.args),
+                                s.function.name if s.function is not None else "<module>",
+                                ast.unparse(s.node.func.value) if isinstance(s.node.func, ast.Attribute) else ""))
     # The runner's refusal: a raise under a hasattr() test of a capture setter (or the ``if not hasattr(...):
     # raise`` guard before a call) that the method and class reach, in the functions that call the setters.
     for rel, fn in fns.values():
@@ -480,7 +495,7 @@ class _Linker:
     """Module environments whose ``from sglang... import f`` names resolve to the tree's own functions and
     classes (one module at a time, on first use)."""
 
-    def __init__(self, sm: Model) -> None:
+    def __init__(self, sm: Reader) -> None:
         self.sm = sm
         self.envs: dict[str, Any] = {}
         self.by_name: dict[str, Any] = {}
@@ -558,7 +573,7 @@ def _text(cfg: dict[str, Any]) -> dict[str, Any]:
     return t if isinstance(t, dict) else cfg
 
 
-def target_ids(sm: Model, method: str, draft: dict[str, Any], target: dict[str, Any] | None) -> Ids:
+def target_ids(sm: Reader, method: str, draft: dict[str, Any], target: dict[str, Any] | None) -> Ids:
     """The ids the runner hands the capture setter for ``method`` with this drafter and target config."""
     tests = Tests(sm, method)
     sets = [(rel, v, n) for rel, v, n in _assignments(sm).get(IDS_ATTR, [])
@@ -681,3 +696,55 @@ def _raise_file(linker: _Linker, line: int, default: str, block: ast.AST) -> str
 def _draft_layers(draft: dict[str, Any]) -> int | None:
     v = _text(draft).get("num_hidden_layers")
     return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+# -- 5. the interface the runner asks of the target for a method: the engine's derivation data -------------------
+class TreeReader:
+    """The tree as these questions read it while the engine derives its data (before any analysis exists): a memo
+    of the query layer's own kind for the one derivation (``semantic.Memo`` over fresh ``Queries``), dropped with
+    it; what the derivation rests on is the runner's files (``FactStore.memo``)."""
+
+    def __init__(self, source: SourceTree) -> None:
+        from eagle3_lint.semantic import Memo
+
+        self.source = source
+        self.memo = Memo()
+
+
+@dataclass(frozen=True)
+class MethodInterface:
+    """What SGLang's runner asks of the top-level model for one method, read off its calls (``route``)."""
+
+    method: str
+    # The setters one of which the class needs (any one will do): each the runner calls on a class that has only it.
+    accepted: tuple[str, ...]
+    preferred: str | None  # the one it calls on a class that has them all: what a fix adds
+    calls: tuple[SetterCall, ...]  # the runner's call of each accepted setter, in ``accepted``'s order
+    refusal: Where | None  # its ``raise`` for a class with none of them (the message as ``text``)
+    note: str = ""  # why the interface is not known ("" when it is)
+
+
+def method_interface(source: SourceTree, method: str) -> MethodInterface:
+    """The setters the runner calls for ``method``: evaluated (``route``) for a class with every setter the runner
+    names, with each one alone, and with none."""
+    r = TreeReader(source)
+    names = sorted({s.setter for s in call_sites(r)})
+    if not names:
+        return MethodInterface(method, (), None, (), None, "the runner calls no capture setter")
+    full = route(r, method, dict.fromkeys(names, True))
+    preferred = full.calls[0].setter if full.calls else None
+    accepted: list[str] = []
+    calls: list[SetterCall] = []
+    for n in names:
+        alone = route(r, method, {m: m == n for m in names})
+        hit = next((c for c in alone.calls if c.setter == n), None)
+        if hit is not None:
+            accepted.append(n)
+            calls.append(hit)
+    none = route(r, method, dict.fromkeys(names, False))
+    note = full.unknown or ("" if accepted else f"the runner calls no capture setter for {method}")
+    if preferred in accepted:  # the preferred one first: the contract's setter
+        i = accepted.index(preferred)
+        accepted.insert(0, accepted.pop(i))
+        calls.insert(0, calls.pop(i))
+    return MethodInterface(method, tuple(accepted), preferred, tuple(calls), none.refusal, note)

@@ -168,7 +168,14 @@ def _hints(stage: Gate | None) -> dict[Outcome, str]:
 
 def with_next_step(sm: Model, sv: ServingVerdict, findings: Sequence[Finding]) -> ServingVerdict:
     if (sm.options.method or EAGLE3) != EAGLE3:
-        return sv  # method_chain's next step already (EAGLE-3's fixes and ids are not that method's)
+        if sv.outcome is not Outcome.REFUSED_AT_LOAD:
+            return sv  # method_chain's next step already (EAGLE-3's ids are not that method's)
+        # The runner refuses the class for want of the method's setter: the findings' fixes add that setter
+        # (the contract is the method's, SglangEngine.for_method), so "patch it" where one has a fix.
+        from eagle3_lint.engines.sglang import method_chain
+
+        nxt = next_step(sm, sv.architecture, sv.outcome, sv.stage, list(sv.steps), method_chain.HINTS, findings)
+        return sv if nxt == sv.next_step else dataclasses.replace(sv, next_step=nxt)
     hints = _hints(sv.stage)
     sd = sdr.analyze(sm, sv.architecture) if sv.outcome is Outcome.WRONG_LAYERS else None
     if sd is not None and sd.want_ids is not None:
