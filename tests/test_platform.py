@@ -150,7 +150,11 @@ def test_runner_choice_parses_its_files_once_per_analysis(real_trees, monkeypatc
     ctx = analyze(DirSource(real_trees.get("0.33.0")), Options(), select=lambda _rule: False)
     parsed: list[str] = []
     real = semantic._parse_module
-    monkeypatch.setattr(semantic, "_parse_module", lambda sm, rel: parsed.append(rel) or real(sm, rel))
+
+    def counted(sm, rel: str):  # noqa: ANN001, ANN202
+        parsed.append(rel)
+        return real(sm, rel)
+    monkeypatch.setattr(semantic, "_parse_module", counted)
     archs = sorted(ctx.model.registry.entries)[:25]
     choices = [runnerchoice.chosen(ctx.model, a) for a in archs]
     assert parsed and len(parsed) == len(set(parsed)), parsed
