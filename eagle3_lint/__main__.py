@@ -10,7 +10,7 @@ _cwd = os.getcwd()
 _home = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _cwd or _cwd == _home]
 
-from eagle3_lint.cli import main  # noqa: E402 - must follow the sys.path clean-up
+from eagle3_lint.cli import entry  # noqa: E402 - must follow the sys.path clean-up
 
 if __name__ == "__main__":
-    main()
+    entry()

@@ -265,6 +265,12 @@ def suggest_arch(name: str, an: Analysis) -> list[str]:
     return []
 
 
+# The last analysis report_once ran stays alive: cli.entry ends the process without freeing it
+# (freeing a check's objects one at a time was about a fifth of a one-edit re-check). One at most,
+# so a process that runs many checks (tests, a sweep) holds no more than one.
+_LIVE: list[object] = []
+
+
 def report_once(req: CheckRequest, settings: Settings, render: Callable[[Analysis], Replay],
                 rendering: tuple[object, ...], cacheable: bool = True) -> Replay:
     """``render(run_check(req))``, or the report an identical earlier request rendered (reportcache.py).
@@ -314,6 +320,7 @@ def _report_once(req: CheckRequest, settings: Settings, render: Callable[[Analys
     from eagle3_lint.analysis import keep_answers
 
     an = run_check(req, source, store, keep=False)
+    _LIVE[:] = [an]
     result = render(an)
     keep_answers(an)  # after rendering: the report's own answers are kept too (outcome.json_text)
     if result.code != 2:

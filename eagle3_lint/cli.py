@@ -6,6 +6,8 @@ or internal error. A traceback is printed only with ``--debug``.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import io
 import json
 import os
@@ -132,6 +134,38 @@ def _emit(r: Replay, output: str | None) -> int:
     for line in r.stderr:
         click.echo(line, err=True)
     return r.code
+
+
+def entry() -> NoReturn:
+    """The console script and ``python -m eagle3_lint``: :func:`main`, then end the process at once.
+
+    ``os._exit`` skips tearing down the heap: freeing a check's objects one by one (its facts, class
+    graph and answers, which app.report_once keeps alive for this) took about 0.1 s of CPU, a fifth
+    of a one-edit re-check of SGLang 0.5.23. Nothing is lost: the tool registers no ``atexit`` hook,
+    every file it writes is closed (and renamed into place) before, and stdout and stderr are
+    flushed here. In-process callers (tests, click's runner) call :func:`main`, which exits normally.
+
+    The cyclic GC stays off for the whole process: a check makes almost no reference cycles
+    (app.report_once), and re-enabling it at the end of the check let the next allocation
+    trigger a collection over every object the check made (about 0.3 s of a one-edit re-check of
+    SGLang 0.5.23, whose heap nothing had frozen). What has no cycle is still freed by reference
+    counting; a process that runs many analyses still collects between them (store.no_gc).
+    """
+    gc.disable()
+    code: object = 0
+    try:
+        main()
+    except SystemExit as exc:
+        code = exc.code
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):
+        print(code, file=sys.stderr)  # what sys.exit does with a message
+        code = 1
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe (| head) or stream: the report was not wanted
+            stream.flush()
+    os._exit(code)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

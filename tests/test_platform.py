@@ -134,3 +134,31 @@ def test_runner_choice_on_vllm_0_30_0(real_trees, platform: str, runner: str, wo
     assert choice.kind is not None and choice.kind.value == runner, choice.reason
     assert (choice.path, choice.line) == ("vllm/config/vllm.py", 675)
     assert f"use_v2_model_runner is {words} for a plain EAGLE-3 set-up" in choice.reason
+
+
+@pytest.mark.real
+def test_runner_choice_parses_its_files_once_per_analysis(real_trees, monkeypatch) -> None:  # noqa: ANN001
+    """The choice is made per architecture (``VllmConfig.use_v2_model_runner`` reads
+    ``self.model_config.architectures``, vLLM 0.33.0 ``vllm/config/vllm.py:731-767``), but the files it evaluates
+    (``vllm/envs.py``, ``vllm/config/vllm.py``, the enum modules it imports) are parsed once per analysis, and
+    the choice is the one a fresh parse gives."""
+    from eagle3_lint import semantic
+    from eagle3_lint.analysis import Options, analyze
+    from eagle3_lint.engines.vllm import runnerchoice
+    from eagle3_lint.source import DirSource
+
+    ctx = analyze(DirSource(real_trees.get("0.33.0")), Options(), select=lambda _rule: False)
+    parsed: list[str] = []
+    real = semantic._parse_module
+
+    def counted(sm, rel: str):  # noqa: ANN001, ANN202
+        parsed.append(rel)
+        return real(sm, rel)
+    monkeypatch.setattr(semantic, "_parse_module", counted)
+    archs = sorted(ctx.model.registry.entries)[:25]
+    choices = [runnerchoice.chosen(ctx.model, a) for a in archs]
+    assert parsed and len(parsed) == len(set(parsed)), parsed
+    assert "vllm/config/vllm.py" in parsed
+    assert {(c.path, c.line) for c in choices} == {("vllm/config/vllm.py", 731)}
+    for a, c in list(zip(archs, choices, strict=True))[:3]:
+        assert runnerchoice.choose(ctx.source, ctx.runner, a, None, 1) == c

@@ -375,3 +375,36 @@ def test_the_classes_defining_a_method_are_one_answer_per_file_and_survive_an_un
     assert q.was_kept(("eagle3_lint.semantic:classes_defining", setter))
     assert ("eagle3_lint.semantic:_file_classes_defining", f"{MODELS}/other.py", setter) in computed(second)
     assert q.was_kept(("eagle3_lint.semantic:_file_classes_defining", f"{MODELS}/inner.py", setter))
+
+
+SGLANG_OTHER = '''from torch import nn
+
+
+class OtherForCausalLM(nn.Module):
+    def forward(self, x):
+        return x
+
+
+EntryClass = [OtherForCausalLM]
+'''
+
+
+def test_sglang_registry_entries_are_one_answer_per_model_module(tmp_path: Path) -> None:
+    """SGLang's registry reads ``EntryClass`` from every top-level ``models/*.py`` (its ``models/registry.py``
+    imports each module and reads that attribute): each module's entries are one kept answer, so an edit of one
+    model file reads that module's entries again and keeps the others', and the registry is what a fresh check
+    derives."""
+    root = materialize(SAMPLES / "aux-states-not-collected" / "sglang_flags_no_feeder", tmp_path / "tree")
+    models = root / "sglang" / "srt" / "models"
+    (models / "other.py").write_text(SGLANG_OTHER)
+    cache = tmp_path / "cache"
+    first = same_as_fresh(root, cache)
+    assert {"FlagForCausalLM", "OtherForCausalLM"} <= set(first.model.registry.entries)
+    assert ("sglang-entries", "sglang/srt/models/other.py") in computed(first)
+    queries.save(first.keep.table, first.keep.head, first.keep.files, first.keep.derived,  # type: ignore[union-attr]
+                 first.model.queries)
+    (models / "other.py").write_text(SGLANG_OTHER + "\n\ndef _unrelated():\n    return 1\n")
+    second = same_as_fresh(root, cache)
+    assert ("sglang-entries", "sglang/srt/models/other.py") in computed(second)
+    assert ("sglang-entries", "sglang/srt/models/flag.py") in reused(second)
+    assert second.model.registry == first.model.registry

@@ -98,7 +98,7 @@ class SglangEngine(Engine):
         # through it): a plain graph over the same facts is enough to follow EntryClass elements.
         graph = ClassGraph(loader=store.load, package=PACKAGE)
         registry: Registry = safely(
-            errors, "registry", lambda: registry_mod.derive(source, graph, store.load_path),
+            errors, "registry", lambda: registry_mod.derive(source, graph, store.load_path, store.recorder),
             lambda: Registry(False, registry_mod.REGISTRY_PATH, {}, (registry_mod.ENTRY,),
                              registry_mod.MODELS_PACKAGE, "internal error while reading it"))
         runner: RunnerPath = safely(errors, "runner", runner_job,

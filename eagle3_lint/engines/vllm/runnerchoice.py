@@ -19,6 +19,8 @@ reads is unknown, and then the answer is unknown with the attribute named.
 from __future__ import annotations
 
 import ast
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +34,8 @@ if TYPE_CHECKING:
     from eagle3_lint.stages import Model
 else:
     me = lazy("eagle3_lint.minieval")  # imported on first use (lazyimport.py)
+
+Parse = Callable[[str], "ast.Module | None"]  # a file of the tree, parsed (None: absent or unreadable)
 
 VLLM_CONFIG = "vllm/config/vllm.py"
 ENVS = "vllm/envs.py"
@@ -117,7 +121,8 @@ def _constant_sets(tree: ast.Module) -> dict[str, Any]:
     return out
 
 
-def imported_enum(source: SourceTree, tree: ast.Module, rel: str, name: str) -> dict[str, Any] | None:
+def imported_enum(source: SourceTree, tree: ast.Module, rel: str, name: str,
+                  parse: Parse | None = None) -> dict[str, Any] | None:
     """The members of the enum class that module ``rel`` (parsed as ``tree``) imports as ``name`` from another module
     of the tree (``from .compilation import CompilationMode`` in vllm/config/vllm.py), read from that module's
     source (``me.enum_members``), never imported; None when ``name`` is no such enum."""
@@ -133,17 +138,17 @@ def imported_enum(source: SourceTree, tree: ast.Module, rel: str, name: str) -> 
         else:
             mod = (st.module or "").replace(".", "/")
         for cand in (f"{mod}.py", f"{mod}/__init__.py"):
-            other = _parse(source, cand)
+            other = (parse or functools.partial(_parse, source))(cand)
             if other is not None:
                 return me.enum_members(other, alias.name)
         return None
     return None
 
 
-def env_default(source: SourceTree) -> tuple[Any, int]:
+def env_default(source: SourceTree, parse: Parse | None = None) -> tuple[Any, int]:
     """The value ``envs.VLLM_USE_V2_MODEL_RUNNER`` has with the variable unset (``me.NOTHING``: unknown), and its
     line."""
-    tree = _parse(source, ENVS)
+    tree = (parse or functools.partial(_parse, source))(ENVS)
     if tree is None:
         return me.NOTHING, 0
     env = me.ModuleEnv.of(tree, ENVS)
@@ -175,7 +180,11 @@ HAS_TRITON = {"cuda": True, "rocm": True, "xpu": True, "cpu": False, "unspecifie
 
 
 def choose(source: SourceTree, runner: RunnerPath, arch: str | None, text_config: dict[str, Any] | None,
-           pp: int, platform: str = "cuda") -> RunnerChoice:
+           pp: int, platform: str = "cuda", parse: Parse | None = None) -> RunnerChoice:
+    """The runner vLLM builds for ``arch``. ``parse``: how a file of the tree is read (default: parsed now);
+    ``chosen`` hands the analysis' parsed modules, so that one choice per architecture parses each file once
+    per analysis, not once per architecture (vllm/config/vllm.py is about 1,600 lines)."""
+    parse = parse or functools.partial(_parse, source)
     kinds = runner.kinds
     if not kinds:
         return RunnerChoice(None, "", 0, "no runner of this tree asks the model for aux hidden states")
@@ -183,8 +192,8 @@ def choose(source: SourceTree, runner: RunnerPath, arch: str | None, text_config
         site = runner.site_for(RunnerKind.V1)
         assert site is not None
         return RunnerChoice(RunnerKind.V1, site.path, site.line, "the only runner of this tree that configures EAGLE-3")
-    default, env_line = env_default(source)
-    tree = _parse(source, VLLM_CONFIG)
+    default, env_line = env_default(source, parse)
+    tree = parse(VLLM_CONFIG)
     prop = me.find_function(tree, PROPERTY, "VllmConfig") if tree is not None else None
     if prop is None or tree is None:
         # Older two-runner releases: the worker reads the variable itself (``self.use_v2_model_runner = envs...``).
@@ -205,7 +214,7 @@ def choose(source: SourceTree, runner: RunnerPath, arch: str | None, text_config
 
     def enum(name: str) -> dict[str, Any] | None:
         if name not in enums:
-            enums[name] = imported_enum(source, tree, VLLM_CONFIG, name)
+            enums[name] = imported_enum(source, tree, VLLM_CONFIG, name, parse)
         return enums[name]
 
     for path, (cls, member, platforms) in PLAIN_EAGLE3_MEMBERS.items():
@@ -292,6 +301,7 @@ def platform_refusal(sm: Model) -> tuple[str, int, str] | None:
 def chosen(sm: Model, arch: str | None) -> RunnerChoice:
     """The runner the analysis models for ``arch``: ``--runner v1|v2`` when given and present, else the default."""
     from eagle3_lint.checkpoint import text_config
+    from eagle3_lint.semantic import read_module
 
     pp = sm.options.pipeline_parallel or 1
     key = f"runner-choice:{arch}:{pp}:{sm.options.runner}:{sm.options.platform}"
@@ -304,6 +314,7 @@ def chosen(sm: Model, arch: str | None) -> RunnerChoice:
             if site is None:
                 return RunnerChoice(None, "", 0, f"--runner {asked}: this tree has no {asked.upper()} runner call site")
             return RunnerChoice(kind, site.path, site.line, f"--runner {asked}")
-        return choose(sm.source, sm.runner, arch, text_config(sm.options.target_config), pp, sm.options.platform)
+        return choose(sm.source, sm.runner, arch, text_config(sm.options.target_config), pp, sm.options.platform,
+                      functools.partial(read_module, sm))
 
     return sm.memo.get(key, compute)
