@@ -18,6 +18,10 @@ The CPU worker runs the V1 ``CPUModelRunner`` (a ``GPUModelRunner`` subclass), s
 Disagreements are recorded in the snapshot's ``disagreements`` and are strict expected failures: when the tool
 is fixed they turn into XPASS, which fails, so the entry must be removed with the fix.
 
+vLLM 0.16.0 (``e2e-vllm-cpu-0.16.0.json``): its CPU runner refuses spec decode, so the config stage runs for real
+and the capture is observed through the GPU runner's set-up grafted onto the CPU runner (the section below says how
+each is compared).
+
 Markers: the structure test is fast and offline; the comparison needs the 0.32.0 release tree (``real``); the
 live re-observation builds a ~4 GB vLLM venv and runs vLLM (``oracle``: CI re-observes ``CI_CASES``, about 4 minutes;
 ``EAGLE3_LINT_E2E_ORACLE=1`` all of them; docs/oracle-e2e.md gives the costs). The drafter is written as vLLM got it:
