@@ -840,7 +840,8 @@ def main() -> int:
         except ValueError:
             old = {}
     marker = Path(sys.prefix) / ".eagle3-lint-e2e-complete.json"
-    freeze = (json.loads(marker.read_text()).get("freeze") if marker.is_file() else
+    built = json.loads(marker.read_text()) if marker.is_file() else {}
+    freeze = (built.get("freeze") if marker.is_file() else
               subprocess.run([sys.executable, "-m", "pip", "freeze", "--all"], capture_output=True,
                              text=True).stdout.splitlines())
     run = {"command": "$PY scripts/oracle/e2e_observe.py " + " ".join(sys.argv[1:]),
@@ -860,7 +861,7 @@ def main() -> int:
             "python": platform.python_version(), "cases": dict(sorted(cases.items())),
             "disagreements": old.get("disagreements", {}), "not_compared": old.get("not_compared", {}),
             "produced_by": {"build": f"python3 scripts/oracle/e2e_build_venv.py {release}", "runs": runs,
-                            "pip_freeze": freeze}}
+                            "pip_freeze": freeze, "venv_build_seconds": built.get("seconds")}}
     if any(c.get("grafted") for c in cases.values()):
         snap["graft"] = GRAFT
     args.output.write_text(json.dumps(snap, indent=1, sort_keys=True) + "\n")
