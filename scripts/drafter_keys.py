@@ -54,9 +54,10 @@ def build(changes: list[str] | None = None) -> dict[str, object]:
                                                              "row added"))
             rels[m.group(1)] = row
         out[engine] = {"reason": REASON}
-        # Hand-written, with its own reason: kept as the table has it (engines/drafter_keys.weightless).
-        if "weightless" in dk.table().get(engine, {}):
-            out[engine]["weightless"] = dk.table()[engine]["weightless"]
+        # Hand-written, each with its own reason: kept as the table has them (engines/drafter_keys.weightless, .parts).
+        for section in ("weightless", "parts"):
+            if section in dk.table().get(engine, {}):
+                out[engine][section] = dk.table()[engine][section]
         out[engine]["releases"] = {r: rels[r] for r in sorted(rels, key=dk.version_key)}
     return out
 

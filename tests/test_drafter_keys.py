@@ -224,3 +224,23 @@ def test_weightless_keys_are_data_that_names_the_read_it_rests_on() -> None:
         assert m, where
         release, path, line = m.group(1), m.group(2), int(m.group(3))
         assert dk.table()["vllm"]["releases"][release][path][key][0] == line, (key, where)
+
+
+@pytest.mark.real
+def test_parts_are_data_that_names_the_part_the_reading_release_builds(real_trees: Any) -> None:
+    """``parts`` (a key that turns on a part with weights -> the part's tensor-name component) is version knowledge
+    the release that ignores the key cannot give: each entry names the reading release's lines, and there the key is
+    read and the part is built (0.18.0 llama_eagle3.py:179-180 ``if self.norm_before_fc: self.input_norm =
+    RMSNorm(``, and :417-418 ``skip_substrs.append("input_norm.")`` when it is off; 0.25.1 :197-199
+    ``use_fc_norm = getattr(self.config, "fc_norm", False)`` ... ``self.fc_norm = nn.ModuleList(``)."""
+    import re
+
+    section = dk.table()["vllm"]["parts"]
+    assert section["reason"] and dk.parts("vllm") == {"norm_before_fc": "input_norm.", "fc_norm": "fc_norm."}
+    assert dk.parts("sglang") == {}
+    for key, entry in section["keys"].items():
+        m = re.match(r"(\S+) (\S+\.py):(\d+)-(\d+) ", entry["where"])
+        assert m, entry
+        lines = (real_trees.get(m.group(1)) / m.group(2)).read_text(encoding="utf-8").splitlines()
+        span = "\n".join(lines[int(m.group(3)) - 1:int(m.group(4))])
+        assert key in span and f"self.{entry['tensors'].rstrip('.')} = " in span, (key, span)

@@ -221,6 +221,13 @@ def weightless(engine: str) -> frozenset[str]:
     return frozenset(table().get(engine, {}).get("weightless", {}).get("keys", {}))
 
 
+def parts(engine: str) -> dict[str, str]:
+    """Drafter config keys that turn on a part with weights, each with the tensor-name component of that part (the
+    table's ``parts`` section: ``norm_before_fc`` -> ``input_norm.``), with its reason and where each was read."""
+    keys = table().get(engine, {}).get("parts", {}).get("keys", {})
+    return {k: str(v["tensors"]) for k, v in keys.items()}
+
+
 def _with_module(engine: str, modules: tuple[str, ...]) -> list[str]:
     """The examined releases that have any of ``modules``."""
     data = table().get(engine, {}).get("releases", {})

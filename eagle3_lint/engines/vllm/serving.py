@@ -261,8 +261,9 @@ def ignored_keys_step(sm: Model, da: dr.DraftAnalysis, built: str) -> ServingSte
     name parameters the class lacks and loading stops (the drafter model's ``load_weights`` indexes
     ``params_dict[name]``, 0.17.1 llama_eagle3.py:258, under ``AutoWeightsLoader``): ``drafter-unloadable``. Where
     every key's part has none (``drafter_keys.weightless``: data, since the release that ignores a key has no
-    code to derive it from) the checkpoint loads and a different network runs: serving goes
-    on, and the outcome is ``drafter-differs`` unless a later step stops it.
+    code to derive it from), or the checkpoint's headers (``--draft-config`` a folder) hold none of the part's
+    tensors (``drafter_keys.parts``: ``norm_before_fc``'s are ``input_norm.*``), the checkpoint loads and a different
+    network runs: serving goes on, and the outcome is ``drafter-differs`` unless a later step stops it.
     """
     from eagle3_lint.rules.egl011_drafter_key_ignored import message
 
@@ -272,12 +273,20 @@ def ignored_keys_step(sm: Model, da: dr.DraftAnalysis, built: str) -> ServingSte
         else ""
     from eagle3_lint.engines import drafter_keys
 
-    weightless = drafter_keys.weightless("vllm")
-    loads = all(k.key.rsplit(".", 1)[-1] in weightless for k in da.ignored_keys or ())
+    weightless, parts = drafter_keys.weightless("vllm"), drafter_keys.parts("vllm")
+    ck = sm.options.draft_weights
+
+    def held(part: str) -> bool:  # the checkpoint's headers, when given, name a tensor of that part
+        return ck is None or any("." + part in "." + name for name in ck.tensors)
+
+    keys = [k.key.rsplit(".", 1)[-1] for k in da.ignored_keys or ()]
+    absent = [parts[k] for k in keys if k not in weightless and k in parts and not held(parts[k])]
+    every = all(k in weightless or (k in parts and not held(parts[k])) for k in keys)
+    why = "; ".join(([f"the checkpoint holds no {', '.join(absent)} tensors"] if absent else [])
+                    + (["it has no weights of its own"] if any(k in weightless for k in keys) else []))
     return ServingStep(Gate.DRAFTER_CLASS, StepResult.FAIL, f"{built}; but {message(sm, ik)}{more}"
-                       + ("; it has no weights of its own, so the checkpoint loads and that drafter runs" if loads
-                          else ""),
-                       Location(da.draft_path, ik.line), runs_on=Outcome.DRAFTER_DIFFERS if loads else None)
+                       + (f"; {why}, so the checkpoint loads and that drafter runs" if every else ""),
+                       Location(da.draft_path, ik.line), runs_on=Outcome.DRAFTER_DIFFERS if every else None)
 
 
 def _no_aux_steps(sm: Model, da: dr.DraftAnalysis | None, aux: vmethods.AuxUse, method: str) -> list[ServingStep]:
