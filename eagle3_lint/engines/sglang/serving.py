@@ -6,7 +6,9 @@ the order ``sglang.launch_server`` meets them:
 
 ``registry`` (``EntryClass``) -> ``pp-verifier`` (only with ``--pipeline-parallel``: the launch-time refusal of
 EAGLE-3 with PP, ``pp.refusal``, whose outcome is ``pp-refused``) -> ``runner-interface``
-(``set_eagle3_layers_to_capture`` on the top-level class through its MRO, called after the weights load) ->
+(``set_eagle3_layers_to_capture`` on the top-level class through its MRO, called after the weights load; and the
+EAGLE worker's ``get_embed_and_head()`` on it, a second ``runner-interface`` step before or after that one as the
+tree orders them, ``target_calls.py``) ->
 ``aux-ids`` (``eagle_config``'s ids as the runner reads them, else ``None`` and the setter's default) ->
 ``capture`` (the indices the setter stores, after its transform, against what the decoder's forward collects) ->
 ``pp-relay`` (ids on ranks before the last, with a last-rank-only setter) -> ``trained-layers`` (the captured
