@@ -114,11 +114,9 @@ def _verdict(sm: Model, arch: str) -> ServingVerdict:
     # The EAGLE worker's get_embed_and_head() on the target, where the tree orders it against the setter check
     # (before it from 0.5.15: the drafter's memory pools are allocated before the attention backends).
     embed = _embed_head(sm, arch)
-    if embed is not None and embed[1]:
-        steps.append(embed[0])
-    steps.append(_interface(sm, arch))
-    if embed is not None and not embed[1]:
-        steps.append(embed[0])
+    pair = [embed[0], _interface(sm, arch)] if embed is not None and embed[1] else \
+        [_interface(sm, arch), *([embed[0]] if embed is not None else [])]
+    steps.extend(_after_refusal(pair))
     captured: tuple[int, ...] | None = None
     if sd is None:
         site = sm.runner.primary
@@ -240,6 +238,18 @@ def _interface(sm: Model, arch: str) -> ServingStep:
     hit = sm.graph.member_origin(key, SETTER) if key is not None else None
     how = f" ({hit[0].name}.{SETTER}, {sm.graph.path_of(hit[0])}:{hit[1].line})" if hit is not None else ""
     return ServingStep(Gate.RUNNER_INTERFACE, StepResult.PASS, f"{call} exists on {v.class_name}{how}", where)
+
+
+def _after_refusal(pair: list[ServingStep]) -> list[ServingStep]:
+    """The two load-time checks in the order the engine makes them; the second is not reached when the first
+    raises (0.5.10 stops at ``model_runner.py:668`` before the EAGLE worker exists), so it is shown skipped, with
+    what it would find next."""
+    first, second = pair[0], pair[1:]
+    if first.result is not StepResult.FAIL or not second or second[0].result is not StepResult.FAIL:
+        return pair
+    s = second[0]
+    return [first, dataclasses.replace(s, result=StepResult.SKIPPED,
+                                       message=f"not reached: the check before it raises first; then: {s.message}")]
 
 
 def _embed_head(sm: Model, arch: str) -> tuple[ServingStep, bool] | None:
