@@ -107,6 +107,29 @@ class RankGuard:
 
 
 @dataclass(frozen=True)
+class TargetCall:
+    """Another method the engine calls on the top-level target model while it starts with EAGLE-3, besides the
+    setter, which a class without it fails on at load (``AttributeError``).
+
+    SGLang's EAGLE worker takes the target's embedding and LM head for the drafter: ``get_embed_and_head()``
+    (0.5.23 ``speculative/pp_draft_embedding.py:95``, reached from ``eagle_worker_v2.py:339``; 0.5.10
+    ``speculative/eagle_worker.py:158``). Read from the tree by ``engines/sglang/target_calls.derive``.
+    """
+
+    path: str
+    line: int
+    function: str  # the enclosing def
+    method: str  # "get_embed_and_head"
+    receiver: str  # as written: ``target_model``, ``self.target_worker.model_runner.model``
+    # Methods the same function calls instead when the target has them (a ``hasattr`` test before the call):
+    # 0.5.22's ``get_embed_and_head_for_draft``. A class with one of them passes.
+    alternatives: tuple[str, ...] = ()
+    # Whether the engine makes this call before it checks the setter: True, False, or None (the tree does not say).
+    before_setter: bool | None = None
+    order_why: str = ""  # how the order was read, with file:line
+
+
+@dataclass(frozen=True)
 class RunnerPath:
     sites: tuple[RunnerSite, ...] = ()
     config_key: str | None = None
@@ -125,6 +148,8 @@ class RunnerPath:
     notes: tuple[str, ...] = field(default_factory=tuple)
     # The drafter exists on the last pipeline rank only, but start-up reads it on every rank (None: not so here).
     rank_guard: RankGuard | None = None
+    # Other methods the engine calls on the top-level target at start-up (SGLang's get_embed_and_head), in path order.
+    target_calls: tuple[TargetCall, ...] = ()
 
     def gate_edit(self, g: Gate) -> GateEdit | None:
         return next((e for e in self.gate_edits if e.path == g.path and e.line == g.line), None)

@@ -156,6 +156,7 @@ _AST_ALLOWED = {
     "engines/sglang/registry.py": "SGLang's registry",
     "engines/sglang/runner.py": "SGLang's runner call sites",
     "engines/sglang/setter.py": "the setter bodies SGLang's runner calls",
+    "engines/sglang/target_calls.py": "the EAGLE worker's get_embed_and_head() calls and SGLang's start-up order",
     "engines/vllm/contract.py": "vLLM's interfaces.py",
     "engines/vllm/drafter.py": "vLLM's speculative config and drafter classes",
     "engines/vllm/gates.py": "vLLM's config-time gates",

@@ -204,33 +204,50 @@ def check(sm: Model) -> Iterator[Finding]:
         return
 
     cap = da.capture
-    # 3. Range, against what this forward can capture.
+    # 3. Range, against what this forward can capture. Where the fc then gets the wrong width, this finding says so
+    # and step 6 does not: one fact (the CPU oracle's (1, 4, 9) on 8 layers: 2 states, 512 inputs into a 768-wide fc),
+    # as for duplicates in step 4.
     collected: list[int] = sorted(set(int_ids))
+    valid = set(collected)
     if n is not None:
         valid = cap.valid_ids(n) if cap is not None and cap.sites else set(range(n))
-        bad = [i for i in int_ids if i not in valid]
-        if bad:
-            how = (_capture_text(cap, n) if cap is not None and cap.sites
-                   else f"the target has {n} layers (0 … {n - 1})")
-            parts = [f"{ids_what}: {_ids(bad)} cannot be captured: {how}"]
-            if 0 in bad and cap is not None and cap.residual_none_at_start and 0 in range(n):
-                parts.append(f"id 0 is the input of layer 0, where residual is still None, so "
-                             f"h + residual at {cap.path}:{cap.residual_line} raises TypeError")
-            parts.append(f"the drafter receives {len(set(int_ids) - set(bad))} hidden states instead of {len(int_ids)}")
-            rel = ids_rel + ((Step("forward", f"{cap.owner.name}.forward collects here",
-                                   Location(cap.path, cap.loop_line or cap.forward_line)),) if cap else ())
-            yield make(META, "; ".join(parts), ids_loc, architecture=arch, related=rel)
         collected = sorted(set(int_ids) & valid)
-
-    # 4. Duplicates. Where the fc then gets the wrong width, step 6 says both in one finding: it is one fact (the
-    # (2, 3, 3) drafter of the CPU oracle: 2 states, 512 inputs into a 768-wide fc), not two.
-    dups = sorted({i for i in int_ids if int_ids.count(i) > 1})
+    bad = [i for i in int_ids if i not in valid]
     fc = da.fc
     width = (da.target_hidden or _draft_width(da)) if fc is not None and fc.in_size is not None else None
     fc_misfits = bool(width) and fc is not None and fc.in_size != len(collected) * (width or 0)
+    fc_src = "the target's hidden_size" if da.target_hidden else "the drafter's target_hidden_size/hidden_size"
+    fc_rel = (step("fc", f"{fc.drafter_class} fc input = {fc.where.text if fc.where else '?'}", fc.where),) \
+        if fc is not None and fc_misfits else ()
+
+    def fc_text() -> str:
+        assert fc is not None and fc.in_size is not None and width
+        expect = fc.in_size / width
+        exp_txt = str(int(expect)) if expect == int(expect) else f"{expect:.2f}"
+        return (f"the drafter's fc takes {fc.in_size} inputs ({exp_txt} x {width}, {fc_src}), "
+                f"but this {sm.engine.display} ")
+
+    if n is not None and bad:
+        how = (_capture_text(cap, n) if cap is not None and cap.sites
+               else f"the target has {n} layers (0 … {n - 1})")
+        parts = [f"{ids_what}: {_ids(bad)} cannot be captured: {how}"]
+        if 0 in bad and cap is not None and cap.residual_none_at_start and 0 in range(n):
+            parts.append(f"id 0 is the input of layer 0, where residual is still None, so "
+                         f"h + residual at {cap.path}:{cap.residual_line} raises TypeError")
+        received = f"the drafter receives {len(collected)} hidden states instead of {len(int_ids)}"
+        parts.append(f"{received}: {fc_text()}hands it {len(collected) * (width or 0)} inputs; the first drafter "
+                     "forward fails on the shape" if fc_misfits else received)
+        rel = ids_rel + ((Step("forward", f"{cap.owner.name}.forward collects here",
+                               Location(cap.path, cap.loop_line or cap.forward_line)),) if cap else ()) + fc_rel
+        yield make(META, "; ".join(parts), ids_loc, architecture=arch, related=rel)
+
+    # 4. Duplicates. Where the fc then gets the wrong width, step 6 says both in one finding: it is one fact (the
+    # (2, 3, 3) drafter of the CPU oracle: 2 states, 512 inputs into a 768-wide fc), not two; unless an id out of
+    # range already said the fc's part (step 3).
+    dups = sorted({i for i in int_ids if int_ids.count(i) > 1})
     dup_text = (f"{ids_what} lists {_ids(dups)} more than once; the forward tests membership once per layer, "
                 f"so it collects {len(set(int_ids))} hidden states, not {len(int_ids)}") if dups else ""
-    if dups and not fc_misfits:
+    if dups and (not fc_misfits or bad):
         yield make(META, dup_text, ids_loc, architecture=arch, related=ids_rel)
 
     # 5. Order, only where this version relies on it.
@@ -238,27 +255,18 @@ def check(sm: Model) -> Iterator[Finding]:
         yield make(META, f"{ids_what} is not sorted and {cap.order_why}; a drafter trained on states in layer order "
                          f"gets them permuted", ids_loc, severity=Severity.WARNING, architecture=arch, related=ids_rel)
 
-    # 6. Count against the drafter's fc.
-    if fc is not None and fc.in_size is not None:
+    # 6. Count against the drafter's fc (said by step 3 when an id out of range is why).
+    if fc_misfits and width and not bad:
         k = len(collected)
-        if width and fc_misfits:
-            expect = fc.in_size / width
-            exp_txt = str(int(expect)) if expect == int(expect) else f"{expect:.2f}"
-            src = "the target's hidden_size" if da.target_hidden else "the drafter's target_hidden_size/hidden_size"
-            rel = ids_rel + (
-                step("fc", f"{fc.drafter_class} fc input = {fc.where.text if fc.where else '?'}", fc.where),
-            )
-            fc_text = (f"the drafter's fc takes {fc.in_size} inputs ({exp_txt} x {width}, {src}), "
-                       f"but this {sm.engine.display} ")
-            yield make(
-                META,
-                (f"{dup_text}: {fc_text}hands it {k * width} inputs" if dups else
-                 f"{fc_text}collects {k} hidden state(s) for {ids_what}: {k * width} inputs")
-                + "; the first drafter forward fails on the shape",
-                ids_loc,
-                architecture=arch,
-                related=rel,
-            )
+        yield make(
+            META,
+            (f"{dup_text}: {fc_text()}hands it {k * width} inputs" if dups else
+             f"{fc_text()}collects {k} hidden state(s) for {ids_what}: {k * width} inputs")
+            + "; the first drafter forward fails on the shape",
+            ids_loc,
+            architecture=arch,
+            related=ids_rel + fc_rel,
+        )
 
     # 7. Capture conventions.
     if cap is not None and cap.shift not in (None, 0):

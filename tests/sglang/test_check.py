@@ -25,7 +25,7 @@ ORACLE = Path(__file__).resolve().parents[1] / "differential" / "oracle"
 SETTER = "set_eagle3_layers_to_capture"
 # What runs on SGLang trees today (engine.Capability: the others rest on vLLM's plumbing, gates or serving chain;
 # EGL003-EGL005 on SGLang's collection, tests/sglang/test_aux_collection.py).
-SGLANG_RULES = {"EGL000", "EGL001", "EGL002", "EGL003", "EGL004", "EGL005", "EGL008", "EGL100"}
+SGLANG_RULES = {"EGL000", "EGL001", "EGL002", "EGL003", "EGL004", "EGL005", "EGL008", "EGL012", "EGL100"}
 
 
 def _analyze(root: Path, targets: tuple[str, ...] = ()) -> analysis.Analysis:
@@ -111,6 +111,10 @@ def test_check_every_architecture_0_5_23(sglang_trees) -> None:
         by_rule.setdefault(f.rule, set()).add(f.architecture or "")
     unsupported = {a for a, v in ctx.verdicts.items() if v.status is Status.UNSUPPORTED}
     assert by_rule["EGL001"] == unsupported
+    # Qwen2MoeForCausalLM has the setter (qwen2_moe.py:1418) but no get_embed_and_head (nor
+    # get_embed_and_head_for_draft) in its class (:1218) or nn.Module, which the EAGLE worker calls first
+    # (speculative/pp_draft_embedding.py:95, from managers/scheduler.py:1137): no other rule says so.
+    assert by_rule["EGL012"] == {"Qwen2MoeForCausalLM"}
     gaps = {a for a, v in ctx.verdicts.items() if v.status is Status.WRAPPER_GAP}
     egl002 = [f for f in ctx.findings if f.rule == "EGL002"]
     covered = {a for f in egl002 for a in gaps if a in f.message}

@@ -232,5 +232,9 @@ def derive(source: SourceTree) -> RunnerPath:
     for c in sites:
         if c.missing is MissingMethod.SKIPPED:
             notes.append(f"{c.path}:{c.line} skips a model without {SETTER}() (hasattr guard): it is not asked")
+    from eagle3_lint.engines.sglang import target_calls
+
+    first = out[0] if out else None
     return RunnerPath(sites=out, config_key=IDS_KEY if ids else None, config_key_path=ids[0].path if ids else "",
-                      notes=tuple(notes))
+                      notes=tuple(notes),
+                      target_calls=target_calls.derive(source, (first.path, first.line) if first else None))

@@ -6,7 +6,9 @@ the order ``sglang.launch_server`` meets them:
 
 ``registry`` (``EntryClass``) -> ``pp-verifier`` (only with ``--pipeline-parallel``: the launch-time refusal of
 EAGLE-3 with PP, ``pp.refusal``, whose outcome is ``pp-refused``) -> ``runner-interface``
-(``set_eagle3_layers_to_capture`` on the top-level class through its MRO, called after the weights load) ->
+(``set_eagle3_layers_to_capture`` on the top-level class through its MRO, called after the weights load; and the
+EAGLE worker's ``get_embed_and_head()`` on it, a second ``runner-interface`` step before or after that one as the
+tree orders them, ``target_calls.py``) ->
 ``aux-ids`` (``eagle_config``'s ids as the runner reads them, else ``None`` and the setter's default) ->
 ``capture`` (the indices the setter stores, after its transform, against what the decoder's forward collects) ->
 ``pp-relay`` (ids on ranks before the last, with a last-rank-only setter) -> ``trained-layers`` (the captured
@@ -109,7 +111,12 @@ def _verdict(sm: Model, arch: str) -> ServingVerdict:
         steps.append(_pp_refusal(sm, pp))
     if sd is not None and sd.da.ignored_keys:
         steps.append(_ignored_keys(sm, sd))
-    steps.append(_interface(sm, arch))
+    # The EAGLE worker's get_embed_and_head() on the target, where the tree orders it against the setter check
+    # (before it from 0.5.15: the drafter's memory pools are allocated before the attention backends).
+    embed = _embed_head(sm, arch)
+    pair = [embed[0], _interface(sm, arch)] if embed is not None and embed[1] else \
+        [_interface(sm, arch), *([embed[0]] if embed is not None else [])]
+    steps.extend(_after_refusal(pair))
     captured: tuple[int, ...] | None = None
     if sd is None:
         site = sm.runner.primary
@@ -238,6 +245,56 @@ def _interface(sm: Model, arch: str) -> ServingStep:
     hit = sm.graph.member_origin(key, SETTER) if key is not None else None
     how = f" ({hit[0].name}.{SETTER}, {sm.graph.path_of(hit[0])}:{hit[1].line})" if hit is not None else ""
     return ServingStep(Gate.RUNNER_INTERFACE, StepResult.PASS, f"{call} exists on {v.class_name}{how}", where)
+
+
+def _after_refusal(pair: list[ServingStep]) -> list[ServingStep]:
+    """The two load-time checks in the order the engine makes them; the second is not reached when the first
+    raises (0.5.10 stops at ``model_runner.py:668`` before the EAGLE worker exists), so it is shown skipped, with
+    what it would find next."""
+    first, second = pair[0], pair[1:]
+    if first.result is not StepResult.FAIL or not second or second[0].result is not StepResult.FAIL:
+        return pair
+    s = second[0]
+    return [first, dataclasses.replace(s, result=StepResult.SKIPPED,
+                                       message=f"not reached: the check before it raises first; then: {s.message}")]
+
+
+def _embed_head(sm: Model, arch: str) -> tuple[ServingStep, bool] | None:
+    """The runner-interface step of the EAGLE worker's ``get_embed_and_head()`` on the top-level class (or a
+    method it tries first, ``get_embed_and_head_for_draft``), and whether it comes before the setter check; None
+    when the tree has no such call. A class without it raises ``AttributeError`` there (0.5.23
+    ``pp_draft_embedding.py:95``, re-raised at :97-98 unless a pipeline stage lacks the embedding; 0.5.10
+    ``eagle_worker.py:158``)."""
+    calls = sm.runner.target_calls
+    if not calls:
+        return None
+    orders = {c.before_setter for c in calls if c.before_setter is not None}
+    # Every call site the tree orders agrees in the releases read (0.4.7-0.5.23); the first ordered one is cited.
+    call = next((c for c in calls if c.before_setter is not None), calls[0])
+    before = orders == {True}
+    where = _loc(call.path, call.line)
+    v = sm.verdicts.get(arch)
+    key = sm.keys.get(arch)
+    what = f"{call.receiver}.{call.method}()"
+    order = (f"; {call.order_why}" if call.before_setter is not None and len(orders) == 1 else
+             f"; whether before or after the setter check is not known ({call.order_why})")
+    if key is None or v is None:
+        return ServingStep(Gate.RUNNER_INTERFACE, StepResult.UNKNOWN,
+                           f"{what}: the class cannot be resolved", where), before
+    for m in (*call.alternatives, call.method):
+        hit = sm.graph.member_origin(key, m)
+        if hit is not None:
+            return ServingStep(Gate.RUNNER_INTERFACE, StepResult.PASS,
+                               f"the EAGLE worker calls {call.receiver}.{m}(), which {v.class_name} has "
+                               f"({hit[0].name}.{m}, {sm.graph.path_of(hit[0])}:{hit[1].line}){order}", where), before
+    if v.supports_eagle3 is None:  # the class verdict could not read its MRO either
+        return ServingStep(Gate.RUNNER_INTERFACE, StepResult.UNKNOWN,
+                           f"{what}: whether {v.class_name} has {call.method} is not known ({v.reason})", where), before
+    tried = f" (nor {', '.join(call.alternatives)}, tried first)" if call.alternatives else ""
+    return ServingStep(Gate.RUNNER_INTERFACE, StepResult.FAIL,
+                       f"the EAGLE worker calls {what} to share the target's embedding and LM head with the drafter, "
+                       f"and {v.class_name} has no {call.method}{tried}: AttributeError: '{v.class_name}' object has "
+                       f"no attribute '{call.method}'{order}", where), before
 
 
 def _aux_ids(sd: sdr.SglDraft) -> ServingStep:
