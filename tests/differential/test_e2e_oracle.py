@@ -137,7 +137,9 @@ def _write_drafter(case: dict[str, Any], folder: Path) -> Path:
     return folder
 
 
-def _tool(case: dict[str, Any], tree: Path, tmp: Path) -> dict[str, Any]:
+def _tool(case: dict[str, Any], tree: Path, tmp: Path, platform: str = "cpu") -> dict[str, Any]:
+    """The tool's serving verdict for the case's target and drafter on ``tree``: vLLM's CPU build ran it, so by
+    default the CPU platform decides the runner (V1's CPUModelRunner there, no Triton)."""
     (tmp / "target").mkdir()
     (tmp / "target/config.json").write_text(json.dumps(case["target_config"]))
     draft = _write_drafter(case, tmp / "drafter")
@@ -146,8 +148,7 @@ def _tool(case: dict[str, Any], tree: Path, tmp: Path) -> dict[str, Any]:
         "check", str(tree), "--arch", case["target_config"]["architectures"][0],
         "--target-config", str(tmp / "target/config.json"), "--draft-config", str(draft),
         *(["--pipeline-parallel-size", str(pp)] if pp > 1 else []),
-        # vLLM's CPU build ran it: the platform decides the runner (V1's CPUModelRunner there, no Triton).
-        "--platform", "cpu", "--output-format", "json", "--fail-on", "error"])
+        "--platform", platform, "--output-format", "json", "--fail-on", "error"])
     assert res.exit_code in (0, 1), res.output[-2000:]
     verdicts = json.loads(res.output)["serving"]
     assert len(verdicts) == 1, verdicts
@@ -301,21 +302,7 @@ def test_e2e_016_snapshot_is_a_complete_observation() -> None:
 
 
 def _verdict_016(cid: str, platform: str, real_trees: Any, tmp_path: Path) -> dict[str, Any]:
-    case = SNAP_016["cases"][cid]
-    tree = real_trees.get(VERSION_016)
-    (tmp_path / "target").mkdir()
-    (tmp_path / "target/config.json").write_text(json.dumps(case["target_config"]))
-    draft = _write_drafter(case, tmp_path / "drafter")
-    pp = case.get("pipeline_parallel_size") or 1
-    res = CliRunner().invoke(cli.main, [
-        "check", str(tree), "--arch", case["target_config"]["architectures"][0],
-        "--target-config", str(tmp_path / "target/config.json"), "--draft-config", str(draft),
-        *(["--pipeline-parallel-size", str(pp)] if pp > 1 else []),
-        "--platform", platform, "--output-format", "json", "--fail-on", "error"])
-    assert res.exit_code in (0, 1), res.output[-2000:]
-    verdicts = json.loads(res.output)["serving"]
-    assert len(verdicts) == 1, verdicts
-    verdict: dict[str, Any] = verdicts[0]
+    verdict = _tool(SNAP_016["cases"][cid], real_trees.get(VERSION_016), tmp_path, platform)
     assert verdict["runner"] == "v1" and verdict["platform"] == platform
     return verdict
 
