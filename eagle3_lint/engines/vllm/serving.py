@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from eagle3_lint import drafter as dr
 from eagle3_lint import drafter_weights as dw
 from eagle3_lint import semantic as sem
-from eagle3_lint.engines import drafter_classes
+from eagle3_lint.engines import drafter_classes, drafter_keys
 from eagle3_lint.engines.drafter_fields import trained as drafter_trained
 from eagle3_lint.engines.vllm import drafter as vdr
 from eagle3_lint.engines.vllm import gates as vgates
@@ -271,8 +271,6 @@ def ignored_keys_step(sm: Model, da: dr.DraftAnalysis, built: str) -> ServingSte
     assert ik is not None
     more = f" (and {len(da.ignored_keys or ()) - 1} more ignored key(s), EGL011)" if len(da.ignored_keys or ()) > 1 \
         else ""
-    from eagle3_lint.engines import drafter_keys
-
     weightless, parts = drafter_keys.weightless("vllm"), drafter_keys.parts("vllm")
     ck = sm.options.draft_weights
 
@@ -543,7 +541,7 @@ def _weights(sm: Model, da: dr.DraftAnalysis, captured: tuple[int, ...] | None, 
     cfg = da.converted or {}
     arch = da.fc.drafter_class if da.fc is not None else ""
     built = drafter_classes.built(sm, arch, cfg) if arch else None
-    rep = dw.check(ck, cfg, built, states, da.target_hidden)
+    rep = dw.check(ck, cfg, built, states, da.target_hidden, tuple(drafter_keys.parts("vllm").values()))
     if rep.mismatches:
         m, text, differs = dw.failure(rep)
         path = os.path.join(ck.folder, m.file or (ck.index or ck.files[0] if ck.files else ""))
