@@ -116,12 +116,15 @@ def _egl012(an: Analysis, arch: str) -> tuple[str, int, str] | None:
 @pytest.mark.real
 def test_real_egl012_at_the_engines_refusal(analyses: list[Any]) -> None:
     by = {(c[0], c[1], c[2] is SGL_DSPARK, c[2] is not None, c[4]): an for c, an in analyses}
-    # Llama4ForConditionalGeneration (mllama4.py:443) has set_eagle3_layers_to_capture (:971), so no EAGLE-3 rule
-    # reports it, but neither DFlash setter: configure_aux_hidden_state_capture raises ValueError
-    # (attention_backend_setup.py:67-72, the raise at :68) under DFLASH, and under DSPARK (the is_dspark branch at
-    # :63-64 needs set_dspark_layers_to_capture, else :65-66 the DFlash one).
+    # Llama4ForConditionalGeneration (mllama4.py:443) has set_eagle3_layers_to_capture (:971) but neither DFlash
+    # setter: configure_aux_hidden_state_capture raises ValueError (attention_backend_setup.py:67-72, the raise at
+    # :68) under DFLASH, and under DSPARK (the is_dspark branch at :63-64 needs set_dspark_layers_to_capture, else
+    # :65-66 the DFlash one). The rules judge by the method's setter, so EGL002 reports it (its language model,
+    # LlamaForCausalLM, has set_dflash_layers_to_capture) and EGL012 does not.
     for key in (("sglang", "DFLASH", False, False, None), ("sglang", "DSPARK", True, True, None)):
-        assert _egl012(by[key], "Llama4ForConditionalGeneration") == (SETUP, 68, "runner-interface"), key
+        assert _egl012(by[key], "Llama4ForConditionalGeneration") is None, key
+        assert any(f.rule == "EGL002" and f.architecture == "Llama4ForConditionalGeneration"
+                   for f in by[key].findings), key
     # DSPARK with a drafter config without markov_rank: parse_dspark_draft_config defaults it to 0
     # (dspark_config.py:239-249) and require_markov raises (dspark_config.py:74-75), called at
     # spec_aux_hidden_state.py:268-269, before the weights load; LlamaForCausalLM passes every EAGLE-3 rule.
@@ -139,8 +142,10 @@ def test_real_egl012_at_the_engines_refusal(analyses: list[Any]) -> None:
 
 @pytest.mark.real
 def test_real_cli_exits_1_on_a_method_refusal(sglang_trees: Any) -> None:
-    """The silent pass itself: ``check --method DFLASH`` on a class without the method's setter exited 0."""
+    """The silent pass itself: ``check --method DFLASH`` on a class without the method's setter exited 0; now the
+    method-aware EGL002 reports it."""
     r = cli("check", str(sglang_trees.get("0.5.23")), "--arch", "Llama4ForConditionalGeneration", "--method",
             "DFLASH")
     assert r.returncode == 1, r.stdout + r.stderr
-    assert f"{SETUP}:68:1: error: EGL012" in r.stdout
+    assert f"refused at load ({SETUP}:68)" in r.stdout.splitlines()[0]
+    assert "sglang/srt/models/mllama4.py:443:1: error: EGL002" in r.stdout and "EGL012" not in r.stdout
