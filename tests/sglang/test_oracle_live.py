@@ -26,12 +26,12 @@ def _live() -> bool:
     return os.environ.get("CI") == "true" or os.environ.get("EAGLE3_LINT_ORACLE") == "1"
 
 
-@pytest.mark.oracle
-@pytest.mark.real
 def _sited(failed: dict[str, str]) -> dict[str, str]:
     return {m: re.sub(r"\(/\S*/site-packages/", "(<site-packages>/", why) for m, why in failed.items()}
 
 
+@pytest.mark.oracle
+@pytest.mark.real
 @pytest.mark.parametrize("version", ["0.5.10", "0.5.19", "0.5.23"])
 def test_live_sglang_oracle(version: str, sglang_trees, tmp_path: Path) -> None:
     if not _live():
