@@ -34,7 +34,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from eagle3_lint.engines.sglang.registry import MODELS_DIR
-from eagle3_lint.facts import decode_source, dotted
+from eagle3_lint.engines.sglang.runner import _parents, _parse  # one parse and one parent map for the engine
+from eagle3_lint.facts import dotted
 from eagle3_lint.lazyimport import lazy
 from eagle3_lint.semantic import Where
 
@@ -76,19 +77,12 @@ class Algorithms:
     predicates: dict[str, ast.expr]  # ``is_x`` -> its ``return`` expression
 
 
-def _parse(source: SourceTree, rel: str) -> ast.Module | None:
-    try:
-        return ast.parse(decode_source(source.read_bytes(rel)), filename=rel)
-    except (OSError, UnicodeError, LookupError, SyntaxError, ValueError, RecursionError):
-        return None
-
-
 def algorithms(source: SourceTree) -> Algorithms | None:
     """The release's ``SpeculativeAlgorithm`` members and predicates; None when the tree has no such enum (a tree
     laid out otherwise, the sample trees: the method is then not judged)."""
     if not source.exists(SPEC_INFO):
         return None
-    tree = _parse(source, SPEC_INFO)
+    tree = _parse(source, SPEC_INFO, b"")
     cls = next((n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == ENUM), None) \
         if tree is not None else None
     if cls is None:
@@ -118,15 +112,11 @@ def refusal_of_method(source: SourceTree, method: str, display: str, version: st
 
 
 # -- 2. three-valued tests for one method ----------------------------------------------------------------------
-def _parents(tree: ast.AST) -> dict[ast.AST, ast.AST]:
-    return {c: p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
-
-
 def _module(sm: Reader, rel: str) -> tuple[ast.Module | None, dict[ast.AST, ast.AST]]:
     """``rel`` parsed with its parent links, one answer of the query layer per file (``Memo``: whoever asks records
     that it read ``rel``, however often it is asked); these questions walk up from nodes found earlier."""
     def parse() -> tuple[ast.Module | None, dict[ast.AST, ast.AST]]:
-        tree = _parse(sm.source, rel)
+        tree = _parse(sm.source, rel, b"")
         return tree, _parents(tree) if tree is not None else {}
 
     return sm.memo.get(f"sglang:method-module:{rel}", parse)
