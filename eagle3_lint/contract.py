@@ -29,6 +29,9 @@ class CheckKind(str, Enum):
     STRUCTURAL = "structural"  # isinstance(model, SupportsEagle3) on a runtime-checkable Protocol
     FLAG = "flag"  # getattr(model, "supports_eagle3", False)
     DUCK = "duck"  # no Protocol: the runner calls the methods
+    # Under the method checked (``--method``), the runner asks the top-level model nothing: no check, no setter, no
+    # aux states (vLLM's EAGLE-1 ``eagle``); the first note says why, with where the tree decides it.
+    NONE = "none"
     UNKNOWN = "unknown"
 
 

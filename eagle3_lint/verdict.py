@@ -68,6 +68,8 @@ class Judge:
             return ClassCheck(
                 None, tuple(present), tuple(missing), f"{mro.error}: Python cannot create this class", tuple(own)
             )
+        if c.check is CheckKind.NONE:  # the method's runner asks nothing of the model (Engine.for_method)
+            return ClassCheck(True, (), (), c.notes[0] if c.notes else "the runner asks the model nothing", ())
         if c.check in (CheckKind.STRUCTURAL, CheckKind.DUCK):
             if not c.members:
                 return ClassCheck(None, (), (), "the contract has no members the tool could read", ())
@@ -134,7 +136,9 @@ class Judge:
     def verdict(self, entry: Entry, key: ClassKey | None, resolve_note: str, registry_path: str) -> Verdict:
         ev: list[Step] = []
         site = self.runner.primary
-        if site is not None:
+        if self.contract.check is CheckKind.NONE:
+            pass  # no call to name: the reason the check gives (the contract's first note) is the verdict's
+        elif site is not None:
             call = (
                 f"{self.contract.check_function}({site.interrogated})"
                 if site.checked
@@ -209,7 +213,8 @@ class Judge:
                           "checkpoint's text_config names: it depends on the checkpoint (pass --target-config), and "
                           "serving it with EAGLE-3 needs that architecture to support the contract and this wrapper "
                           "to delegate to it")
-        ev.append(Step("verdict", f"{self.contract.check_of(key.name)} -> {chk.supports}: {reason}"))
+        asked = self.contract.check_of(key.name) if self.contract.check is not CheckKind.NONE else "nothing asked"
+        ev.append(Step("verdict", f"{asked} -> {chk.supports}: {reason}"))
         return Verdict(
             entry.arch, entry.module, entry.class_name, chk.supports, status, reason, tuple(ev), loc, tuple(inner)
         )

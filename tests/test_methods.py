@@ -186,3 +186,30 @@ def test_real_0_33_egl001_under_the_aux_methods_asks_for_supports_eagle3(real_tr
     copy = cihelp.patched_copy(an.source, [f], tmp_path)
     after = run(copy)
     assert [g for g in after.findings if g.rule == "EGL001" and g.architecture == arch] == []
+
+
+@pytest.mark.real
+def test_real_0_33_eagle_asks_the_target_nothing(real_trees: Any, tmp_path: Path) -> None:
+    """Under EAGLE-1's ``eagle`` neither of 0.33's runners applies ``supports_eagle3``: V1 starts from
+    ``self.use_aux_hidden_state_outputs = False`` (gpu_model_runner.py:593) and only dflash, eagle3 and
+    extract_hidden_states set it (:647, :653, :660); V2 assigns it ``requires_aux_hidden_states(...)`` (:306), false
+    for eagle, and sets the aux layers only under it (:412). So no class is asked anything: the contract is NONE,
+    every class passes, and the rules about the interface do not run. DotsOCRForCausalLM (dots_ocr.py:586: nn.Module,
+    SupportsMultiModal, SupportsPP, SupportsLoRA, no SupportsEagle3, its language model an inner one) is a wrapper
+    gap for eagle3 and for dflash, which rides SupportsEagle3."""
+    from eagle3_lint.contract import CheckKind
+    from eagle3_lint.model import Status
+
+    root = real_trees.get("0.33.0")
+    arch = "DotsOCRForCausalLM"
+    for method, check, status in (("eagle", CheckKind.NONE, Status.SUPPORTED),
+                                  ("dflash", CheckKind.STRUCTURAL, Status.WRAPPER_GAP),
+                                  (None, CheckKind.STRUCTURAL, Status.WRAPPER_GAP)):
+        ctx = analyze(DirSource(root), Options(targets=(arch,), method=method, cache_dir=session_cache()))
+        assert not ctx.errors, [e.message for e in ctx.errors]
+        assert ctx.contract.check is check, method
+        assert ctx.verdicts[arch].status is status, method
+        interface = [f.rule for f in ctx.findings if f.rule in ("EGL001", "EGL002", "EGL003", "EGL004")]
+        assert (interface == []) is (method == "eagle"), (method, interface)
+    why = analyze(DirSource(root), Options(targets=(arch,), method="eagle", cache_dir=session_cache())).contract.notes[0]
+    assert f"{V1}:593" in why and f"{V2}:306" in why, why

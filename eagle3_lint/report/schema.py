@@ -131,7 +131,7 @@ class Contract:
     protocol: str
     path: str
     line: int = fld(minimum=0)
-    check: Literal["structural", "flag", "duck", "unknown"]
+    check: Literal["structural", "flag", "duck", "none", "unknown"]
     check_function: str
     runtime_checkable: bool
     members: list[Member]

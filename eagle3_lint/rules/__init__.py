@@ -91,6 +91,10 @@ class RuleMeta:
     needs: frozenset[Capability] = frozenset()
     role: Role | None = None
     scope: Scope = Scope.TREE
+    # The rule judges what the runner asks of the top-level model: the interface, its setter, the aux-state path
+    # and the ids handed to it. Under a method whose runner asks nothing (the contract's check is NONE: vLLM's
+    # ``eagle``) it has nothing to judge and does not run.
+    asked_of_model: bool = False
 
 
 class Rule:

@@ -56,7 +56,8 @@ else:
     fixgen = lazy("eagle3_lint.fixgen")  # imported on first use (lazyimport.py)
 
 META = RuleMeta("EGL001", "missing-eagle3-interface", Severity.ERROR, True,
-                "A targeted architecture, and every model it delegates to, fails the engine's EAGLE-3 check.")
+                "A targeted architecture, and every model it delegates to, fails the engine's EAGLE-3 check.",
+                asked_of_model=True)
 
 
 def check(sm: Model) -> Iterator[Finding]:

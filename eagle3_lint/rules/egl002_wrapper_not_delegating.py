@@ -77,6 +77,7 @@ META = RuleMeta(
     True,
     "The top-level class fails the contract (or does not reach the layers) while its inner model supports it.",
     scope=Scope.ARCH,
+    asked_of_model=True,
 )
 
 

@@ -70,7 +70,7 @@ else:
 
 META = RuleMeta("EGL003", "incomplete-eagle3-interface", Severity.ERROR, True,
                 "A class carries part of the EAGLE-3 contract but not all of it.",
-                needs=frozenset({Capability.AUX_COLLECTION}), scope=Scope.ARCH)
+                needs=frozenset({Capability.AUX_COLLECTION}), scope=Scope.ARCH, asked_of_model=True)
 
 
 def check(sm: Model, each: Each) -> Iterator[Found]:

@@ -84,6 +84,7 @@ META = RuleMeta(
     "The interface is claimed, but the layer owner's forward never collects or returns the aux hidden states.",
     needs=frozenset({Capability.AUX_COLLECTION}),
     scope=Scope.ARCH,
+    asked_of_model=True,
 )
 
 

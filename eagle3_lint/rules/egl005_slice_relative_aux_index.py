@@ -98,6 +98,7 @@ META = RuleMeta(
     "aux-layer ids.",
     needs=frozenset({Capability.AUX_COLLECTION}),
     scope=Scope.ARCH,  # its answers are kept per file (the loops) and per architecture (the forwards it runs)
+    asked_of_model=True,
 )
 
 

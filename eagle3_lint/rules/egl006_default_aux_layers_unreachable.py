@@ -66,6 +66,7 @@ META = RuleMeta(
     "The runner's fallback getter for the default aux layers is missing, a stub, or shadowed by a stale name.",
     needs=frozenset({Capability.AUX_PLUMBING}),
     scope=Scope.ARCH,
+    asked_of_model=True,
 )
 
 _BROKEN = ("missing", "stub", "broken-default", "broken-delegate")

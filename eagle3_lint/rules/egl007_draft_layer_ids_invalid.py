@@ -100,7 +100,7 @@ else:
 
 META = RuleMeta("EGL007", "draft-layer-ids-invalid", Severity.ERROR, False,
                 "The drafter config's aux-layer ids do not fit the target model as this engine collects them.",
-                needs=frozenset({Capability.DRAFTER_IDS}))
+                needs=frozenset({Capability.DRAFTER_IDS}), asked_of_model=True)
 
 
 def analysis(sm: Model) -> dr.DraftAnalysis | None:

@@ -41,7 +41,8 @@ if TYPE_CHECKING:
     from eagle3_lint.stages import Model
 
 META = RuleMeta("EGL010", "drafter-ids-replaced-by-default", Severity.WARNING, False,
-                "A runner hands the aux-layer setter the model's default layers instead of the drafter's ids.")
+                "A runner hands the aux-layer setter the model's default layers instead of the drafter's ids.",
+                asked_of_model=True)
 
 
 def check(sm: Model) -> Iterator[Finding]:

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from eagle3_lint.engines.sglang.registry import MODELS_DIR
 from eagle3_lint.engines.sglang.runner import _parents, _parse  # one parse and one parent map for the engine
+from eagle3_lint.engines.treereader import TreeReader
 from eagle3_lint.facts import dotted
 from eagle3_lint.lazyimport import lazy
 from eagle3_lint.semantic import Where
@@ -689,18 +690,6 @@ def _draft_layers(draft: dict[str, Any]) -> int | None:
 
 
 # -- 5. the interface the runner asks of the target for a method: the engine's derivation data -------------------
-class TreeReader:
-    """The tree as these questions read it while the engine derives its data (before any analysis exists): a memo
-    of the query layer's own kind for the one derivation (``semantic.Memo`` over fresh ``Queries``), dropped with
-    it; what the derivation rests on is the runner's files (``FactStore.memo``)."""
-
-    def __init__(self, source: SourceTree) -> None:
-        from eagle3_lint.semantic import Memo
-
-        self.source = source
-        self.memo = Memo()
-
-
 @dataclass(frozen=True)
 class MethodInterface:
     """What SGLang's runner asks of the top-level model for one method, read off its calls (``route``)."""

@@ -112,6 +112,28 @@ class VllmEngine(Engine):
                                                lambda src: contract_mod.derive(src, calls)), no_contract)
         return Derived(registry, contract, runner, tuple(errors))
 
+    def for_method(self, source: SourceTree, store: FactStore, derived: Derived, method: str) -> Derived:
+        """Under a method whose runners ask the top-level model nothing (``methods.nothing_asked``: EAGLE-1's
+        ``eagle``), a contract of ``CheckKind.NONE``: every class passes, and the rules about the interface and the
+        aux-state path have nothing to judge. ``derived`` for the methods that ride ``SupportsEagle3``."""
+        import dataclasses
+
+        from eagle3_lint.contract import CheckKind
+        from eagle3_lint.engines.treereader import TreeReader
+        from eagle3_lint.engines.vllm import methods
+        from eagle3_lint.engines.vllm import runner as runner_mod
+
+        sites = derived.runner.sites
+        if method == methods.DEFAULT or not sites:
+            return derived
+        why = store.memo("vllm-nothing-asked", (method, sites), runner_mod.input_files(source),
+                         lambda tree: methods.nothing_asked(TreeReader(tree), sites, method))
+        if why is None:
+            return derived
+        contract = dataclasses.replace(derived.contract, check=CheckKind.NONE,
+                                       notes=(why, *derived.contract.notes))
+        return Derived(derived.registry, contract, derived.runner, derived.errors)
+
     def with_plugins(self, source: SourceTree, specs: list[str]) -> SourceTree:
         from eagle3_lint.engines.vllm import plugins
 

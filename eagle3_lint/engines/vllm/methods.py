@@ -30,6 +30,7 @@ from eagle3_lint.semantic import Where, read_module
 
 if TYPE_CHECKING:
     from eagle3_lint import minieval as me
+    from eagle3_lint.engines.treereader import TreeReader
     from eagle3_lint.stages import Model
 else:
     me = lazy("eagle3_lint.minieval")  # imported on first use (lazyimport.py)
@@ -242,6 +243,23 @@ def _aux_use(sm: Model, site: RunnerSite | None, method: str, draft: dict[str, A
             return AuxUse(method, None, flag, w, f"whether {rel}:{n.lineno} runs for method {method!r} is unknown")
         decided = AuxUse(method, val, flag, w, how)
     return decided or AuxUse(method, None, flag, None, f"no assignment of self.{flag} in {rel}")
+
+
+def nothing_asked(sm: Model | TreeReader, sites: tuple[RunnerSite, ...], method: str) -> str | None:
+    """Why the runners ask the top-level model nothing under ``method``, or None if one of them may ask: every site
+    (each runner the tree has) decides, for any drafter config, that it asks for no aux states, so it never applies
+    the check nor calls the setter (EAGLE-1's ``eagle`` on 0.33.0: ``self.use_aux_hidden_state_outputs = False``,
+    ``gpu_model_runner.py:593``). ``Engine.for_method`` makes the contract ``CheckKind.NONE`` from it."""
+    if method == DEFAULT or not sites:
+        return None
+    told = []
+    for site in sites:
+        a = aux_use(sm, site, method, None)  # type: ignore[arg-type]  # reads only source and memo (TreeReader)
+        if a.asks is not False or a.where is None:
+            return None
+        told.append(f"{a.where.path}:{a.where.line} ({a.where.text})")
+    return (f"under method {method!r} the runner asks the model for no aux hidden states "
+            f"({'; '.join(dict.fromkeys(told))}), so it applies no EAGLE-3 check and calls no setter")
 
 
 def known(sm: Model, method: str) -> bool | None:
