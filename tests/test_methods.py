@@ -82,6 +82,14 @@ def test_real_0_33_eagle_given_an_eagle3_drafter(real_trees: Any, tmp_path: Path
     assert fc is not None and "takes 12288" in fc.message and "whose fc takes 8192" in fc.message
     iface = sv.step(Gate.RUNNER_INTERFACE)
     assert iface is not None and iface.result is StepResult.SKIPPED
+    # Run with the rules, the verdict's next step says what the way out is: the method the checkpoint was made for.
+    full = analyze(DirSource(root), Options(targets=("LlamaForCausalLM",), method="eagle", draft_config=plain,
+                                            draft_config_path=str(tmp_path / "draft.json"),
+                                            target_config=json.loads((CHECKPOINTS / "llama-3.1-8b-instruct.json")
+                                                                     .read_text()),
+                                            cache_dir=session_cache()))
+    nxt = full.serving["LlamaForCausalLM"].next_step or ""
+    assert "serve it with method eagle3" in nxt, nxt
     # The same drafter as EAGLE-3 serves.
     ctx = _ctx(root, "eagle3", plain, tmp_path)
     sv = ctx.engine.serving_verdict(ctx.model, "LlamaForCausalLM")
@@ -211,5 +219,6 @@ def test_real_0_33_eagle_asks_the_target_nothing(real_trees: Any, tmp_path: Path
         assert ctx.verdicts[arch].status is status, method
         interface = [f.rule for f in ctx.findings if f.rule in ("EGL001", "EGL002", "EGL003", "EGL004")]
         assert (interface == []) is (method == "eagle"), (method, interface)
-    why = analyze(DirSource(root), Options(targets=(arch,), method="eagle", cache_dir=session_cache())).contract.notes[0]
+    eagle = analyze(DirSource(root), Options(targets=(arch,), method="eagle", cache_dir=session_cache()))
+    why = eagle.contract.notes[0]
     assert f"{V1}:593" in why and f"{V2}:306" in why, why

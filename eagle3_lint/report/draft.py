@@ -8,6 +8,7 @@ Text: the same as two small tables after the architecture table.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -15,6 +16,7 @@ from rich.markup import escape as _escape
 from rich.table import Table
 
 from eagle3_lint import drafter as dr
+from eagle3_lint.contract import CheckKind
 
 if TYPE_CHECKING:
     from eagle3_lint.stages import Analysis
@@ -181,6 +183,14 @@ def render_text(an: Analysis, console: Console) -> None:
     if da.conversion_error:
         say(escape(f"  {da.conversion_error}"))
         return
+    if an.model.contract.check is CheckKind.NONE:
+        # The method's runner asks for no aux states (Engine.for_method): no ids are used and nothing is captured.
+        say(escape(f"  aux ids: none used (under method {an.options.method!r} the runner asks for no aux hidden "
+                   "states)"))
+        _fc_line(say, da)
+        for n in da.notes:
+            say(f"  [dim]{escape(n)}[/]")
+        return
     src = {"config": f"from {da.used_field.name if da.used_field else 'the drafter config'}",
            "default": "model default"}.get(da.effective_from, "unknown")
     say(escape(f"  aux ids used: {_ids(da.effective_ids)} ({src}); model default: {_ids(da.default_ids)}"
@@ -189,10 +199,7 @@ def render_text(an: Analysis, console: Console) -> None:
         c = da.capture
         say(escape(f"  capture: {c.owner.name}.forward {c.path}:{c.loop_line or c.forward_line} ({c.idiom}, "
                              + ("absolute index" if c.absolute else "slice-relative index") + ")"))
-    if da.fc is not None:
-        say(escape(f"  drafter fc input: {da.fc.in_size if da.fc.in_size is not None else '?'}"
-                             + (f" ({da.fc.where.path}:{da.fc.where.line})" if da.fc.where else "")
-                             + (f"; {da.fc.note}" if da.fc.note else "")))
+    _fc_line(say, da)
     if da.pp is not None and da.pp.split.ranges:
         sp = da.pp.split
         # A line of its own, not the table's title: a title wraps to the table's width (a third of 80
@@ -210,3 +217,10 @@ def render_text(an: Analysis, console: Console) -> None:
         console.print(t)
     for n in da.notes:
         say(f"  [dim]{escape(n)}[/]")
+
+
+def _fc_line(say: Callable[[str], None], da: dr.DraftAnalysis) -> None:
+    if da.fc is not None:
+        say(escape(f"  drafter fc input: {da.fc.in_size if da.fc.in_size is not None else '?'}"
+                   + (f" ({da.fc.where.path}:{da.fc.where.line})" if da.fc.where else "")
+                   + (f"; {da.fc.note}" if da.fc.note else "")))

@@ -257,9 +257,9 @@ def nothing_asked(sm: Model | TreeReader, sites: tuple[RunnerSite, ...], method:
         a = aux_use(sm, site, method, None)  # type: ignore[arg-type]  # reads only source and memo (TreeReader)
         if a.asks is not False or a.where is None:
             return None
-        told.append(f"{a.where.path}:{a.where.line} ({a.where.text})")
-    return (f"under method {method!r} the runner asks the model for no aux hidden states "
-            f"({'; '.join(dict.fromkeys(told))}), so it applies no EAGLE-3 check and calls no setter")
+        told.append(f"{a.where.text} at {a.where.path}:{a.where.line}")
+    return (f"under method {method!r} the runner asks the model for no aux hidden states, so it applies no EAGLE-3 "
+            f"check and calls no setter: {'; '.join(dict.fromkeys(told))}")
 
 
 def known(sm: Model, method: str) -> bool | None:

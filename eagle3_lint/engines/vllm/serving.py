@@ -640,6 +640,15 @@ def _next_step(sm: Model, arch: str, outcome: Outcome, stage: Gate | None, steps
     if stage is Gate.PP_VERIFIER and rg is not None and any(
             s.gate is Gate.PP_VERIFIER and s.location == Location(rg.path, rg.read_line) for s in steps):
         return next_step(sm, arch, outcome, stage, steps, {**HINTS, Outcome.PP_REFUSED: RANK_GUARD_HINT}, findings)
+    method = sm.options.method or vmethods.DEFAULT
+    if method != vmethods.DEFAULT and stage in (Gate.DRAFTER_CLASS, Gate.DRAFTER_FC):
+        da = sm.engine.draft_analysis(sm)
+        if da is not None and _eagle3_drafter(da):
+            # An EAGLE-3 checkpoint under another method: the class that method builds is not the one trained.
+            hint = f"this is an EAGLE-3 drafter: serve it with method eagle3, not {method!r}"
+            return next_step(sm, arch, outcome, stage, steps,
+                             {**HINTS, Outcome.DRAFTER_UNLOADABLE: hint, Outcome.DRAFTER_SHAPE_MISMATCH: hint},
+                             findings)
     da = sm.engine.draft_analysis(sm) if stage is Gate.DRAFTER_CLASS else None
     if da is not None and da.ignored_keys:
         # The drafter class is built, without what the keys turn on: the release that reads them is the way out.
