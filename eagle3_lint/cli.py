@@ -215,6 +215,7 @@ def common(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
+MATRIX_FORMATS = ["table", "json", "markdown", "html"]
 TRACE_FORMATS = ["text", "json", "dot", "mermaid"]
 # One list, one order, for --output-format (and its old spelling --format): the emitters' (report/emitters.py).
 CHECK_FORMATS = list(EMITTERS)
@@ -766,16 +767,19 @@ def schema(kind: str) -> None:
 @click.option("--index", "use_index", is_flag=True, help="With --releases: also ask PyPI (pip index versions vllm).")
 @click.option("--arch", "archs", multiple=True, help="Only these architectures (repeatable).")
 @click.option("--changed", is_flag=True, help="Only architectures whose status changes across the targets.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown", "html"]), default="table",
-              show_default=True, help="html: one self-contained page per engine, filterable, reasons on hover.")
+@click.option("--output-format", "fmt", type=click.Choice(MATRIX_FORMATS), default=None,
+              help="table (default), json, markdown, or html: one self-contained page per engine, filterable, "
+              "reasons on hover.")
+@click.option("--format", "fmt_old", type=click.Choice(MATRIX_FORMATS), default=None, hidden=True,
+              help="Deprecated spelling of --output-format.")
 @click.option("--output", "-o", default=None,
               help="Write to this file (e.g. docs/compatibility.md). html: a FILE.html for one engine, or a folder "
               "(made if missing) that gets one page per engine, FOLDER/vllm.html, FOLDER/sglang.html.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: CPU count).")
 @common
 def matrix(targets: tuple[str, ...], releases: str | None, use_index: bool, archs: tuple[str, ...], changed: bool,
-           fmt: str, output: str | None, jobs: int | None, cache_dir: str | None, no_cache: bool, debug: bool,
-           engine: str | None = None) -> None:
+           fmt: str | None, output: str | None, jobs: int | None, cache_dir: str | None, no_cache: bool, debug: bool,
+           engine: str | None = None, fmt_old: str | None = None) -> None:
     """Status of every architecture across TARGETS (paths, wheels, vllm==X.Y.Z) and --releases: first supported,
     regressions."""
 
@@ -783,6 +787,10 @@ def matrix(targets: tuple[str, ...], releases: str | None, use_index: bool, arch
         from eagle3_lint import engines
         from eagle3_lint import matrix as matrix_mod
 
+        nonlocal fmt
+        if fmt_old is not None:
+            _deprecated("--format", "--output-format")
+        fmt = fmt or fmt_old or "table"
         chosen = engines.get(engine) if engine else engines.all_engines()[0]
         specs = matrix_mod.targets_from(list(targets), releases, cache_dir, use_index, chosen)
         if releases and not use_index:
@@ -806,13 +814,14 @@ def matrix(targets: tuple[str, ...], releases: str | None, use_index: bool, arch
             # "since" and "regressed" read one engine's releases in version order; SGLang's 0.5.23 is not before
             # vLLM's 0.16.0. The HTML format writes one page per engine.
             raise UsageError(f"matrix compares the releases of one engine, got {' and '.join(mixed)} targets: run it "
-                             "once per engine (--format html writes one page per engine)")
+                             "once per engine (--output-format html writes one page per engine)")
         rows = matrix_mod.select_rows(m, archs, changed)
         if fmt == "json":
             write_output(json.dumps(matrix_mod.to_json(m, rows), indent=2, ensure_ascii=False) + "\n", output)
         elif fmt in ("markdown", "html"):
             cmd = " ".join(["eagle3-lint matrix", *targets, *(["--releases", releases] if releases else []),
-                            *[f"--arch {a}" for a in archs], *(["--changed"] if changed else []), f"--format {fmt}",
+                            *[f"--arch {a}" for a in archs], *(["--changed"] if changed else []),
+                            f"--output-format {fmt}",
                             *(["--output", output] if output else [])])
             if fmt == "html":
                 from eagle3_lint import matrix_html
@@ -857,12 +866,16 @@ def matrix(targets: tuple[str, ...], releases: str | None, use_index: bool, arch
                    "e.g. sglang:1,15,28.")
 @click.option("--draft-config", default=None,
               help="Or: the drafter's config.json, when where its ids sit says how they number layers.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--output-format", "fmt", type=click.Choice(["text", "json"]), default=None,
+              help="text (default) or json.")
+@click.option("--format", "fmt_old", type=click.Choice(["text", "json"]), default=None, hidden=True,
+              help="Deprecated spelling of --output-format.")
 @click.option("--output", "-o", default=None, help="Write to this file.")
 @common
 def layers(targets: tuple[str, ...], target_config: str | None, arch: str | None, num_layers: int | None,
-           trained_on: str | None, draft_config: str | None, fmt: str, output: str | None, cache_dir: str | None,
-           no_cache: bool, debug: bool, engine: str | None = None) -> None:
+           trained_on: str | None, draft_config: str | None, fmt: str | None, output: str | None,
+           cache_dir: str | None, no_cache: bool, debug: bool, engine: str | None = None,
+           fmt_old: str | None = None) -> None:
     """The aux-layer ids to write into each engine's drafter config (TARGETS: vLLM or SGLang releases or trees,
     e.g. vllm==0.33.0 sglang==0.5.23; TensorRT-LLM always, from its public sources) so that the drafter receives
     the layers it was trained on."""
@@ -870,11 +883,13 @@ def layers(targets: tuple[str, ...], target_config: str | None, arch: str | None
     def run() -> int:
         from eagle3_lint.engines import layers as layers_mod
 
+        if fmt_old is not None:
+            _deprecated("--format", "--output-format")
         ans = layers_mod.answer(layers_mod.Request(targets, arch, target_config, num_layers, trained_on, draft_config,
                                                    cache_dir, no_cache))
         # On a terminal the text is word-wrapped to its width (a hard wrap splits names and paths mid-word).
         width = shutil.get_terminal_size().columns if output is None and sys.stdout.isatty() else None
-        write_output(ans.to_json() if fmt == "json" else ans.to_text(width), output)
+        write_output(ans.to_json() if (fmt or fmt_old) == "json" else ans.to_text(width), output)
         return 0
 
     _guard(debug, run)

@@ -550,7 +550,7 @@ def test_hostile_names_reach_no_terminal_raw(tmp_path: Path) -> None:
              ["trace", evil, str(root)],
              ["trace", "Line\nBreakForCausalLM", str(root)], ["check", str(root), "--arch", "Nope\x1b[31m\nX"]]
     if "matrix" in commands():
-        runs += [["matrix", str(root)], ["matrix", str(root), "--format", "markdown"]]
+        runs += [["matrix", str(root)], ["matrix", str(root), "--output-format", "markdown"]]
     for args in runs:
         p = run_cli(args, tmp_path)
         out = p.stdout + p.stderr

@@ -86,7 +86,7 @@ def test_transitions(releases: list[Path]) -> None:
 
 def test_cli_formats(releases: list[Path], tmp_path: Path) -> None:
     args = ["matrix", *map(str, releases), "--no-cache", "-j", "2"]
-    j = run_cli([*args, "--format", "json"], cwd=tmp_path)
+    j = run_cli([*args, "--output-format", "json"], cwd=tmp_path)
     assert j.returncode == 0, j.stderr
     rep: dict[str, Any] = json.loads(j.stdout)
     assert [r["label"] for r in rep["releases"]] == ["0.15.0", "0.16.0", "0.17.0", "0.18.0"]
@@ -94,7 +94,7 @@ def test_cli_formats(releases: list[Path], tmp_path: Path) -> None:
     assert toy["first_supported"] == "0.16.0" and toy["regressions"] == ["0.17.0"]
     assert rep["releases"][0]["statuses"] == {"supported": 1, "unsupported": 1}
     out = tmp_path / "docs" / "compat.md"
-    md = run_cli([*args, "--format", "markdown", "-o", str(out)], cwd=tmp_path)
+    md = run_cli([*args, "--output-format", "markdown", "-o", str(out)], cwd=tmp_path)
     assert md.returncode == 0, md.stderr
     text = out.read_text()
     assert text.startswith("# EAGLE-3 support matrix") and "Regenerate: `eagle3-lint matrix " in text
@@ -110,7 +110,7 @@ def test_cli_formats(releases: list[Path], tmp_path: Path) -> None:
 def test_unreadable_target_is_a_row_and_exit_2(releases: list[Path], tmp_path: Path) -> None:
     broken = tmp_path / "broken.whl"
     broken.write_bytes(b"not a zip")
-    p = run_cli(["matrix", str(releases[0]), str(broken), "--no-cache", "--format", "json"], cwd=tmp_path)
+    p = run_cli(["matrix", str(releases[0]), str(broken), "--no-cache", "--output-format", "json"], cwd=tmp_path)
     assert p.returncode == 2 and "cannot analyze" in p.stderr
     rep = json.loads(p.stdout)
     assert [r["error"] is not None for r in rep["releases"]] == [False, True]
@@ -330,9 +330,9 @@ def test_a_matrix_mixing_engines_is_refused_outside_html(releases: list[Path], t
     sg = tmp_path / "sg"
     shutil.copytree(SAMPLES / "_bases" / "sglang_small", sg)
     for fmt in ("table", "json", "markdown"):
-        proc = run_cli(["matrix", str(releases[0]), str(sg), "--format", fmt, "--no-cache"], cwd=tmp_path)
+        proc = run_cli(["matrix", str(releases[0]), str(sg), "--output-format", fmt, "--no-cache"], cwd=tmp_path)
         assert proc.returncode == 2 and "matrix compares the releases of one engine" in proc.stderr, proc.stderr
-    proc = run_cli(["matrix", str(releases[0]), str(sg), "--format", "html", "-o", str(tmp_path / "pages"),
+    proc = run_cli(["matrix", str(releases[0]), str(sg), "--output-format", "html", "-o", str(tmp_path / "pages"),
                     "--no-cache"], cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert sorted(p.name for p in (tmp_path / "pages").iterdir()) == ["sglang.html", "vllm.html"]

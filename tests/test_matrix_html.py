@@ -1,4 +1,4 @@
-"""``eagle3-lint matrix --format html``: one self-contained page per engine, escaped, filterable.
+"""``eagle3-lint matrix --output-format html``: one self-contained page per engine, escaped, filterable.
 
 The page is read back two ways: parsed with the standard library's HTML parser (what is on it, what it
 loads, what the tree could have injected), and opened in headless Chromium (Debian's ``chromium`` and
@@ -136,9 +136,9 @@ def _class_line(path: Path, name: str) -> int:
 
 
 def _html(trees: list[Path], out: Path, cache: bool = False) -> Path:
-    """``matrix --format html -o out`` of ``trees`` (the sample trees without the facts cache; the released
+    """``matrix --output-format html -o out`` of ``trees`` (the sample trees without the facts cache; the released
     ones with the shared cache, warm after their first analysis)."""
-    p = run_cli(["matrix", *map(str, trees), *([] if cache else ["--no-cache"]), "-j", "1", "--format", "html",
+    p = run_cli(["matrix", *map(str, trees), *([] if cache else ["--no-cache"]), "-j", "1", "--output-format", "html",
                  "-o", str(out)], cwd=out.parent)
     assert p.returncode == 0, p.stderr
     return out
@@ -191,11 +191,11 @@ def test_page_is_self_contained_escaped_and_says_why(trees: list[Path], tmp_path
 def test_html_destinations(trees: list[Path], tmp_path: Path) -> None:
     """One engine: standard output or ``-o FILE.html``. Several engines: ``-o FOLDER`` gets ``<engine>.html``
     each; anything else is a one-line error and exit 2."""
-    one = run_cli(["matrix", str(trees[0]), "--no-cache", "--format", "html"], cwd=tmp_path)
+    one = run_cli(["matrix", str(trees[0]), "--no-cache", "--output-format", "html"], cwd=tmp_path)
     assert one.returncode == 0 and one.stdout.startswith("<!doctype html>"), one.stderr
     both = [str(trees[0]), str(SAMPLES / "_bases" / "sglang_small")]
     site = tmp_path / "site"
-    p = run_cli(["matrix", *both, "--no-cache", "--format", "html", "-o", str(site)], cwd=tmp_path)
+    p = run_cli(["matrix", *both, "--no-cache", "--output-format", "html", "-o", str(site)], cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     assert sorted(f.name for f in site.iterdir()) == ["sglang.html", "vllm.html"]
     assert "EAGLE-3 support matrix of SGLang releases" in (site / "sglang.html").read_text(encoding="utf-8")
@@ -205,10 +205,10 @@ def test_html_destinations(trees: list[Path], tmp_path: Path) -> None:
         ([], "give -o FOLDER"),
         (["-o", str(tmp_path / "m.html")], "-o needs a folder"),
     ]:
-        bad = run_cli(["matrix", *both, "--no-cache", "--format", "html", *args], cwd=tmp_path)
+        bad = run_cli(["matrix", *both, "--no-cache", "--output-format", "html", *args], cwd=tmp_path)
         assert bad.returncode == 2 and says in bad.stderr and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
     for out in (tmp_path / "no" / "such" / "m.html", tmp_path / "no" / "such"):
-        bad = run_cli(["matrix", str(trees[0]), "--no-cache", "--format", "html", "-o", str(out)], cwd=tmp_path)
+        bad = run_cli(["matrix", str(trees[0]), "--no-cache", "--output-format", "html", "-o", str(out)], cwd=tmp_path)
         assert bad.returncode == 2 and "does not exist" in bad.stderr, bad.stderr
     assert not (tmp_path / "no").exists()
 
