@@ -11,6 +11,7 @@ import pytest
 
 from eagle3_lint.analysis import Analysis, Options, analyze
 from eagle3_lint.model import Status
+from eagle3_lint.report import SCHEMA_VERSION
 from eagle3_lint.source import DirSource
 from tests.conftest import session_cache
 
@@ -66,7 +67,7 @@ def test_v016_kimi_check_exits_1_with_egl001(real_trees: object) -> None:
     p = cli("check", str(root), "--arch", "KimiK25ForConditionalGeneration", "--output-format", "json", "--no-cache")
     assert p.returncode == 1, p.stderr
     rep = json.loads(p.stdout)
-    assert rep["schema_version"] == 3 and rep["target"]["vllm_version"] == "0.16.0"
+    assert rep["schema_version"] == SCHEMA_VERSION and rep["target"]["vllm_version"] == "0.16.0"
     egl001 = [f for f in rep["findings"] if f["rule"] == "EGL001"]
     assert len(egl001) == 1
     msg = egl001[0]["message"]
