@@ -162,7 +162,7 @@ class SglangEngine(Engine):
                        kind: RunnerKind | None = None) -> DraftAnalysis | None:
         from eagle3_lint.engines.sglang import drafter
 
-        if (sm.options.method or "EAGLE3") != "EAGLE3":
+        if _other_method(sm) is not None:
             # Not EAGLE-3's ids (eagle_config's, through EAGLE-3's setter): under DFLASH or DSPARK the serving chain
             # reads the method's own, and its failing id steps are EGL007's findings (method_chain.analysis).
             from eagle3_lint.engines.sglang import method_chain
@@ -172,14 +172,29 @@ class SglangEngine(Engine):
         return sd.da if sd is not None else None
 
     def serving_verdict(self, sm: Model, arch: str, kind: RunnerKind | None = None) -> ServingVerdict | None:
+        method = _other_method(sm)
+        if method is not None:
+            from eagle3_lint.engines.sglang import method_chain
+
+            return method_chain.verdict(sm, arch, method)
         from eagle3_lint.engines.sglang import serving
 
         return serving.verdict(sm, arch)
 
     def with_next_step(self, sm: Model, sv: ServingVerdict, findings: Sequence[Finding]) -> ServingVerdict:
+        if _other_method(sm) is not None:
+            from eagle3_lint.engines.sglang import method_chain
+
+            return method_chain.with_next_step(sm, sv, findings)
         from eagle3_lint.engines.sglang import serving
 
         return serving.with_next_step(sm, sv, findings)
+
+
+def _other_method(sm: Model) -> str | None:
+    """The method asked for when it is not EAGLE-3 (DFLASH, DSPARK): its chain and ids are ``method_chain``'s."""
+    method = sm.options.method or "EAGLE3"
+    return None if method == "EAGLE3" else method
 
 
 ENGINE = SglangEngine()

@@ -25,6 +25,7 @@ In the order SGLang meets them:
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from eagle3_lint.drafter import DraftAnalysis, IdIssue
@@ -48,7 +49,10 @@ from eagle3_lint.serving import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from eagle3_lint.graph import ClassKey
+    from eagle3_lint.model import Finding
     from eagle3_lint.stages import Model
 
 HINTS = {
@@ -75,7 +79,18 @@ def _loc(w: Where | None) -> Location | None:
 
 def verdict(sm: Model, arch: str, method: str) -> ServingVerdict:
     """The chain of ``arch`` for ``method`` with the check's drafter config."""
-    return chain_for(sm, arch, method, sm.options.draft_config, sm.options.draft_config_path)
+    return sm.memo.get(f"sglang:serving:{method}:{arch}", lambda: chain_for(
+        sm, arch, method, sm.options.draft_config, sm.options.draft_config_path))
+
+
+def with_next_step(sm: Model, sv: ServingVerdict, findings: Sequence[Finding]) -> ServingVerdict:
+    """The next step once the findings are known: ``verdict``'s own already, but where the runner refuses the class
+    for want of the method's setter the findings' fixes add that setter (the contract is the method's,
+    ``SglangEngine.for_method``), so "patch it" where one has a fix."""
+    if sv.outcome is not Outcome.REFUSED_AT_LOAD:
+        return sv
+    nxt = next_step(sm, sv.architecture, sv.outcome, sv.stage, list(sv.steps), HINTS, findings)
+    return sv if nxt == sv.next_step else dataclasses.replace(sv, next_step=nxt)
 
 
 def chain_for(sm: Model, arch: str, method: str, draft: dict[str, Any] | None,
@@ -136,12 +151,12 @@ def chain_for(sm: Model, arch: str, method: str, draft: dict[str, Any] | None,
             if g is not Gate.PP_RELAY or pp > 1:
                 steps.append(ServingStep(g, StepResult.UNKNOWN, "the ids the runner hands the setter are not known"))
         return _finish(sm, arch, steps, sd, None, ids)
-    cap, captured = ssv._capture(sd)
+    cap, captured = ssv.capture_step(sd)
     steps.append(cap)
     if opts.draft_weights is not None and draft is opts.draft_config:
-        steps.append(ssv._weights(sm, sd, captured))
+        steps.append(ssv.weights_step(sm, sd, captured))
     if pp > 1:
-        steps.append(ssv._relay(sd))
+        steps.append(ssv.relay_step(sd))
     steps.append(_trained(sd, ids, captured))
     return _finish(sm, arch, steps, sd, captured, ids)
 
@@ -260,7 +275,7 @@ def _trained(sd: sdr.SglDraft, ids: methods.Ids, captured: tuple[int, ...] | Non
         return ServingStep(Gate.TRAINED_LAYERS, StepResult.UNCHECKED,
                            f"the drafter config names no target layers: SGLang captures its own selection "
                            f"{_ids(ids.ids)}, and which layers the drafter was trained on is not written in it")
-    return ssv._trained(sd, captured)
+    return ssv.trained_step(sd, captured)
 
 
 def _finish(sm: Model, arch: str, steps: list[ServingStep], sd: sdr.SglDraft | None,
@@ -271,7 +286,7 @@ def _finish(sm: Model, arch: str, steps: list[ServingStep], sd: sdr.SglDraft | N
     if outcome in (Outcome.SERVABLE, Outcome.UNCHECKED, Outcome.UNREGISTERED, Outcome.UNIMPORTABLE, Outcome.UNKNOWN):
         nxt = next_step(sm, arch, outcome, stage, steps, HINTS, ())
     else:
-        # Before the findings are known: the hint; serving.with_next_step adds "patch it" where the runner refuses
+        # Before the findings are known: the hint; with_next_step adds "patch it" where the runner refuses
         # the class and a finding's fix adds the method's setter.
         nxt = HINTS.get(outcome) or (f"see the {stage.value} step" if stage else None)
     return ServingVerdict(

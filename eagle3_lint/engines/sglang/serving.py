@@ -37,7 +37,6 @@ from eagle3_lint import drafter_weights as dw
 from eagle3_lint.engines import drafter_classes
 from eagle3_lint.engines.sglang import drafter as sdr
 from eagle3_lint.engines.sglang import pp as pp_mod
-from eagle3_lint.engines.sglang.methods import EAGLE3
 from eagle3_lint.engines.sglang.runner import IDS_KEY, SETTER
 from eagle3_lint.model import Location
 from eagle3_lint.runner import MODEL_CLASS
@@ -85,11 +84,7 @@ def _ids(ids: Iterable[Any]) -> str:
 
 
 def verdict(sm: Model, arch: str) -> ServingVerdict:
-    method = sm.options.method or EAGLE3
-    if method != EAGLE3:
-        from eagle3_lint.engines.sglang import method_chain
-
-        return sm.memo.get(f"sglang:serving:{method}:{arch}", lambda: method_chain.verdict(sm, arch, method))
+    """EAGLE-3's chain; ``SglangEngine.serving_verdict`` sends the other methods to ``method_chain``."""
     return sm.memo.get(f"sglang:serving:{arch}", lambda: _verdict(sm, arch))
 
 
@@ -136,13 +131,13 @@ def _verdict(sm: Model, arch: str) -> ServingVerdict:
                 steps.append(ServingStep(g, StepResult.SKIPPED, "no aux hidden states are asked for"))
     else:
         steps.append(_aux_ids(sd))
-        cap, captured = _capture(sd)
+        cap, captured = capture_step(sd)
         steps.append(cap)
         if sm.options.draft_weights is not None:
-            steps.append(_weights(sm, sd, captured))
+            steps.append(weights_step(sm, sd, captured))
         if pp > 1:
-            steps.append(_relay(sd))
-        steps.append(_trained(sd, captured))
+            steps.append(relay_step(sd))
+        steps.append(trained_step(sd, captured))
     return _finish(sm, arch, steps, sd, captured)
 
 
@@ -174,15 +169,7 @@ def _hints(stage: Gate | None) -> dict[Outcome, str]:
 
 
 def with_next_step(sm: Model, sv: ServingVerdict, findings: Sequence[Finding]) -> ServingVerdict:
-    if (sm.options.method or EAGLE3) != EAGLE3:
-        if sv.outcome is not Outcome.REFUSED_AT_LOAD:
-            return sv  # method_chain's next step already (EAGLE-3's ids are not that method's)
-        # The runner refuses the class for want of the method's setter: the findings' fixes add that setter
-        # (the contract is the method's, SglangEngine.for_method), so "patch it" where one has a fix.
-        from eagle3_lint.engines.sglang import method_chain
-
-        nxt = next_step(sm, sv.architecture, sv.outcome, sv.stage, list(sv.steps), method_chain.HINTS, findings)
-        return sv if nxt == sv.next_step else dataclasses.replace(sv, next_step=nxt)
+    """EAGLE-3's next step; the other methods' is ``method_chain.with_next_step``."""
     hints = _hints(sv.stage)
     sd = sdr.analyze(sm, sv.architecture) if sv.outcome is Outcome.WRONG_LAYERS else None
     if sd is not None and sd.want_ids is not None:
@@ -310,7 +297,7 @@ def _aux_ids(sd: sdr.SglDraft) -> ServingStep:
                        f"uses its default{why}{ignored}", loc)
 
 
-def _capture(sd: sdr.SglDraft) -> tuple[ServingStep, tuple[int, ...] | None]:
+def capture_step(sd: sdr.SglDraft) -> tuple[ServingStep, tuple[int, ...] | None]:
     n = sd.da.num_layers
     hop = sd.hops[0] if sd.hops else None
     sloc = _loc(hop.path, hop.transform.line) if hop is not None else None
@@ -354,7 +341,7 @@ def _capture(sd: sdr.SglDraft) -> tuple[ServingStep, tuple[int, ...] | None]:
                        f"{_ids(i + coll.shift for i in sd.stored)}", cloc), got
 
 
-def _weights(sm: Model, sd: sdr.SglDraft, captured: tuple[int, ...] | None) -> ServingStep:
+def weights_step(sm: Model, sd: sdr.SglDraft, captured: tuple[int, ...] | None) -> ServingStep:
     """Only with a checkpoint folder: its headers against the drafter class this SGLang builds (its fc width and
     decoder layers, evaluated from the class's ``__init__``) and the states the capture step hands it."""
     ck = sm.options.draft_weights
@@ -385,7 +372,7 @@ def _weights(sm: Model, sd: sdr.SglDraft, captured: tuple[int, ...] | None) -> S
                        f"{states} x {sd.da.target_hidden}; {text}", loc)
 
 
-def _relay(sd: sdr.SglDraft) -> ServingStep:
+def relay_step(sd: sdr.SglDraft) -> ServingStep:
     if sd.pp_refusal is not None:
         return ServingStep(Gate.PP_RELAY, StepResult.SKIPPED, "refused at launch")
     sp = sd.split
@@ -411,7 +398,7 @@ def _relay(sd: sdr.SglDraft) -> ServingStep:
                        _loc(sp.path, sp.line))
 
 
-def _trained(sd: sdr.SglDraft, captured: tuple[int, ...] | None) -> ServingStep:
+def trained_step(sd: sdr.SglDraft, captured: tuple[int, ...] | None) -> ServingStep:
     tr = sd.trained
     da = sd.da
     loc = Location(da.draft_path, da.fields[0].line) if da.fields else None
