@@ -10,7 +10,8 @@ importing or executing any of the analyzed code.
 __version__ = "0.1.0"
 # The facts format (facts.py re-exports it). Kept here so the cache key (store.fingerprint) is known
 # without importing facts.py: a replayed check (reportcache.py) never extracts or loads a fact.
-FACTS_VERSION = 21  # 13: layer loops read once in the facts pass; 14: platform branches; 15: method-local
+FACTS_VERSION = 22  # 13: layer loops read once in the facts pass; 14: platform branches; 15: method-local
 # imports, a forward's keyword hand-offs, the index uses of range loops; 16: def spans (Member.first_line);
 # 17-20: the positions and shapes fixes need (a class's first statement, a method's header and last statement,
-# a layer loop's body, module imports); 21: RunnerPath.target_calls (SGLang's get_embed_and_head)
+# a layer loop's body, module imports); 21: RunnerPath.target_calls (SGLang's get_embed_and_head); 22: every class
+# ``def``'s ``Body`` (ModuleFacts.bodies), what the semantic model's collection walks read

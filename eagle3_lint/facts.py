@@ -381,6 +381,38 @@ class Header(NamedTuple):
     params_names: tuple[str, ...] = ()  # the parameters after ``self``
 
 
+# Kinds of ``Body.events``: an attribute store through the first parameter, an attribute store on a layer (of
+# ``<x>.layers[i]`` or a loop variable over ``<x>.layers``), ``setattr`` on such a layer with a constant name, a call
+# of a method on the first parameter (or an attribute path from it), and a ``super().<name>(...)`` call.
+STORE, LAYER_STORE, LAYER_SETATTR, SELF_CALL, SUPER_CALL = "store", "layer-store", "layer-setattr", "call", "super"
+
+
+class Body(NamedTuple):
+    """What the semantic model's collection walks read of one ``def`` in a class body (any method, not only those
+    ``Method`` details): the list writes and per-layer flag sets of a setter and the methods it calls
+    (``semantic.collection_effect``), the flags and lists a forward reads (``_read_mechanisms``), the shape of a
+    sibling setter (``flag_feeder``, ``sibling_setter``) and whether a setter sorts its ids (``_setter_sorts``).
+    Names are kept as written, not filtered by any engine's idiom: the semantic model matches them. A
+    ``NamedTuple``, one per ``def``, kept in the lazy ``ModuleFacts.bodies``."""
+
+    line: int
+    self_name: str  # the first positional parameter (``args.args``), "self" when there is none
+    nargs: int  # positional parameters (``args.args``), the first included
+    ndefaults: int  # positional defaults
+    empty: bool  # only docstrings/constants and ``pass``: a stub for the collection walks
+    # In ``ast.walk`` order: (kind, attribute or method name, receiver as dotted text, line); the receiver of a
+    # layer store or setattr is the object whose ``.layers`` it indexes (``self.model`` for
+    # ``self.model.layers[i].flag = True``).
+    events: tuple[tuple[str, str, str, int], ...] = ()
+    loaded: tuple[str, ...] = ()  # attribute names loaded, and constant names ``getattr``/``hasattr`` ask for
+    in_self: tuple[str, ...] = ()  # ``self.<attr>`` an index is tested against (``i in self.layers_to_capture``)
+    adds_one: bool = False  # some ``<name> + 1``
+    param_used: bool = False  # the second positional parameter is named in the body
+    sorts: bool = False  # some ``sorted(...)`` call
+    direct: bool = True  # in the class body itself, not under a class-level ``if``
+    is_async: bool = False
+
+
 @dataclass
 class Method:
     name: str
@@ -494,13 +526,16 @@ class ModuleFacts:
     # The file's bytes contain SUPPRESSION_MARKER: it may hold ``# eagle3-lint: ignore`` comments. suppress.py
     # reads only such files again (True when unknown), so a re-check does not re-read every model file.
     mentions_marker: bool = True
+    # Per class (qualname), per ``def`` name in its body (the last one, as ``members`` keeps it): its ``Body``. A
+    # lazy field: only an engine with a collection idiom (SGLang) reads it.
+    bodies: dict[str, dict[str, Body]] = field(default_factory=dict)
 
 
 # Fields a check reads for fewer of the modules it loads (vLLM 0.33.0: ``functions`` of 4 of 978 files,
 # ``dicts`` of 1, ``bindings`` of 599) than ``classes`` (957), and that are about 40% of the cost of
 # unpickling a module's facts. The facts cache (store.py) pickles each apart, and ``LazyModuleFacts``
 # unpickles one when it is first read.
-LAZY_FIELDS = ("bindings", "functions", "dicts", "imports")
+LAZY_FIELDS = ("bindings", "functions", "dicts", "imports", "bodies")
 _FIELDS = frozenset(f.name for f in dataclasses.fields(ModuleFacts))
 
 
@@ -1019,8 +1054,9 @@ class _Extractor:
             ))
         members: dict[str, Member] = {}
         methods: dict[str, Method] = {}
+        bodies: dict[str, Body] = {}
         for st in node.body:
-            self._class_member(st, members, methods)
+            self._class_member(st, members, methods, bodies)
         first = node.body[0]
         body_line = first.lineno
         # Decorated first members start at their decorator; insertions go above it.
@@ -1043,16 +1079,20 @@ class _Extractor:
             body_len=len(node.body),
         )
         self.mf.classes[cf.qualname] = cf
+        if bodies:
+            self.mf.bodies[cf.qualname] = bodies
 
     def _class_member(self, st: ast.stmt, members: dict[str, Member], methods: dict[str, Method],
-                      direct: bool = True) -> None:
+                      bodies: dict[str, Body], direct: bool = True) -> None:
         if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
             stub = _is_stub_body(st.body)
             members[st.name] = Member(st.name, "def", st.lineno, st.end_lineno or st.lineno, stub, None,
                                       first_line=st.decorator_list[0].lineno if st.decorator_list else 0,
                                       body_line=st.body[0].lineno, last=self.stmt(st.body[-1]), header=self._header(st))
+            nodes = _walk(st)
+            bodies[st.name] = _body(st, nodes, direct)
             if _is_interesting(st.name):
-                methods[st.name] = self._method(st, stub, direct)
+                methods[st.name] = self._method(st, stub, direct, nodes)
         elif isinstance(st, ast.Assign):
             for t in st.targets:
                 for n in (t.elts if isinstance(t, ast.Tuple) else [t]):
@@ -1068,9 +1108,10 @@ class _Extractor:
         elif isinstance(st, ast.If):
             # Members defined under a class-level ``if`` exist on one branch; count both.
             for sub in (*st.body, *st.orelse):
-                self._class_member(sub, members, methods, direct=False)
+                self._class_member(sub, members, methods, bodies, direct=False)
 
-    def _method(self, fn: ast.FunctionDef | ast.AsyncFunctionDef, stub: bool, direct: bool = True) -> Method:
+    def _method(self, fn: ast.FunctionDef | ast.AsyncFunctionDef, stub: bool, direct: bool = True,
+                nodes: list[ast.AST] | None = None) -> Method:
         params = tuple(a.arg for a in (*fn.args.posonlyargs, *fn.args.args))
         self_name = params[0] if params else "self"
         assigns: list[SelfAssign] = []
@@ -1083,7 +1124,7 @@ class _Extractor:
         local_imports: list[tuple[str, Binding]] = []
         handoffs: list[tuple[str, str, str, int]] = []
         forward = "forward" in fn.name
-        nodes = _walk(fn)
+        nodes = _walk(fn) if nodes is None else nodes
         Attribute, Load, prefix = ast.Attribute, ast.Load, self_name + "."
         assign_nodes: list[ast.Assign] = []
         for node in nodes:
@@ -1480,6 +1521,83 @@ class _Extractor:
         if "".join(gap.replace("\\\n", " ").split()) != "-" + "".join(self.seg(sub).split()):
             return (0, 0, 0, 0)
         return (l0, self.char_col(l0, c0), l1, self.char_col(l1, c1))
+
+
+def _layers_of(node: ast.AST, loops: dict[str, str]) -> str | None:
+    """``self.model`` for ``self.model.layers[i]`` (or a loop variable over ``self.model.layers``), else None."""
+    if isinstance(node, ast.Subscript):
+        node = node.value
+    text = head_dotted(node)
+    if isinstance(node, ast.Name) and node.id in loops:
+        text = loops[node.id]
+    return text[: -len(".layers")] if text.endswith(".layers") else None
+
+
+def _body(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST], direct: bool) -> Body:
+    """``fn``'s ``Body`` from its nodes (``_walk`` order, which is ``ast.walk``'s)."""
+    args = fn.args.args
+    me = args[0].arg if args else "self"
+    rooted = me + "."
+    stmts = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    empty = not stmts or all(isinstance(s, ast.Pass) for s in stmts)
+    loops = {n.target.id: head_dotted(n.iter) for n in nodes
+             if isinstance(n, ast.For) and isinstance(n.target, ast.Name)}
+    events: list[tuple[str, str, str, int]] = []
+    loaded: set[str] = set()
+    in_self: list[str] = []
+    names: set[str] = set()
+    adds_one = sorts = False
+    Attribute, Call, Name, Load = ast.Attribute, ast.Call, ast.Name, ast.Load
+    for n in nodes:
+        cls = n.__class__
+        if cls is Attribute:
+            if n.ctx.__class__ is Load:  # type: ignore[attr-defined]  # exact class test: n is an Attribute
+                loaded.add(n.attr)  # type: ignore[attr-defined]
+        elif cls is Name:
+            names.add(n.id)  # type: ignore[attr-defined]  # exact class test: n is a Name
+        elif cls is Call:
+            func = n.func  # type: ignore[attr-defined]  # exact class test: n is a Call
+            f = head_dotted(func)
+            cargs = n.args  # type: ignore[attr-defined]
+            if f == "sorted":
+                sorts = True
+            elif f in ("getattr", "hasattr", "setattr") and len(cargs) >= 2 and isinstance(cargs[1], ast.Constant) \
+                    and isinstance(cargs[1].value, str):
+                if f == "setattr":
+                    lp = _layers_of(cargs[0], loops)
+                    if lp is not None:
+                        events.append((LAYER_SETATTR, cargs[1].value, lp, n.lineno))  # type: ignore[attr-defined]
+                else:
+                    loaded.add(cargs[1].value)
+            if isinstance(func, ast.Attribute):
+                recv = func.value
+                if isinstance(recv, ast.Call) and head_dotted(recv.func) == "super":
+                    events.append((SUPER_CALL, func.attr, "", n.lineno))  # type: ignore[attr-defined]
+                else:
+                    prefix = head_dotted(recv)
+                    if prefix == me or prefix.startswith(rooted):
+                        events.append((SELF_CALL, func.attr, prefix, n.lineno))  # type: ignore[attr-defined]
+        elif cls is ast.Assign:
+            for t in n.targets:  # type: ignore[attr-defined]  # exact class test: n is an Assign
+                if isinstance(t, ast.Attribute):
+                    prefix = head_dotted(t.value)
+                    if prefix == me or prefix.startswith(rooted):
+                        events.append((STORE, t.attr, prefix, n.lineno))  # type: ignore[attr-defined]
+                    lp = _layers_of(t.value, loops)
+                    if lp is not None:
+                        events.append((LAYER_STORE, t.attr, lp, n.lineno))  # type: ignore[attr-defined]
+        elif cls is ast.Compare:
+            ops = n.ops  # type: ignore[attr-defined]  # exact class test: n is a Compare
+            if len(ops) == 1 and isinstance(ops[0], ast.In):
+                c = head_dotted(n.comparators[0])  # type: ignore[attr-defined]
+                if c.startswith("self."):
+                    in_self.append(c[5:])
+        elif isinstance(n, ast.BinOp) and isinstance(n.op, ast.Add) and isinstance(n.right, ast.Constant) \
+                and n.right.value == 1 and isinstance(n.left, ast.Name):
+            adds_one = True
+    return Body(fn.lineno, me, len(args), len(fn.args.defaults), empty, tuple(events), tuple(sorted(loaded)),
+                tuple(dict.fromkeys(in_self)), adds_one, len(args) >= 2 and args[1].arg in names, sorts, direct,
+                isinstance(fn, ast.AsyncFunctionDef))
 
 
 def head_dotted(node: ast.AST) -> str:

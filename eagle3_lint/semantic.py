@@ -17,17 +17,22 @@ mixin's setter.
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from eagle3_lint.checkpoint import text_config
 from eagle3_lint.engine import Mechanism
+from eagle3_lint.engines.source_ast import read_module
 from eagle3_lint.facts import (
     ELSE,
+    LAYER_SETATTR,
+    LAYER_STORE,
     MAIN,
+    STORE,
+    SUPER_CALL,
     TRY,
+    Body,
     ClassFacts,
     IndexBase,
     Loop,
@@ -38,8 +43,6 @@ from eagle3_lint.facts import (
     Use,
     UseKind,
     branch_platforms,
-    decode_source,
-    head_dotted,
 )
 from eagle3_lint.graph import ClassKey, Delegation, DelegationHow
 from eagle3_lint.lazyimport import lazy
@@ -771,9 +774,9 @@ def default_setter_effect(sm: Model, key: ClassKey, depth: int = 0) -> Effect:
 
 
 # -- collection through engine-named lists and per-layer flags (``Engine.collection``) -------------------------
-def method_node(sm: Model, key: ClassKey, name: str,
-                 after: ClassKey | None = None) -> tuple[ClassKey, ast.FunctionDef] | None:
-    """The ``def`` of ``name`` for an instance of ``key`` (after class ``after`` in the MRO: ``super()``)."""
+def body_of(sm: Model, key: ClassKey, name: str, after: ClassKey | None = None) -> tuple[ClassKey, Body] | None:
+    """The facts' ``Body`` of the ``def`` of ``name`` for an instance of ``key`` (after class ``after`` in the MRO:
+    ``super()``), with the class that defines it."""
     entries = [e for e in sm.graph.mro(key).entries if isinstance(e, ClassKey)]
     if after is not None:
         entries = entries[entries.index(after) + 1:] if after in entries else []
@@ -784,20 +787,9 @@ def method_node(sm: Model, key: ClassKey, name: str,
             continue
         if m.kind != "def":
             return None
-        fn = read_function(sm, sm.graph.path_of(e), m.first_line or m.line, m.line, m.end_line)
-        return (e, fn) if fn is not None else None
-    return None
-
-
-def _layers_prefix(node: ast.AST, loops: dict[str, str]) -> str | None:
-    """``self.model`` for ``self.model.layers[i]`` (or a loop variable over ``self.model.layers``), else None."""
-    if isinstance(node, ast.Subscript):
-        node = node.value
-    text = head_dotted(node)
-    if isinstance(node, ast.Name) and node.id in loops:
-        text = loops[node.id]
-    if text.endswith(".layers"):
-        return text[: -len(".layers")]
+        mf = sm.graph.module(e.module)
+        b = mf.bodies.get(e.qualname, {}).get(name) if mf is not None else None
+        return (e, b) if b is not None and b.line == m.line else None
     return None
 
 
@@ -806,32 +798,25 @@ def _feed_text(idiom: CollectionIdiom, m: Mechanism, path: tuple[str, ...], attr
     return f"{obj}.{attr or idiom.list_attrs[0]}" if m is Mechanism.LIST else f"{obj}.layers[i].{idiom.layer_flags[0]}"
 
 
-def _is_flag(node: ast.AST, idiom: CollectionIdiom) -> bool:
-    return isinstance(node, ast.Constant) and node.value in idiom.layer_flags
-
-
 def collection_effect(sm: Model, key: ClassKey, name: str, depth: int = 0,
                       after: ClassKey | None = None) -> Effect:
     """What ``key``'s ``name`` feeds on an engine that collects through lists or per-layer flags: every list
     write and flag set in its body and in the methods it calls on ``self`` and its sub-models (both arms of
-    an ``if hasattr(...)``: a fallback branch feeds what it writes)."""
+    an ``if hasattr(...)``: a fallback branch feeds what it writes). Read from the facts' ``Body`` of each."""
     idiom = sm.engine.collection
     assert idiom is not None
     if depth > MAX_HOPS:
         return Effect("unknown", detail="delegation too deep")
-    hit = method_node(sm, key, name, after)
+    hit = body_of(sm, key, name, after)
     if hit is None:
         if sm.graph.member_origin(key, name) is None:
             return Effect("missing", detail=f"{key.name} has no {name}")
         return Effect("unknown", detail=f"{name} of {key.name} is not a method the tool can read")
-    mowner, fn = hit
+    mowner, b = hit
     where = f"{mowner.name}.{name}"
-    body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
-    if not body or all(isinstance(s, ast.Pass) for s in body):
-        return Effect("stub", method_owner=mowner, line=fn.lineno, detail=f"{where} has a stub body")
-    me_ = fn.args.args[0].arg if fn.args.args else "self"
-    loops = {n.target.id: head_dotted(n.iter) for n in ast.walk(fn)
-             if isinstance(n, ast.For) and isinstance(n.target, ast.Name)}
+    if b.empty:
+        return Effect("stub", method_owner=mowner, line=b.line, detail=f"{where} has a stub body")
+    me_ = b.self_name
     feeds: list[tuple[Mechanism, tuple[str, ...]]] = []
     first: tuple[tuple[Hop, ...], str, int] | None = None
     unknown = ""
@@ -845,65 +830,50 @@ def collection_effect(sm: Model, key: ClassKey, name: str, depth: int = 0,
             return None
         return res[0]
 
-    for n in ast.walk(fn):
-        if isinstance(n, ast.Assign):
-            for t in n.targets:
-                if not isinstance(t, ast.Attribute):
-                    continue
-                if t.attr in idiom.list_attrs:
-                    prefix = head_dotted(t.value)
-                    if prefix == me_ or prefix.startswith(me_ + "."):
-                        hops = at(prefix)
-                        if hops is not None:
-                            feeds.append((Mechanism.LIST, tuple(h.attr for h in hops)))
-                            first = first or (hops, t.attr, n.lineno)
-                elif t.attr in idiom.layer_flags:
-                    lp = _layers_prefix(t.value, loops)
-                    hops = at(lp) if lp else None
-                    if hops is not None:
-                        feeds.append((Mechanism.FLAG, tuple(h.attr for h in hops)))
-                elif t.attr == idiom.capture_flag and head_dotted(t.value) == me_:
-                    capture_flag = True
-        elif isinstance(n, ast.Call):
-            f = head_dotted(n.func)
-            if f == "setattr" and len(n.args) >= 2 and _is_flag(n.args[1], idiom):
-                lp = _layers_prefix(n.args[0], loops)
-                hops = at(lp) if lp else None
+    lists, flags = idiom.list_attrs, idiom.layer_flags
+    for kind, attr, recv, line in b.events:
+        if kind == STORE:
+            if attr in lists:
+                hops = at(recv)
+                if hops is not None:
+                    feeds.append((Mechanism.LIST, tuple(h.attr for h in hops)))
+                    first = first or (hops, attr, line)
+            elif attr not in flags and attr == idiom.capture_flag and recv == me_:
+                capture_flag = True
+            continue
+        if kind in (LAYER_STORE, LAYER_SETATTR):
+            if attr in flags and (kind == LAYER_SETATTR or attr not in lists):
+                hops = at(recv)
                 if hops is not None:
                     feeds.append((Mechanism.FLAG, tuple(h.attr for h in hops)))
+            continue
+        if kind == SUPER_CALL:
+            sub = collection_effect(sm, key, attr, depth + 1, after=mowner)
+            hops = ()
+        else:
+            if recv == me_ and attr == name:
                 continue
-            if not isinstance(n.func, ast.Attribute):
+            res = resolve_self_path(sm, key, recv.replace(me_, "self", 1))
+            if res is None or res[1]:
+                continue  # a call on an object the tool cannot follow feeds nothing it can see
+            hops = res[0]
+            target = hops[-1].key if hops else key
+            if sm.graph.member_origin(target, attr) is None:
                 continue
-            meth = n.func.attr
-            recv = n.func.value
-            if isinstance(recv, ast.Call) and head_dotted(recv.func) == "super":
-                sub = collection_effect(sm, key, meth, depth + 1, after=mowner)
-                hops = ()
-            else:
-                prefix = head_dotted(recv)
-                if not (prefix == me_ or prefix.startswith(me_ + ".")) or (prefix == me_ and meth == name):
-                    continue
-                res = resolve_self_path(sm, key, prefix.replace(me_, "self", 1))
-                if res is None or res[1]:
-                    continue  # a call on an object the tool cannot follow feeds nothing it can see
-                hops = res[0]
-                target = hops[-1].key if hops else key
-                if sm.graph.member_origin(target, meth) is None:
-                    continue
-                sub = collection_effect(sm, target, meth, depth + 1)
-            pre = tuple(h.attr for h in hops)
-            feeds.extend((m, pre + p) for m, p in sub.feeds)
-            capture_flag = capture_flag or (sub.sets_capture_flag and not hops)
-            if sub.kind == "writes" and first is None and sub.attr is not None:
-                first = (hops + sub.hops, sub.attr, n.lineno)
+            sub = collection_effect(sm, target, attr, depth + 1)
+        pre = tuple(h.attr for h in hops)
+        feeds.extend((m, pre + p) for m, p in sub.feeds)
+        capture_flag = capture_flag or (sub.sets_capture_flag and not hops)
+        if sub.kind == "writes" and first is None and sub.attr is not None:
+            first = (hops + sub.hops, sub.attr, line)
     feeds = list(dict.fromkeys(feeds))
     if not feeds:
         detail = unknown or f"{where} writes no {' or '.join(idiom.list_attrs + idiom.layer_flags)}"
-        return Effect("unknown", method_owner=mowner, line=fn.lineno, detail=detail,
+        return Effect("unknown", method_owner=mowner, line=b.line, detail=detail,
                       sets_capture_flag=capture_flag)
-    hops, attr = (first[0], first[1]) if first is not None else ((), None)
-    wrote = ", ".join(_feed_text(idiom, m, p, attr) for m, p in feeds)
-    return Effect("writes", hops, attr, mowner, fn.lineno, f"{where} writes {wrote}",
+    hops, wattr = (first[0], first[1]) if first is not None else ((), None)
+    wrote = ", ".join(_feed_text(idiom, m, p, wattr) for m, p in feeds)
+    return Effect("writes", hops, wattr, mowner, b.line, f"{where} writes {wrote}",
                   feeds=tuple(feeds), sets_capture_flag=capture_flag)
 
 
@@ -918,8 +888,8 @@ def flag_feeder(sm: Model, key: ClassKey) -> str | None:
         for m in (cf.members.values() if cf is not None else ()):
             if m.kind != "def" or not any(a in m.name for a in idiom.list_attrs):
                 continue
-            hit = method_node(sm, key, m.name)
-            if hit is None or len(hit[1].args.args) != 2 or hit[1].args.defaults:
+            hit = body_of(sm, key, m.name)
+            if hit is None or hit[1].nargs != 2 or hit[1].ndefaults:
                 continue
             if Mechanism.FLAG in collection_effect(sm, key, m.name).fed(()):
                 return m.name
@@ -939,14 +909,11 @@ def sibling_setter(sm: Model, key: ClassKey, own: Owner, reads: frozenset[Mechan
         for m in (cf.members.values() if cf is not None else ()):
             if m.kind != "def" or m.name == name or not any(a in m.name for a in idiom.list_attrs):
                 continue
-            hit = method_node(sm, key, m.name)
-            if hit is None or len(hit[1].args.args) != 2:
+            hit = body_of(sm, key, m.name)
+            if hit is None or hit[1].nargs != 2:
                 continue
             eff = collection_effect(sm, key, m.name)
-            param = hit[1].args.args[1].arg
-            plus_one = any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Add) and isinstance(n.right, ast.Constant)
-                           and n.right.value == 1 and isinstance(n.left, ast.Name) for n in ast.walk(hit[1])) \
-                and param in {n.id for n in ast.walk(hit[1]) if isinstance(n, ast.Name) and n is not None}
+            plus_one = hit[1].adds_one and hit[1].param_used
             if eff.sets_capture_flag and eff.fed(own.path) & reads and plus_one:
                 return m.name
     return None
@@ -1124,38 +1091,29 @@ def _hands_back_aux(text: str) -> bool:
 def _read_mechanisms(sm: Model, key: ClassKey, names: list[str], attrs: set[str],
                      idiom: CollectionIdiom) -> frozenset[Mechanism]:
     """The mechanisms a forward (and the helpers it calls) reads: a list attribute it compares the index with,
-    or a per-layer flag (``getattr(layer, "<flag>", False)``, ``layer.<flag>``)."""
+    or a per-layer flag (``getattr(layer, "<flag>", False)``, ``layer.<flag>``), from the facts' ``Body`` of each."""
     out: set[Mechanism] = set()
     attrs = set(attrs)
-    todo = [method_node(sm, key, name) for name in names]
+    flags = set(idiom.layer_flags)
+    todo = [body_of(sm, key, name) for name in names]
     seen = 0
     while todo and seen <= MAX_HOPS + len(names):
         hit = todo.pop(0)
         seen += 1
         if hit is None:
             continue
-        for n in ast.walk(hit[1]):
-            called = isinstance(n, ast.Call) and head_dotted(n.func) in ("getattr", "hasattr") and len(n.args) >= 2 \
-                and _is_flag(n.args[1], idiom)
-            if called or isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load) and n.attr in idiom.layer_flags:
-                out.add(Mechanism.FLAG)
-            elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Call) \
-                    and head_dotted(n.func.value.func) == "super":
+        if flags.intersection(hit[1].loaded):
+            out.add(Mechanism.FLAG)
+        for kind, meth, _recv, _line in hit[1].events:
+            if kind == SUPER_CALL:
                 # ``super().forward(...)``: the base's loop runs too (Qwen4ExpVLModel over Qwen4ExpModel).
-                base = method_node(sm, key, n.func.attr, after=hit[0])
+                base = body_of(sm, key, meth, after=hit[0])
                 if base is not None:
                     todo.append(base)
-                    attrs |= _membership_attrs(base[1])
+                    attrs |= set(base[1].in_self)
     if attrs & set(idiom.list_attrs):
         out.add(Mechanism.LIST)
     return frozenset(out)
-
-
-def _membership_attrs(fn: ast.FunctionDef) -> set[str]:
-    """``self.<attr>`` containers an index is tested against in ``fn`` (``i in self.layers_to_capture``)."""
-    return {head_dotted(n.comparators[0])[5:] for n in ast.walk(fn)
-            if isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], ast.In)
-            and head_dotted(n.comparators[0]).startswith("self.")}
 
 
 def attr_initialised(sm: Model, key: ClassKey, attr: str) -> bool:
@@ -1218,118 +1176,6 @@ class Where:
     path: str
     line: int
     text: str = ""
-
-
-# -- reading a module the model evaluates -------------------------------------------------------
-_PARSED_KEEP = 4
-
-
-def read_module(sm: Model, rel: str) -> ast.Module | None:
-    """The parsed module the model evaluates code of (default ids, the capture loop, the drafter's fc): parsed once
-    per analysis, since several questions read the same large model file."""
-    cache: dict[str, ast.Module | None] = sm.memo.get("parsed-modules", dict)
-    sm.queries.note(rel)  # a syntax tree parsed for an earlier question: whoever asks now read that file too
-    if rel not in cache:
-        if len(cache) >= _PARSED_KEEP:
-            del cache[next(iter(cache))]  # the oldest: questions about one class come together, ASTs are large
-        cache[rel] = _parse_module(sm, rel)
-    return cache[rel]
-
-
-def read_function(sm: Model, rel: str, first: int, line: int, end: int) -> ast.FunctionDef | None:
-    """The ``def`` on ``line`` of ``rel`` (decorators from ``first``, body to ``end``: the facts' span of it), as
-    ``read_module`` would give it, but parsed from its own lines: SGLang's collection walks read a few methods
-    of hundreds of large model files, and parsing each whole module for them was a third of a cold check of
-    0.5.23. The lines are parsed under an ``if 1:`` so that their indentation, and with it every column, stays
-    the file's, after blank lines that keep their numbers. Parsed once per analysis."""
-    cache: dict[tuple[str, int], ast.FunctionDef | None] = sm.memo.get("parsed-functions", dict)
-    sm.queries.note(rel)  # a method parsed for an earlier question: whoever asks now read that file too
-    k = (rel, line)
-    if k not in cache:
-        cache[k] = _parse_function(sm, rel, first, line, end)
-    return cache[k]
-
-
-def _parse_function(sm: Model, rel: str, first: int, line: int, end: int) -> ast.FunctionDef | None:
-    lines = _lines(sm, rel)
-    if lines is None:
-        return None
-    span = lines[first - 1:end]
-    if first < 2 or not span or not span[0][:1].isspace():
-        return _whole(sm, rel, line)  # not a span this reading fits: the module, as read_module gives it
-    # Blank lines first, so that the def's lines keep their numbers (cheaper than ast.increment_lineno after).
-    tree = me.parse("\n" * (first - 2) + "if 1:\n" + "\n".join(span) + "\n", rel)
-    fn = tree.body[0].body[0] if tree is not None and isinstance(tree.body[0], ast.If) and tree.body[0].body else None
-    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or fn.lineno != line:
-        return _whole(sm, rel, line)
-    return fn  # type: ignore[return-value]  # async def too; same fields used (minieval.function_at)
-
-
-def _lines(sm: Model, rel: str) -> list[str] | None:
-    """``rel``'s lines as the tokenizer counts them (``str.splitlines`` also breaks at form feeds and other
-    separators), for the last few files asked: the methods asked about one class come together."""
-    cache: dict[str, list[str] | None] = sm.memo.get("source-lines", dict)
-    if rel not in cache:
-        if len(cache) >= _PARSED_KEEP:
-            del cache[next(iter(cache))]
-        try:
-            text = decode_source(sm.source.read_bytes(rel)) if sm.source.exists(rel) else None
-        except (OSError, UnicodeError):
-            text = None
-        cache[rel] = None if text is None else text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    return cache[rel]
-
-
-def _whole(sm: Model, rel: str, line: int) -> ast.FunctionDef | None:
-    tree = read_module(sm, rel)
-    return me.function_at(tree, line) if tree is not None else None
-
-
-def _parse_module(sm: Model, rel: str) -> ast.Module | None:
-    if not sm.source.exists(rel):
-        return None
-    try:
-        return me.parse(decode_source(sm.source.read_bytes(rel)), rel)
-    except (OSError, UnicodeError, SyntaxError):
-        return None
-
-
-
-# -- the drafter's fc ------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class FcInit:
-    """The ``__init__`` that builds a drafter's ``self.fc``: the class (``key`` or a model it builds), its line,
-    file and function node; ``fnode`` None when it cannot be read."""
-
-    owner: ClassKey
-    line: int
-    path: str
-    tree: ast.Module | None
-    fnode: ast.FunctionDef | None
-
-
-def fc_init(sm: Model, key: ClassKey) -> FcInit | None:
-    """Where ``key`` (or a model it builds, breadth first) assigns ``self.fc``, or None when nothing does. The
-    drafter-fc step and the checkpoint check (drafter_weights.py) both evaluate that ``__init__``."""
-    todo, seen = [key], set()
-    found = None
-    while todo and found is None:
-        k = todo.pop(0)
-        if k in seen:
-            continue
-        seen.add(k)
-        found = sm.graph.assigns_attr(k, "fc")
-        if found is None:
-            todo.extend(d.target for d in sm.graph.delegations(k) if d.target is not None)
-    if found is None:
-        return None
-    owner, line = found
-    path = sm.graph.path_of(owner)
-    tree = read_module(sm, path)
-    cf = sm.graph.class_facts(owner)
-    init = cf.methods.get("__init__") if cf else None
-    fnode = me.function_at(tree, init.line) if tree is not None and init is not None else None
-    return FcInit(owner, line, path, tree, fnode)
 
 
 # -- the model default aux ids ----------------------------------------------------------------------------
@@ -1732,12 +1578,10 @@ def _setter_sorts(sm: Model, key: ClassKey, owner: ClassKey) -> str | None:
         if hit is not None:
             cands.append((hit[0], c.setter))
     for cls, name in cands:
-        path = sm.graph.path_of(cls)
-        tree = read_module(sm, path)
-        fnode = me.find_function(tree, name, cls.qualname) if tree is not None else None
-        if fnode is not None and any(
-            isinstance(n, ast.Call) and head_dotted(n.func) == "sorted" for n in ast.walk(fnode)
-        ):
+        # A method in the class body of a module-level class, the last ``def`` of that name (as at runtime).
+        cf = sm.graph.class_facts(cls)
+        hit = body_of(sm, cls, name) if cf is not None and cf.nested_in is None and "." not in cls.qualname else None
+        if hit is not None and hit[0] == cls and hit[1].direct and not hit[1].is_async and hit[1].sorts:
             return f"{cls.name}.{name}()"
     return None
 

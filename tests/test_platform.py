@@ -142,19 +142,19 @@ def test_runner_choice_parses_its_files_once_per_analysis(real_trees, monkeypatc
     ``self.model_config.architectures``, vLLM 0.33.0 ``vllm/config/vllm.py:731-767``), but the files it evaluates
     (``vllm/envs.py``, ``vllm/config/vllm.py``, the enum modules it imports) are parsed once per analysis, and
     the choice is the one a fresh parse gives."""
-    from eagle3_lint import semantic
     from eagle3_lint.analysis import Options, analyze
+    from eagle3_lint.engines import source_ast
     from eagle3_lint.engines.vllm import runnerchoice
     from eagle3_lint.source import DirSource
 
     ctx = analyze(DirSource(real_trees.get("0.33.0")), Options(), select=lambda _rule: False)
     parsed: list[str] = []
-    real = semantic._parse_module
+    real = source_ast._parse_module
 
     def counted(sm, rel: str):  # noqa: ANN001, ANN202
         parsed.append(rel)
         return real(sm, rel)
-    monkeypatch.setattr(semantic, "_parse_module", counted)
+    monkeypatch.setattr(source_ast, "_parse_module", counted)
     archs = sorted(ctx.model.registry.entries)[:25]
     choices = [runnerchoice.chosen(ctx.model, a) for a in archs]
     assert parsed and len(parsed) == len(set(parsed)), parsed

@@ -1,7 +1,8 @@
-"""``semantic.read_function``: a method parsed from its own lines is the node a parse of its whole module gives.
+"""``source_ast.read_function``: a method parsed from its own lines is the node a parse of its whole module gives.
 
-The collection walks of the semantic model read method bodies (SGLang's per-layer flags and capture lists); they
-used to parse the whole model file for each one (``read_module``). ``read_function`` parses the def's span from
+SGLang's drafter checks walk a few model methods' syntax while the engine derives its data (``method_node``; the
+semantic model reads the facts' ``Body`` instead); they used to parse the whole model file for each one
+(``read_module``). ``read_function`` parses the def's span from
 the facts (first decorator to last line) under an ``if 1:``; every field and position must be what
 ``minieval.function_at`` finds in the whole module, or the walks would read another tree.
 """
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from eagle3_lint import minieval as me
-from eagle3_lint import semantic as sem
+from eagle3_lint.engines import source_ast as sem
 from eagle3_lint.facts import decode_source
 from eagle3_lint.queries import Queries
 from eagle3_lint.semantic import Memo

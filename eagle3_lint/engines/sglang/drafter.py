@@ -48,6 +48,7 @@ from eagle3_lint.engines.drafter_fields import ID_FIELDS, Trained, id_fields, tr
 from eagle3_lint.engines.sglang import pp as pp_mod
 from eagle3_lint.engines.sglang.runner import IDS_KEY, SETTER, IdSource, id_sources
 from eagle3_lint.engines.sglang.setter import IdTransform, capture_indices, default_indices, read_setter
+from eagle3_lint.engines.source_ast import method_node, read_module
 from eagle3_lint.facts import head_dotted
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.lazyimport import lazy
@@ -57,8 +58,6 @@ from eagle3_lint.semantic import (
     capture_in,
     collection_effect,
     delegate,
-    method_node,
-    read_module,
     resolve_self_path,
 )
 
