@@ -1547,18 +1547,16 @@ def _body(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST], dire
     in_self: list[str] = []
     names: set[str] = set()
     adds_one = sorts = False
-    Attribute, Call, Name, Load = ast.Attribute, ast.Call, ast.Name, ast.Load
     for n in nodes:
-        cls = n.__class__
-        if cls is Attribute:
-            if n.ctx.__class__ is Load:  # type: ignore[attr-defined]  # exact class test: n is an Attribute
-                loaded.add(n.attr)  # type: ignore[attr-defined]
-        elif cls is Name:
-            names.add(n.id)  # type: ignore[attr-defined]  # exact class test: n is a Name
-        elif cls is Call:
-            func = n.func  # type: ignore[attr-defined]  # exact class test: n is a Call
+        if isinstance(n, ast.Attribute):
+            if isinstance(n.ctx, ast.Load):
+                loaded.add(n.attr)
+        elif isinstance(n, ast.Name):
+            names.add(n.id)
+        elif isinstance(n, ast.Call):
+            func = n.func
             f = head_dotted(func)
-            cargs = n.args  # type: ignore[attr-defined]
+            cargs = n.args
             if f == "sorted":
                 sorts = True
             elif f in ("getattr", "hasattr", "setattr") and len(cargs) >= 2 and isinstance(cargs[1], ast.Constant) \
@@ -1566,30 +1564,30 @@ def _body(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST], dire
                 if f == "setattr":
                     lp = _layers_of(cargs[0], loops)
                     if lp is not None:
-                        events.append((LAYER_SETATTR, cargs[1].value, lp, n.lineno))  # type: ignore[attr-defined]
+                        events.append((LAYER_SETATTR, cargs[1].value, lp, n.lineno))
                 else:
                     loaded.add(cargs[1].value)
             if isinstance(func, ast.Attribute):
                 recv = func.value
                 if isinstance(recv, ast.Call) and head_dotted(recv.func) == "super":
-                    events.append((SUPER_CALL, func.attr, "", n.lineno))  # type: ignore[attr-defined]
+                    events.append((SUPER_CALL, func.attr, "", n.lineno))
                 else:
                     prefix = head_dotted(recv)
                     if prefix == me or prefix.startswith(rooted):
-                        events.append((SELF_CALL, func.attr, prefix, n.lineno))  # type: ignore[attr-defined]
-        elif cls is ast.Assign:
-            for t in n.targets:  # type: ignore[attr-defined]  # exact class test: n is an Assign
+                        events.append((SELF_CALL, func.attr, prefix, n.lineno))
+        elif isinstance(n, ast.Assign):
+            for t in n.targets:
                 if isinstance(t, ast.Attribute):
                     prefix = head_dotted(t.value)
                     if prefix == me or prefix.startswith(rooted):
-                        events.append((STORE, t.attr, prefix, n.lineno))  # type: ignore[attr-defined]
+                        events.append((STORE, t.attr, prefix, n.lineno))
                     lp = _layers_of(t.value, loops)
                     if lp is not None:
-                        events.append((LAYER_STORE, t.attr, lp, n.lineno))  # type: ignore[attr-defined]
-        elif cls is ast.Compare:
-            ops = n.ops  # type: ignore[attr-defined]  # exact class test: n is a Compare
+                        events.append((LAYER_STORE, t.attr, lp, n.lineno))
+        elif isinstance(n, ast.Compare):
+            ops = n.ops
             if len(ops) == 1 and isinstance(ops[0], ast.In):
-                c = head_dotted(n.comparators[0])  # type: ignore[attr-defined]
+                c = head_dotted(n.comparators[0])
                 if c.startswith("self."):
                     in_self.append(c[5:])
         elif isinstance(n, ast.BinOp) and isinstance(n.op, ast.Add) and isinstance(n.right, ast.Constant) \
