@@ -135,6 +135,21 @@ class ClassGraph:
             return None
         return mf.classes.get(key.qualname)
 
+    def def_of(self, key: ClassKey, name: str, after: ClassKey | None = None) -> tuple[ClassKey, Member] | None:
+        """The member ``name`` resolves to for an instance of ``key`` (after class ``after`` in the MRO:
+        ``super()``) with the class that holds it, when it is a ``def``; None when the name is unbound there or the
+        first binding of it in the MRO is not a ``def``. Annotations alone bind nothing."""
+        entries = [e for e in self.mro(key).entries if isinstance(e, ClassKey)]
+        if after is not None:
+            entries = entries[entries.index(after) + 1:] if after in entries else []
+        for e in entries:
+            cf = self.class_facts(e)
+            m = cf.members.get(name) if cf is not None else None
+            if m is None or m.kind == "annotation":
+                continue
+            return (e, m) if m.kind == "def" else None
+        return None
+
     def path_of(self, key: ClassKey) -> str:
         mf = self.loader(key.module)
         return mf.path if mf else key.module.replace(".", "/") + ".py"

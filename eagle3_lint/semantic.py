@@ -777,20 +777,13 @@ def default_setter_effect(sm: Model, key: ClassKey, depth: int = 0) -> Effect:
 def body_of(sm: Model, key: ClassKey, name: str, after: ClassKey | None = None) -> tuple[ClassKey, Body] | None:
     """The facts' ``Body`` of the ``def`` of ``name`` for an instance of ``key`` (after class ``after`` in the MRO:
     ``super()``), with the class that defines it."""
-    entries = [e for e in sm.graph.mro(key).entries if isinstance(e, ClassKey)]
-    if after is not None:
-        entries = entries[entries.index(after) + 1:] if after in entries else []
-    for e in entries:
-        cf = sm.graph.class_facts(e)
-        m = cf.members.get(name) if cf is not None else None
-        if m is None or m.kind == "annotation":
-            continue
-        if m.kind != "def":
-            return None
-        mf = sm.graph.module(e.module)
-        b = mf.bodies.get(e.qualname, {}).get(name) if mf is not None else None
-        return (e, b) if b is not None and b.line == m.line else None
-    return None
+    found = sm.graph.def_of(key, name, after)
+    if found is None:
+        return None
+    e, m = found
+    mf = sm.graph.module(e.module)
+    b = mf.bodies.get(e.qualname, {}).get(name) if mf is not None else None
+    return (e, b) if b is not None and b.line == m.line else None
 
 
 def _feed_text(idiom: CollectionIdiom, m: Mechanism, path: tuple[str, ...], attr: str | None = None) -> str:

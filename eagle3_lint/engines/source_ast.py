@@ -141,16 +141,9 @@ def method_node(sm: Model, key: ClassKey, name: str,
     """The ``def`` of ``name`` for an instance of ``key`` (after class ``after`` in the MRO: ``super()``), parsed:
     for an engine that walks a model method's syntax while it derives its data (SGLang's drafter checks). The
     semantic model reads the facts' ``Body`` of it instead (``semantic.body_of``)."""
-    entries = [e for e in sm.graph.mro(key).entries if isinstance(e, ClassKey)]
-    if after is not None:
-        entries = entries[entries.index(after) + 1:] if after in entries else []
-    for e in entries:
-        cf = sm.graph.class_facts(e)
-        m = cf.members.get(name) if cf is not None else None
-        if m is None or m.kind == "annotation":
-            continue
-        if m.kind != "def":
-            return None
-        fn = read_function(sm, sm.graph.path_of(e), m.first_line or m.line, m.line, m.end_line)
-        return (e, fn) if fn is not None else None
-    return None
+    found = sm.graph.def_of(key, name, after)
+    if found is None:
+        return None
+    e, m = found
+    fn = read_function(sm, sm.graph.path_of(e), m.first_line or m.line, m.line, m.end_line)
+    return (e, fn) if fn is not None else None
