@@ -577,8 +577,10 @@ def _read(p: Path, head: str) -> dict[str, Any] | None:
 
 
 def load(cache_dir: Path | None, source: SourceTree, head: str,
-         files: dict[str, bytes | None]) -> tuple[Queries, set[str], Table | None]:
-    """Earlier checks' answers that may be reused, the atoms changed since the last check, and the table."""
+         digests: Callable[[], dict[str, bytes | None]]) -> tuple[Queries, set[str], Table | None]:
+    """Earlier checks' answers that may be reused, the atoms changed since the last check, and the table.
+    ``digests`` gives the tree's content hashes (``file_digests``): asked only when there is a table to compare
+    them with, so a first check hashes no file before it reads it (``Keep.files``)."""
     if cache_dir is None:
         return Queries(), set(), None
     table = Table(table_path(cache_dir, source, head))
@@ -586,6 +588,7 @@ def load(cache_dir: Path | None, source: SourceTree, head: str,
         main = _read(table.path, head)
         if main is None:
             return Queries(), set(), table
+        files = digests()
         table.base, table.files = main["id"], main["files"]
         last, delta_entries = main, {}
         delta = _read(table.delta_path, head) if table.delta_path.exists() else None

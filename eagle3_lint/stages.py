@@ -163,8 +163,11 @@ class Keep:
 
     table: Table
     head: str
-    files: dict[str, bytes | None]
+    # The tree's content hashes the answers were checked against; None on a first check, where no table was there to
+    # check against: they are taken when the answers are saved, if no file changed since ``snapshot`` (its stats).
+    files: dict[str, bytes | None] | None
     derived: str  # queries.derived_digest of what the engine derived before the first answer
+    snapshot: dict[str, tuple[int, ...] | None] | None = None
 
 
 @dataclass(frozen=True, eq=False)

@@ -565,3 +565,37 @@ def test_lazy_fields_read_back_what_was_stored(sample: Path) -> None:
     assert lazy_seen > 0
     with pytest.raises(ValueError):
         facts_from_blob(pickle.dumps(({"path": "x"}, {})))  # fields missing: not a facts blob
+
+
+def test_a_first_check_hashes_the_tree_at_its_end_and_keeps_nothing_if_a_file_changed_meanwhile(
+        sample: Path, tmp_path: Path) -> None:
+    """A tree's first check takes its content hashes as it reads the files, not in a pass over the whole tree before
+    the analysis (reportcache.ReportCache, analysis.keep_answers): the report and the answers are then stored under
+    hashes taken by the end. A file edited while the check ran would put them under content they were not made from,
+    so they are not stored; with no edit they are, under the key the next check computes up front, and replayed."""
+    cache = tmp_path / "cache"
+    rel = "vllm/model_executor/models/inner.py"
+    assert (sample / rel).is_file()
+    src = DirSource(sample)
+    store = FactStore(src, cache)
+    rc = reportcache.ReportCache(cache, ("req",), src, store)
+    assert rc.get() is None  # no entry for the tree yet: nothing hashed to find that out
+    ctx = analyze(src, Options(cache_dir=cache), store=store, keep=False)
+    (sample / rel).write_text((sample / rel).read_text() + "\n# edited while the check ran\n")
+    from eagle3_lint.analysis import keep_answers
+
+    keep_answers(ctx)
+    rc.put(reportcache.Replay("report", (), 0))
+    assert entries(cache) == [] and not list(cache.glob("trees/*/*.answers"))
+    # Unchanged during the check: stored, and found by the next check's key, computed from the stat memos.
+    src = DirSource(sample)
+    store = FactStore(src, cache)
+    rc = reportcache.ReportCache(cache, ("req",), src, store)
+    assert rc.get() is None
+    ctx = analyze(src, Options(cache_dir=cache), store=store, keep=False)
+    keep_answers(ctx)
+    rc.put(reportcache.Replay("report", (), 0))
+    assert len(entries(cache)) == 1 and list(cache.glob("trees/*/*.answers"))
+    src = DirSource(sample)
+    hit = reportcache.ReportCache(cache, ("req",), src, FactStore(src, cache)).get()
+    assert hit is not None and hit.report == "report"
