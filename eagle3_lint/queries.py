@@ -220,13 +220,20 @@ class Queries(Recorder):
         f = self.frame
         if f is None:
             return
-        f.every |= e.every
+        # An answer read again adds nothing: its reads are in already (a verdict's answers ask the same MROs, checks
+        # and delegations thousands of times; merging its atoms again each time was most of this function).
         if e.persist:
+            if key in f.edges:
+                return
             f.edges[key] = None
         else:
+            if key in f.seen:
+                return
+            f.seen.add(key)
             f.atoms |= e.atoms
             if e.edges:
                 f.edges.update(dict.fromkeys(e.edges))
+        f.every |= e.every
 
     def note_answer(self, key: Hashable) -> None:
         """The computation running now read the answer under ``key`` (ctx.verdicts reads, a fix's group)."""
