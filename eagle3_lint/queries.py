@@ -136,7 +136,9 @@ class _Entry:
         self._fp: bytes | None = None
         self._every = every
         self.names = names
-        self.refreshed = False  # a kept answer found valid through the answers it read: kept anew (``_kept``)
+        # A kept answer found valid through the answers it read, resting now on atoms its record does not name: kept
+        # anew (``_kept``).
+        self.refreshed = False
 
     @property
     def every(self) -> frozenset[str]:
@@ -393,13 +395,16 @@ class Queries(Recorder):
                 self._checking.discard(key)
                 self.frame = outer
         # Valid, but what it rests on, however reached, is now what the answers it read rest on: one of them,
-        # recomputed to the same value, may have read other files this time. It is kept anew with those.
-        own = frozenset(self.names[i] for i in rec[4])
+        # recomputed to the same value, may have read other files this time. It is kept anew with those, unless they
+        # are all among what its record names already: the record, checked the same way next time, stays as it is
+        # (rewriting it was most of saving a one-edit re-check of SGLang: 138 answers, 31,000 edges, none changed).
+        names = self.names
+        own = frozenset(names[i] for i in rec[4])
         every = set(own)
         for d in edges:
             every |= self._run[d].every
-        e = _Entry(_MISSING, own, edges, True, layer, rec, every=frozenset(every), names=self.names)
-        e.refreshed = True
+        e = _Entry(_MISSING, own, edges, True, layer, rec, every=frozenset(every), names=names)
+        e.refreshed = not every.issubset([names[i] for i in rec[0]])
         self._run[key] = e
         return e
 
