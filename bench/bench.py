@@ -56,12 +56,22 @@ def engine_of(tree: Path) -> str | None:
     """Which engine's tree this is (the folder holding its package)."""
     return next((e for e, (pkg, dirs, _, _) in LAYOUTS.items() if (tree / dirs[0]).is_dir()), None)
 REPO = Path(__file__).resolve().parent.parent
-TARGETS = {  # measure -> (limit, unit); ratios are against the floor of the same run (issue 13, item 6)
-    "cold": (1.2, "x floor"),
-    "warm": (0.1, "x floor"),
-    "one-edit": (0.15, "x floor"),
-    "peak-rss": (200.0, "MB"),
-    "sweep": (60.0, "s"),
+# Each engine's targets: measure -> (limit, unit); ratios are against the floor of the same run. vLLM's are issue
+# 13's (item 6); SGLang's are issue 22's acceptance (cold <= 1.5x, one edit <= 0.3x), whose floor (300 model files)
+# is about half of vLLM's, so the fixed start-up weighs twice as much; its warm replay has no target of its own.
+TARGETS: dict[str, dict[str, tuple[float, str]]] = {
+    "vllm": {
+        "cold": (1.2, "x floor"),
+        "warm": (0.1, "x floor"),
+        "one-edit": (0.15, "x floor"),
+        "peak-rss": (200.0, "MB"),
+        "sweep": (60.0, "s"),
+    },
+    "sglang": {
+        "cold": (1.5, "x floor"),
+        "one-edit": (0.3, "x floor"),
+        "peak-rss": (200.0, "MB"),
+    },
 }
 SWEEP_FIRST, SWEEP_LAST = (0, 9, 2), (0, 33, 0)
 
@@ -81,6 +91,7 @@ class Run:
 class Results:
     version: str
     tree: str
+    engine: str = "vllm"
     rows: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -234,7 +245,13 @@ def child_edit_phases(tree: Path, cache: Path, out: Path) -> None:
     (the CLI, the analysis and the rules), opening the facts pack and hashing the tree, loading facts
     (unpickling the cached ones, parsing the edited one), deriving registry/contract/runner,
     judging every architecture, the rules (with the pack save and the serving verdicts), rendering
-    the JSON report; ``other`` is the rest (report-cache key, writing the output)."""
+    the JSON report; ``other`` is the rest (report-cache key, writing the output).
+
+    The cyclic GC is off for the whole run, as the console script (``cli.entry``) runs a check: with it on, the
+    phases included a collection over the check's heap that no real run pays."""
+    import gc
+
+    gc.disable()
     t0 = time.perf_counter()
     import eagle3_lint.analysis as an
     import eagle3_lint.cli as cli
@@ -357,7 +374,7 @@ def copy_tree(src: Path, dest: Path) -> None:
 
 def row(res: Results, measure: str, value: float, unit: str, ratio: float | None = None,
         cpu_ratio: float | None = None, detail: str = "") -> None:
-    target = TARGETS.get(measure)
+    target = TARGETS[res.engine].get(measure)
     compared = ratio if ratio is not None else value
     ok = None if target is None else compared <= target[0]
     res.rows.append({"measure": measure, "value": round(value, 3), "unit": unit,
@@ -380,7 +397,7 @@ def bench(args: argparse.Namespace) -> Results:
                              f"run `eagle3-lint check {args.engine}=={version}` once, or pass --tree")
     if engine_of(tree) is None:
         raise SystemExit(f"bench: not a vLLM or SGLang tree: {tree}")
-    res = Results(version, str(tree))
+    res = Results(version, str(tree), engine_of(tree) or "vllm")
     work = Path(tempfile.mkdtemp(prefix="eagle3-lint-bench-"))
     log = (lambda msg: print(f"  .. {msg}", file=sys.stderr, flush=True)) if not args.quiet else (lambda msg: None)
     try:
@@ -538,8 +555,9 @@ def sweep(args: argparse.Namespace, root: Path, res: Results, work: Path, log: A
     check_rc(run_measured(cmd, cwd=str(work)), "matrix priming")
     r = run_measured(cmd, cwd=str(work))
     check_rc(r, "matrix sweep")
+    limit = TARGETS["vllm"]["sweep"][0]
     res.rows.append({"measure": "sweep-matrix", "value": round(r.wall, 3), "unit": "s", "ratio": None,
-                     "cpu_ratio": None, "target": f"<= {TARGETS['sweep'][0]} s", "ok": r.wall <= TARGETS["sweep"][0],
+                     "cpu_ratio": None, "target": f"<= {limit} s", "ok": r.wall <= limit,
                      "detail": f"one `eagle3-lint matrix` over the same {len(releases)} trees, cpu {r.cpu:.1f} s, "
                                f"rss {r.rss_mb:.0f} MB"})
 
@@ -571,7 +589,8 @@ def compare(args: argparse.Namespace, root: Path, tree: Path, version: str, res:
 
 
 def render(res: Results) -> str:
-    title = (f"eagle3-lint bench: vLLM {res.version} ({res.tree}); {os.cpu_count()} CPUs, "
+    display = {"vllm": "vLLM", "sglang": "SGLang"}[res.engine]
+    title = (f"eagle3-lint bench: {display} {res.version} ({res.tree}); {os.cpu_count()} CPUs, "
              f"load average {os.getloadavg()[0]:.1f}, cpu pressure {cpu_pressure()} at the end")
     lines = [title, ""]
     hdr = f"{'measure':<13} {'value':>9}  {'ratio':>7} {'cpu-ratio':>9}  {'target':<16} {'ok':<4} detail"
@@ -585,17 +604,19 @@ def render(res: Results) -> str:
         lines.append(f"{r['measure']:<13} {val:>9}  {ratio:>7} {cratio:>9}  {target:<16} {ok:<4} {r['detail']}")
     for n in res.notes:
         lines.append(f"note: {n}")
-    # The four targets of issue 13 on one line each run: wall and CPU ratios (a shared machine inflates wall).
+    # The engine's targets on one line each run: wall and CPU ratios (a shared machine inflates wall); a measure
+    # the engine sets no target for is printed without one.
     by = {r["measure"]: r for r in res.rows}
+    targets = TARGETS[res.engine]
     parts = []
     for m in ("cold", "warm", "one-edit"):
         r = by.get(m)
         if r is not None and r["ratio"] is not None:
-            parts.append(f"{m} {r['ratio']:.2f}x (cpu {r['cpu_ratio']:.2f}x) <= {TARGETS[m][0]}x "
-                         f"{'yes' if r['ok'] else 'NO'}")
+            judged = f"<= {targets[m][0]}x {'yes' if r['ok'] else 'NO'}" if m in targets else "(no target)"
+            parts.append(f"{m} {r['ratio']:.2f}x (cpu {r['cpu_ratio']:.2f}x) {judged}")
     r = by.get("peak-rss")
     if r is not None:
-        parts.append(f"peak RSS {r['value']:.0f} MB <= {TARGETS['peak-rss'][0]:.0f} MB {'yes' if r['ok'] else 'NO'}")
+        parts.append(f"peak RSS {r['value']:.0f} MB <= {targets['peak-rss'][0]:.0f} MB {'yes' if r['ok'] else 'NO'}")
     if parts:
         lines.append("targets: " + "; ".join(parts))
     return "\n".join(lines) + "\n"

@@ -29,14 +29,16 @@ LISTING = "@listing"
 
 class Frame:
     """What one computation read so far: atoms itself, the answers it read (ordered, as asked), and the atoms those
-    rest on, however reached (``every``)."""
+    rest on, however reached (``every``); ``seen``, the answers kept for this run only whose reads it took in already
+    (an answer read again adds nothing: queries.Queries._read)."""
 
-    __slots__ = ("atoms", "edges", "every")
+    __slots__ = ("atoms", "edges", "every", "seen")
 
     def __init__(self) -> None:
         self.atoms: set[str] = set()
         self.edges: dict[Hashable, None] = {}
         self.every: set[str] = set()
+        self.seen: set[Hashable] = set()
 
     def absorb(self, other: Frame) -> None:
         self.atoms |= other.atoms

@@ -931,8 +931,11 @@ def _header_text(h: Header, name: str) -> str:
     return f"def {name}({h.params})" + (f" -> {h.returns}" if h.returns else "") + ":"
 
 
+@query
 def method_header(sm: Model, key: ClassKey, name: str) -> MethodHeader | None:
-    """The header of ``key``'s own ``name`` (plain positional parameters only), to copy onto another class."""
+    """The header of ``key``'s own ``name`` (plain positional parameters only), to copy onto another class. A declared
+    query: EGL003's fix picks one among every class defining the setter, and rests on these answers, not on all those
+    files (an edit elsewhere in one of them recomputes its header, equal, and keeps the fix)."""
     cc = _class_ctx(sm, key)
     if cc is None:
         return None

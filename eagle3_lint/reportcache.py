@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,17 +87,39 @@ def tree_token(source: SourceTree, store: FactStore) -> str:
 
 
 class ReportCache:
+    """The tree's report entries. The key hashes every file of the tree, so it is made when first needed: a tree with
+    no entry at all (its first check) is looked up without it, and its report is stored under a key made from the
+    hashes the check took as it read the files, instead of reading every file once more before the analysis."""
+
     def __init__(self, cache_dir: Path, parts: Iterable[object], source: SourceTree, store: FactStore) -> None:
         h = hashlib.sha256(f"eagle3-lint-report\0{_VERSION}\0{fingerprint()}\0".encode())
         for p in parts:
             h.update(repr(p).encode() + b"\0")
-        h.update(tree_token(source, store).encode())
-        self.key = h.hexdigest()
+        self._request = h
+        self._source = source
+        self._store = store
+        self._key: str | None = None
         self.cache_dir = cache_dir
         self.folder = tree_folder(cache_dir, source)
-        self.path = self.folder / f"{self.key[:32]}{SUFFIX}"
+        # With no entry to look up, the key waits for the report: the stats now tell then whether the tree stayed as
+        # the check read it (a file edited meanwhile would put the report under its new content's key).
+        self._snapshot = store.snapshot() if not self._any_entry() else None
+
+    @property
+    def key(self) -> str:
+        if self._key is None:
+            h = self._request.copy()
+            h.update(tree_token(self._source, self._store).encode())
+            self._key = h.hexdigest()
+        return self._key
+
+    @property
+    def path(self) -> Path:
+        return self.folder / f"{self.key[:32]}{SUFFIX}"
 
     def get(self) -> Replay | None:
+        if self._snapshot is not None:
+            return None  # nothing to replay: the key waits until the report is stored
         if not trusted_file(self.path):
             return None
         try:
@@ -108,8 +131,11 @@ class ReportCache:
         return r
 
     def put(self, r: Replay) -> None:
+        key = self.key
+        if self._snapshot is not None and not self._store.unchanged(self._snapshot):
+            return  # a file changed while the check ran: not stored (the next check runs afresh)
         try:
-            write_private(self.path, (encode(self.key, r),))
+            write_private(self.path, (encode(key, r),))
             self._trim()
         except (OSError, UnicodeError):
             pass  # a cache that cannot be written only costs time
@@ -122,6 +148,13 @@ class ReportCache:
         every = newest_first(self.cache_dir.glob(f"trees/*/*{SUFFIX}"))
         for old in {*mine[MAX_PER_TREE:], *every[MAX_ENTRIES:]}:
             self._drop(old)
+
+    def _any_entry(self) -> bool:
+        try:
+            with os.scandir(self.folder) as it:
+                return any(e.name.endswith(SUFFIX) for e in it)
+        except OSError:
+            return False
 
     @staticmethod
     def _drop(p: Path) -> None:

@@ -578,6 +578,30 @@ def model_delegations(sm: Model, key: ClassKey) -> list[Delegation]:
     ]
 
 
+def builder_of(sm: Model, key: ClassKey, attr: str) -> ClassKey:
+    """The class whose ``__init__`` builds ``key``'s ``self.<attr>``: a subclass that only inherits the wrapper
+    (Tarsier2 from Qwen2-VL) is the same gap, reported and fixed once, on that class; ``key`` itself when no class of
+    the tree but the interfaces' does."""
+    hit = sm.graph.assigns_attr(key, attr)
+    if hit is not None and not is_interface_class(sm, hit[0]):
+        return hit[0]
+    return key
+
+
+@query
+def held_models(sm: Model, arch: str) -> tuple[tuple[str, ClassKey, ClassKey], ...]:
+    """For a scoped architecture whose class fails the check and has no setter, each of its model delegations
+    (``model_delegations``) to a class: (attribute, inner class, ``builder_of`` the attribute); () for any other.
+    One answer per architecture: a fix that asks it of every architecture (EGL003's exposed wrappers) rests on these
+    answers, so an edit of a model file recomputes only the architectures reading it, and keeps the fix when they come
+    out equal (queries.py, early cutoff)."""
+    key = sm.keys.get(arch)
+    if key is None or status(sm, arch) is not Status.UNSUPPORTED or setter_effect(sm, key).kind != "missing":
+        return ()
+    return tuple((d.attr, d.target, builder_of(sm, key, d.attr)) for d in model_delegations(sm, key)
+                 if d.target is not None)
+
+
 def supporting_inner(sm: Model, key: ClassKey) -> list[tuple[Hop, ...]]:
     """Paths of model delegations to the nearest inner classes that pass the check (language model first)."""
     out: list[tuple[Hop, ...]] = []

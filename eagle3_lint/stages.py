@@ -163,8 +163,11 @@ class Keep:
 
     table: Table
     head: str
+    # The tree's content hashes; on a first check (no table to compare them with) taken once the model is built, and
+    # the answers kept only if no file changed since ``snapshot`` (the tree's stats when the check started).
     files: dict[str, bytes | None]
     derived: str  # queries.derived_digest of what the engine derived before the first answer
+    snapshot: dict[str, tuple[int, ...] | None] | None = None
 
 
 @dataclass(frozen=True, eq=False)

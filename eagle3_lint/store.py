@@ -252,6 +252,7 @@ class FactStore:
         self.misses = 0
         self.derived_hits = 0
         self.rebuilt = False  # the pack existed but was damaged or stale and was dropped
+        self._snapshot: dict[str, StatKey | None] | None = None  # ``snapshot``
         # The analysis reading through this store notes what each answer loads (deps.py, queries.Queries.watch).
         self.recorder: Queries | None = None
         if cache_dir is not None:
@@ -375,6 +376,33 @@ class FactStore:
         if time.time_ns() - newest < _RACY_NS:
             return None
         return key
+
+    def snapshot(self) -> dict[str, StatKey | None]:
+        """Every ``.py`` file's stat now (size, mtime, ctime, inode; None if it cannot be stat-ed), for a check that
+        hashes the tree only at its end (a first check: reportcache.py, ``analysis.keep_answers``): ``unchanged``
+        then tells whether the hashes taken by the end are those of what the check read. Taken once per store: the
+        report cache and the answers both ask at the start of the check."""
+        if self._snapshot is None:
+            self._snapshot = self._stat_all()
+        return self._snapshot
+
+    def _stat_all(self) -> dict[str, StatKey | None]:
+        src = self.source
+        if not isinstance(src, DirSource):
+            return {}  # a wheel's members cannot change while it is open; other sources are never cached
+        out: dict[str, StatKey | None] = {}
+        root = src.root
+        for rel in src.py_files():
+            try:
+                st = os.stat(os.path.join(root, rel))
+                out[rel] = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+            except OSError:
+                out[rel] = None
+        return out
+
+    def unchanged(self, snapshot: dict[str, StatKey | None]) -> bool:
+        """Whether no ``.py`` file changed since ``snapshot`` was taken (``snapshot``)."""
+        return self._stat_all() == snapshot
 
     def _read(self, rel: str) -> bytes | None:
         try:
@@ -595,10 +623,12 @@ class FactStore:
 
     # -- derived whole-tree results -------------------------------------------------------------
     def memo(self, name: str, params: tuple[Any, ...], files: Iterable[str],
-             compute: Callable[[SourceTree], T]) -> T:
+             compute: Callable[[SourceTree], T], hashing: bool = False) -> T:
         """``compute(tree)``, an answer of the analysis' queries that rests on ``files`` (the only files it reads)
         and on the tree's listing: kept between runs with the other answers (queries.py), so it is recomputed when
-        one of them changes, or a file is added or removed. Without an analysis (``recorder``), computed."""
+        one of them changes, or a file is added or removed. Without an analysis (``recorder``), computed.
+        ``hashing``: ``compute`` reads the tree through ``_Reading``, as in the background child, so what it reads is
+        hashed as it is read (the cache hashes every file by the end of a check: not reading them twice)."""
         q = self.recorder
         files = list(files)
         if q is None:
@@ -609,7 +639,7 @@ class FactStore:
             q.note_all(files)
             q.note(LISTING)
             with q.unrecorded():  # ``files`` is what it rests on; what it happened to read is not recorded
-                return compute(self.source)
+                return compute(_Reading(self) if hashing and self.cache_dir is not None else self.source)
 
         value = q.get(key, run, persist=True)
         self.derived_hits += q.was_kept(key)
@@ -630,7 +660,7 @@ class FactStore:
         key = ("derived", name, params)
 
         def in_place() -> T:
-            return self.memo(name, params, files, compute)
+            return self.memo(name, params, files, compute, hashing=True)
 
         if (q is None or self.cache_dir is None or q.valid(key) or sys.platform != "linux"
                 or not isinstance(self.source, DirSource) or not hasattr(os, "fork") or jobs() < 2):

@@ -49,6 +49,14 @@ def pack_of(cache: Path) -> Path:
     return packs[0]
 
 
+def pack_contents(pack: Path) -> dict[str, tuple[bytes, bool]]:
+    """What a pack holds: each file's content hash and whether its facts are there. Not its size: a facts blob's
+    pickle shares the strings the process happened to share (interned identifiers), so two runs that read the files
+    in another order write equal facts in a few bytes more or less."""
+    body = pickle.loads(store_mod.unseal(pack.read_bytes()))
+    return {rel: (e[1], e[2] is not None) for rel, e in body["files"].items()}
+
+
 def drop_answers(cache: Path) -> None:
     """Remove the kept answers (every option set's table and its delta), keeping the facts."""
     for p in (cache / "trees").glob("*/*"):
@@ -99,10 +107,10 @@ def test_real_release_reports_identical_without_cold_and_warm(real_trees: object
     assert json.loads(warm)["target"]["vllm_version"] == "0.16.0"
     # Truncated pack on a real tree: same report, and the pack is whole again afterwards.
     pack = pack_of(cache)
-    size = pack.stat().st_size
-    pack.write_bytes(pack.read_bytes()[: size // 3])
+    held = pack_contents(pack)
+    pack.write_bytes(pack.read_bytes()[: pack.stat().st_size // 3])
     assert check_json(root, "--cache-dir", str(cache)) == plain
-    assert pack.stat().st_size == size
+    assert pack_contents(pack) == held
     # The CLI's warm run above replayed the report (reportcache.py); the analysis on warm facts, too,
     # gives the report an analysis without any cache gives, and so does one reusing the answers kept.
     drop_answers(cache)
@@ -565,3 +573,37 @@ def test_lazy_fields_read_back_what_was_stored(sample: Path) -> None:
     assert lazy_seen > 0
     with pytest.raises(ValueError):
         facts_from_blob(pickle.dumps(({"path": "x"}, {})))  # fields missing: not a facts blob
+
+
+def test_a_first_check_hashes_the_tree_at_its_end_and_keeps_nothing_if_a_file_changed_meanwhile(
+        sample: Path, tmp_path: Path) -> None:
+    """A tree's first check takes its content hashes as it reads the files, not in a pass over the whole tree before
+    the analysis (reportcache.ReportCache, analysis.keep_answers): the report and the answers are then stored under
+    hashes taken by the end. A file edited while the check ran would put them under content they were not made from,
+    so they are not stored; with no edit they are, under the key the next check computes up front, and replayed."""
+    cache = tmp_path / "cache"
+    rel = "vllm/model_executor/models/inner.py"
+    assert (sample / rel).is_file()
+    src = DirSource(sample)
+    store = FactStore(src, cache)
+    rc = reportcache.ReportCache(cache, ("req",), src, store)
+    assert rc.get() is None  # no entry for the tree yet: nothing hashed to find that out
+    ctx = analyze(src, Options(cache_dir=cache), store=store, keep=False)
+    (sample / rel).write_text((sample / rel).read_text() + "\n# edited while the check ran\n")
+    from eagle3_lint.analysis import keep_answers
+
+    keep_answers(ctx)
+    rc.put(reportcache.Replay("report", (), 0))
+    assert entries(cache) == [] and not list(cache.glob("trees/*/*.answers"))
+    # Unchanged during the check: stored, and found by the next check's key, computed from the stat memos.
+    src = DirSource(sample)
+    store = FactStore(src, cache)
+    rc = reportcache.ReportCache(cache, ("req",), src, store)
+    assert rc.get() is None
+    ctx = analyze(src, Options(cache_dir=cache), store=store, keep=False)
+    keep_answers(ctx)
+    rc.put(reportcache.Replay("report", (), 0))
+    assert len(entries(cache)) == 1 and list(cache.glob("trees/*/*.answers"))
+    src = DirSource(sample)
+    hit = reportcache.ReportCache(cache, ("req",), src, FactStore(src, cache)).get()
+    assert hit is not None and hit.report == "report"

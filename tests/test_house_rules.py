@@ -155,6 +155,7 @@ _AST_ALLOWED = {
     "engines/sglang/pp.py": "SGLang's pipeline-parallel checks and layer split",
     "engines/sglang/registry.py": "SGLang's registry",
     "engines/sglang/runner.py": "SGLang's runner call sites",
+    "engines/sglang/runner_files.py": "SGLang's non-model files, read and parsed once for the runner derivations",
     "engines/sglang/setter.py": "the setter bodies SGLang's runner calls",
     "engines/sglang/target_calls.py": "the EAGLE worker's get_embed_and_head() calls and SGLang's start-up order",
     "engines/vllm/contract.py": "vLLM's interfaces.py",

@@ -18,7 +18,7 @@ import pytest
 
 from eagle3_lint import queries
 from eagle3_lint import store as store_mod
-from eagle3_lint.analysis import Analysis, Options, analyze
+from eagle3_lint.analysis import Analysis, Options, analyze, keep_answers
 from eagle3_lint.report import build_report
 from eagle3_lint.source import DirSource
 from tests.conftest import SAMPLES, materialize
@@ -365,8 +365,7 @@ def test_the_classes_defining_a_method_are_one_answer_per_file_and_survive_an_un
     assert [(rel, k.name) for rel, k in got] == [(f"{MODELS}/inner.py", "InnerForCausalLM"),
                                                  (f"{MODELS}/interfaces.py", "SupportsEagle3")]
     assert ("eagle3_lint.semantic:_file_classes_defining", f"{MODELS}/other.py", setter) in first.model.queries._run
-    queries.save(first.keep.table, first.keep.head, first.keep.files, first.keep.derived,  # type: ignore[union-attr]
-                 first.model.queries)
+    keep_answers(first)  # again, with the answers asked since
     other = tree / MODELS / "other.py"
     other.write_text(other.read_text() + "\n\ndef _unrelated():\n    return 1\n")
     second = run(tree, cache)
@@ -401,8 +400,7 @@ def test_sglang_registry_entries_are_one_answer_per_model_module(tmp_path: Path)
     first = same_as_fresh(root, cache)
     assert {"FlagForCausalLM", "OtherForCausalLM"} <= set(first.model.registry.entries)
     assert ("sglang-entries", "sglang/srt/models/other.py") in computed(first)
-    queries.save(first.keep.table, first.keep.head, first.keep.files, first.keep.derived,  # type: ignore[union-attr]
-                 first.model.queries)
+    keep_answers(first)  # again, with the answers asked since
     (models / "other.py").write_text(SGLANG_OTHER + "\n\ndef _unrelated():\n    return 1\n")
     second = same_as_fresh(root, cache)
     assert ("sglang-entries", "sglang/srt/models/other.py") in computed(second)

@@ -142,11 +142,7 @@ def _failing_heirs(sm: Model) -> dict[ClassKey, list[tuple[str, ClassKey]]]:
 def _definer(sm: Model, key: ClassKey, inner: list[tuple[sem.Hop, ...]]) -> ClassKey:
     """The class whose ``__init__`` builds the inner model: a subclass that only inherits the
     wrapper (Tarsier2 from Qwen2-VL) is the same gap, reported and fixed once, on that class."""
-    if inner:
-        hit = sm.graph.assigns_attr(key, inner[0][0].attr)
-        if hit is not None and not sem.is_interface_class(sm, hit[0]):
-            return hit[0]
-    return key
+    return sem.builder_of(sm, key, inner[0][0].attr) if inner else key
 
 
 def _finding(sm: Model, g: shared.Group,
@@ -261,12 +257,12 @@ def exposed_wrapper_edits(sm: Model, inner: ClassKey) -> list[Edit]:
     archs: set[str] = set()
     registered = set(sm.keys.values())
     for a, k in sem.scoped_archs(sm):
-        if k == inner or sem.status(sm, a) is not Status.UNSUPPORTED or sem.setter_effect(sm, k).kind != "missing":
+        if k == inner:
             continue
-        d = next((d for d in sem.model_delegations(sm, k)
-                  if d.target is not None and d.target in registered and sm.graph.in_mro(d.target, inner)), None)
-        if d is not None and d.target is not None:
-            held.setdefault(_definer(sm, k, [(sem.Hop(d.attr, d.target),)]), d.attr)
+        hit = next(((attr, where) for attr, target, where in sem.held_models(sm, a)
+                    if target in registered and sm.graph.in_mro(target, inner)), None)
+        if hit is not None:
+            held.setdefault(hit[1], hit[0])
             archs.add(a)
     edits: list[Edit] = []
     for where, attr in sorted(held.items(), key=lambda kv: str(kv[0])):

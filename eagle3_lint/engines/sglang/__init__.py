@@ -85,13 +85,14 @@ class SglangEngine(Engine):
         from eagle3_lint.contract import CheckKind, Contract
         from eagle3_lint.engines.sglang import registry as registry_mod
         from eagle3_lint.engines.sglang import runner as runner_mod
+        from eagle3_lint.engines.sglang.runner_files import input_files
         from eagle3_lint.graph import ClassGraph
         from eagle3_lint.registry import Registry
         from eagle3_lint.runner import RunnerPath
 
         # The runner path reads every non-model file (~4,400 in 0.5.23, about 0.6 s): cached under their hashes,
         # and on a cold run read in a second process while this one parses the model files, as for vLLM.
-        runner_job = store.memo_in_background("sglang-runner", (), runner_mod.input_files(source), runner_mod.derive)
+        runner_job = store.memo_in_background("sglang-runner", (), input_files(source), runner_mod.derive)
         preload()  # every derivation below reads model files (EntryClass) or is cheap
         errors: list[ErrorRecord] = []
         # The registry is read before the analysis' own graph exists (that one resolves registered names
@@ -120,12 +121,12 @@ class SglangEngine(Engine):
 
         from eagle3_lint.contract import CheckKind, Contract
         from eagle3_lint.engines.sglang import methods
-        from eagle3_lint.engines.sglang import runner as runner_mod
+        from eagle3_lint.engines.sglang.runner_files import input_files
         from eagle3_lint.runner import RunnerSite, SetterIds
 
         if method == methods.EAGLE3:
             return derived
-        mi = store.memo("sglang-method-interface", (method,), runner_mod.input_files(source),
+        mi = store.memo("sglang-method-interface", (method,), input_files(source),
                         lambda tree: methods.method_interface(tree, method))
         if not mi.accepted:
             return derived  # the runner asks nothing the tool can read for it: EAGLE-3's, as before

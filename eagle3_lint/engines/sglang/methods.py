@@ -34,7 +34,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from eagle3_lint.engines.sglang.registry import MODELS_DIR
-from eagle3_lint.engines.sglang.runner import _parents, _parse  # one parse and one parent map for the engine
+from eagle3_lint.engines.sglang.runner_files import parents as _parents  # one parse and one parent map for the engine
+from eagle3_lint.engines.sglang.runner_files import parse as _parse
 from eagle3_lint.engines.treereader import TreeReader
 from eagle3_lint.facts import dotted
 from eagle3_lint.lazyimport import lazy

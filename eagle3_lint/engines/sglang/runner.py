@@ -13,7 +13,8 @@ Both are found by shape, not by file name (the call moved from ``model_runner.py
   (subscript or ``.get``); when it sits in a ``try`` whose handler assigns a fallback, the fallback is
   recorded (``None``: each model's setter then picks its default layers).
 
-Only files whose bytes name the method (or the key) are parsed.
+Only files whose bytes name the method (or the key) are parsed (runner_files.py: each file is read once for both,
+and for target_calls.py's walk of the start-up order).
 """
 
 from __future__ import annotations
@@ -22,13 +23,11 @@ import ast
 import enum
 from dataclasses import dataclass
 
-from eagle3_lint.engines.sglang.registry import MODELS_DIR
-from eagle3_lint.facts import decode_source, dotted
+from eagle3_lint.engines.sglang import target_calls
+from eagle3_lint.engines.sglang.runner_files import IDS_KEY, SETTER, RunnerFiles, hasattr_tests
+from eagle3_lint.facts import dotted
 from eagle3_lint.runner import MODEL_CLASS, RunnerPath, RunnerSite, SetterIds
 from eagle3_lint.source import SourceTree
-
-SETTER = "set_eagle3_layers_to_capture"
-IDS_KEY = "eagle_aux_hidden_state_layer_ids"
 
 
 class IdsPassed(enum.Enum):
@@ -66,14 +65,6 @@ class IdSource:
     bare_except: bool  # ``except:`` (catches everything, KeyboardInterrupt included)
 
 
-def _parents(tree: ast.AST) -> dict[ast.AST, ast.AST]:
-    out: dict[ast.AST, ast.AST] = {}
-    for node in ast.walk(tree):
-        for child in ast.iter_child_nodes(node):
-            out[child] = node
-    return out
-
-
 def _enclosing(node: ast.AST, parents: dict[ast.AST, ast.AST], kinds: tuple[type, ...]) -> ast.AST | None:
     cur = parents.get(node)
     while cur is not None and not isinstance(cur, kinds):
@@ -81,33 +72,13 @@ def _enclosing(node: ast.AST, parents: dict[ast.AST, ast.AST], kinds: tuple[type
     return cur
 
 
-def _parse(source: SourceTree, rel: str, needle: bytes) -> ast.Module | None:
-    try:
-        data = source.read_bytes(rel)
-        if needle not in data:
-            return None
-        return ast.parse(decode_source(data), filename=rel)
-    except (OSError, UnicodeError, LookupError, SyntaxError, ValueError, RecursionError):
-        return None
-
-
-def _runner_files(source: SourceTree) -> list[str]:
-    return [rel for rel in source.py_files() if not rel.startswith(MODELS_DIR + "/")]
-
-
-def input_files(source: SourceTree) -> list[str]:
-    """Every file the runner path may be read from: the key of its cache (``FactStore.memo``)."""
-    return _runner_files(source)
+def _files(source: SourceTree | RunnerFiles) -> RunnerFiles:
+    return source if isinstance(source, RunnerFiles) else RunnerFiles(source)
 
 
 def _hasattr_guard(fn: ast.AST, receiver: str) -> tuple[MissingMethod, str]:
-    for node in ast.walk(fn):
-        if not isinstance(node, ast.If):
-            continue
-        tests = [n for n in ast.walk(node.test) if isinstance(n, ast.Call) and dotted(n.func) == "hasattr"
-                 and len(n.args) == 2 and isinstance(n.args[1], ast.Constant) and n.args[1].value == SETTER
-                 and dotted(n.args[0]) == receiver]
-        if not tests:
+    for node, method in hasattr_tests(fn, receiver):
+        if method != SETTER:
             continue
         raises = [s for s in node.body if isinstance(s, ast.Raise)]
         if isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not) and raises:
@@ -137,14 +108,12 @@ def _message(node: ast.expr) -> str:
     return "".join(parts)
 
 
-def call_sites(source: SourceTree) -> tuple[CallSite, ...]:
+def call_sites(source: SourceTree | RunnerFiles) -> tuple[CallSite, ...]:
     """Every runner call of the capture method, in path/line order."""
+    files = _files(source)
     out: list[CallSite] = []
-    for rel in _runner_files(source):
-        tree = _parse(source, rel, SETTER.encode())
-        if tree is None:
-            continue
-        parents = _parents(tree)
+    for rel, tree in files.parsed_holding(SETTER.encode()):
+        parents = files.parents(rel)
         for node in ast.walk(tree):
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == SETTER):
                 continue
@@ -173,14 +142,12 @@ def _capture_after(fn: ast.AST, call: ast.Call) -> str:
     return ""
 
 
-def id_sources(source: SourceTree) -> tuple[IdSource, ...]:
+def id_sources(source: SourceTree | RunnerFiles) -> tuple[IdSource, ...]:
     """Every read of the drafter's aux-layer ids from its config, in path/line order."""
+    files = _files(source)
     out: list[IdSource] = []
-    for rel in _runner_files(source):
-        tree = _parse(source, rel, IDS_KEY.encode())
-        if tree is None:
-            continue
-        parents = _parents(tree)
+    for rel, tree in files.parsed_holding(IDS_KEY.encode()):
+        parents = files.parents(rel)
         for node in ast.walk(tree):
             hit = (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant)
                    and node.slice.value == IDS_KEY and isinstance(node.ctx, ast.Load)) or \
@@ -211,8 +178,10 @@ def _error(site: CallSite) -> str:
 
 def derive(source: SourceTree) -> RunnerPath:
     """The neutral runner path: one ``RunnerSite`` per call site (those passing the drafter's ids first: the
-    model runner applies them before the CUDA-graph runner captures), where the ids come from, and notes."""
-    sites = call_sites(source)
+    model runner applies them before the CUDA-graph runner captures), where the ids come from, and notes. Every
+    non-model file is read once, and each file holding a call parsed once, for all three (``RunnerFiles``)."""
+    files = RunnerFiles(source)
+    sites = call_sites(files)
     ordered = sorted(sites, key=lambda c: (c.ids is not IdsPassed.DRAFTER, c.path, c.line))
     out = tuple(RunnerSite(c.path, c.line, c.function, c.receiver, error=_error(c), error_line=c.line,
                            setter=SETTER, setter_line=c.line, checked=False,
@@ -220,7 +189,7 @@ def derive(source: SourceTree) -> RunnerPath:
                            setter_ids=SetterIds.DRAFTER if c.ids is IdsPassed.DRAFTER
                            else SetterIds.CAPTURED_DEFAULT if c.captured_by else SetterIds.DEFAULT)
                 for c in ordered)
-    ids = id_sources(source)
+    ids = id_sources(files)
     notes: list[str] = []
     if not sites:
         notes.append(f"no runner call of {SETTER}() found outside the model files")
@@ -232,9 +201,7 @@ def derive(source: SourceTree) -> RunnerPath:
     for c in sites:
         if c.missing is MissingMethod.SKIPPED:
             notes.append(f"{c.path}:{c.line} skips a model without {SETTER}() (hasattr guard): it is not asked")
-    from eagle3_lint.engines.sglang import target_calls
-
     first = out[0] if out else None
     return RunnerPath(sites=out, config_key=IDS_KEY if ids else None, config_key_path=ids[0].path if ids else "",
                       notes=tuple(notes),
-                      target_calls=target_calls.derive(source, (first.path, first.line) if first else None))
+                      target_calls=target_calls.derive(files, (first.path, first.line) if first else None))

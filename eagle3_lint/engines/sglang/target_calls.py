@@ -30,14 +30,11 @@ import ast
 from collections import deque
 from dataclasses import dataclass
 
-from eagle3_lint.engines.sglang import runner as runner_mod
-from eagle3_lint.engines.sglang.registry import MODELS_DIR
+from eagle3_lint.engines.sglang.runner_files import SETTER, RunnerFiles, hasattr_tests, walk
 from eagle3_lint.facts import dotted
 from eagle3_lint.runner import TargetCall
-from eagle3_lint.source import SourceTree
 
 GETTER = "get_embed_and_head"
-SERVER_DIR = MODELS_DIR.rsplit("/", 1)[0]  # sglang/srt
 # How far up the callers are walked: 0.5.23's setter check is 3 calls below Scheduler.init_model_worker and the
 # getter 5 (resolve_target_embed_and_head <- resolve_draft_embed_and_head <- _resolve_shared_embed_and_head <-
 # init_lm_head <- alloc_memory_pool <- init_memory_pools); one more for slack.
@@ -60,33 +57,38 @@ class _Def:
 
 # A def, its node, and its calls: (callee name, called through ``self.``, line).
 _DefCalls = tuple[_Def, ast.FunctionDef | ast.AsyncFunctionDef, list[tuple[str, bool, int]]]
+# A call of a name: the def it is in, whether it is through ``self.``, its line.
+_Call = tuple[_Def, bool, int]
 
 
 class _Index:
-    """The parsed non-model files, parsed on demand, and who calls whom by name."""
+    """The server's own files (``runner_files.SERVER_DIR``: what ``sglang.launch_server`` runs; benchmarks and tests
+    drive the runner in orders of their own), parsed on demand, and who calls whom by name."""
 
-    def __init__(self, source: SourceTree) -> None:
-        self.source = source
-        # The server's own code: what ``sglang.launch_server`` runs. Benchmarks and tests (``sglang/bench_*``,
-        # ``sglang/benchmark/``, ``sglang/test/``) drive the runner in orders of their own.
-        self.files = [f for f in runner_mod.input_files(source) if f.startswith(SERVER_DIR + "/")]
-        self._bytes: dict[str, bytes] = {}
+    def __init__(self, files: RunnerFiles) -> None:
+        self._rf = files
+        self.files = files.server_files
         self._defs: dict[str, list[_DefCalls]] = {}
+        self._calls: dict[str, dict[str, list[_Call]]] = {}  # file -> callee name -> its calls, in def and call order
+        self._calling: dict[str, list[str]] = {}  # name -> the files whose bytes hold ``name(``
 
     def data(self, rel: str) -> bytes:
-        if rel not in self._bytes:
-            try:
-                self._bytes[rel] = self.source.read_bytes(rel)
-            except OSError:
-                self._bytes[rel] = b""
-        return self._bytes[rel]
+        return self._rf.server_data(rel)
+
+    def calling(self, name: str) -> list[str]:
+        """The files whose bytes hold ``name(``, in path order (found once per name)."""
+        out = self._calling.get(name)
+        if out is None:
+            needle = name.encode() + b"("
+            out = self._calling[name] = [rel for rel in self.files if needle in self.data(rel)]
+        return out
 
     def defs(self, rel: str) -> list[_DefCalls]:
         """Every def of ``rel`` with its calls: (callee name, called through ``self.``, line)."""
         if rel in self._defs:
             return self._defs[rel]
         out: list[_DefCalls] = []
-        tree = runner_mod._parse(self.source, rel, b"")
+        tree = self._rf.tree(rel)
         if tree is not None:
             def visit(node: ast.AST, cls: str | None) -> None:
                 for ch in ast.iter_child_nodes(node):
@@ -94,7 +96,7 @@ class _Index:
                         visit(ch, ch.name)
                     elif isinstance(ch, ast.FunctionDef | ast.AsyncFunctionDef):
                         calls: list[tuple[str, bool, int]] = []
-                        for n in ast.walk(ch):
+                        for n in walk(ch):
                             if not isinstance(n, ast.Call):
                                 continue
                             if isinstance(n.func, ast.Attribute):
@@ -108,6 +110,16 @@ class _Index:
         self._defs[rel] = out
         return out
 
+    def calls_in(self, rel: str) -> dict[str, list[_Call]]:
+        """``rel``'s calls by callee name, each list in def order, then call order (the order ``defs`` lists)."""
+        by = self._calls.get(rel)
+        if by is None:
+            by = self._calls[rel] = {}
+            for c, _, calls in self.defs(rel):
+                for callee, via_self, line in calls:
+                    by.setdefault(callee, []).append((c, via_self, line))
+        return by
+
     def enclosing(self, rel: str, line: int) -> _Def | None:
         best: _Def | None = None
         for d, node, _ in self.defs(rel):
@@ -120,18 +132,14 @@ class _Index:
         name = d.cls if d.name == "__init__" else d.name
         if name is None:
             return []
-        needle = name.encode() + b"("
         out: list[tuple[_Def, int]] = []
-        for rel in self.files:
-            if needle not in self.data(rel):
-                continue
-            for c, _, calls in self.defs(rel):
-                for callee, via_self, line in calls:
-                    if callee != name or (via_self and d.name == "__init__"):
-                        continue
-                    if via_self and not (rel == d.path and c.cls == d.cls):
-                        continue  # self.x() reaches only x of its own class
-                    out.append((c, line))
+        for rel in self.calling(name):
+            for c, via_self, line in self.calls_in(rel).get(name, ()):
+                if via_self and d.name == "__init__":
+                    continue
+                if via_self and not (rel == d.path and c.cls == d.cls):
+                    continue  # self.x() reaches only x of its own class
+                out.append((c, line))
         return out
 
     def level(self, seen: dict[_Def, tuple[int, int, tuple[str, ...]]], hops: int) -> None:
@@ -139,7 +147,7 @@ class _Index:
         the callers of the defs ``hops`` calls up, skipping names called from too many files to be one path."""
         for d in [d for d, v in seen.items() if v[0] == hops]:
             name = d.cls if d.name == "__init__" else d.name
-            if name is None or sum(name.encode() + b"(" in self.data(f) for f in self.files) > MAX_CALLING_FILES:
+            if name is None or len(self.calling(name)) > MAX_CALLING_FILES:
                 continue
             for c, line in self.callers(d):
                 if c not in seen:
@@ -167,24 +175,18 @@ class _Index:
 def _alternatives(fn: ast.AST, receiver: str) -> tuple[str, ...]:
     """Methods tested with ``hasattr(<receiver>, "m")`` in ``fn`` and then called on it: tried first."""
     out: list[str] = []
-    for node in ast.walk(fn):
-        if not isinstance(node, ast.If):
+    for node, m in hasattr_tests(fn, receiver):
+        if m == GETTER or m in out:
             continue
-        for t in ast.walk(node.test):
-            if (isinstance(t, ast.Call) and dotted(t.func) == "hasattr" and len(t.args) == 2
-                    and dotted(t.args[0]) == receiver and isinstance(t.args[1], ast.Constant)
-                    and isinstance(t.args[1].value, str) and t.args[1].value != GETTER):
-                m = t.args[1].value
-                called = any(isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == m
-                             for c in ast.walk(node))
-                if called and m not in out:
-                    out.append(m)
+        if any(isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == m
+               for c in ast.walk(node)):
+            out.append(m)
     return tuple(out)
 
 
 def _order(ix: _Index, setter: _Def | None, getter: _Def) -> tuple[bool | None, str]:
     if setter is None:
-        return None, f"no runner call of {runner_mod.SETTER}() to order against"
+        return None, f"no runner call of {SETTER}() to order against"
     built = ix.built_with(setter)
     if built is not None:
         return False, (f"the setter check runs while the target's {built[0].split('.')[0]} is built "
@@ -207,15 +209,13 @@ def _order(ix: _Index, setter: _Def | None, getter: _Def) -> tuple[bool | None, 
     return None, f"no function found within {MAX_UP} calls that leads to both the setter check and {GETTER}()"
 
 
-def derive(source: SourceTree, setter_site: tuple[str, int] | None) -> tuple[TargetCall, ...]:
+def derive(files: RunnerFiles, setter_site: tuple[str, int] | None) -> tuple[TargetCall, ...]:
     """Every runner call of ``get_embed_and_head()`` on the target, with the order against the setter check at
-    ``setter_site`` (the runner's primary call of the setter)."""
-    ix = _Index(source)
+    ``setter_site`` (the runner's primary call of the setter), read from ``files`` (runner.derive's)."""
+    ix = _Index(files)
     setter = ix.enclosing(*setter_site) if setter_site is not None else None
     out: list[TargetCall] = []
-    for rel in ix.files:
-        if GETTER.encode() + b"(" not in ix.data(rel):
-            continue
+    for rel in ix.calling(GETTER):
         for d, fn, _calls in ix.defs(rel):
             for node in ast.walk(fn):
                 if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
