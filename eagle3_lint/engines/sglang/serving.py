@@ -294,7 +294,8 @@ def _embed_head(sm: Model, arch: str) -> tuple[ServingStep, bool] | None:
     return ServingStep(Gate.RUNNER_INTERFACE, StepResult.FAIL,
                        f"the EAGLE worker calls {what} to share the target's embedding and LM head with the drafter, "
                        f"and {v.class_name} has no {call.method}{tried}: AttributeError: '{v.class_name}' object has "
-                       f"no attribute '{call.method}'{order}", where), before
+                       f"no attribute '{call.method}'{order}", where,
+                       hit=f"{call.method}() raises AttributeError"), before
 
 
 def _aux_ids(sd: sdr.SglDraft) -> ServingStep:
