@@ -65,6 +65,12 @@ class Contract:
     # DUCK: the runner calls whichever member the class has, so one present passes (SGLang's DSPARK runner calls
     # set_dspark_layers_to_capture, else set_dflash_layers_to_capture); False: every member is required.
     one_of: bool = False
+    # The speculative method whose runner this contract is (``--method``), "" for the engine's EAGLE-3 one: what
+    # titles name the check by when its full name is too long (``short_check``).
+    method: str = ""
+    # The runner hands the setter a list of ids whatever the drafter config (SGLang's DFLASH and DSPARK, read from
+    # the tree by ``engines/sglang/methods.ids_given``): a setter a fix writes has no ``None`` -> default branch.
+    ids_always_given: bool = False
 
     def member(self, name: str) -> ContractMember | None:
         for m in self.members:
@@ -96,6 +102,16 @@ class Contract:
         join = " or " if self.one_of else ", "
         return f"the runner's {join.join(f'{m}()' for m in self.required)} check" if self.required else \
             "the engine's EAGLE-3 check"
+
+    @property
+    def label(self) -> str:
+        """The method, as titles name it: ``DFLASH``, else ``EAGLE-3``."""
+        return self.method or "EAGLE-3"
+
+    @property
+    def short_check(self) -> str:
+        """The check in a few words, for a title that ``check_name`` makes too long: ``the DSPARK check``."""
+        return f"the {self.label} check"
 
     def location(self) -> Location | None:
         return Location(self.path, self.line) if self.path else None

@@ -104,6 +104,9 @@ class IgnoredKey:
     before: str = ""  # the examined release before ``reader``, which does not read it
     earlier: str = ""  # no later release reads it but this earlier one did (a key this release stopped reading)
     earlier_where: Where | None = None
+    # A count of the fc's aux states (``drafter_keys.fc_states``) that gives the checkpoint's fc another in-width
+    # than the fc this release builds: (the checkpoint's in-width, the built one). None: not such a key.
+    fc: tuple[int, int] | None = None
 
 
 @dataclass

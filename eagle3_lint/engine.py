@@ -78,6 +78,8 @@ class CollectionIdiom:
     # The body of a new setter, in the engine's own style: ``{path}`` is the layer owner (``self.model``),
     # ``{list}`` the list attribute, ``{param}`` the ids parameter, ``{flag}`` the capture flag.
     setter_body: tuple[str, ...] = ()
+    # The same body for a runner that always hands the setter ids (``Contract.ids_always_given``): no default branch.
+    setter_body_given: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -94,6 +94,9 @@ class ServingStep:
     # A failure after which serving goes on (the drafter loads, but is not the one trained): its outcome, which
     # decides only when no later step stops serving (``outcome_of``). None: the gate's FAILS_AS, which stops it.
     runs_on: Outcome | None = None
+    # What the engine hits at a failing step, in a few words (``get_embed_and_head() raises AttributeError``), for
+    # a title that names it ("": the gate and outcome say it).
+    hit: str = ""
 
 
 @dataclass(frozen=True)
@@ -244,7 +247,10 @@ def unreported_blockers(sm: Model, findings: Sequence[Finding]) -> list[Finding]
         out.append(make(meta, f"{arch} does not serve with {method} on {sm.engine.display} {sm.version}: its serving "
                               f"chain stops at the {step.gate.value} step ({sv.outcome.value}), which no rule that "
                               f"ran reports: {step.message}", where, architecture=arch, symbol=step.gate.value,
-                        title=fit(f"{arch}: {sv.outcome.value} at the {step.gate.value} step under {method}",
+                        title=fit(*([f"{arch}: {step.hit} under {method} ({sv.outcome.value} at the "
+                                      f"{step.gate.value} step)", f"{arch}: {step.hit} under {method}",
+                                      f"{arch}: {step.hit}"] if step.hit else []),
+                                  f"{arch}: {sv.outcome.value} at the {step.gate.value} step under {method}",
                                   f"{arch}: {sv.outcome.value} at the {step.gate.value} step",
                                   f"{sv.outcome.value} at the {step.gate.value} step")))
     return out

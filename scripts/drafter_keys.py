@@ -54,8 +54,9 @@ def build(changes: list[str] | None = None) -> dict[str, object]:
                                                              "row added"))
             rels[m.group(1)] = row
         out[engine] = {"reason": REASON}
-        # Hand-written, each with its own reason: kept as the table has them (engines/drafter_keys.weightless, .parts).
-        for section in ("weightless", "parts"):
+        # Hand-written, each with its own reason: kept as the table has them (engines/drafter_keys.weightless, .parts,
+        # .fc_states).
+        for section in ("weightless", "parts", "fc_states"):
             if section in dk.table().get(engine, {}):
                 out[engine][section] = dk.table()[engine][section]
         out[engine]["releases"] = {r: rels[r] for r in sorted(rels, key=dk.version_key)}

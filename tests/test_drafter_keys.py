@@ -244,3 +244,56 @@ def test_parts_are_data_that_names_the_part_the_reading_release_builds(real_tree
         lines = (real_trees.get(m.group(1)) / m.group(2)).read_text(encoding="utf-8").splitlines()
         span = "\n".join(lines[int(m.group(3)) - 1:int(m.group(4))])
         assert key in span and f"self.{entry['tensors'].rstrip('.')} = " in span, (key, span)
+
+
+# The reference EAGLE-3 drafter for Llama-3.1-8B (hidden_size 4096, no target_hidden_size, no num_aux_hidden_states).
+REF = json.loads((CHECKPOINTS / "yuhuili-eagle3-llama3.1-8b.json").read_text())
+
+
+@pytest.mark.real
+def test_real_vllm_num_aux_hidden_states_read_by_0_25_1_not_0_20_2(real_trees: Any, tmp_path: Path) -> None:
+    """0.25.1's llama_eagle3.py:176-177 ``self.num_aux_hidden_states = getattr(self.config, "num_aux_hidden_states",
+    None)`` (else len(eagle_config's ids) or 3, :179-182) and :187 ``self.fc_input_size = target_hidden_size *
+    self.num_aux_hidden_states``; deepseek_eagle3.py:201 and qwen3_eagle3.py:191 read it too. No module of 0.20.2
+    reads it, and its fc is built for 3 states (llama_eagle3.py:175-178 ``fc_input_size =
+    self.config.target_hidden_size * 3``, else ``hidden_size * 3``). So 4 states give the checkpoint an fc.weight of
+    4 x 4096 inputs where 0.20.2's has 3 x 4096, which ReplicatedLinear's weight_loader refuses (0.20.2
+    layers/linear.py:381 ``assert param.size() == loaded_weight.size()``): drafter-unloadable; 3 states are the fc
+    0.20.2 builds anyway: the same drafter, not flagged."""
+    old, new = real_trees.get("0.20.2"), real_trees.get("0.25.1")
+    assert _eagle_reads(old, "num_aux_hidden_states") == {}
+    assert _eagle_reads(new, "num_aux_hidden_states") == {
+        LLAMA: 176, "vllm/model_executor/models/deepseek_eagle3.py": 201,
+        "vllm/model_executor/models/qwen3_eagle3.py": 191}
+    four = _ctx(old, {**REF, "num_aux_hidden_states": 4}, tmp_path)
+    msg = _egl011(four)["num_aux_hidden_states"]
+    assert "vLLM 0.25.1 reads it (vllm/model_executor/models/llama_eagle3.py:176; 0.20.2, the" in msg
+    assert "the checkpoint's fc takes 16384 inputs" in msg and "the fc this release builds 12288" in msg
+    sv = four.engine.serving_verdict(four.model, "LlamaForCausalLM")
+    assert sv is not None and (sv.outcome, sv.stage) == (Outcome.DRAFTER_UNLOADABLE, Gate.DRAFTER_CLASS)
+    three = _ctx(old, {**REF, "num_aux_hidden_states": 3}, tmp_path)
+    assert "num_aux_hidden_states" not in _egl011(three)
+    sv = three.engine.serving_verdict(three.model, "LlamaForCausalLM")
+    assert sv is not None and sv.outcome is Outcome.SERVABLE
+    # 0.25.1 reads it: never EGL011's, whatever the count (its fc step judges 4 states against 3 ids).
+    assert _egl011(_ctx(new, {**REF, "num_aux_hidden_states": 4}, tmp_path)) == {}
+    assert _egl011(_ctx(new, {**REF, "num_aux_hidden_states": 3}, tmp_path)) == {}
+
+
+@pytest.mark.real
+def test_real_vllm_target_hidden_size_and_draft_vocab_size_read_from_0_9_2(real_trees: Any, tmp_path: Path) -> None:
+    """0.9.2, the earliest release the table covers, reads both: llama_eagle3.py:109 ``if hasattr(self.config,
+    "target_hidden_size"):`` (fc = Linear(target_hidden_size * 3, ...), :110) and :188 ``self.config.draft_vocab_size``
+    (its ParallelLMHead). Every later examined release's llama_eagle3.py reads them too, so no release is on the other
+    side: EGL011 never flags them (a generic key of the drafter module)."""
+    t = real_trees.get("0.9.2")
+    assert dk.releases("vllm")[0] == "0.9.2"
+    assert _eagle_reads(t, "target_hidden_size") == {LLAMA: 109}
+    assert _eagle_reads(t, "draft_vocab_size") == {LLAMA: 188}
+    assert dk.examine(str(t), DRAFTER_MODULE_GLOBS) == dk.table()["vllm"]["releases"]["0.9.2"]
+    for key in ("target_hidden_size", "draft_vocab_size"):
+        assert [r.release for r in dk.readers("vllm", key, (LLAMA,))] == dk.releases("vllm"), key
+    draft = {**REF, "target_hidden_size": 4096}
+    for v in ("0.9.2", "0.20.2"):
+        got = _egl011(_ctx(real_trees.get(v), draft, tmp_path))
+        assert not {"target_hidden_size", "draft_vocab_size"} & set(got), (v, got)

@@ -228,6 +228,34 @@ def parts(engine: str) -> dict[str, str]:
     return {k: str(v["tensors"]) for k, v in keys.items()}
 
 
+def fc_states(engine: str) -> dict[str, tuple[str, ...]]:
+    """Drafter config keys that say how many aux states the drafter's fc takes (``num_aux_hidden_states``), each with
+    the keys one state's width is read from, first set first (the table's ``fc_states`` section, with its reason,
+    where each was read and where a release that ignores the key refuses another count)."""
+    keys = table().get(engine, {}).get("fc_states", {}).get("keys", {})
+    return {k: tuple(v["state_width"]) for k, v in keys.items()}
+
+
+def _fc_width(raw: dict[str, Any], key: str, count: Any, widths: tuple[str, ...]) -> int | None:
+    """The in-width ``count`` states give the checkpoint's fc: ``count`` times the first of ``widths`` the config
+    sets (beside ``key``: ``eagle_config.num_aux_hidden_states`` reads ``eagle_config``'s widths, then the top's)."""
+    if not isinstance(count, int) or isinstance(count, bool) or count <= 0:
+        return None
+    scopes = [raw]
+    if "." in key:
+        inner: Any = raw
+        for p in key.split(".")[:-1]:
+            inner = inner.get(p) if isinstance(inner, dict) else None
+        if isinstance(inner, dict):
+            scopes.insert(0, inner)
+    for w in widths:
+        for s in scopes:
+            v = s.get(w)
+            if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+                return count * v
+    return None
+
+
 def _with_module(engine: str, modules: tuple[str, ...]) -> list[str]:
     """The examined releases that have any of ``modules``."""
     data = table().get(engine, {}).get("releases", {})
@@ -287,13 +315,19 @@ def same_as_missing(value: Any, default: Any) -> bool:
 
 
 def ignored(engine: str, version: str, raw: dict[str, Any], draft_path: str, reads: Reads,
-            modules: tuple[str, ...], drafter_class: str, skip: frozenset[str]) -> list[IgnoredKey]:
+            modules: tuple[str, ...], drafter_class: str, skip: frozenset[str],
+            fc_in: int | None = None) -> list[IgnoredKey]:
     """The leaf keys ``raw`` sets that ``reads`` (this release's drafter code) lacks and some examined release's
-    ``modules`` read, each with the first later release that reads it (else the last earlier one)."""
+    ``modules`` read, each with the first later release that reads it (else the last earlier one). ``fc_in``: the
+    in-width of the fc this release's drafter class builds for ``raw`` (None: not known). A count of the fc's aux
+    states (``fc_states``) that gives the checkpoint's fc that same width builds the same drafter: not ignored."""
+    import dataclasses
+
     from eagle3_lint.drafter import json_line
 
     out: list[IgnoredKey] = []
     mine = version_key(version)
+    counts = fc_states(engine)
     for k in set_keys(raw):
         parts = k.split(".")
         v: Any = raw
@@ -310,17 +344,22 @@ def ignored(engine: str, version: str, raw: dict[str, Any], draft_path: str, rea
         judge = later[0] if later else rs[-1]
         if same_as_missing(v, judge.default):
             continue  # the value the reading release falls back to: ignoring the key builds the same drafter
+        width = _fc_width(raw, k, v, counts[parts[-1]]) if parts[-1] in counts else None
+        if width is not None and width == fc_in:
+            continue  # this release's own count builds the fc the checkpoint has: the same drafter
+        fc = (width, fc_in) if width is not None and fc_in is not None else None
         rels = releases(engine)
         if later:
             r = later[0]
             i = rels.index(r.release)
             before = rels[i - 1] if i > 0 else ""
-            out.append(IgnoredKey(k, json_line(draft_path, parts[-1]), drafter_class, modules[0], r.release,
-                                  Where(r.module, r.line, k), before))
+            ik = IgnoredKey(k, json_line(draft_path, parts[-1]), drafter_class, modules[0], r.release,
+                            Where(r.module, r.line, k), before)
         else:
             r = rs[-1]
-            out.append(IgnoredKey(k, json_line(draft_path, parts[-1]), drafter_class, modules[0], "", None,
-                                  earlier=r.release, earlier_where=Where(r.module, r.line, k)))
+            ik = IgnoredKey(k, json_line(draft_path, parts[-1]), drafter_class, modules[0], "", None,
+                            earlier=r.release, earlier_where=Where(r.module, r.line, k))
+        out.append(dataclasses.replace(ik, fc=fc))
     return out
 
 

@@ -92,7 +92,8 @@ def check(sm: Model) -> Iterator[Finding]:
         yield make(META, "; ".join(parts), v.location, architecture=arch, symbol=v.class_name,
                    related=tuple(Step("inner", "inner model", loc) for loc in related),
                    title=fit(f"{arch} does not pass {check}, nor does any model it delegates to",
-                             f"{arch} fails {check}, as does every model it delegates to", f"{arch} fails {check}"))
+                             f"{arch} fails {check}, as does every model it delegates to", f"{arch} fails {check}",
+                             f"{arch} fails {sm.contract.short_check}"))
 
 
 def fix(sm: Model, finding: Finding) -> Fix | None:

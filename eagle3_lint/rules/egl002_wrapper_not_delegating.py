@@ -195,8 +195,9 @@ def _finding(sm: Model, g: shared.Group,
     msg += f"; architectures: {shared.arch_list(g.archs)}"
     who = shared.primary_arch(sm, g.archs) or key.name
     # One wording for every EGL002 line (the check's name dropped only for the longest class names).
+    # The short form names the method checked (``--method``): DSPARK's check names two setters.
     title = fit(f"{who} fails {check_fn}; its inner model passes",
-                f"{who} fails the EAGLE-3 check; its inner model passes")
+                f"{who} fails {sm.contract.short_check}; its inner model passes")
     if g.kind != "gap":
         title = fit(f"{key.name} passes {check_fn} but never hands the aux layers to its inner model",
                     f"{key.name} passes {check_fn} but does not delegate to its inner model")

@@ -42,7 +42,9 @@ layers`` with stub-bodied Protocols, the mixin setter with default bodies). On S
 setter is written in the release's own style (the default layers, else the drafter's ids + 1, and
 the capture flag), or hands the ids to the class's DFlash setter where it has one; wrappers holding
 the class one attribute away (which the new setter would make EGL002 gaps) get the release's
-delegating setter in the same fix.
+delegating setter in the same fix. Under a method whose runner always hands the setter ids
+(``--method DFLASH``/``DSPARK``: ``Contract.ids_always_given``, read from the tree, 0.5.23
+``spec_aux_hidden_state.py:279-283``) the setter has no ``None`` -> default branch.
 """
 
 from __future__ import annotations
@@ -197,11 +199,19 @@ def _plumbing_finding(sm: Model, g: shared.Group, key: ClassKey) -> Finding:
            f"sets the layers to capture, so {sm.contract.check_name} fails at start-up{fails}; "
            f"architectures: {shared.arch_list(g.archs)}")
     check = sm.contract.check_name
+    # Under another method (``--method DFLASH``) the plumbing is the same lists and flag, and the setter missing is
+    # that method's: the title names it.
+    c = sm.contract
+    if not c.method:
+        forms = [f"{key.name} has the EAGLE-3 plumbing but no setter, so {check} fails",
+                 f"{key.name} has the EAGLE-3 plumbing but no setter"]
+    else:
+        named = [f"{key.name} has the aux-state plumbing but no {c.setter}()"] if c.setter and not c.one_of else []
+        forms = [f"{key.name} has the aux-state plumbing but no {c.label} setter, so {check} fails", *named,
+                 f"{key.name} has the aux-state plumbing but no {c.label} setter"]
     return make(META, msg, g.location, severity=shared.severity_for(sm, g.archs, META.severity, past_interface=False),
                 architecture=shared.primary_arch(sm, g.archs),
-                architectures=tuple(sorted(g.archs)), symbol=key.name, related=tuple(related),
-                title=fit(f"{key.name} has the EAGLE-3 plumbing but no setter, so {check} fails",
-                          f"{key.name} has the EAGLE-3 plumbing but no setter"))
+                architectures=tuple(sorted(g.archs)), symbol=key.name, related=tuple(related), title=fit(*forms))
 
 
 def _plumbing_fix(sm: Model, g: shared.Group) -> Fix | None:
@@ -228,15 +238,20 @@ def _plumbing_fix(sm: Model, g: shared.Group) -> Fix | None:
     wrappers = exposed_wrapper_edits(sm, key)
     also = " and setters delegating to it on the wrappers holding it" if wrappers else ""
     sibling = sem.sibling_setter(sm, key, own, fw.mechanisms)
+    # A runner that always hands the setter ids (SGLang's DFLASH and DSPARK: Contract.ids_always_given, read from
+    # the tree) never takes a None -> default branch: the fix writes none.
+    given = sm.contract.ids_always_given
     if sibling is not None:
         # The class already sets the layers for another algorithm (the DFlash setter): hand it the ids, the
         # engine's default layers (2, n // 2, n - 3, states entering those layers) as ids it adds 1 to.
-        body = [f"if {param} is None:", f"    num_layers = len({p}.layers)",
-                f"    {param} = [1, num_layers // 2 - 1, num_layers - 4]", f"self.{sibling}({param})"]
+        body = ([] if given else [f"if {param} is None:", f"    num_layers = len({p}.layers)",
+                                  f"    {param} = [1, num_layers // 2 - 1, num_layers - 4]"]) \
+            + [f"self.{sibling}({param})"]
         edits = fixgen.header_imports(sm, key, mh) + fixgen.add_method(sm, key, mh.header, body)
         return Fix(f"add {setter}() to {key.name}, handing the ids to its {sibling}(){also}",
                    tuple(edits + wrappers), Applicability.UNSAFE)
-    body = [line.format(param=param, path=p, list=attr, flag=idiom.capture_flag) for line in idiom.setter_body]
+    lines = idiom.setter_body_given if given and idiom.setter_body_given else idiom.setter_body
+    body = [line.format(param=param, path=p, list=attr, flag=idiom.capture_flag) for line in lines]
     if f"self.{idiom.capture_flag}" in fw.method.reads:
         body.append(f"{p}.{idiom.capture_flag} = True")  # the owner's loop collects only behind its own flag
     if Mechanism.FLAG in fw.mechanisms and Mechanism.LIST not in fw.mechanisms:

@@ -10,8 +10,10 @@ comes from a table written with the same reader from the releases in the tool's 
 (``data/drafter_keys.json``); the finding names the first such release after the checked one and where it
 reads the key. Not flagged: keys no examined release's drafter code reads, keys every examined release reads
 (generic HF keys such as ``hidden_size``), a key set to the value the reading release falls back to (a false
-flag builds the same drafter), the aux-layer id fields (EGL007's), and ``architectures`` and ``model_type``,
-which the loader itself consumes.
+flag builds the same drafter), a count of the aux hidden states ``fc`` takes (``num_aux_hidden_states``) that
+gives the checkpoint's ``fc`` the in-width the release's own ``fc`` has (its ``__init__`` run for the config:
+vLLM 0.20.2 and SGLang 0.5.11 build it for 3 states), the aux-layer id fields (EGL007's), and
+``architectures`` and ``model_type``, which the loader itself consumes.
 
 ## Why is this bad?
 A Hugging Face config keeps every key it is given, so nothing fails when the drafter code never looks at
@@ -22,7 +24,9 @@ other hidden states and its drafts are rejected. Either way the speed-up the dra
 and the serving chain's ``drafter-class`` step fails: an error, like EGL007's ids that capture other layers
 than the drafter was trained on. Its outcome is ``drafter-unloadable`` where vLLM's loader meets tensors the
 class has no parameter for, ``drafter-differs`` where the checkpoint loads (``norm_output`` on vLLM; any key on
-SGLang, whose ``load_weights`` skips such tensors).
+SGLang, whose ``load_weights`` skips such tensors, but a count of ``fc``'s states: the checkpoint's ``fc.weight``
+reaches ``default_weight_loader``, whose size assert refuses it, 0.5.11 ``weight_utils.py:1212``). Which keys
+are such counts, and where each release reads and refuses them, is data (``drafter_keys.json``'s ``fc_states``).
 
 ## Example
 ```json
@@ -61,6 +65,9 @@ def message(sm: Model, ik: IgnoredKey) -> str:
     head = (f"the drafter config sets {ik.key}, which {eng} {sm.version}'s drafter ({ik.drafter_class}; read in "
             f"{ik.module} and the modules it builds on) never reads: it builds a different drafter than the one "
             "trained")
+    if ik.fc is not None:
+        head += (f" (the checkpoint's fc takes {ik.fc[0]} inputs for that count of aux hidden states, the fc this "
+                 f"release builds {ik.fc[1]})")
     if ik.reader and ik.reader_where is not None:
         w = ik.reader_where
         before = f"; {ik.before}, the examined release before it, does not" if ik.before else ""

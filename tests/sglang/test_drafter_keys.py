@@ -79,3 +79,70 @@ def test_real_sglang_fc_norm_and_norm_output_first_read_in_0_5_12(sglang_trees: 
         assert f"SGLang 0.5.12 reads it (sglang/srt/models/llama_eagle3.py:{line}; 0.5.11, the" in got[key], got
     got = _egl011(_ctx(new, draft, tmp_path))
     assert "fc_norm" not in got and "norm_output" not in got
+
+
+# The reference drafter as it is (no EAGLE 3.1 keys): hidden_size 4096, draft_vocab_size 32000.
+REF = json.loads((SAMPLES / "_checkpoints" / "yuhuili-eagle3-llama3.1-8b.json").read_text())
+
+
+@pytest.mark.real
+def test_real_sglang_num_aux_hidden_states_first_read_in_0_5_12(sglang_trees: Any, tmp_path: Path) -> None:
+    """0.5.12's llama_eagle3.py:154 ``self.num_aux_hidden_states = getattr(config, "num_aux_hidden_states", None)``
+    (else len(eagle_config's ids) or 3, :155-158), fc = ``torch.nn.Linear(self.hidden_size_in *
+    self.num_aux_hidden_states, ...)`` (:160-161). 0.5.11 reads it nowhere and builds ``torch.nn.Linear(
+    self.hidden_size_in * 3, ...)`` (llama_eagle3.py:138-139); its load_weights skips only names with no parameter
+    (:278-279), so the checkpoint's fc.weight reaches default_weight_loader (:280-284), whose ``assert param.size()
+    == loaded_weight.size()`` (model_loader/weight_utils.py:1212) refuses 4 x 4096 inputs: drafter-unloadable, not
+    the drafter-differs of an ignored key without weights. 3 states are the fc 0.5.11 builds: not flagged."""
+    old, new = sglang_trees.get("0.5.11"), sglang_trees.get("0.5.12")
+    assert _reads(old, "num_aux_hidden_states") == {} and _reads(new, "num_aux_hidden_states") == {LLAMA: 154}
+    four = _ctx(old, {**REF, "num_aux_hidden_states": 4}, tmp_path)
+    msg = _egl011(four)["num_aux_hidden_states"]
+    assert "SGLang 0.5.12 reads it (sglang/srt/models/llama_eagle3.py:154; 0.5.11, the" in msg
+    assert "the checkpoint's fc takes 16384 inputs" in msg and "the fc this release builds 12288" in msg
+    sv = four.engine.serving_verdict(four.model, "LlamaForCausalLM")
+    assert sv is not None and (sv.outcome, sv.stage) == (Outcome.DRAFTER_UNLOADABLE, Gate.DRAFTER_CLASS)
+    step = sv.step(Gate.DRAFTER_CLASS)
+    assert step is not None and "default_weight_loader" in step.message
+    three = _ctx(old, {**REF, "num_aux_hidden_states": 3}, tmp_path)
+    assert _egl011(three) == {}
+    sv = three.engine.serving_verdict(three.model, "LlamaForCausalLM")
+    assert sv is not None and sv.step(Gate.DRAFTER_CLASS) is None
+    assert _egl011(_ctx(new, {**REF, "num_aux_hidden_states": 4}, tmp_path)) == {}
+
+
+@pytest.mark.real
+def test_real_sglang_target_hidden_size_and_draft_vocab_size_read_from_0_4_7(sglang_trees: Any, tmp_path: Path) -> None:
+    """0.4.7, the earliest release the table covers: llama_eagle3.py:109 ``if hasattr(config, "target_hidden_size"):``
+    (fc = Linear(target_hidden_size * 3, ...), :110) and :174 ``config.draft_vocab_size`` (its ParallelLMHead). Every
+    later examined release's llama_eagle3.py reads both, so EGL011 never flags them."""
+    t = sglang_trees.get("0.4.7")
+    assert dk.releases("sglang")[0] == "0.4.7"
+    assert _reads(t, "target_hidden_size") == {LLAMA: 109} and _reads(t, "draft_vocab_size") == {LLAMA: 174}
+    assert dk.examine(str(t), DRAFTER_MODULE_GLOBS) == dk.table()["sglang"]["releases"]["0.4.7"]
+    for key in ("target_hidden_size", "draft_vocab_size"):
+        assert [r.release for r in dk.readers("sglang", key, (LLAMA,))] == dk.releases("sglang"), key
+    draft = {**REF, "target_hidden_size": 4096}
+    for v in ("0.4.7", "0.5.23"):
+        got = _egl011(_ctx(sglang_trees.get(v), draft, tmp_path))
+        assert not {"target_hidden_size", "draft_vocab_size"} & set(got), (v, got)
+
+
+def test_fc_states_are_data_that_name_where_each_engine_reads_and_refuses_them() -> None:
+    """``fc_states`` (a count of the aux states fc takes -> the keys one state's width is read from) is version
+    knowledge the release that ignores the key cannot give: each engine's entry names the reading release's lines,
+    with the width it multiplies (vLLM 0.25.1 llama_eagle3.py:184-187 ``getattr(self.config, "target_hidden_size",
+    self.config.hidden_size)``; SGLang 0.5.12 :148-151 ``config.target_hidden_size`` if set, else
+    ``config.hidden_size``), and the ignoring release's refusal of another count."""
+    import re
+
+    for engine, release, path, line in (("vllm", "0.25.1", "vllm/model_executor/models/llama_eagle3.py", 176),
+                                        ("sglang", "0.5.12", LLAMA, 154)):
+        section = dk.table()[engine]["fc_states"]
+        assert section["reason"] and section["refusal"]
+        assert dk.fc_states(engine) == {"num_aux_hidden_states": ("target_hidden_size", "hidden_size")}
+        where = section["keys"]["num_aux_hidden_states"]["where"]
+        m = re.match(r"(\S+) (\S+\.py):(\d+)-(\d+) ", where)
+        assert m and (m.group(1), m.group(2)) == (release, path), where
+        assert int(m.group(3)) <= line <= int(m.group(4))
+        assert dk.table()[engine]["releases"][release][path]["num_aux_hidden_states"][0] == line

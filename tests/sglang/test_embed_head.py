@@ -54,6 +54,9 @@ def test_0_5_23_takes_the_embedding_before_it_checks_the_setter(sglang_trees, tm
     mine = [(f["rule"], f["path"], f["line"]) for f in rep["findings"] if f["architecture"] == "Qwen2MoeForCausalLM"
             and f["severity"] == "error"]
     assert mine == [("EGL012", "sglang/srt/speculative/pp_draft_embedding.py", 95)]
+    # Its title says what the runner hits there, not only the gate (the AttributeError of :95).
+    egl012 = next(f for f in rep["findings"] if f["rule"] == "EGL012")
+    assert egl012["title"] == "Qwen2MoeForCausalLM: get_embed_and_head() raises AttributeError under EAGLE3"
 
 
 @pytest.mark.real

@@ -56,6 +56,8 @@ def test_real_0_5_23_dflash_findings_and_fixes_name_the_dflash_setter(sglang_tre
     an = _analyze(root, "DFLASH")
     c = an.contract
     assert (c.required, c.setter, c.path, c.line, c.one_of) == ((DFLASH_SETTER,), DFLASH_SETTER, SETUP, 66, False)
+    # The runner always hands it ids (spec_aux_hidden_state.py:279-283, tests/sglang/test_methods.py).
+    assert (c.method, c.ids_always_given) == ("DFLASH", True)
     got = _by_arch(an)
     assert set(got) == {("EGL003", "ArceeForCausalLM"), ("EGL002", "LlavaLlamaForCausalLM"),
                         ("EGL001", "BaichuanForCausalLM"), ("EGL001", "ArceeForCausalLM")}
@@ -70,7 +72,12 @@ def test_real_0_5_23_dflash_findings_and_fixes_name_the_dflash_setter(sglang_tre
     assert EAGLE3_SETTER not in wrap
     plumb = _added(got[("EGL003", "ArceeForCausalLM")])
     assert f"def {DFLASH_SETTER}(" in plumb and "self.model.layers_to_capture = [val + 1 for val in" in plumb
-    assert EAGLE3_SETTER not in plumb
+    assert EAGLE3_SETTER not in plumb and "is None" not in plumb  # no default branch: the ids always come
+    # The titles name DFLASH's setter, not EAGLE-3's.
+    assert got[("EGL003", "ArceeForCausalLM")].title == \
+        f"ArceeForCausalLM has the aux-state plumbing but no {DFLASH_SETTER}()"
+    assert got[("EGL002", "LlavaLlamaForCausalLM")].title == \
+        f"LlavaLlamaForCausalLM fails the runner's {DFLASH_SETTER}() check; its inner model passes"
     # The serving chain's next step: "patch it" where a finding's fix adds the setter, the hint where none does.
     assert "--method DFLASH --fix" in (an.serving["ArceeForCausalLM"].next_step or "")
     assert "--fix" not in (an.serving["BaichuanForCausalLM"].next_step or "")
@@ -82,7 +89,9 @@ def test_real_0_5_23_dflash_findings_and_fixes_name_the_dflash_setter(sglang_tre
     # EAGLE-3's check (the default method) names its own setter, as before.
     base = _by_arch(_analyze(root, None))
     assert EAGLE3_SETTER in base[("EGL001", "BaichuanForCausalLM")].message
-    assert f"def {EAGLE3_SETTER}(" in _added(base[("EGL003", "ArceeForCausalLM")])
+    # ... with its default branch: EAGLE3's ids are None when the drafter config names none (:192-196).
+    eagle = _added(base[("EGL003", "ArceeForCausalLM")])
+    assert f"def {EAGLE3_SETTER}(" in eagle and "if layer_ids is None:" in eagle
 
 
 @pytest.mark.real
@@ -101,7 +110,12 @@ def test_real_0_5_23_dspark_takes_either_setter(sglang_trees: Any, tmp_path: Pat
     wrap = _added(got[("EGL002", "LlavaLlamaForCausalLM")])
     assert f"def {DFLASH_SETTER}(" in wrap and DSPARK_SETTER not in wrap
     plumb = _added(got[("EGL003", "ArceeForCausalLM")])
-    assert f"def {DSPARK_SETTER}(" in plumb
+    assert f"def {DSPARK_SETTER}(" in plumb and "is None" not in plumb and c.ids_always_given
+    # Either setter will do, so the titles name DSPARK's check (its full name, two setters, is too long).
+    assert got[("EGL003", "ArceeForCausalLM")].title == \
+        "ArceeForCausalLM has the aux-state plumbing but no DSPARK setter"
+    assert got[("EGL002", "LlavaLlamaForCausalLM")].title == \
+        "LlavaLlamaForCausalLM fails the DSPARK check; its inner model passes"
     copy = cihelp.patched_copy(an.source, [f for f in got.values() if f.fix is not None], tmp_path)
     after = _analyze(copy, "DSPARK")
     assert set(_by_arch(after)) == {("EGL001", "BaichuanForCausalLM")}

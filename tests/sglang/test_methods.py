@@ -258,3 +258,29 @@ def test_real_egl011_on_the_dflash_drafter_class(ctx_0_5_23: Analysis, sglang_tr
     # 0.5.23 reads it: no ignored key, and the chain serves.
     sv = _verdict(ctx_0_5_23, draft=keys)
     assert sv.outcome is Outcome.SERVABLE and sv.step(Gate.DRAFTER_CLASS) is None
+
+
+@pytest.mark.real
+def test_real_ids_always_given_under_dflash_not_eagle3(sglang_trees: Any) -> None:
+    """Whether the runner ever hands the method's setter None, read off the assignments of what it passes
+    (``methods.ids_given``). 0.5.23: ``configure_aux_hidden_state_capture`` calls the DFLASH-family setters under
+    ``if dflash_use_aux_hidden_state:`` (attention_backend_setup.py:62-66); that flag is set true at
+    spec_aux_hidden_state.py:279 in the block that sets ``config.dflash_target_layer_ids = target_layer_ids``
+    (:283), whose value is ``resolve_target_layer_ids(...)`` (:247, ``-> List[int]``, dflash_utils.py:556-561),
+    ``_map_muse_target_layer_ids`` (:254, which returns a list or its ``layer_ids`` argument, :29) or
+    ``list(...)`` (:274); the one None is the field's default (:40). EAGLE3's ids are
+    ``eagle_config["eagle_aux_hidden_state_layer_ids"]`` or None (:192, :196). 0.5.11 sets
+    ``self.dflash_target_layer_ids = None`` (model_runner.py:389) before the flag and the ids are set together in
+    the same function (:455, :457)."""
+    from eagle3_lint.engines.treereader import TreeReader
+
+    for v, where in (("0.5.23", (AUX, 283)), ("0.5.11", ("sglang/srt/model_executor/model_runner.py", 457))):
+        src = DirSource(sglang_trees.get(v), "sglang")
+        mi = methods.method_interface(src, "DFLASH")
+        assert mi.ids_given is not None and (mi.ids_given.path, mi.ids_given.line) == where, v
+    src = DirSource(sglang_trees.get("0.5.23"), "sglang")
+    assert methods.method_interface(src, "DSPARK").ids_given is not None
+    r = TreeReader(src)
+    eagle = methods.route(r, methods.EAGLE3, {"set_eagle3_layers_to_capture": True})
+    assert [c.where.line for c in eagle.calls] == [61]
+    assert methods.ids_given(r, methods.EAGLE3, eagle.calls) is None

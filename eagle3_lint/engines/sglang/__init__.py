@@ -60,6 +60,13 @@ class SglangEngine(Engine):
             "    {path}.{list} = [val + 1 for val in {param}]",
             "self.{flag} = True",
         ),
+        # As set_dflash_layers_to_capture writes it where the runner always passes ids (0.5.23 llama.py:952-953).
+        setter_body_given=(
+            "# we plus 1 here because in sglang, for the ith layer, it takes the output",
+            "# of the (i-1)th layer as aux hidden state",
+            "{path}.{list} = [val + 1 for val in {param}]",
+            "self.{flag} = True",
+        ),
     )
 
     def tree_root(self, path: Path) -> Path | None:
@@ -136,10 +143,12 @@ class SglangEngine(Engine):
         contract = Contract(
             found=False, check=CheckKind.DUCK, path=first.path, line=first.line,
             members=tuple(ContractMember(n, "method", "", False) for n in mi.accepted), setter=mi.preferred,
-            one_of=len(mi.accepted) > 1,
+            one_of=len(mi.accepted) > 1, method=method, ids_always_given=mi.ids_given is not None,
             notes=(f"no {method} interface class: for {method} the runner calls {names} on the top-level model "
                    f"({first.path}:{first.line}), so " + ("one of them" if len(mi.accepted) > 1 else "the method")
-                   + " being present through the MRO is the check",))
+                   + " being present through the MRO is the check",
+                   *([f"the runner always hands it a list of layer ids, never None ({mi.ids_given.path}:"
+                      f"{mi.ids_given.line}: {mi.ids_given.text})"] if mi.ids_given is not None else [])))
         sites = tuple(RunnerSite(c.where.path, c.where.line, c.function, c.receiver or "model",
                                  error=ref.text if ref is not None else "", error_line=ref.line if ref else 0,
                                  setter=c.setter, setter_line=c.where.line, checked=False, negated=ref is not None,

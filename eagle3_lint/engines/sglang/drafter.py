@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 from eagle3_lint.checkpoint import text_config
 from eagle3_lint.drafter import DraftAnalysis, IdIssue, IgnoredKey, PPLayout, Split
 from eagle3_lint.engine import Mechanism
+from eagle3_lint.engines import drafter_classes
 from eagle3_lint.engines import drafter_keys as dk
 from eagle3_lint.engines.drafter_fields import ID_FIELDS, Trained, id_fields, trained
 from eagle3_lint.engines.sglang import pp as pp_mod
@@ -519,7 +520,14 @@ def ignored_keys(sm: Model, raw: dict[str, Any], path: str) -> list[IgnoredKey] 
     if arch is None or key is None:
         return None
     reads = dk.chain_reads(sm, key.module)
-    return dk.ignored(sm.engine.name, sm.version, raw, path, reads, (sm.graph.path_of(key),), arch, _ID_KEYS)
+    # The fc the class builds for this config (its __init__ run, engines/drafter_classes.py), only when the config
+    # sets a count of the fc's states (dk.fc_states) this release may ignore: ignoring one that gives the same fc
+    # builds the same drafter.
+    counts = dk.fc_states(sm.engine.name)
+    fc_in = drafter_classes.built(sm, arch, raw).fc_in if any(
+        k.rsplit(".", 1)[-1] in counts and k not in reads for k in dk.set_keys(raw)) else None
+    return dk.ignored(sm.engine.name, sm.version, raw, path, reads, (sm.graph.path_of(key),), arch, _ID_KEYS,
+                      fc_in)
 
 
 def _judge(sm: Model, sd: SglDraft) -> None:

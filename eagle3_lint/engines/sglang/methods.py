@@ -690,6 +690,225 @@ def _draft_layers(draft: dict[str, Any]) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
+# -- 4b. whether the ids the runner hands the setter are ever None ----------------------------------------------
+# How far ``_never_none`` follows names and calls: 0.5.23's ids come through two calls and two names.
+_NONE_DEPTH = 8
+_LIST_BUILDERS = frozenset({"list", "tuple", "sorted"})
+_LIST_RETURN = re.compile(r"^(?:typing\.)?(?:List|list|Sequence|Tuple|tuple)\b")
+
+
+@dataclass(frozen=True)
+class _Scope:
+    """Where an expression is evaluated: its file, its function, and the parameters bound by the call followed."""
+
+    rel: str
+    fn: ast.FunctionDef | ast.AsyncFunctionDef | None
+    binds: dict[str, tuple[ast.expr, _Scope]]
+
+
+def _enclosing_fn(sm: Reader, rel: str, node: ast.AST) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    _t, parents = _module(sm, rel)
+    cur = parents.get(node)
+    while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        cur = parents.get(cur)
+    return cur if isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+
+
+def _imported_modules(sm: Reader, rel: str, fn: ast.AST | None) -> list[str]:
+    """``rel`` and the tree's modules it (and ``fn``'s own imports) name in ``from ... import``."""
+    tree, _p = _module(sm, rel)
+    out = [rel]
+    for scope in (tree, fn):
+        for st in ast.walk(scope) if scope is not None else ():
+            if isinstance(st, ast.ImportFrom) and st.level == 0 and st.module:
+                m = sm.source.module_path(st.module)
+                if m is not None and m not in out:
+                    out.append(m)
+    return out
+
+
+def _callee(sm: Reader, scope: _Scope, call: ast.Call) -> tuple[str, ast.FunctionDef] | None:
+    """The tree's function a call reaches: a module function of the file or one it imports by name, or the one
+    method of that name in the modules the file imports (``dflash_draft_config.resolve_target_layer_ids``)."""
+    f = call.func
+    name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+    if name is None:
+        return None
+    hits: list[tuple[str, ast.FunctionDef]] = []
+    for rel in _imported_modules(sm, scope.rel, scope.fn):
+        tree, _p = _module(sm, rel)
+        if tree is None:
+            continue
+        nodes = tree.body if isinstance(f, ast.Name) else [n for c in ast.walk(tree) if isinstance(c, ast.ClassDef)
+                                                          for n in c.body]
+        hits += [(rel, n) for n in nodes if isinstance(n, ast.FunctionDef) and n.name == name]
+        if hits and isinstance(f, ast.Name):
+            break  # the file's own function, else the first import that defines it
+    return hits[0] if len(hits) == 1 or (hits and isinstance(f, ast.Name)) else None
+
+
+def _never_none(sm: Reader, e: ast.expr, scope: _Scope, busy: set[tuple[str, int, str]], depth: int = 0) -> bool:
+    """Whether ``e`` can only be a value other than None (False: it may be None, or the tool cannot tell). A name
+    is never None when none of its assignments in its function is; a call of the tree's function when its return
+    annotation is a list or tuple type, else when each of its ``return`` values is (its parameters bound to the
+    call's arguments). A name met again while it is being followed adds nothing (the least fixpoint)."""
+    if depth > _NONE_DEPTH:
+        return False
+    if isinstance(e, ast.Constant):
+        return e.value is not None
+    if isinstance(e, (ast.List, ast.Tuple, ast.ListComp, ast.Set, ast.SetComp, ast.Dict, ast.DictComp)):
+        return True
+    if isinstance(e, ast.IfExp):
+        return _never_none(sm, e.body, scope, busy, depth + 1) and _never_none(sm, e.orelse, scope, busy, depth + 1)
+    if isinstance(e, ast.BoolOp) and isinstance(e.op, ast.Or):
+        return _never_none(sm, e.values[-1], scope, busy, depth + 1)  # ``a or b``: a true ``a``, else ``b``
+    if isinstance(e, ast.Name):
+        if e.id in scope.binds:
+            arg, caller = scope.binds[e.id]
+            return _never_none(sm, arg, caller, busy, depth + 1)
+        if scope.fn is None:
+            return False
+        key = (scope.rel, scope.fn.lineno, e.id)
+        if key in busy:
+            return True
+        params = {a.arg for a in (*scope.fn.args.posonlyargs, *scope.fn.args.args, *scope.fn.args.kwonlyargs)}
+        if e.id in params:
+            return False  # a parameter of a function no followed call binds
+        values = [n.value for n in ast.walk(scope.fn) if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value
+                  is not None and any(isinstance(t, ast.Name) and t.id == e.id
+                                      for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))]
+        if not values:
+            return False
+        busy.add(key)
+        try:
+            return all(_never_none(sm, v, scope, busy, depth + 1) for v in values)
+        finally:
+            busy.discard(key)
+    if isinstance(e, ast.Call):
+        if isinstance(e.func, ast.Name) and e.func.id in _LIST_BUILDERS:
+            return True
+        hit = _callee(sm, scope, e)
+        if hit is None:
+            return False
+        rel, fn = hit
+        if fn.returns is not None:
+            ann = ast.unparse(fn.returns)
+            if _LIST_RETURN.match(ann) and "Optional" not in ann and "None" not in ann:
+                return True
+        if not fn.body or not isinstance(fn.body[-1], (ast.Return, ast.Raise)):
+            return False  # it may end without a return: None
+        a = fn.args
+        pos = [p.arg for p in (*a.posonlyargs, *a.args)]
+        if isinstance(e.func, ast.Attribute) and pos and pos[0] in ("self", "cls"):
+            pos = pos[1:]
+        binds = {p: (v, scope) for p, v in zip(pos, e.args, strict=False)}
+        binds.update({k.arg: (k.value, scope) for k in e.keywords if k.arg})
+        inner = _Scope(rel, fn, binds)
+        rets = [n for n in ast.walk(fn) if isinstance(n, ast.Return)
+                and _enclosing_fn(sm, rel, n) is fn]
+        return bool(rets) and all(r.value is not None and _never_none(sm, r.value, inner, busy, depth + 1)
+                                  for r in rets)
+    return False
+
+
+def _guards(sm: Reader, site: _Site) -> list[str]:
+    """The flags the call runs under: names tested (alone, or in an ``and``) by the ``if`` statements whose body
+    holds it (0.5.23 ``attention_backend_setup.py:62`` ``if dflash_use_aux_hidden_state:``)."""
+    _t, parents = _module(sm, site.path)
+    out: list[str] = []
+    cur: ast.AST = site.node
+    while cur in parents:
+        par = parents[cur]
+        if isinstance(par, ast.If) and cur in par.body:
+            tests = par.test.values if isinstance(par.test, ast.BoolOp) and isinstance(par.test.op, ast.And) \
+                else [par.test]
+            out += [n for t in tests if isinstance(t, (ast.Name, ast.Attribute)) and (n := _last(t))]
+        if isinstance(par, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            break
+        cur = par
+    return out
+
+
+def _block_of(sm: Reader, rel: str, node: ast.AST) -> list[ast.stmt] | None:
+    _t, parents = _module(sm, rel)
+    par = parents.get(node)
+    return next((b for b in _blocks(par) if node in b), None) if par is not None else None
+
+
+def ids_given(sm: Reader, method: str, calls: tuple[SetterCall, ...]) -> Where | None:
+    """Where the runner sets the ids it hands ``method``'s setter, when every value it can hand it is a list of ids,
+    never None (so a setter written for the method needs no ``None`` branch); None when one may be None or the tool
+    cannot tell. Read off the same assignments ``target_ids`` evaluates: each assignment of the call's argument the
+    method reaches must give a value that is never None (``_never_none``), except a ``None`` that cannot reach the
+    call: the field's default (``SpecAuxHiddenStateConfig.dflash_target_layer_ids: Any = None``, 0.5.23
+    ``spec_aux_hidden_state.py:40``) or an earlier assignment in the same function (0.5.11
+    ``model_runner.py:389``), when a flag the call runs under (``dflash_use_aux_hidden_state``) is set true only
+    in blocks that also assign the ids (0.5.23 :279 and :283; the capture-only path's :108-109). EAGLE-3's ids may
+    be None (0.5.23 :196, ``eagle_aux_hidden_state_layer_ids = None`` when the drafter config names none)."""
+    if not calls:
+        return None
+    tests = Tests(sm, method)
+    sites = {(s.path, s.node.lineno): s for s in call_sites(sm)}
+    first: Where | None = None
+    for c in calls:
+        site = sites.get((c.where.path, c.where.line))
+        if site is None or len(site.node.args) != 1 or site.node.keywords:
+            return None
+        name = _last(site.node.args[0])
+        if name is None:
+            return None
+        busy: set[tuple[str, int, str]] = set()
+
+        def given(rel: str, value: ast.expr, node: ast.AST, busy: set[tuple[str, int, str]] = busy) -> bool:
+            return _never_none(sm, value, _Scope(rel, _enclosing_fn(sm, rel, node), {}), busy)
+
+        nones: list[tuple[str, ast.stmt]] = []
+        for rel, value, node in _assignments(sm).get(name, []):
+            if _last(value) == name or tests.reaches(rel, node) is False:
+                continue  # handed on (``dflash_target_layer_ids=self.spec_aux_config...``), or not for this method
+            if not isinstance(node, (ast.Assign, ast.AnnAssign)):
+                return None  # a keyword argument setting it: which call it reaches is not followed
+            if given(rel, value, node):
+                if first is None:
+                    first = Where(rel, node.lineno, ast.unparse(node).split("\n")[0][:120])
+                continue
+            if not (isinstance(value, ast.Constant) and value.value is None):
+                return None
+            nones.append((rel, node))
+        if first is None:
+            return None
+        if nones and not any(_paired(sm, tests, flag, name, nones, given) for flag in _guards(sm, site)):
+            return None
+    return first
+
+
+def _paired(sm: Reader, tests: Tests, flag: str, name: str, nones: list[tuple[str, ast.stmt]],
+            given: Any) -> bool:
+    """Whether every assignment the method reaches that may set ``flag`` true sits in a block that also assigns
+    ``name`` a value that is never None, after each of the ``None`` assignments ``nones`` (a class field's default,
+    or earlier in the same function), so a call under ``flag`` never gets their None."""
+    trues = [(rel, v, n) for rel, v, n in _assignments(sm).get(flag, [])
+             if _last(v) != flag and tests.truth(v) is not False and tests.reaches(rel, n) is not False]
+    if not trues:
+        return False
+    for rel, _v, node in trues:
+        block = _block_of(sm, rel, node) if isinstance(node, ast.stmt) else None
+        if block is None:
+            return False
+        sets = [st for st in block if isinstance(st, ast.Assign) and len(st.targets) == 1
+                and _last(st.targets[0]) == name and given(rel, st.value, st)]
+        if not sets:
+            return False
+        fn = _enclosing_fn(sm, rel, node)
+        for nrel, nnode in nones:
+            _nt, nparents = _module(sm, nrel)
+            if isinstance(nparents.get(nnode), ast.ClassDef):
+                continue  # the field's default, before anything runs
+            if nrel != rel or _enclosing_fn(sm, nrel, nnode) is not fn or nnode.lineno >= sets[0].lineno:
+                return False
+    return True
+
+
 # -- 5. the interface the runner asks of the target for a method: the engine's derivation data -------------------
 @dataclass(frozen=True)
 class MethodInterface:
@@ -702,6 +921,8 @@ class MethodInterface:
     calls: tuple[SetterCall, ...]  # the runner's call of each accepted setter, in ``accepted``'s order
     refusal: Where | None  # its ``raise`` for a class with none of them (the message as ``text``)
     note: str = ""  # why the interface is not known ("" when it is)
+    # Where the runner sets the ids it hands the setters when they are never None (``ids_given``), else None.
+    ids_given: Where | None = None
 
 
 def method_interface(source: SourceTree, method: str) -> MethodInterface:
@@ -727,4 +948,5 @@ def method_interface(source: SourceTree, method: str) -> MethodInterface:
         i = accepted.index(preferred)
         accepted.insert(0, accepted.pop(i))
         calls.insert(0, calls.pop(i))
-    return MethodInterface(method, tuple(accepted), preferred, tuple(calls), none.refusal, note)
+    return MethodInterface(method, tuple(accepted), preferred, tuple(calls), none.refusal, note,
+                           ids_given(r, method, tuple(calls)))

@@ -191,9 +191,18 @@ def ignored_keys_step(sm: Model, iks: list[IgnoredKey], draft_path: str) -> Serv
     EAGLE-3's, or a method's own (DFlash's ``dflash.py``, whose ``load_weights`` skips them too)."""
     from eagle3_lint.rules.egl011_drafter_key_ignored import message
 
+    # A count of fc's aux states this release ignores, giving the checkpoint another fc than the one it builds, is
+    # the one it meets first: fc.weight has a parameter, so it is loaded, and refused (drafter_keys.json fc_states).
+    iks = sorted(iks, key=lambda k: k.fc is None)
     ik = iks[0]
     e = sm.registry.entries[ik.drafter_class]
     more = f" (and {len(iks) - 1} more ignored key(s), EGL011)" if len(iks) > 1 else ""
+    if ik.fc is not None:
+        return ServingStep(Gate.DRAFTER_CLASS, StepResult.FAIL,
+                           f"{ik.drafter_class} -> {e.module}.{e.class_name}; but {message(sm, ik)}{more}; its "
+                           "load_weights hands the checkpoint's fc.weight, a parameter the class has, to "
+                           "default_weight_loader, whose size assert refuses it (drafter_keys.json fc_states)",
+                           Location(draft_path, ik.line))
     # SGLang's load_weights loads only the tensors the class has parameters for (0.5.16 llama_eagle3.py:334-349,
     # ``if param_name in params_dict``): the checkpoint loads and the other drafter runs.
     return ServingStep(Gate.DRAFTER_CLASS, StepResult.FAIL,
@@ -281,7 +290,8 @@ def _embed_head(sm: Model, arch: str) -> tuple[ServingStep, bool] | None:
     return ServingStep(Gate.RUNNER_INTERFACE, StepResult.FAIL,
                        f"the EAGLE worker calls {what} to share the target's embedding and LM head with the drafter, "
                        f"and {v.class_name} has no {call.method}{tried}: AttributeError: '{v.class_name}' object has "
-                       f"no attribute '{call.method}'{order}", where), before
+                       f"no attribute '{call.method}'{order}", where,
+                       hit=f"{call.method}() raises AttributeError"), before
 
 
 def _aux_ids(sd: sdr.SglDraft) -> ServingStep:

@@ -115,7 +115,8 @@ class VllmEngine(Engine):
     def for_method(self, source: SourceTree, store: FactStore, derived: Derived, method: str) -> Derived:
         """Under a method whose runners ask the top-level model nothing (``methods.nothing_asked``: EAGLE-1's
         ``eagle``), a contract of ``CheckKind.NONE``: every class passes, and the rules about the interface and the
-        aux-state path have nothing to judge. ``derived`` for the methods that ride ``SupportsEagle3``."""
+        aux-state path have nothing to judge. ``derived``'s contract for the methods that ride ``SupportsEagle3``,
+        with the method named (``Contract.method``)."""
         import dataclasses
 
         from eagle3_lint.contract import CheckKind
@@ -129,8 +130,9 @@ class VllmEngine(Engine):
         why = store.memo("vllm-nothing-asked", (method, sites), runner_mod.input_files(source),
                          lambda tree: methods.nothing_asked(TreeReader(tree), sites, method))
         if why is None:
-            return derived
-        contract = dataclasses.replace(derived.contract, check=CheckKind.NONE,
+            # SupportsEagle3 is this method's check too: the same contract, named by the method in titles.
+            return dataclasses.replace(derived, contract=dataclasses.replace(derived.contract, method=method))
+        contract = dataclasses.replace(derived.contract, check=CheckKind.NONE, method=method,
                                        notes=(why, *derived.contract.notes))
         return Derived(derived.registry, contract, derived.runner, derived.errors)
 

@@ -359,8 +359,10 @@ def ignored_keys(sm: Model, raw: dict[str, Any], da: DraftAnalysis) -> list[Igno
         reads = {**{k: v for k, v in model.items() if k in carried}, **conv}
         return dk.ignored("vllm", sm.version, raw, da.draft_path, reads, (SPECULATORS_ALGOS,),
                           f"{arch} from the speculators format", _ID_KEYS)
+    # The fc the class builds for this config (fc_input, run above): a count of its states it ignores that gives
+    # the checkpoint the same fc is no different drafter.
     return dk.ignored("vllm", sm.version, raw, da.draft_path, dk.chain_reads(sm, key.module),
-                      (sm.graph.path_of(key),), arch, _ID_KEYS)
+                      (sm.graph.path_of(key),), arch, _ID_KEYS, da.fc.in_size if da.fc is not None else None)
 
 
 # -- the drafter's class ----------------------------------------------------------------------------
