@@ -286,3 +286,26 @@ def test_real_eagle_with_an_eagle1_drafter(real_trees: Any, tmp_path: Path, vers
     assert (sv["outcome"], sv["stage"]) == ("drafter-shape-mismatch", "drafter-fc")
     fc = next(s for s in sv["steps"] if s["gate"] == "drafter-fc")
     assert "fc.weight is [4096, 12288]" in fc["message"] and "EagleLlamaForCausalLM builds fc" in fc["message"], fc
+
+
+@pytest.mark.real
+@pytest.mark.parametrize(("version", "cuda_v1"), [("0.32.0", 5073), ("0.33.0", 5012)])
+def test_real_drafter_load_before_the_check(real_trees: Any, tmp_path: Path, version: str, cuda_v1: int) -> None:
+    """Which comes first in the runner's load_model, the drafter's load or the EAGLE-3 check: V1 loads the drafter
+    (0.32.0 gpu_model_runner.py:5073, 0.33.0 :5012) before ``self._setup_eagle3_aux_hidden_state_outputs()``
+    (0.32.0 :5116), the CPU runner likewise (cpu_model_runner.py:76 then :78); V2 calls
+    ``set_eagle3_aux_hidden_state_layers`` (0.33.0 gpu/model_runner.py:414) before ``self.speculator.load_model``
+    (:421)."""
+    from eagle3_lint.engines.vllm.runner import drafter_load_first
+    from eagle3_lint.semantic import read_module
+
+    ctx = _ctx(real_trees.get(version), None, None, tmp_path)
+    v1, v2 = ctx.runner.site_for(RunnerKind.V1), ctx.runner.site_for(RunnerKind.V2)
+    assert v1 is not None and v2 is not None
+
+    def parse(rel: str) -> Any:
+        return read_module(ctx.model, rel)
+
+    assert drafter_load_first(ctx.source, v1, "cuda", parse) == (V1, cuda_v1)
+    assert drafter_load_first(ctx.source, v1, "cpu", parse) == ("vllm/v1/worker/cpu_model_runner.py", 76)
+    assert drafter_load_first(ctx.source, v2, "cuda", parse) is None

