@@ -181,7 +181,7 @@ def model_files(tree: Path) -> list[Path]:
 
 def lint_cmd(tree: Path, cache: Path, out: Path) -> list[str]:
     return [sys.executable, "-m", "eagle3_lint", "check", str(tree), "--cache-dir", str(cache),
-            "--format", "json", "--output", str(out)]
+            "--output-format", "json", "--output", str(out)]
 
 
 def check_rc(r: Run, what: str) -> None:
@@ -289,7 +289,7 @@ def child_edit_phases(tree: Path, cache: Path, out: Path) -> None:
     an.build = build_timed  # type: ignore[assignment]
     t1 = time.perf_counter()
     with contextlib.suppress(SystemExit):  # click exits with the check's code
-        cli.main(["check", str(tree), "--cache-dir", str(cache), "--format", "json", "--output", str(out)])
+        cli.main(["check", str(tree), "--cache-dir", str(cache), "--output-format", "json", "--output", str(out)])
     spent.update(built)
     spent["total"] = time.perf_counter() - t0
     spent["check"] = time.perf_counter() - t1
@@ -551,7 +551,7 @@ def sweep(args: argparse.Namespace, root: Path, res: Results, work: Path, log: A
         res.notes.append("matrix sweep skipped: this eagle3-lint has no matrix command")
         return
     cmd = [sys.executable, "-m", "eagle3_lint", "matrix", *(str(d) for _, d in releases),
-           "--cache-dir", str(scache), "--format", "json", "--output", str(work / "matrix.json")]
+           "--cache-dir", str(scache), "--output-format", "json", "--output", str(work / "matrix.json")]
     check_rc(run_measured(cmd, cwd=str(work)), "matrix priming")
     r = run_measured(cmd, cwd=str(work))
     check_rc(r, "matrix sweep")

@@ -37,6 +37,8 @@ def run(code: Path, tree: Path, out: Path, cwd: Path, *cache: str, jobs: str | N
     env = dict(os.environ, PYTHONPATH=str(code))
     if jobs:
         env["EAGLE3_LINT_JOBS"] = jobs
+    # --format, not --output-format: a ref older than 1666b9e (2026-12-01) knows only --format, and today's code
+    # still reads it (its deprecation warning goes to stderr, which is not compared)
     p = subprocess.run([sys.executable, "-m", "eagle3_lint", "check", str(tree), "--format", "json",
                         "--output", str(out), *cache], env=env, cwd=cwd, capture_output=True, text=True)
     if p.returncode not in (0, 1):

@@ -38,6 +38,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -85,14 +86,21 @@ SNAP = _snapshot()
 CASES = sorted(SNAP["cases"])
 
 
-def _params() -> list[Any]:
+def _case_params(snap: dict[str, Any], cids: Iterable[str], platform: str | None = None,
+                 keep: Callable[[dict[str, Any]], bool] | None = None) -> list[Any]:
+    """The cases of ``snap`` to compare (those ``keep`` accepts), each a strict expected failure where the snapshot
+    records a disagreement (per platform, ``disagreements[cid][platform]``, when ``platform`` is given) and skipped
+    where vLLM stopped before any EAGLE-3 code ran (this machine, or the set-up): nothing to compare."""
     out = []
-    for cid in CASES:
-        why = SNAP.get("disagreements", {}).get(cid)
+    for cid in cids:
+        if keep is not None and not keep(snap["cases"][cid]):
+            continue
+        why = snap.get("disagreements", {}).get(cid)
+        if platform is not None:
+            why = (why or {}).get(platform)
         marks = [pytest.mark.xfail(strict=True, reason=why)] if why else []
-        limit = SNAP.get("not_compared", {}).get(cid)
+        limit = snap.get("not_compared", {}).get(cid)
         if limit:
-            # vLLM stopped before any EAGLE-3 code ran (this machine, or the set-up): nothing to compare
             marks = [pytest.mark.skip(reason=limit)]
         out.append(pytest.param(cid, marks=marks, id=cid))
     return out
@@ -201,7 +209,7 @@ def _fc_width(verdict: dict[str, Any]) -> int | None:
 
 
 @pytest.mark.real
-@pytest.mark.parametrize("cid", _params())
+@pytest.mark.parametrize("cid", _case_params(SNAP, CASES))
 def test_tool_agrees_with_vllm_serving(cid: str, real_trees: Any, tmp_path: Path) -> None:
     case = SNAP["cases"][cid]
     verdict = _tool(case, real_trees.get(VERSION), tmp_path)
@@ -268,23 +276,6 @@ OBSERVED_016 = ("config_stage", "grafted", "raised_in_graft", "triton_call", "au
                 "runner_ids_from_config")
 # The CPU runner's assert (cpu_model_runner.py:25), as raised
 CPU_REFUSAL = "AssertionError: spec decode is not supported."
-
-
-def _params_016(platform: str, keep: Any) -> list[Any]:
-    """The cases to compare with the tool run with ``--platform PLATFORM``; a disagreement is recorded per case and
-    platform (``disagreements[cid][platform]``) and is a strict expected failure."""
-    out = []
-    for cid in CASES_016:
-        case = SNAP_016["cases"][cid]
-        if not keep(case):
-            continue
-        why = SNAP_016.get("disagreements", {}).get(cid, {}).get(platform)
-        marks = [pytest.mark.xfail(strict=True, reason=why)] if why else []
-        limit = SNAP_016.get("not_compared", {}).get(cid)
-        if limit:
-            marks = [pytest.mark.skip(reason=limit)]
-        out.append(pytest.param(cid, marks=marks, id=cid))
-    return out
 
 
 def _reached_proposer(case: dict[str, Any]) -> bool:
@@ -355,7 +346,7 @@ def _verdict_016(cid: str, platform: str, real_trees: Any, tmp_path: Path) -> di
 
 
 @pytest.mark.real
-@pytest.mark.parametrize("cid", _params_016("cpu", lambda case: True))
+@pytest.mark.parametrize("cid", _case_params(SNAP_016, CASES_016, "cpu"))
 def test_tool_on_cpu_agrees_with_vllm_016(cid: str, real_trees: Any, tmp_path: Path) -> None:
     """CPU vLLM 0.16.0 as released: the config stage refuses, or the CPU runner does (its assert is unconditional
     on a speculative config: cpu_model_runner.py:25, observed in the *-ungrafted cases); with the ids the
@@ -373,7 +364,7 @@ def test_tool_on_cpu_agrees_with_vllm_016(cid: str, real_trees: Any, tmp_path: P
 
 
 @pytest.mark.real
-@pytest.mark.parametrize("cid", _params_016("cuda", lambda case: "grafted" in case and
+@pytest.mark.parametrize("cid", _case_params(SNAP_016, CASES_016, "cuda", lambda case: "grafted" in case and
                                             case["config_stage"]["outcome"] == "accepted"))
 def test_tool_on_cuda_agrees_with_grafted_runner_016(cid: str, real_trees: Any, tmp_path: Path) -> None:
     case = SNAP_016["cases"][cid]
