@@ -18,6 +18,7 @@ reads the names.
 rules_cmd  # unused function (eagle3_lint/cli.py)
 each_for  # unused function (eagle3_lint/analysis.py)
 apply_edits  # unused function (eagle3_lint/fixes.py)
+dir_source  # unused function (eagle3_lint/engines/__init__.py): a folder opened as its engine's tree, by tests, scripts and bench
 explain  # unused function (eagle3_lint/cli.py)
 _._e_Constant  # unused method (eagle3_lint/minieval.py)
 _._e_Name  # unused method (eagle3_lint/minieval.py)

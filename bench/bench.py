@@ -229,9 +229,9 @@ def child_astroid(tree: Path) -> None:
 
 def child_phases(tree: Path, cache: Path) -> None:
     from eagle3_lint.analysis import Options, analyze
-    from eagle3_lint.source import DirSource
+    from eagle3_lint.engines import dir_source
 
-    ctx = analyze(DirSource(tree.resolve()), Options(cache_dir=cache))
+    ctx = analyze(dir_source(tree.resolve()), Options(cache_dir=cache))
     print(json.dumps({k: round(v, 3) for k, v in ctx.timings.items()}
                      | {"hits": ctx.store.hits, "misses": ctx.store.misses,
                         "answers reused": ctx.model.queries.reused, "answers computed": ctx.model.queries.computed,

@@ -25,10 +25,10 @@ from eagle3_lint import __version__
 from eagle3_lint import config as config_mod
 from eagle3_lint.app import CLI_PLATFORMS, CheckRequest, check_output, exit_code, report_once, run_check, write_output
 from eagle3_lint.errors import UsageError
-from eagle3_lint.guard import printable
 from eagle3_lint.report.emitters import EMITTERS, MACHINE, EmitOptions, Report
 from eagle3_lint.report.textopts import OutputFormat, TextOptions
 from eagle3_lint.reportcache import Replay
+from eagle3_lint.safe_text import printable
 
 if TYPE_CHECKING:
     from rich.console import Console

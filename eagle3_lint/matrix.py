@@ -33,8 +33,8 @@ from eagle3_lint import target as target_mod
 from eagle3_lint.engine import Engine
 from eagle3_lint.engines import all_engines
 from eagle3_lint.errors import TargetError, UsageError
-from eagle3_lint.guard import printable
 from eagle3_lint.model import Status
+from eagle3_lint.safe_text import printable
 
 SUPPORTED = Status.SUPPORTED.value
 SYMBOL = {"supported": "✓", "unsupported": "✗", "wrapper-gap": "W", "partial": "P", "unknown": "?", None: "·"}

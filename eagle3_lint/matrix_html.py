@@ -24,9 +24,9 @@ from eagle3_lint import target as target_mod
 from eagle3_lint.engine import Engine
 from eagle3_lint.engines import all_engines, get
 from eagle3_lint.errors import UsageError
-from eagle3_lint.guard import printable
 from eagle3_lint.matrix import SYMBOL, Matrix, Release, Row, gate_note, rows_of
 from eagle3_lint.model import Status
+from eagle3_lint.safe_text import printable
 
 # The colours of the terminal table (green, red, magenta, yellow, dim), light enough to read the symbol on.
 STYLE = """

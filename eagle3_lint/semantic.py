@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from eagle3_lint.checkpoint import text_config
 from eagle3_lint.engine import Mechanism
-from eagle3_lint.engines.source_ast import read_module
 from eagle3_lint.facts import (
     ELSE,
     LAYER_SETATTR,
@@ -48,6 +47,7 @@ from eagle3_lint.graph import ClassKey, Delegation, DelegationHow
 from eagle3_lint.lazyimport import lazy
 from eagle3_lint.model import Finding, Location, Status
 from eagle3_lint.queries import Queries, query
+from eagle3_lint.source_ast import read_module
 
 if TYPE_CHECKING:
     from eagle3_lint import minieval as me

@@ -18,6 +18,8 @@ from eagle3_lint import deps
 from eagle3_lint.errors import TargetError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from eagle3_lint.deps import Recorder
 
 # Generated files this large are not model code; reading them would only cost time.
@@ -112,28 +114,13 @@ class SourceTree(ABC):
         return "unknown"
 
 
-def _package_under(names: list[str]) -> str:
-    """The engine package a wheel holds, from its top-level names (the first engine, in ``engines.all_engines``
-    order, whose package is there)."""
-    from eagle3_lint.engines import all_engines
-
-    for engine in all_engines():
-        if engine.package in names:
-            return engine.package
-    return all_engines()[0].package  # nothing there: the default engine's, so errors name what is missing
-
-
 class DirSource(SourceTree):
-    def __init__(self, root: Path, package: str | None = None, display_prefix: str = "") -> None:
+    # The package is the caller's to name (``engines.dir_source`` asks each engine's test of the folder): a tree
+    # knows no engine.
+    def __init__(self, root: Path, package: str, display_prefix: str = "") -> None:
         self.root = root
         self.root_label = str(root)
         self.display_prefix = display_prefix
-        if package is None:
-            # Each engine's own test of a folder (Engine.tree_root, as target.resolve uses); the first engine when
-            # the root holds none, so errors name what is missing.
-            from eagle3_lint.engines import all_engines, detect
-
-            package = next((e.package for e, r in detect(root) if r == root), all_engines()[0].package)
         self.package = package
         self._files: list[str] | None = None
 
@@ -205,7 +192,8 @@ class DirSource(SourceTree):
 class ZipSource(SourceTree):
     """A wheel read in place: members are decompressed one at a time, on demand."""
 
-    def __init__(self, wheel: Path, package: str | None = None) -> None:
+    # ``package`` picks the engine package among the wheel's top-level names (``engines.zip_source``).
+    def __init__(self, wheel: Path, package: Callable[[list[str]], str] | str) -> None:
         self.wheel = wheel
         self.root_label = str(wheel)
         try:
@@ -213,7 +201,8 @@ class ZipSource(SourceTree):
             names = self._zip.namelist()
         except (zipfile.BadZipFile, OSError, EOFError) as exc:
             raise TargetError(f"cannot read wheel {wheel}: {exc}") from None
-        self.package = package or _package_under(sorted({n.split("/", 1)[0] for n in names if "/" in n}))
+        self.package = package if isinstance(package, str) else package(
+            sorted({n.split("/", 1)[0] for n in names if "/" in n}))
         self._py = sorted(n for n in names if n.startswith(f"{self.package}/") and n.endswith(".py"))
         self._other = sorted(n for n in names if n.endswith(".dist-info/METADATA"))
 

@@ -29,8 +29,9 @@ from pathlib import Path
 
 from eagle3_lint import engines
 from eagle3_lint.engine import Engine
+from eagle3_lint.engines import zip_source
 from eagle3_lint.errors import TargetError, UsageError
-from eagle3_lint.source import DirSource, SourceTree, ZipSource
+from eagle3_lint.source import DirSource, SourceTree
 
 # A release: a distribution name as PyPI writes them (``vllm``, ``tensorrt_llm``, ``tensorrt-llm``), an exact version.
 SPEC_RE = re.compile(r"^(?P<engine>[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)==(?P<ver>[0-9][0-9A-Za-z.+\-]*)$")
@@ -290,7 +291,7 @@ def resolve(
         raise TargetError(f"target does not exist: {target}")
     if path.is_file():
         if path.suffix == ".whl":
-            wheel = ZipSource(path)
+            wheel = zip_source(path)
             if engine is not None and wheel.package != engines.get(engine).package:
                 raise UsageError(f"{target} is not a {engines.get(engine).display} wheel")
             return wheel

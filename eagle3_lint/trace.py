@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 from eagle3_lint import semantic as sem
 from eagle3_lint.graph import ClassKey, Resolved
-from eagle3_lint.guard import printable
 from eagle3_lint.model import Location
 from eagle3_lint.runner import MODEL_CLASS
+from eagle3_lint.safe_text import printable
 from eagle3_lint.serving import PLATFORM_LABEL
 
 if TYPE_CHECKING:

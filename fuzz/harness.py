@@ -84,9 +84,9 @@ class BaseTree:
     """A release read into memory once: ``files[rel] -> bytes``."""
 
     def __init__(self, root: Path) -> None:
-        from eagle3_lint.source import DirSource
+        from eagle3_lint.engines import dir_source
 
-        src = DirSource(root)
+        src = dir_source(root)
         self.root = root
         self.py = src.py_files()
         self.other = src.other_files()

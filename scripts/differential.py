@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO))
 
 from eagle3_lint import target  # noqa: E402
 from eagle3_lint.analysis import Options, build  # noqa: E402
-from eagle3_lint.source import DirSource  # noqa: E402
+from eagle3_lint.engines import dir_source  # noqa: E402
 
 
 class OracleError(Exception):
@@ -137,7 +137,7 @@ def compare(version: str, tree: Path, oracle: dict[str, Any], archs: list[str]) 
     t0 = time.perf_counter()
     # The oracle imports vLLM's ordinary wheel on a machine without an accelerator: vLLM falls back to its
     # UnspecifiedPlatform there, so a platform dispatch in the tree is resolved for that platform.
-    ctx = build(DirSource(tree), Options(platform="unspecified"))
+    ctx = build(dir_source(tree), Options(platform="unspecified"))
     t1 = time.perf_counter()
     rv: dict[str, bool] = oracle["verdicts"]
     chosen = archs or sorted(rv)

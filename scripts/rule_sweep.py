@@ -28,9 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from eagle3_lint import target
 from eagle3_lint.analysis import Options, analyze
+from eagle3_lint.engines import dir_source
 from eagle3_lint.model import Severity
 from eagle3_lint.rules import all_rules
-from eagle3_lint.source import DirSource
 
 
 def _vkey(v: str) -> tuple[int, ...]:
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         opts = Options(cache_dir=cache, targets=tuple(x for x in args.arch.split(",") if x),
                        target_config=json.loads(args.target_config.read_text()) if args.target_config else None,
                        target_config_path=str(args.target_config) if args.target_config else None)
-        ctx = analyze(DirSource(root), opts, lambda rid: rid in select)
+        ctx = analyze(dir_source(root), opts, lambda rid: rid in select)
         dt = time.perf_counter() - t0
         row: dict[str, tuple[int, int]] = {}
         for rid in rules:

@@ -24,8 +24,8 @@ sys.path.insert(0, str(REPO))
 
 from eagle3_lint import target  # noqa: E402
 from eagle3_lint.analysis import Options, analyze  # noqa: E402
+from eagle3_lint.engines import dir_source  # noqa: E402
 from eagle3_lint.model import Status  # noqa: E402
-from eagle3_lint.source import DirSource  # noqa: E402
 
 # Every release on PyPI between these bounds (``pip index versions vllm``); data, with its source.
 RELEASES = [
@@ -43,7 +43,7 @@ def sweep_one(version: str) -> dict[str, Any]:
     t0 = time.perf_counter()
     try:
         root = target.fetch_release(version, package="vllm")
-        ctx = analyze(DirSource(root), Options(cache_dir=target.cache_root()))
+        ctx = analyze(dir_source(root), Options(cache_dir=target.cache_root()))
     except Exception as exc:  # noqa: BLE001 - a crash is a result of the sweep, recorded in the table
         row.update(crash=f"{type(exc).__name__}: {exc}", trace=traceback.format_exc(), seconds=time.perf_counter() - t0)
         return row

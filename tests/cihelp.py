@@ -264,8 +264,8 @@ def run_case(case: Path, dest: Path, settings: Any = None) -> tuple[Any, Any]:
     from eagle3_lint._compat import tomllib
     from eagle3_lint.analysis import Options, analyze
     from eagle3_lint.config import Settings
+    from eagle3_lint.engines import dir_source
     from eagle3_lint.outcome import finalize
-    from eagle3_lint.source import DirSource
 
     meta = tomllib.loads((case / "case.toml").read_text(encoding="utf-8"))
     root = materialize(case, dest)
@@ -282,7 +282,7 @@ def run_case(case: Path, dest: Path, settings: Any = None) -> tuple[Any, Any]:
     opts = Options(targets=tuple(meta.get("archs", ())), target_config=tcfg, target_config_path=tpath,
                    draft_config=dcfg, draft_config_path=dpath, pipeline_parallel=meta.get("pipeline_parallel"),
                    pp_partition=meta.get("pp_partition"))
-    ctx = analyze(DirSource(root), opts)
+    ctx = analyze(dir_source(root), opts)
     return ctx, finalize(ctx, settings or Settings())
 
 

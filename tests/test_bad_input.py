@@ -28,6 +28,7 @@ from eagle3_lint import source as source_mod
 from eagle3_lint import target as target_mod
 from eagle3_lint.analysis import Options, analyze
 from eagle3_lint.app import CheckRequest, run_check
+from eagle3_lint.engines import dir_source
 from eagle3_lint.source import DirSource
 from tests.hostile import (
     SUPPORTED_MODEL,
@@ -257,7 +258,7 @@ def test_unreadable_file_simulated_in_process(tmp_path: Path, monkeypatch: pytes
         return real(self, rel)
 
     monkeypatch.setattr(DirSource, "read_bytes", deny)
-    ctx = analyze(DirSource(root), Options())
+    ctx = analyze(dir_source(root), Options())
     assert not ctx.errors
     assert any(f.rule == "EGL000" and f.location.path == f"{MODELS}/plain.py" and "Permission denied" in f.message
                for f in ctx.findings)
@@ -644,11 +645,11 @@ def test_facts_cache_planted_by_someone_else_is_not_unpickled(tmp_path: Path) ->
 
     root = small_tree(tmp_path / "t")
     cache = tmp_path / "cache"
-    ctx = analyze(DirSource(root), Options(cache_dir=cache))
+    ctx = analyze(dir_source(root), Options(cache_dir=cache))
     pack = ctx.store.pack_path()
     assert pack is not None and pack.exists()
     assert (pack.parent.stat().st_mode & 0o777) == 0o700
-    assert FactStore(DirSource(root), cache).hits == 0  # loading is lazy; the pack is trusted
+    assert FactStore(dir_source(root), cache).hits == 0  # loading is lazy; the pack is trusted
     marker = tmp_path / "PWNED"
 
     class Payload:
@@ -664,22 +665,22 @@ def test_facts_cache_planted_by_someone_else_is_not_unpickled(tmp_path: Path) ->
     for mode_file, mode_dir in ((0o666, 0o700), (0o600, 0o777), (0o620, 0o700)):
         pack.chmod(mode_file)
         pack.parent.chmod(mode_dir)
-        FactStore(DirSource(root), cache)
+        FactStore(dir_source(root), cache)
         assert not marker.exists(), (oct(mode_file), oct(mode_dir))
     os.chown(pack, 4321, 4321)
     pack.chmod(0o600)
     pack.parent.chmod(0o700)
-    FactStore(DirSource(root), cache)
+    FactStore(dir_source(root), cache)
     assert not marker.exists()
     # A run still works (and rebuilds its own pack) with the untrusted one in place.
-    ctx = analyze(DirSource(root), Options(cache_dir=cache))
+    ctx = analyze(dir_source(root), Options(cache_dir=cache))
     assert not ctx.errors and not marker.exists()
     # Positive control: the same pack, owned by us and private, is loaded (which is why the
     # ownership and mode checks are the protection; the checksum only catches damage).
     body = pickle.dumps({"header": None, "files": {}, "derived": {}, "x": Payload()})
     pack.write_bytes(store_mod.MAGIC + hashlib.sha256(body).digest() + body)
     pack.chmod(0o600)
-    FactStore(DirSource(root), cache)
+    FactStore(dir_source(root), cache)
     assert marker.exists()
 
 

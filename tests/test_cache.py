@@ -21,8 +21,8 @@ from eagle3_lint import queries as queries_mod
 from eagle3_lint import reportcache
 from eagle3_lint import store as store_mod
 from eagle3_lint.analysis import Analysis, Options, analyze
+from eagle3_lint.engines import dir_source
 from eagle3_lint.report import build_report
-from eagle3_lint.source import DirSource
 from eagle3_lint.store import FactStore
 from tests.cihelp import run_cli
 from tests.conftest import SAMPLES, materialize
@@ -40,7 +40,7 @@ def report(ctx: Analysis) -> str:
 
 
 def run(root: Path, cache: Path | None) -> Analysis:
-    return analyze(DirSource(root), Options(cache_dir=cache))
+    return analyze(dir_source(root), Options(cache_dir=cache))
 
 
 def pack_of(cache: Path) -> Path:
@@ -271,7 +271,7 @@ def test_deleted_file_is_forgotten(sample: Path, tmp_path: Path, monkeypatch: py
     ctx.store._dirty = True
     ctx.store.save()
     assert victim in ctx.store._delta  # recorded as deleted, in the pack's delta
-    assert victim not in FactStore(DirSource(sample), cache)._files  # and gone from what the next run reads
+    assert victim not in FactStore(dir_source(sample), cache)._files  # and gone from what the next run reads
     ctx.store._dirty = True
     monkeypatch.setattr(store_mod, "_DELTA_MAX", -1)  # folded into the pack itself
     ctx.store.save()
@@ -479,7 +479,7 @@ def test_oldest_entries_are_dropped_per_tree(sample: Path, tmp_path: Path, monke
 
     def put(root: Path, i: int) -> None:
         nonlocal t
-        src = DirSource(root)
+        src = dir_source(root)
         rc = reportcache.ReportCache(cache, (i,), src, FactStore(src, cache))
         rc.put(reportcache.Replay(f"{root.name}{i}", (), 0))
         t += 1
@@ -506,7 +506,7 @@ def test_oldest_entries_are_dropped_per_tree(sample: Path, tmp_path: Path, monke
 def test_progress_counts_a_cold_parse(sample: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(store_mod, "_PROGRESS_MIN_FILES", 1)
     seen: list[tuple] = []
-    analyze(DirSource(sample), Options(progress=lambda *a: seen.append(a)))
+    analyze(dir_source(sample), Options(progress=lambda *a: seen.append(a)))
     counted = [a for a in seen if len(a) == 3]
     assert counted and counted[0][1] == 0 and counted[-1][1] == counted[-1][2] > 0
 
@@ -554,7 +554,7 @@ def test_lazy_fields_read_back_what_was_stored(sample: Path) -> None:
 
     from eagle3_lint.facts import LAZY_FIELDS, LazyModuleFacts, ModuleFacts, extract, facts_blob, facts_from_blob
 
-    src = DirSource(sample)
+    src = dir_source(sample)
     rels = src.py_files()
     assert len(rels) > 5
     lazy_seen = 0
@@ -584,7 +584,7 @@ def test_a_first_check_hashes_the_tree_at_its_end_and_keeps_nothing_if_a_file_ch
     cache = tmp_path / "cache"
     rel = "vllm/model_executor/models/inner.py"
     assert (sample / rel).is_file()
-    src = DirSource(sample)
+    src = dir_source(sample)
     store = FactStore(src, cache)
     rc = reportcache.ReportCache(cache, ("req",), src, store)
     assert rc.get() is None  # no entry for the tree yet: nothing hashed to find that out
@@ -596,7 +596,7 @@ def test_a_first_check_hashes_the_tree_at_its_end_and_keeps_nothing_if_a_file_ch
     rc.put(reportcache.Replay("report", (), 0))
     assert entries(cache) == [] and not list(cache.glob("trees/*/*.answers"))
     # Unchanged during the check: stored, and found by the next check's key, computed from the stat memos.
-    src = DirSource(sample)
+    src = dir_source(sample)
     store = FactStore(src, cache)
     rc = reportcache.ReportCache(cache, ("req",), src, store)
     assert rc.get() is None
@@ -604,6 +604,6 @@ def test_a_first_check_hashes_the_tree_at_its_end_and_keeps_nothing_if_a_file_ch
     keep_answers(ctx)
     rc.put(reportcache.Replay("report", (), 0))
     assert len(entries(cache)) == 1 and list(cache.glob("trees/*/*.answers"))
-    src = DirSource(sample)
+    src = dir_source(sample)
     hit = reportcache.ReportCache(cache, ("req",), src, FactStore(src, cache)).get()
     assert hit is not None and hit.report == "report"

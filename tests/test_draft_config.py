@@ -19,8 +19,8 @@ import pytest
 from eagle3_lint import minieval
 from eagle3_lint._compat import tomllib
 from eagle3_lint.analysis import Analysis, Options, analyze
+from eagle3_lint.engines import dir_source
 from eagle3_lint.engines.vllm import drafter, pp
-from eagle3_lint.source import DirSource
 from tests.cihelp import run_cli
 from tests.conftest import SAMPLES, materialize, session_cache
 
@@ -37,7 +37,7 @@ def _run(root: Path, target_cfg: Path, draft_cfg: Path, archs: tuple[str, ...], 
     opts = Options(targets=archs, target_config=json.loads(target_cfg.read_text()), target_config_path=str(target_cfg),
                    draft_config=json.loads(draft_cfg.read_text()), draft_config_path=str(draft_cfg),
                    pipeline_parallel=pp_size, pp_partition=partition, runner=runner, cache_dir=session_cache())
-    return analyze(DirSource(root), opts, select=lambda r: r == "EGL007")
+    return analyze(dir_source(root), opts, select=lambda r: r == "EGL007")
 
 
 @pytest.mark.parametrize("case", _cases(), ids=lambda p: p.name)
@@ -109,7 +109,7 @@ def test_partial_mode_keeps_what_both_branches_agree_on() -> None:
 # -- pipeline split ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("n,size", [(32, 2), (61, 4), (94, 4), (10, 4), (80, 8), (5, 3)])
 def test_pp_split_from_the_sample_tree_matches_the_reference(n: int, size: int) -> None:
-    src = DirSource(SAMPLES / "_bases" / "v033_draft")
+    src = dir_source(SAMPLES / "_bases" / "v033_draft")
     sp = pp.split(src, n, size)
     assert sp.source == "tree" and sp.path == "vllm/distributed/utils.py" and sp.reads_partition_env
     assert sp.ranges == pp.reference_split(n, size)
@@ -117,7 +117,7 @@ def test_pp_split_from_the_sample_tree_matches_the_reference(n: int, size: int) 
 
 
 def test_pp_partition_override_and_its_errors() -> None:
-    src = DirSource(SAMPLES / "_bases" / "v016_draft")
+    src = dir_source(SAMPLES / "_bases" / "v016_draft")
     assert pp.split(src, 32, 2, "8,24").ranges == ((0, 8), (8, 32))
     bad = pp.split(src, 32, 2, "8,8")
     assert bad.ranges == () and "does not match num_hidden_layers" in bad.note
@@ -235,7 +235,7 @@ def test_real_llama_reference_drafter_with_pipeline_parallelism(real_trees: Any)
 @pytest.mark.real
 @pytest.mark.parametrize("version", ["0.9.2", "0.16.0", "0.33.0"])
 def test_real_get_pp_indices_is_evaluated_from_the_tree(real_trees: Any, version: str) -> None:
-    src = DirSource(real_trees.get(version))
+    src = dir_source(real_trees.get(version))
     for n, size in [(32, 2), (61, 4), (94, 8), (10, 4)]:
         sp = pp.split(src, n, size)
         assert sp.source == "tree" and not sp.note, sp.note

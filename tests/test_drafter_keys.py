@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from eagle3_lint.analysis import Analysis, Options, analyze
+from eagle3_lint.engines import dir_source
 from eagle3_lint.engines import drafter_keys as dk
 from eagle3_lint.engines.vllm.drafter import DRAFTER_MODULE_GLOBS
 from eagle3_lint.serving import Gate, Outcome, StepResult
-from eagle3_lint.source import DirSource
 from tests.conftest import SAMPLES, session_cache
 
 CHECKPOINTS = SAMPLES / "_checkpoints"
@@ -71,7 +71,7 @@ def _ctx(root: Path, draft: dict[str, Any], tmp_path: Path, target: str = "llama
     tpath = CHECKPOINTS / target
     opts = Options(targets=(arch,), target_config=json.loads(tpath.read_text()), target_config_path=str(tpath),
                    draft_config=draft, draft_config_path=str(dpath), cache_dir=session_cache())
-    ctx = analyze(DirSource(root), opts, select=lambda rule: rule in ("EGL007", "EGL011"))  # the drafter's rules
+    ctx = analyze(dir_source(root), opts, select=lambda rule: rule in ("EGL007", "EGL011"))  # the drafter's rules
     assert not ctx.errors, [e.message for e in ctx.errors]
     return ctx
 

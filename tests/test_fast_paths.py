@@ -109,13 +109,13 @@ def test_one_edit_recheck_equals_a_cold_run_on_the_edited_tree(real_trees: Any, 
 
 
 def _store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    from eagle3_lint.engines import dir_source
     from eagle3_lint.queries import Queries
-    from eagle3_lint.source import DirSource
     from eagle3_lint.store import FactStore
 
     monkeypatch.setenv("EAGLE3_LINT_JOBS", "2")  # a second process even on a busy machine
     tree = materialize(SAMPLES / "core" / "wrapper_inner_supports", tmp_path / "tree")
-    store = FactStore(DirSource(tree), tmp_path / "cache")
+    store = FactStore(dir_source(tree), tmp_path / "cache")
     Queries().watch(store.source, store)  # the analysis' answers, which the derivations are kept with
     return store
 

@@ -17,8 +17,8 @@ import pytest
 from eagle3_lint import fixes
 from eagle3_lint.analysis import Analysis, Options, analyze
 from eagle3_lint.app import CheckRequest, run_check
+from eagle3_lint.engines import dir_source
 from eagle3_lint.model import Finding
-from eagle3_lint.source import DirSource
 from tests.conftest import SAMPLES, materialize
 from tests.hostile import fixable_case, run_cli, tree_digest
 
@@ -83,7 +83,7 @@ def fix_round_trip(src_root: Path, tmp: Path, unsafe: bool, opts: Options) -> in
     a, b = tmp / "a", tmp / "b"
     for d in (a, b):
         shutil.copytree(src_root, d, symlinks=True, ignore=shutil.ignore_patterns(".git"))
-    ctx = analyze(DirSource(b), opts)
+    ctx = analyze(dir_source(b), opts)
     assert not ctx.errors, [e.message for e in ctx.errors]
     before = tree_digest(b)
     plan = fixes.plan(ctx.source, ctx.findings, unsafe)
@@ -106,7 +106,7 @@ def fix_round_trip(src_root: Path, tmp: Path, unsafe: bool, opts: Options) -> in
         compile((b / rel).read_bytes(), rel, "exec")
     assert double_defs(b, sorted(plan.files)) <= doubled_before, "a fix added a second def of a method"
 
-    after = analyze(DirSource(b), opts)
+    after = analyze(dir_source(b), opts)
     assert not after.errors, [e.message for e in after.errors]
     again = [f for f in after.findings if identity(f) in fixed]
     assert not again, [(f.rule, f.architecture, f.location.path, f.location.line, f.message[:120]) for f in again]
@@ -121,7 +121,7 @@ def fix_round_trip(src_root: Path, tmp: Path, unsafe: bool, opts: Options) -> in
         if not plan_n.files:
             break
         fixes.apply(ctx_n.source.writable_root, plan_n)
-        ctx_n = analyze(DirSource(b), opts)
+        ctx_n = analyze(dir_source(b), opts)
         assert not ctx_n.errors
     else:
         pytest.fail("fixes do not converge")
@@ -304,7 +304,7 @@ def test_cli_apply_reports_what_it_wrote(tmp_path: Path) -> None:
 def _islice_case(tmp_path: Path) -> tuple[Analysis, Finding]:
     """The v016_islice sample and its EGL005 finding on llama.py, whose fix adds ``start=`` to the loop header."""
     root = materialize(SAMPLES / "slice-relative-aux-index" / "v016_islice", tmp_path / "tree")
-    an = analyze(DirSource(root), options_for(root))
+    an = analyze(dir_source(root), options_for(root))
     (f,) = [f for f in an.findings if f.rule == "EGL005" and f.location.path.endswith("/llama.py")]
     assert f.fix is not None and len(f.fix.edits) == 1
     return an, f

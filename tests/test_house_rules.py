@@ -169,7 +169,7 @@ _AST_ALLOWED = {
     # The readers engine derivation uses on its own non-model files (read_module, read_function, method_node, fc_init),
     # moved out of semantic.py, which reads class bodies from the facts (facts.Body). Debt left (issue 22): the
     # semantic model's default_ids still evaluates a model method it gets from here (minieval, per layer count).
-    "engines/source_ast.py": "engine derivation's readers of its own files; semantic.default_ids' method",
+    "source_ast.py": "engine derivation's readers of its own files; semantic.default_ids' method",
 }
 
 

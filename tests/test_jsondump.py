@@ -15,10 +15,10 @@ import pytest
 
 from eagle3_lint.analysis import Options, analyze
 from eagle3_lint.config import Settings
+from eagle3_lint.engines import dir_source
 from eagle3_lint.outcome import finalize, json_report
 from eagle3_lint.report.jsondump import dumps
 from eagle3_lint.report.sarif import build_sarif
-from eagle3_lint.source import DirSource
 from tests.cihelp import run_case, sample_cases
 
 
@@ -67,7 +67,7 @@ def test_sample_reports(case: Path, tmp_path: Path) -> None:
 @pytest.mark.real
 def test_real_release_reports(real_trees: Any) -> None:
     """The whole JSON and SARIF report of vLLM 0.16.0, as built (enums, tuples and all)."""
-    ctx = analyze(DirSource(real_trees.get("0.16.0")), Options())
+    ctx = analyze(dir_source(real_trees.get("0.16.0")), Options())
     out = finalize(ctx, Settings())
     for obj in (json_report(ctx, out), build_sarif(ctx, out)):
         text = dumps(obj)

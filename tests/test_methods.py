@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from eagle3_lint.analysis import Analysis, Options, analyze
+from eagle3_lint.engines import dir_source
 from eagle3_lint.engines.vllm import methods
 from eagle3_lint.runner import RunnerKind
 from eagle3_lint.serving import Gate, Outcome, StepResult
-from eagle3_lint.source import DirSource
 from tests.cihelp import cli
 from tests.conftest import SAMPLES, session_cache
 
@@ -33,7 +33,7 @@ def _ctx(root: Path, method: str | None, draft: dict[str, Any] | None, tmp_path:
     opts = Options(targets=(arch,), target_config=json.loads(tpath.read_text()), target_config_path=str(tpath),
                    draft_config=draft, draft_config_path=str(dpath) if draft is not None else None, method=method,
                    runner=runner, cache_dir=session_cache())
-    ctx = analyze(DirSource(root), opts, select=lambda _rule: False)  # the chain needs no rule: run none
+    ctx = analyze(dir_source(root), opts, select=lambda _rule: False)  # the chain needs no rule: run none
     assert not ctx.errors, [e.message for e in ctx.errors]
     return ctx
 
@@ -83,7 +83,7 @@ def test_real_0_33_eagle_given_an_eagle3_drafter(real_trees: Any, tmp_path: Path
     iface = sv.step(Gate.RUNNER_INTERFACE)
     assert iface is not None and iface.result is StepResult.SKIPPED
     # Run with the rules, the verdict's next step says what the way out is: the method the checkpoint was made for.
-    full = analyze(DirSource(root), Options(targets=("LlamaForCausalLM",), method="eagle", draft_config=plain,
+    full = analyze(dir_source(root), Options(targets=("LlamaForCausalLM",), method="eagle", draft_config=plain,
                                             draft_config_path=str(tmp_path / "draft.json"),
                                             target_config=json.loads((CHECKPOINTS / "llama-3.1-8b-instruct.json")
                                                                      .read_text()),
@@ -174,7 +174,7 @@ def test_real_0_33_egl001_under_the_aux_methods_asks_for_supports_eagle3(real_tr
     supports_eagle3(model) (:28-29); V1 sets the flag for them (gpu_model_runner.py:647, :660) before the same check
     (:5170-5176). So EGL001 on CohereForCausalLM (commandr.py:403, no SupportsEagle3 base) names supports_eagle3(),
     its fix adds SupportsEagle3, and the patched copy re-checks clean for EGL001 under the method."""
-    from eagle3_lint.source import DirSource as Dir
+    from eagle3_lint.engines import dir_source as Dir
     from tests import cihelp
 
     arch = "CohereForCausalLM"
@@ -213,13 +213,13 @@ def test_real_0_33_eagle_asks_the_target_nothing(real_trees: Any, tmp_path: Path
     for method, check, status in (("eagle", CheckKind.NONE, Status.SUPPORTED),
                                   ("dflash", CheckKind.STRUCTURAL, Status.WRAPPER_GAP),
                                   (None, CheckKind.STRUCTURAL, Status.WRAPPER_GAP)):
-        ctx = analyze(DirSource(root), Options(targets=(arch,), method=method, cache_dir=session_cache()))
+        ctx = analyze(dir_source(root), Options(targets=(arch,), method=method, cache_dir=session_cache()))
         assert not ctx.errors, [e.message for e in ctx.errors]
         assert ctx.contract.check is check, method
         assert ctx.verdicts[arch].status is status, method
         interface = [f.rule for f in ctx.findings if f.rule in ("EGL001", "EGL002", "EGL003", "EGL004")]
         assert (interface == []) is (method == "eagle"), (method, interface)
-    eagle = analyze(DirSource(root), Options(targets=(arch,), method="eagle", cache_dir=session_cache()))
+    eagle = analyze(dir_source(root), Options(targets=(arch,), method="eagle", cache_dir=session_cache()))
     why = eagle.contract.notes[0]
     assert f"{V1}:593" in why and f"{V2}:306" in why, why
 

@@ -125,10 +125,10 @@ def test_an_enum_member_of_the_tree_compares_as_in_python() -> None:
 @pytest.mark.parametrize(("platform", "runner", "words"), [("cuda", "v2", "True"), ("cpu", "v1", "False")])
 def test_runner_choice_on_vllm_0_30_0(real_trees, platform: str, runner: str, words: str) -> None:  # noqa: ANN001
     from eagle3_lint.analysis import Options, analyze
+    from eagle3_lint.engines import dir_source
     from eagle3_lint.engines.vllm import runnerchoice
-    from eagle3_lint.source import DirSource
 
-    ctx = analyze(DirSource(real_trees.get("0.30.0")), Options(platform=platform, targets=("LlamaForCausalLM",)),
+    ctx = analyze(dir_source(real_trees.get("0.30.0")), Options(platform=platform, targets=("LlamaForCausalLM",)),
                   select=lambda _rule: False)
     choice = runnerchoice.chosen(ctx.model, "LlamaForCausalLM")
     assert choice.kind is not None and choice.kind.value == runner, choice.reason
@@ -142,12 +142,12 @@ def test_runner_choice_parses_its_files_once_per_analysis(real_trees, monkeypatc
     ``self.model_config.architectures``, vLLM 0.33.0 ``vllm/config/vllm.py:731-767``), but the files it evaluates
     (``vllm/envs.py``, ``vllm/config/vllm.py``, the enum modules it imports) are parsed once per analysis, and
     the choice is the one a fresh parse gives."""
+    from eagle3_lint import source_ast
     from eagle3_lint.analysis import Options, analyze
-    from eagle3_lint.engines import source_ast
+    from eagle3_lint.engines import dir_source
     from eagle3_lint.engines.vllm import runnerchoice
-    from eagle3_lint.source import DirSource
 
-    ctx = analyze(DirSource(real_trees.get("0.33.0")), Options(), select=lambda _rule: False)
+    ctx = analyze(dir_source(real_trees.get("0.33.0")), Options(), select=lambda _rule: False)
     parsed: list[str] = []
     real = source_ast._parse_module
 

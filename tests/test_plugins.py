@@ -28,8 +28,8 @@ import pytest
 
 from eagle3_lint import target
 from eagle3_lint.analysis import Analysis, Options, analyze
+from eagle3_lint.engines import dir_source
 from eagle3_lint.engines.vllm import plugins
-from eagle3_lint.source import DirSource
 from tests.cihelp import run_cli, validate_report
 from tests.conftest import SAMPLES, real_cache_dir
 
@@ -56,7 +56,7 @@ def _markers(root: Path, prefix: str) -> set[tuple[str, int, str]]:
 
 
 def _check(base: Path, specs: list[str], archs: tuple[str, ...] = ()) -> Analysis:
-    src = plugins.overlay(DirSource(base), specs)
+    src = plugins.overlay(dir_source(base), specs)
     ctx = analyze(src, Options(targets=archs))
     assert not ctx.errors, [e.message + e.traceback for e in ctx.errors]
     return ctx

@@ -19,8 +19,8 @@ import pytest
 from eagle3_lint import queries
 from eagle3_lint import store as store_mod
 from eagle3_lint.analysis import Analysis, Options, analyze, keep_answers
+from eagle3_lint.engines import dir_source
 from eagle3_lint.report import build_report
-from eagle3_lint.source import DirSource
 from tests.conftest import SAMPLES, materialize
 
 MODELS = "vllm/model_executor/models"
@@ -54,7 +54,7 @@ def tree(tmp_path: Path) -> Path:
 
 
 def run(root: Path, cache: Path | None) -> Analysis:
-    return analyze(DirSource(root), Options(cache_dir=cache))
+    return analyze(dir_source(root), Options(cache_dir=cache))
 
 
 def report(ctx: Analysis) -> str:
@@ -340,8 +340,8 @@ def test_the_derived_digest_is_the_same_in_every_process(case: str, tmp_path: Pa
     check (queries.derived_digest): a digest that changed with the string hash seed would never match."""
     root = materialize(SAMPLES / case, tmp_path / "tree")
     code = ("import sys; from pathlib import Path; from eagle3_lint import engines, queries; "
-            "from eagle3_lint.source import DirSource; from eagle3_lint.store import FactStore; "
-            "src = DirSource(Path(sys.argv[1])); "
+            "from eagle3_lint.store import FactStore; "
+            "src = engines.dir_source(Path(sys.argv[1])); "
             "d = engines.for_package(src.package).derive(src, FactStore(src, None), lambda: None); "
             "assert d.registry.entries, 'no registry'; print(queries.derived_digest(d))")
     digests = {subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True, check=True,

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from eagle3_lint import minieval as me
-from eagle3_lint.engines import source_ast as sem
+from eagle3_lint import source_ast as sem
+from eagle3_lint.engines import dir_source
 from eagle3_lint.facts import decode_source
 from eagle3_lint.queries import Queries
 from eagle3_lint.semantic import Memo
-from eagle3_lint.source import DirSource
 from eagle3_lint.store import FactStore
 
 # Shapes a span must survive: decorators over several lines with a comment between them, a body line less
@@ -62,7 +62,7 @@ TRICKY = (
 
 class _Model:
     def __init__(self, root: Path) -> None:
-        self.source = DirSource(root)
+        self.source = dir_source(root)
         self.queries = Queries()
         self.memo = Memo(self.queries)
 

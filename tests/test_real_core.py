@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from eagle3_lint.analysis import Analysis, Options, analyze
+from eagle3_lint.engines import dir_source
 from eagle3_lint.model import Status
 from eagle3_lint.report import SCHEMA_VERSION
-from eagle3_lint.source import DirSource
 from tests.conftest import session_cache
 
 pytestmark = pytest.mark.real
@@ -23,7 +23,7 @@ _CTX: dict[str, Analysis] = {}
 def ctx_for(real_trees: object, version: str) -> Analysis:
     if version not in _CTX:
         root = real_trees.get(version)  # type: ignore[attr-defined]
-        _CTX[version] = analyze(DirSource(root), Options(cache_dir=session_cache()))
+        _CTX[version] = analyze(dir_source(root), Options(cache_dir=session_cache()))
     return _CTX[version]
 
 

@@ -20,8 +20,8 @@ import pytest
 
 from eagle3_lint import fixes, fixgen
 from eagle3_lint.analysis import Analysis, Options, analyze
+from eagle3_lint.engines import dir_source
 from eagle3_lint.model import Applicability, Finding, Severity, Status
-from eagle3_lint.source import DirSource
 from tests.conftest import session_cache
 
 pytestmark = pytest.mark.real
@@ -35,7 +35,7 @@ _CTX: dict[str, Analysis] = {}
 def ctx_for(real_trees: object, version: str) -> Analysis:
     if version not in _CTX:
         root = real_trees.get(version)  # type: ignore[attr-defined]
-        _CTX[version] = analyze(DirSource(root), Options(cache_dir=session_cache()))
+        _CTX[version] = analyze(dir_source(root), Options(cache_dir=session_cache()))
     return _CTX[version]
 
 
@@ -142,10 +142,10 @@ def test_v016_kimi_patch_applies_converges_and_is_accepted(real_trees: object, t
     subprocess.run(["git", "apply", "-"], cwd=tree, input=patch, text=True, check=True)
     for rel in files:
         compile((tree / rel).read_text(encoding="utf-8"), rel, "exec")
-    before = analyze(DirSource(root), Options(targets=(KIMI,)))
+    before = analyze(dir_source(root), Options(targets=(KIMI,)))
     assert review(fixes.plan(before.source, before.findings, unsafe=True)) == []
 
-    ctx = analyze(DirSource(tree), Options(targets=(KIMI, DSV3), cache_dir=tmp_path / "cache"))
+    ctx = analyze(dir_source(tree), Options(targets=(KIMI, DSV3), cache_dir=tmp_path / "cache"))
     assert not ctx.errors, [e.message for e in ctx.errors]
     for arch in (KIMI, DSV3, "DeepseekV2ForCausalLM"):
         v = ctx.verdicts[arch]
@@ -225,7 +225,7 @@ def test_every_interface_fix_applies_and_converges(real_trees: object, tmp_path:
     tree = tmp_path / "tree"
     shutil.copytree(root, tree)
     mine = {"EGL001", "EGL002", "EGL003", "EGL006"}
-    ctx = analyze(DirSource(tree), Options(cache_dir=tmp_path / "cache"), lambda rid: rid in mine)
+    ctx = analyze(dir_source(tree), Options(cache_dir=tmp_path / "cache"), lambda rid: rid in mine)
     assert ctx.findings and all(f.fix is not None for f in ctx.findings)
     plan = fixes.plan(ctx.source, ctx.findings, unsafe=True)
     assert plan.overlaps == []
@@ -246,7 +246,7 @@ def test_every_interface_fix_applies_and_converges(real_trees: object, tmp_path:
     subprocess.run(["git", "apply", "-"], cwd=tree, input=patch, text=True, check=True)
     for rel in plan.files:
         compile((tree / rel).read_text(encoding="utf-8"), rel, "exec")
-    after = analyze(DirSource(tree), Options(cache_dir=tmp_path / "cache"), lambda rid: rid in mine)
+    after = analyze(dir_source(tree), Options(cache_dir=tmp_path / "cache"), lambda rid: rid in mine)
     assert not after.findings, [(f.rule, f.location.path, f.location.line, f.message) for f in after.findings]
 
 
@@ -274,7 +274,7 @@ def test_v011_interface_fixes_keep_yapfs_layout(real_trees: object, tmp_path: Pa
     tree = tmp_path / "tree"
     shutil.copytree(root, tree)
     mine = {"EGL001", "EGL002", "EGL003", "EGL006"}
-    ctx = analyze(DirSource(tree), Options(cache_dir=tmp_path / "cache"), lambda rid: rid in mine)
+    ctx = analyze(dir_source(tree), Options(cache_dir=tmp_path / "cache"), lambda rid: rid in mine)
     plan = fixes.plan(ctx.source, ctx.findings, unsafe=True)
     assert plan.files and plan.overlaps == []
     assert review(plan, limit=80) == []
@@ -304,6 +304,6 @@ def test_v011_interface_fixes_keep_yapfs_layout(real_trees: object, tmp_path: Pa
     subprocess.run(["git", "apply", "-"], cwd=tree, input=patch, text=True, check=True)
     for rel in plan.files:
         compile((tree / rel).read_text(encoding="utf-8"), rel, "exec")
-    after = analyze(DirSource(tree), Options(cache_dir=tmp_path / "cache"), lambda rid: rid in mine)
+    after = analyze(dir_source(tree), Options(cache_dir=tmp_path / "cache"), lambda rid: rid in mine)
     again = fixes.plan(after.source, after.findings, unsafe=True)
     assert not again.files, sorted(again.files)

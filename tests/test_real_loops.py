@@ -21,12 +21,12 @@ import pytest
 
 from eagle3_lint import semantic as sem
 from eagle3_lint.analysis import Analysis, Options, analyze, each_for
+from eagle3_lint.engines import dir_source
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.model import Finding, Status
 from eagle3_lint.rules import egl004_aux_states_not_collected as egl004
 from eagle3_lint.rules._interface import Group
 from eagle3_lint.serving import Gate, Outcome, StepResult
-from eagle3_lint.source import DirSource
 from tests import mutate
 from tests.conftest import session_cache
 from tests.sglang.conftest import SglangTrees
@@ -186,7 +186,7 @@ def test_serving_capture_agrees_with_egl004(engine: str, version: str, real_tree
     build, not a parse). The rest name a Transformers config the tree does not hold; they get the published
     Qwen3-8B config (36 layers), as whether a forward collects does not depend on the count."""
     root = _tree(engine, version, real_trees)
-    ctx = analyze(DirSource(root), Options(target_config=TARGET, draft_config=DRAFTER, cache_dir=session_cache()),
+    ctx = analyze(dir_source(root), Options(target_config=TARGET, draft_config=DRAFTER, cache_dir=session_cache()),
                   keep=False)
     kinds = _egl004_kinds(ctx)
     defaults = ConfigDefaults(ctx, root)
@@ -207,7 +207,7 @@ def test_serving_capture_agrees_with_egl004(engine: str, version: str, real_tree
     key0 = ctx.model.keys[arch0]
     assert key0 is not None and defaults.layers(key0) == (n0, where0)
     for n, archs in sorted(by_layers.items()):
-        other = analyze(DirSource(root), Options(target_config={**TARGET, "num_hidden_layers": n},
+        other = analyze(dir_source(root), Options(target_config={**TARGET, "num_hidden_layers": n},
                                                  draft_config=DRAFTER), select=lambda _rid: False, store=ctx.store,
                         keep=False)
         asked += [(arch, other) for arch in archs]
@@ -258,7 +258,7 @@ def test_qwen3_vl_captures_the_default_layers(version: str, loop_line: int, real
     """
     root = real_trees.get(version)
     arch = "Qwen3VLForConditionalGeneration"
-    ctx = analyze(DirSource(root), Options(targets=(arch,), target_config=QWEN3_VL, draft_config=DRAFTER,
+    ctx = analyze(dir_source(root), Options(targets=(arch,), target_config=QWEN3_VL, draft_config=DRAFTER,
                                            cache_dir=session_cache()), keep=False)
     sv = ctx.serving[arch]
     step = next(s for s in sv.steps if s.gate is Gate.CAPTURE)
@@ -291,7 +291,7 @@ def test_v033_qwen2_lost_last_rank_return_is_not_read_as_returning(real_trees: A
     assert edit.detail.startswith("line 449: return (hidden_states, aux_hidden_states)"), edit.detail
     assert "**self.pack_local_aux_hidden_states(aux_hidden_states)" in edit.text  # the relay is kept
     (tree / rel).write_text(edit.text, encoding="utf-8")
-    ctx = analyze(DirSource(tree), Options(), keep=False)
+    ctx = analyze(dir_source(tree), Options(), keep=False)
     hits = [(f, g) for f, g in _egl004_pairs(ctx) if g.kind == "no-return" and f.symbol == "Qwen2Model.forward"]
     assert len(hits) == 1, [(f.symbol, g.kind) for f, g in _egl004_pairs(ctx)]
     f, g = hits[0]

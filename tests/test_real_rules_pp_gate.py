@@ -20,9 +20,9 @@ import pytest
 
 from eagle3_lint import fixes
 from eagle3_lint.analysis import Analysis, Options, analyze, run_rules
+from eagle3_lint.engines import dir_source
 from eagle3_lint.model import Applicability, Severity
 from eagle3_lint.rules import by_id
-from eagle3_lint.source import DirSource
 from tests.conftest import SAMPLES, session_cache
 
 pytestmark = pytest.mark.real
@@ -57,7 +57,7 @@ _CTX: dict[tuple[str, str], Analysis] = {}
 def run(root: Path, *, config: Path | None = None, archs: tuple[str, ...] = ()) -> Analysis:
     opts = Options(targets=archs, target_config=json.loads(config.read_text()) if config else None,
                    target_config_path=str(config) if config else None, cache_dir=session_cache())
-    return analyze(DirSource(root), opts, select=lambda r: r in RULES)
+    return analyze(dir_source(root), opts, select=lambda r: r in RULES)
 
 
 def ctx_for(real_trees: object, version: str, mode: str = "plain") -> Analysis:
@@ -81,7 +81,7 @@ def patched(real_trees: object, version: str, tmp_path: Path, ctx: Analysis, rul
     """A copy of the release with the fixes of ``rules`` applied through ``git apply``."""
     root = tmp_path / f"vllm-{version}"
     shutil.copytree(real_trees.get(version), root)  # type: ignore[attr-defined]
-    diff = fixes.unified_diff(fixes.plan(DirSource(root), [f for f in ctx.findings if f.rule in rules], True))
+    diff = fixes.unified_diff(fixes.plan(dir_source(root), [f for f in ctx.findings if f.rule in rules], True))
     subprocess.run(["git", "init", "-q"], cwd=root, check=True)
     subprocess.run(["git", "apply", "--check", "-"], cwd=root, input=diff, text=True, check=True)
     subprocess.run(["git", "apply", "-"], cwd=root, input=diff, text=True, check=True)

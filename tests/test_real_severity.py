@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 
 from eagle3_lint.analysis import Analysis, Options, analyze
+from eagle3_lint.engines import dir_source
 from eagle3_lint.model import Finding, Severity
-from eagle3_lint.source import DirSource
 from tests.conftest import session_cache
 
 _CTX: dict[str, Analysis] = {}
@@ -33,7 +33,7 @@ _CTX: dict[str, Analysis] = {}
 
 def _ctx(real_trees: Any, version: str) -> Analysis:
     if version not in _CTX:
-        _CTX[version] = analyze(DirSource(real_trees.get(version)), Options(cache_dir=session_cache()))
+        _CTX[version] = analyze(dir_source(real_trees.get(version)), Options(cache_dir=session_cache()))
     return _CTX[version]
 
 
@@ -93,11 +93,11 @@ def test_v0330_checkpoint_chosen_inner_model(real_trees: Any) -> None:
     ``text_config.architectures`` names. Without a target config the verdict says it depends on the checkpoint;
     with one naming ``LlamaForCausalLM`` (which implements SupportsEagle3 in 0.33.0) the wrapper is a wrapper gap."""
     tree = real_trees.get("0.33.0")
-    bare = analyze(DirSource(tree), Options(cache_dir=session_cache())).verdicts["LlavaNextForConditionalGeneration"]
+    bare = analyze(dir_source(tree), Options(cache_dir=session_cache())).verdicts["LlavaNextForConditionalGeneration"]
     assert bare.status.value == "unsupported" and "depends on the checkpoint" in bare.reason
     cfg = {"architectures": ["LlavaNextForConditionalGeneration"], "model_type": "llava_next",
            "text_config": {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "num_hidden_layers": 32}}
-    ctx = analyze(DirSource(tree), Options(targets=("LlavaNextForConditionalGeneration",), target_config=cfg,
+    ctx = analyze(dir_source(tree), Options(targets=("LlavaNextForConditionalGeneration",), target_config=cfg,
                                            cache_dir=session_cache()))
     v = ctx.verdicts["LlavaNextForConditionalGeneration"]
     assert v.status.value == "wrapper-gap" and v.inner == ("vllm.model_executor.models.llama.LlamaForCausalLM",)

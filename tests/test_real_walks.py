@@ -28,8 +28,8 @@ import pytest
 
 from eagle3_lint import fixes
 from eagle3_lint.analysis import Analysis, Options, analyze
+from eagle3_lint.engines import dir_source
 from eagle3_lint.model import Finding, Severity, Status
-from eagle3_lint.source import DirSource
 from tests import mutate
 from tests.sglang.conftest import SglangTrees
 
@@ -70,7 +70,7 @@ def mutated(tmp_path_factory: pytest.TempPathFactory) -> Mutated:
         (f"{MODELS}/gemma3_mm.py", lambda t: mutate.stop_delegating(t, ast.parse(t), GEMMA3, SETTER)),
     ):
         details[rel] = _edit(tree, rel, make((tree / rel).read_text(encoding="utf-8")))
-    ctx = analyze(DirSource(tree), Options(targets=(LLAMA4, LLAMA, GEMMA3, NVILA), cache_dir=base / "cache"))
+    ctx = analyze(dir_source(tree), Options(targets=(LLAMA4, LLAMA, GEMMA3, NVILA), cache_dir=base / "cache"))
     assert not ctx.errors, [e.message for e in ctx.errors]
     return Mutated(tree, base / "cache", ctx, details)
 
@@ -106,7 +106,7 @@ def test_wrapper_that_lost_its_setter_is_a_wrapper_gap_with_a_delegating_fix(mut
     subprocess.run(["git", "init", "-q"], cwd=mutated.tree, check=True)
     subprocess.run(["git", "apply", "--check", "-"], cwd=mutated.tree, input=patch, text=True, check=True)
     subprocess.run(["git", "apply", "-"], cwd=mutated.tree, input=patch, text=True, check=True)
-    again = analyze(DirSource(mutated.tree), Options(targets=(LLAMA4,), cache_dir=mutated.cache),
+    again = analyze(dir_source(mutated.tree), Options(targets=(LLAMA4,), cache_dir=mutated.cache),
                     lambda rid: rid in ("EGL001", "EGL002"))
     assert again.verdicts[LLAMA4].status is Status.SUPPORTED, again.verdicts[LLAMA4].reason
     left = [x for x in again.findings if x.architecture == LLAMA4 or x.location.path == f"{MODELS}/mllama4.py"]

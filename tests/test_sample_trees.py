@@ -19,7 +19,7 @@ import pytest
 from eagle3_lint import fixes
 from eagle3_lint._compat import tomllib
 from eagle3_lint.analysis import Analysis, Options, analyze
-from eagle3_lint.source import DirSource
+from eagle3_lint.engines import dir_source
 from tests.conftest import SAMPLES, materialize
 
 MARKER = re.compile(r"#\s*expect:\s*(EGL\d{3}(?:\s*,\s*EGL\d{3})*)")
@@ -59,7 +59,7 @@ def run(root: Path, meta: dict) -> Analysis:
         tc = json.loads((root / meta["target_config"]).read_text())
     opts = Options(targets=tuple(meta.get("archs", ())), target_config=tc,
                    target_config_path=meta.get("target_config"))
-    return analyze(DirSource(root), opts)
+    return analyze(dir_source(root), opts)
 
 
 @pytest.mark.parametrize("case", cases(), ids=lambda p: f"{p.parent.name}/{p.name}")

@@ -13,17 +13,17 @@ import pytest
 
 from eagle3_lint.analysis import Options, analyze
 from eagle3_lint.app import CheckRequest, run_check
+from eagle3_lint.engines import dir_source
 from eagle3_lint.model import MAX_TITLE
 from eagle3_lint.report.headline import verdict_line
 from eagle3_lint.report.title import title
-from eagle3_lint.source import DirSource
 from tests.conftest import SAMPLES, materialize
 
 
 @pytest.mark.real
 @pytest.mark.parametrize("version", ["0.16.0", "0.33.0"])
 def test_no_vllm_title_is_clipped(real_trees: object, version: str) -> None:
-    ctx = analyze(DirSource(real_trees.get(version)), Options())  # type: ignore[attr-defined]  # conftest accessor
+    ctx = analyze(dir_source(real_trees.get(version)), Options())  # type: ignore[attr-defined]  # conftest accessor
     titles = [title(f) for f in ctx.findings]
     assert titles and all(len(t) <= MAX_TITLE for t in titles)
     assert not [t for t in titles if t.endswith("...")]

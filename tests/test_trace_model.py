@@ -16,7 +16,7 @@ import pytest
 from eagle3_lint import semantic as sem
 from eagle3_lint import trace as trace_mod
 from eagle3_lint.analysis import Options, analyze
-from eagle3_lint.source import DirSource
+from eagle3_lint.engines import dir_source
 from eagle3_lint.trace import NodeKind
 from tests import cihelp
 from tests.conftest import session_cache
@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parent.parent
 @pytest.mark.slow
 @pytest.mark.parametrize("version", ["0.16.0", "0.33.0"])
 def test_trace_rules_and_serving_agree_on_every_architecture(version: str, real_trees: Any) -> None:
-    ctx = analyze(DirSource(real_trees.get(version)), Options(cache_dir=session_cache()))
+    ctx = analyze(dir_source(real_trees.get(version)), Options(cache_dir=session_cache()))
     egl004 = {f.architecture: f for f in ctx.findings if f.rule == "EGL004" and f.architecture}
     checked = 0
     for arch, key in sorted(ctx.keys.items()):

@@ -34,7 +34,7 @@ import pytest
 
 from eagle3_lint import guard
 from eagle3_lint.analysis import Options, analyze
-from eagle3_lint.source import DirSource, ZipSource
+from eagle3_lint.engines import dir_source, zip_source
 from tests.conftest import SAMPLES
 from tests.hostile import cli_env, commands, formats, run_cli, tree_digest, write
 
@@ -198,7 +198,7 @@ def test_guard_refuses_imports_from_the_tree(tripwire: tuple[Path, Path, Path], 
     mdir.mkdir()
     monkeypatch.setenv("EAGLE3_TRIPWIRE_DIR", str(mdir))
     monkeypatch.syspath_prepend(str(root))
-    source = DirSource(root)
+    source = dir_source(root)
     with pytest.raises(guard.GuardViolation, match="imported: vllm"), guard.protect(source):
         importlib.import_module("vllm.model_executor.models.registry")
     # A shadowing top-level module under the root but outside vllm/ is the root's own business;
@@ -226,7 +226,7 @@ def test_guard_refuses_exec_and_writes(tripwire: tuple[Path, Path, Path], tmp_pa
     mdir.mkdir()
     monkeypatch.setenv("EAGLE3_TRIPWIRE_DIR", str(mdir))
     monkeypatch.setenv(guard.ENV, "1")
-    source = DirSource(root)
+    source = dir_source(root)
     runner = root / "vllm" / "v1" / "worker" / "gpu_model_runner.py"
     with pytest.raises(guard.GuardViolation, match="executed"), guard.protect(source):
         exec(compile(runner.read_text(), str(runner), "exec"), {"__name__": "x"})  # noqa: S102
@@ -266,13 +266,13 @@ def test_guard_is_active_during_analysis(tripwire: tuple[Path, Path, Path], tmp_
     real = rules_mod.all_rules()
     monkeypatch.setattr(rules_mod, "all_rules", lambda: (*real, _as_rule(Sneaky())))
     with pytest.raises(guard.GuardViolation):
-        analyze(DirSource(root), Options())
+        analyze(dir_source(root), Options())
     with pytest.raises(guard.GuardViolation):
-        analyze(ZipSource(wheel), Options())
+        analyze(zip_source(wheel), Options())
     assert not markers(mdir)
     # And a clean analysis of the same tree passes with the guard on, wheel included.
     monkeypatch.setattr(rules_mod, "all_rules", lambda: real)
-    for src in (DirSource(root), ZipSource(wheel)):
+    for src in (dir_source(root), zip_source(wheel)):
         ctx = analyze(src, Options(targets=("PlainForCausalLM",)))
         assert not ctx.errors, ctx.errors
         assert ctx.verdicts["WrapForConditionalGeneration"].status.value == "wrapper-gap"

@@ -22,8 +22,8 @@ import pytest
 from click.testing import CliRunner
 
 from eagle3_lint import cli
+from eagle3_lint.engines import dir_source
 from eagle3_lint.engines.vllm import hfconfig
-from eagle3_lint.source import DirSource
 
 LAYER = {"model_type": "llama", "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 1,
          "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64, "vocab_size": 512,
@@ -68,8 +68,8 @@ def test_eagle_config_layout_renames_for_eagle1(real_trees: Any, tmp_path: Path)
 
 @pytest.mark.real
 def test_causal_lm_fallback_is_read_from_the_tree(real_trees: Any) -> None:
-    assert hfconfig.causal_lm_fallback(DirSource(real_trees.get("0.32.0"))) == 934
-    assert hfconfig.causal_lm_fallback(DirSource(real_trees.get("0.16.0"))) is None
+    assert hfconfig.causal_lm_fallback(dir_source(real_trees.get("0.32.0"))) == 934
+    assert hfconfig.causal_lm_fallback(dir_source(real_trees.get("0.16.0"))) is None
     assert hfconfig.causal_lm_names()["llama"] == "LlamaForCausalLM"
 
 

@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING, Any
 
 from eagle3_lint.drafter_load import LOADER, Attr, Loader, Loading
 from eagle3_lint.drafter_weights import Built
-from eagle3_lint.engines.source_ast import fc_init, read_module
 from eagle3_lint.lazyimport import lazy
 from eagle3_lint.semantic import Where
+from eagle3_lint.source_ast import fc_init, read_module
 
 if TYPE_CHECKING:
     from eagle3_lint import minieval as me

@@ -282,8 +282,8 @@ def chain_reads(sm: Model, module: str | None, extra: tuple[str, ...] = ()) -> R
     """The keys read by ``module`` (dotted module name of the drafter class), by the modules of every base class of
     the classes it defines (a drafter's decoder layer subclasses the target's, whose ``__init__`` reads the
     generic keys), and by the files ``extra`` (a format converter)."""
-    from eagle3_lint.engines.source_ast import read_module
     from eagle3_lint.graph import ClassKey
+    from eagle3_lint.source_ast import read_module
 
     mf = sm.graph.module(module) if module else None
     paths: dict[str, None] = {}

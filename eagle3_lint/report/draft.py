@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 
 
 def escape(text: str) -> str:
-    """Tree and config strings: control/bidi characters stripped (guard.printable), markup escaped."""
-    from eagle3_lint.guard import printable
+    """Tree and config strings: control/bidi characters stripped (safe_text.printable), markup escaped."""
+    from eagle3_lint.safe_text import printable
 
     return _escape(printable(text))
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from eagle3_lint.guard import printable
 from eagle3_lint.model import Finding, Severity
+from eagle3_lint.safe_text import printable
 
 PER_STEP_LIMIT = 10  # per annotation kind (error, warning, notice), per step
 COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.NOTE: "notice"}
@@ -24,7 +24,7 @@ COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.NOTE: 
 
 def escape_data(s: str) -> str:
     # Other control characters (ESC sequences colour or hide log text) come from the tree's own
-    # strings and file names; they are shown as escapes (guard.printable).
+    # strings and file names; they are shown as escapes (safe_text.printable).
     # CR and LF are the workflow-command escapes (%0D, %0A); escape them before printable() would.
     return printable(s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"), one_line=False)
 

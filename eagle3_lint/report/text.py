@@ -10,12 +10,12 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from eagle3_lint.guard import printable
 from eagle3_lint.model import Applicability, Finding, Location, Severity, Status
 from eagle3_lint.report import sorted_verdicts
 from eagle3_lint.report.headline import fixable, most_severe_first, split
 from eagle3_lint.report.textopts import OutputFormat, TextOptions
 from eagle3_lint.report.title import title
+from eagle3_lint.safe_text import printable
 from eagle3_lint.trace import NodeKind, Tone, TraceNode
 
 if TYPE_CHECKING:

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import re
 
-from eagle3_lint.guard import printable
 from eagle3_lint.model import Finding
+from eagle3_lint.safe_text import printable
 
 _SENTENCE_END = re.compile(r"(?<=[a-z0-9)\]'\"`])[.;](?:\s|$)")
 

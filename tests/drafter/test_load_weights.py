@@ -30,9 +30,8 @@ import pytest
 from eagle3_lint import drafter_weights as dw
 from eagle3_lint import weights
 from eagle3_lint.analysis import Analysis, Options, analyze
-from eagle3_lint.engines import drafter_classes
+from eagle3_lint.engines import dir_source, drafter_classes
 from eagle3_lint.serving import Gate, Outcome
-from eagle3_lint.source import DirSource
 from tests.drafter.ckpt import CKPTS, drafter_folder, llama_drafter_tensors
 
 YUHUILI = "yuhuili-eagle3-llama3.1-8b.json"
@@ -55,7 +54,7 @@ def _mismatches(ctx: Analysis, arch: str, cfg: dict[str, Any], tensors: dict[str
 
 @pytest.fixture(scope="module")
 def sglang_ctx(sglang_trees: Any) -> Analysis:
-    ctx = analyze(DirSource(sglang_trees.get("0.5.23")), Options(), select=lambda _rule: False)
+    ctx = analyze(dir_source(sglang_trees.get("0.5.23")), Options(), select=lambda _rule: False)
     assert not ctx.errors
     return ctx
 
@@ -91,7 +90,7 @@ def test_sglang_0_5_23_skips_what_the_config_switches_off(sglang_ctx: Analysis, 
 
 @pytest.mark.real
 def test_vllm_0_33_0_drops_input_norm_without_norm_before_fc(real_trees: Any, tmp_path: Path) -> None:
-    ctx = analyze(DirSource(real_trees.get("0.33.0")), Options(), select=lambda _rule: False)
+    ctx = analyze(dir_source(real_trees.get("0.33.0")), Options(), select=lambda _rule: False)
     base = llama_drafter_tensors()
     assert _mismatches(ctx, VLLM_DRAFTER, _cfg(), base, tmp_path) == []
     msgs = _mismatches(ctx, VLLM_DRAFTER, _cfg(), {**base, **NORM}, tmp_path)
@@ -136,7 +135,7 @@ def test_vllm_part_tensors_the_class_does_not_build(release: str, real_trees: An
     - 0.33.0 maps it to nothing (:464-465, the test above); its ``fc_norm`` is ``None`` for such a config, and the
       loader raises on a name it cannot place.
     """
-    ctx = analyze(DirSource(real_trees.get(release)), Options(), select=lambda _rule: False)
+    ctx = analyze(dir_source(real_trees.get(release)), Options(), select=lambda _rule: False)
     parts = ("input_norm.", "fc_norm.")
     base = llama_drafter_tensors()
 

@@ -20,8 +20,8 @@ import pytest
 
 from eagle3_lint._compat import tomllib
 from eagle3_lint.analysis import Analysis, Options, analyze
+from eagle3_lint.engines import dir_source
 from eagle3_lint.serving import Outcome, StepResult
-from eagle3_lint.source import DirSource
 from tests.conftest import session_cache
 
 REPO = Path(__file__).resolve().parents[2]
@@ -34,7 +34,7 @@ def _ctx(real_trees: Any, case: dict[str, Any], convention: str | None) -> Analy
                    draft_config=json.loads(dc.read_text()), draft_config_path=str(dc), pipeline_parallel=case["pp"],
                    runner=case["runner"], drafter_convention=convention,
                    cache_dir=session_cache())  # each release parsed once for all the cases
-    ctx = analyze(DirSource(real_trees.get(case["vllm"])), opts, select=lambda _rule: False)
+    ctx = analyze(dir_source(real_trees.get(case["vllm"])), opts, select=lambda _rule: False)
     assert not ctx.errors, [e.message for e in ctx.errors]
     return ctx
 

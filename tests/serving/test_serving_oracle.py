@@ -19,11 +19,11 @@ from eagle3_lint import semantic as sem
 from eagle3_lint import serving
 from eagle3_lint.analysis import Analysis, Options, analyze
 from eagle3_lint.checkpoint import text_config
+from eagle3_lint.engines import dir_source
 from eagle3_lint.engines.vllm import drafter as dr
 from eagle3_lint.engines.vllm import runnerchoice
 from eagle3_lint.engines.vllm import serving as vserving
 from eagle3_lint.runner import RunnerKind
-from eagle3_lint.source import DirSource
 
 REPO = Path(__file__).resolve().parents[2]
 CHECKPOINTS = REPO / "sample_trees/_checkpoints"
@@ -41,7 +41,7 @@ def _ctx(real_trees: Any, version: str, target: str | None = None, draft: str | 
     opts = Options(targets=archs, target_config=tcfg, target_config_path=str(CHECKPOINTS / target) if target else None,
                    draft_config=_load(draft) if draft else None,
                    draft_config_path=str(CHECKPOINTS / draft) if draft else None)
-    return analyze(DirSource(real_trees.get(version)), opts, select=lambda _rule: False)
+    return analyze(dir_source(real_trees.get(version)), opts, select=lambda _rule: False)
 
 
 @pytest.mark.real

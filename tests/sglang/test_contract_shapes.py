@@ -162,14 +162,14 @@ def test_check_on_a_small_tree(tmp_path: Path) -> None:
     """The core's check with SGLang's engine: only the rules SGLang is modelled for, EGL002 on the wrappers
     with a fix copying the tree's own delegating setter, no EGL008 on a tuple-unpacked factory base."""
     from eagle3_lint import analysis, fixes
-    from eagle3_lint.source import DirSource
+    from eagle3_lint.engines import dir_source
 
     root = _tree(tmp_path)
     for rel, text in MORE.items():
         p = root / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(textwrap.dedent(text).lstrip())
-    ctx = analysis.analyze(DirSource(root), analysis.Options(targets=("GapVL", "PlainForCausalLM")))
+    ctx = analysis.analyze(dir_source(root), analysis.Options(targets=("GapVL", "PlainForCausalLM")))
     assert ctx.engine.name == "sglang" and not ctx.errors
     assert ctx.verdicts["DelegatingVL"].status is Status.SUPPORTED
     (site,) = ctx.runner.sites
@@ -188,6 +188,6 @@ def test_check_on_a_small_tree(tmp_path: Path) -> None:
     # The header's names come with their import from the idiom's module: one statement, in a standard-library
     # section of its own above the file's other imports (isort's order), not two lines after the last import.
     assert text.startswith("from typing import List, Optional\n\nfrom torch import nn\n")
-    again = analysis.analyze(DirSource(root), analysis.Options(targets=("GapVL",)))
+    again = analysis.analyze(dir_source(root), analysis.Options(targets=("GapVL",)))
     assert again.verdicts["GapVL"].status is Status.SUPPORTED
     assert not [f for f in again.findings if f.architecture == "GapVL"]

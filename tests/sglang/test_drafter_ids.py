@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from eagle3_lint.analysis import Analysis, Options, analyze
+from eagle3_lint.engines import dir_source
 from eagle3_lint.report.title import title
-from eagle3_lint.source import DirSource
 from tests.conftest import SAMPLES, session_cache
 
 CHECKPOINTS = SAMPLES / "_checkpoints"
@@ -34,7 +34,7 @@ def _check(root: Path, arch: str, draft: Path | dict[str, Any], target: str, tmp
     opts = Options(targets=(arch,), target_config=json.loads(tpath.read_text()), target_config_path=str(tpath),
                    draft_config=json.loads(draft.read_text()), draft_config_path=str(draft), pipeline_parallel=pp,
                    drafter_convention=convention, cache_dir=session_cache())
-    ctx = analyze(DirSource(root), opts)
+    ctx = analyze(dir_source(root), opts)
     assert not ctx.errors, [e.message + e.traceback for e in ctx.errors]
     return ctx
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import pytest
 
 from eagle3_lint.analysis import Options, analyze
+from eagle3_lint.engines import dir_source
 from eagle3_lint.source import DirSource
 
 EXPECTED = {
@@ -45,7 +46,7 @@ def test_vllm_runners_always_pass_the_ids(real_trees: object, version: str) -> N
     """vLLM's runners hand the setter the ids they read (the drafter config's, else the model default), so EGL010
     never fires on a vLLM release (gpu_model_runner.py's set_aux_hidden_state_layers(aux_layers) call)."""
     tree = real_trees.get(version)  # type: ignore[attr-defined]  # the conftest fixture's accessor
-    ctx = analyze(DirSource(tree), Options(), select=lambda rule: rule == "EGL010")
+    ctx = analyze(dir_source(tree), Options(), select=lambda rule: rule == "EGL010")
     assert not ctx.findings
     assert any(s.setter for s in ctx.runner.sites) and all(
         s.setter_ids is not None and s.setter_ids.value == "drafter" for s in ctx.runner.sites if s.setter)

@@ -68,12 +68,12 @@ def test_pip_gets_the_wheel_tags(tmp_path: Path, monkeypatch) -> None:
 def test_tree_detection_and_version(sglang_trees, version: str, tmp_path: Path) -> None:
     """0.4.7 writes its version as a literal in sglang/version.py; 0.5.23 imports it from a generated
     _version.py, so it comes from the dist-info METADATA."""
+    from eagle3_lint.engines import dir_source
     from eagle3_lint.engines.sglang import ENGINE
-    from eagle3_lint.source import DirSource
 
     root = sglang_trees.get(version)
     assert ENGINE.tree_root(root) == root and ENGINE.tree_root(tmp_path) is None
-    src = DirSource(root)  # the package is found under the root
+    src = dir_source(root)  # the package is found under the root
     assert src.package == "sglang" and ENGINE.version(src) == version
     files = src.py_files()
     assert files and all(f.startswith("sglang/") and f.endswith(".py") for f in files)

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from eagle3_lint.analysis import Analysis, Options, analyze
+from eagle3_lint.engines import dir_source
 from eagle3_lint.engines.sglang import method_chain, methods
 from eagle3_lint.serving import Gate, Outcome, ServingVerdict, StepResult
 from eagle3_lint.source import DirSource
@@ -46,7 +47,7 @@ def _ctx(root: Path, method: str, draft: dict[str, Any] | None, tmp_path: Path, 
     opts = Options(targets=(arch,), target_config=json.loads(tpath.read_text()), target_config_path=str(tpath),
                    draft_config=draft, draft_config_path=str(dpath) if draft is not None else None, method=method,
                    pipeline_parallel=pp)
-    ctx = analyze(DirSource(root), opts, select=lambda _rule: False)  # the chain needs no rule: run none
+    ctx = analyze(dir_source(root), opts, select=lambda _rule: False)  # the chain needs no rule: run none
     assert not ctx.errors, [e.message for e in ctx.errors]
     return ctx
 
@@ -79,7 +80,7 @@ def _at(sv: ServingVerdict, gate: Gate) -> tuple[str, str | None, int | None]:
 def test_real_methods_a_release_has(sglang_trees: Any) -> None:
     """SpeculativeAlgorithm's members: 0.5.23 spec_info.py:39-47, 0.5.13 :35-41 (DFLASH, no DSPARK), 0.5.10 :18-22
     (neither). ``from_string`` raises for any other name (0.5.23 spec_info.py:65, 0.5.10 :31)."""
-    assert methods.algorithms(DirSource(sglang_trees.get("0.5.23"))).names == (  # type: ignore[union-attr]
+    assert methods.algorithms(dir_source(sglang_trees.get("0.5.23"))).names == (  # type: ignore[union-attr]
         "DFLASH", "UNO", "DSPARK", "EAGLE", "EAGLE3", "FROZEN_KV_MTP", "STANDALONE", "NGRAM")
     old = sglang_trees.get("0.5.10")
     r = cli("check", str(old), "--arch", LLAMA, "--method", "DFLASH")

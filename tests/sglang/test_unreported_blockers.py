@@ -21,10 +21,10 @@ import pytest
 
 from eagle3_lint.analysis import Analysis, Options, analyze
 from eagle3_lint.app import exit_code
+from eagle3_lint.engines import dir_source
 from eagle3_lint.model import Severity
 from eagle3_lint.report.headline import split
 from eagle3_lint.serving import Outcome, StepResult
-from eagle3_lint.source import DirSource
 from tests.cihelp import cli
 from tests.conftest import SAMPLES, session_cache
 
@@ -70,14 +70,14 @@ SAMPLE_EVERY = {"vllm": 48, "sglang": 24}
 
 def _analysis(root: Path, engine: str, method: str, draft: dict[str, Any] | None, target: str | None,
               pp: int | None, tmp: Path) -> Analysis:
-    an0 = analyze(DirSource(root), Options(cache_dir=session_cache()), select=lambda _r: False)
+    an0 = analyze(dir_source(root), Options(cache_dir=session_cache()), select=lambda _r: False)
     archs = sorted(an0.model.registry.entries)
     targets = tuple(sorted({*archs[::SAMPLE_EVERY[engine]], *NAMED[engine]}))
     dpath = tmp / f"{engine}-{method}-{len(json.dumps(draft))}.json"
     if draft is not None:
         dpath.write_text(json.dumps(draft, indent=1))
     tcfg = json.loads((CHECKPOINTS / target).read_text()) if target else None
-    an = analyze(DirSource(root), Options(
+    an = analyze(dir_source(root), Options(
         targets=targets, method=method, draft_config=draft, draft_config_path=str(dpath) if draft else None,
         target_config=tcfg, target_config_path=str(CHECKPOINTS / target) if target else None, pipeline_parallel=pp,
         cache_dir=session_cache()))

@@ -6,7 +6,7 @@ import zipfile
 from pathlib import Path
 
 from eagle3_lint.analysis import Options, analyze
-from eagle3_lint.source import DirSource, ZipSource
+from eagle3_lint.engines import dir_source, zip_source
 from tests.conftest import SAMPLES, materialize
 
 CASE = SAMPLES / "drafter-ids-replaced-by-default" / "sglang_graph_capture"
@@ -18,10 +18,10 @@ def test_sglang_wheel_reads_like_its_folder(tmp_path: Path) -> None:
     with zipfile.ZipFile(wheel, "w") as z:
         for f in sorted(tree.rglob("*.py")):
             z.write(f, f.relative_to(tree).as_posix())
-    src = ZipSource(wheel)
+    src = zip_source(wheel)
     assert src.package == "sglang" and src.py_files() and all(p.startswith("sglang/") for p in src.py_files())
     from_zip = analyze(src, Options())
-    from_dir = analyze(DirSource(tree), Options())
+    from_dir = analyze(dir_source(tree), Options())
     assert from_zip.engine.name == from_dir.engine.name == "sglang"
     key = [(f.rule, f.location.path, f.location.line) for f in from_zip.findings]
     assert key == [(f.rule, f.location.path, f.location.line) for f in from_dir.findings]

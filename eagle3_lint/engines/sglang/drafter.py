@@ -49,7 +49,6 @@ from eagle3_lint.engines.drafter_fields import ID_FIELDS, Trained, id_fields, tr
 from eagle3_lint.engines.sglang import pp as pp_mod
 from eagle3_lint.engines.sglang.runner import IDS_KEY, SETTER, IdSource, id_sources
 from eagle3_lint.engines.sglang.setter import IdTransform, capture_indices, default_indices, read_setter
-from eagle3_lint.engines.source_ast import method_node, read_module
 from eagle3_lint.facts import head_dotted
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.lazyimport import lazy
@@ -61,6 +60,7 @@ from eagle3_lint.semantic import (
     delegate,
     resolve_self_path,
 )
+from eagle3_lint.source_ast import method_node, read_module
 
 if TYPE_CHECKING:
     from eagle3_lint import minieval as me

@@ -42,12 +42,12 @@ from eagle3_lint.drafter import DraftAnalysis, FcInfo, IgnoredKey, PPLayout
 from eagle3_lint.engines import drafter_classes
 from eagle3_lint.engines import drafter_keys as dk
 from eagle3_lint.engines.drafter_fields import ID_FIELDS, id_fields
-from eagle3_lint.engines.source_ast import fc_init, read_module
 from eagle3_lint.engines.vllm import pp as pp_mod
 from eagle3_lint.engines.vllm import runnerchoice
 from eagle3_lint.lazyimport import lazy
 from eagle3_lint.runner import RunnerKind, RunnerSite
 from eagle3_lint.semantic import Capture, Where, capture, default_ids
+from eagle3_lint.source_ast import fc_init, read_module
 
 if TYPE_CHECKING:
     from eagle3_lint import minieval as me

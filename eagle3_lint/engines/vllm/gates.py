@@ -8,9 +8,9 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any
 
-from eagle3_lint.engines.source_ast import read_module
 from eagle3_lint.graph import ClassKey
 from eagle3_lint.semantic import DRAFTER_DICT_WORDS, method_of
+from eagle3_lint.source_ast import read_module
 
 if TYPE_CHECKING:
     from eagle3_lint.stages import Model

@@ -23,11 +23,11 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from eagle3_lint.engines.source_ast import read_module
 from eagle3_lint.engines.vllm.runner import runner_of
 from eagle3_lint.lazyimport import lazy
 from eagle3_lint.runner import RunnerSite
 from eagle3_lint.semantic import Where
+from eagle3_lint.source_ast import read_module
 
 if TYPE_CHECKING:
     from eagle3_lint import minieval as me

@@ -304,7 +304,7 @@ def platform_refusal(sm: Model) -> tuple[str, int, str] | None:
 def chosen(sm: Model, arch: str | None) -> RunnerChoice:
     """The runner the analysis models for ``arch``: ``--runner v1|v2`` when given and present, else the default."""
     from eagle3_lint.checkpoint import text_config
-    from eagle3_lint.engines.source_ast import read_module
+    from eagle3_lint.source_ast import read_module
 
     pp = sm.options.pipeline_parallel or 1
     method = sm.options.method or "eagle3"
