@@ -29,7 +29,6 @@ from pathlib import Path
 
 from eagle3_lint import engines
 from eagle3_lint.engine import Engine
-from eagle3_lint.engines import zip_source
 from eagle3_lint.errors import TargetError, UsageError
 from eagle3_lint.source import DirSource, SourceTree
 
@@ -291,7 +290,7 @@ def resolve(
         raise TargetError(f"target does not exist: {target}")
     if path.is_file():
         if path.suffix == ".whl":
-            wheel = zip_source(path)
+            wheel = engines.zip_source(path)
             if engine is not None and wheel.package != engines.get(engine).package:
                 raise UsageError(f"{target} is not a {engines.get(engine).display} wheel")
             return wheel

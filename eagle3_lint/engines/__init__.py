@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from eagle3_lint.errors import UsageError
+from eagle3_lint.source import DirSource, ZipSource
 
 if TYPE_CHECKING:
     from eagle3_lint.engine import Engine
-    from eagle3_lint.source import DirSource, ZipSource
 
 GROUP = "eagle3_lint.engines"
 
@@ -160,20 +160,16 @@ def detect(path: Path) -> list[tuple[Engine, Path]]:
     return out
 
 
-def dir_source(root: Path, display_prefix: str = "") -> DirSource:
+def dir_source(root: Path) -> DirSource:
     """The tree at ``root``, its package the one of the engine whose own test of a folder (``Engine.tree_root``, as
     target.resolve uses) finds its tree there; the first engine's when none does, so errors name what is missing."""
-    from eagle3_lint.source import DirSource
-
     package = next((e.package for e, r in detect(root) if r == root), all_engines()[0].package)
-    return DirSource(root, package, display_prefix)
+    return DirSource(root, package)
 
 
 def zip_source(wheel: Path) -> ZipSource:
     """The wheel at ``wheel``, read in place, its package the first engine's (``all_engines`` order) among the
     wheel's top-level names; the first engine's when none is there, so errors name what is missing."""
-    from eagle3_lint.source import ZipSource
-
     def pick(names: list[str]) -> str:
         return next((e.package for e in all_engines() if e.package in names), all_engines()[0].package)
 
