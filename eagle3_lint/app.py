@@ -129,6 +129,7 @@ def run_check(req: CheckRequest, source: SourceTree | None = None, store: FactSt
             raise UsageError(f"--method {req.method!r} and --speculative-config method {spec_method!r} disagree")
         method = method or spec_method
     if method is not None:
+        method = engine.method_spelling(source, method)
         check_method(method, "--method", engine.display, engine.spec_methods)
         refused = engine.method_refusal(source, method)
         if refused is not None:

@@ -259,8 +259,9 @@ def _alias(cctx: click.Context, name: str) -> bool:
               help="vLLM's own spelling: '{\"method\": \"eagle3\", \"model\": \"<local drafter folder>\", ...}'; "
                    "other keys and hf_overrides override the drafter config.")
 @click.option("--method", default=None, metavar="METHOD",
-              help="The speculative method whose gates to check, in the engine's spelling (a method the tool does not "
-                   "check is an error naming those it does); default EAGLE-3, or --speculative-config's method.")
+              help="The speculative method whose gates to check, in the engine's spelling, read as the release reads "
+                   "it (SGLang upper-cases it); a method the tool does not check is an error naming those it does; "
+                   "default EAGLE-3, or --speculative-config's method.")
 @click.option("--pipeline-parallel-size", "-pp", "pipeline_parallel", type=click.IntRange(min=1), default=None,
               help="Pipeline-parallel size N (vLLM's spelling): the layer split, which rank captures each aux id, "
                    "the PP gates.")

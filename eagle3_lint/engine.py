@@ -221,6 +221,12 @@ class Engine(ABC):
         return None
 
     # -- what the engine makes of a drafter and of serving (None: this engine does not model it yet) --------
+    def method_spelling(self, source: SourceTree, method: str) -> str:
+        """``method`` (``--method``) as this release's own parser of the name reads it, so the tool accepts what the
+        engine accepts (SGLang upper-cases ``--speculative-algorithm``); as given where the engine does not say."""
+        del source
+        return method
+
     def method_refusal(self, source: SourceTree, method: str) -> str | None:
         """Why this release refuses speculative method ``method`` before anything loads (it does not have it), as a
         usage error; None when it has it or the engine does not say (``spec_methods`` is the tool's own list)."""

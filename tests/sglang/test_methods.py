@@ -98,6 +98,28 @@ def test_real_methods_a_release_has(sglang_trees: Any) -> None:
 
 
 @pytest.mark.real
+def test_real_method_names_are_read_as_from_string_reads_them(sglang_trees: Any, real_trees: Any) -> None:
+    """SGLang upper-cases the ``--speculative-algorithm`` name before its lookup (0.4.7 spec_info.py:26
+    ``name = name.upper()``, 0.5.10 :29 ``cls[name.upper()]``, 0.5.23 :55 ``upper = name.upper()``), so ``dflash``
+    serves as DFLASH: the tool reads ``--method`` the same way and gives the same report. vLLM's
+    ``SpeculativeConfig.method`` is a ``Literal`` of lower-case names (0.33.0 config/speculative.py:74, :419), so
+    ``EAGLE3`` stays a usage error there."""
+    for v in ("0.4.7", "0.5.10", "0.5.23"):
+        algos = methods.algorithms(dir_source(sglang_trees.get(v)))
+        assert algos is not None and algos.upper_cases, v
+    for v, method in (("0.5.23", "DFLASH"), ("0.4.7", "EAGLE3")):
+        root = str(sglang_trees.get(v))
+        want = cli("check", root, "--arch", LLAMA, "--method", method, "--output-format", "json")
+        got = cli("check", root, "--arch", LLAMA, "--method", method.lower(), "--output-format", "json")
+        assert (got.returncode, got.stdout) == (want.returncode, want.stdout) and want.returncode in (0, 1), v
+        assert json.loads(got.stdout)["serving"][0]["outcome"] == json.loads(want.stdout)["serving"][0]["outcome"]
+    r = cli("check", str(sglang_trees.get("0.5.10")), "--arch", LLAMA, "--method", "dflash")
+    assert r.returncode == 2 and "--method 'DFLASH': SGLang 0.5.10 has no speculative algorithm DFLASH" in r.stderr
+    r = cli("check", str(real_trees.get("0.33.0")), "--arch", "LlamaForCausalLM", "--method", "EAGLE3")
+    assert r.returncode == 2 and "checks vLLM's methods eagle3, dflash" in r.stderr
+
+
+@pytest.mark.real
 def test_real_0_5_23_which_setter_per_method_and_class(ctx_0_5_23: Analysis) -> None:
     """configure_aux_hidden_state_capture (attention_backend_setup.py:54-72): EAGLE-3's setter only under
     eagle_use_aux_hidden_state (:54), set only for is_eagle3() (spec_aux_hidden_state.py:185-186); under

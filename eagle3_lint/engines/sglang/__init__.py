@@ -163,6 +163,11 @@ class SglangEngine(Engine):
         return None if r is None else f"{r.path}:{r.line} refuses EAGLE-3 with pipeline parallelism at launch " \
                                       f"({r.text})"
 
+    def method_spelling(self, source: SourceTree, method: str) -> str:
+        from eagle3_lint.engines.sglang import methods
+
+        return methods.spelling(source, method)
+
     def method_refusal(self, source: SourceTree, method: str) -> str | None:
         from eagle3_lint.engines.sglang import methods
 

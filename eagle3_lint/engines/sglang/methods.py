@@ -77,6 +77,9 @@ class Algorithms:
     path: str
     line: int
     predicates: dict[str, ast.expr]  # ``is_x`` -> its ``return`` expression
+    # ``from_string`` upper-cases the name it is given before the lookup (0.4.7 spec_info.py:26, 0.5.10 :29,
+    # 0.5.23 :55), so ``--speculative-algorithm dflash`` is DFLASH.
+    upper_cases: bool = False
 
 
 def algorithms(source: SourceTree) -> Algorithms | None:
@@ -91,6 +94,7 @@ def algorithms(source: SourceTree) -> Algorithms | None:
         return None
     names: list[str] = []
     preds: dict[str, ast.expr] = {}
+    upper = False
     for st in cls.body:
         if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name) \
                 and st.targets[0].id.isupper():
@@ -99,7 +103,18 @@ def algorithms(source: SourceTree) -> Algorithms | None:
             body = [s for s in st.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
             if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None:
                 preds[st.name] = body[0].value
-    return Algorithms(tuple(n for n in names if n != "NONE"), SPEC_INFO, cls.lineno, preds)
+        if isinstance(st, ast.FunctionDef) and st.name == "from_string" and st.args.args:
+            param = st.args.args[-1].arg  # the name (after ``cls`` where it is a classmethod)
+            upper = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "upper"
+                        and isinstance(n.func.value, ast.Name) and n.func.value.id == param for n in ast.walk(st))
+    return Algorithms(tuple(n for n in names if n != "NONE"), SPEC_INFO, cls.lineno, preds, upper)
+
+
+def spelling(source: SourceTree, method: str) -> str:
+    """``method`` as this release reads an ``--speculative-algorithm`` name: upper-cased where ``from_string``
+    upper-cases it, as given otherwise (and where the tree has no such enum)."""
+    algos = algorithms(source)
+    return method.upper() if algos is not None and algos.upper_cases else method
 
 
 def refusal_of_method(source: SourceTree, method: str, display: str, version: str) -> str | None:
