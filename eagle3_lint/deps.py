@@ -21,8 +21,12 @@ Kept import-free and tiny: the hooks run tens of thousands of times per check.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Iterator
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from contextlib import contextmanager
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 LISTING = "@listing"
 
@@ -74,3 +78,27 @@ class Recorder:
             yield
         finally:
             self.frame = outer
+
+
+class Answers(Recorder, ABC):
+    """A recorder that also keeps answers: what the facts store asks of the analysis' queries (``FactStore.memo``).
+    ``Queries`` (queries.py) is the one implementation; declared here so the store, below the queries, names it
+    without importing them."""
+
+    __slots__ = ()
+
+    @abstractmethod
+    def get(self, key: Hashable, compute: Callable[[], T], *, persist: bool = False, cycle: Any = ...) -> T:
+        """The answer under ``key``, computed by ``compute()`` unless this run or a still-valid earlier one has it."""
+
+    @abstractmethod
+    def put(self, key: Hashable, value: Any, atoms: Iterable[str]) -> None:
+        """An answer computed elsewhere (a forked child), resting on ``atoms``."""
+
+    @abstractmethod
+    def valid(self, key: Hashable) -> bool:
+        """Whether this run has the answer under ``key``, or a kept one is still valid."""
+
+    @abstractmethod
+    def was_kept(self, key: Hashable) -> bool:
+        """Whether this run's answer under ``key`` is an earlier check's."""

@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from eagle3_lint import deps
-from eagle3_lint.deps import Frame, Recorder
+from eagle3_lint.deps import Answers, Frame
 from eagle3_lint.store import fingerprint, no_gc, seal, tree_folder, trusted_file, unseal, write_private
 
 if TYPE_CHECKING:
@@ -173,7 +173,7 @@ class Layer:
         return self.changed.isdisjoint(ids)
 
 
-class Queries(Recorder):
+class Queries(Answers):
     """The memo of one analysis and its dependency recorder, seeded with the answers of earlier checks.
 
     An answer records the atoms it read itself (deps.py) and the answers it read (edges). Reading an answer that

@@ -59,12 +59,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from eagle3_lint import FACTS_VERSION, __version__
-from eagle3_lint.deps import LISTING
+from eagle3_lint.deps import LISTING, Answers
 from eagle3_lint.source import DirSource, SourceTree, ZipSource
 
 if TYPE_CHECKING:
     from eagle3_lint.facts import ModuleFacts
-    from eagle3_lint.queries import Queries
 
 T = TypeVar("T")
 
@@ -253,8 +252,8 @@ class FactStore:
         self.derived_hits = 0
         self.rebuilt = False  # the pack existed but was damaged or stale and was dropped
         self._snapshot: dict[str, StatKey | None] | None = None  # ``snapshot``
-        # The analysis reading through this store notes what each answer loads (deps.py, queries.Queries.watch).
-        self.recorder: Queries | None = None
+        # The analysis reading through this store notes what each answer loads (deps.Answers, queries.Queries.watch).
+        self.recorder: Answers | None = None
         if cache_dir is not None:
             self._load_pack()
 

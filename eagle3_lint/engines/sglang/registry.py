@@ -19,9 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from eagle3_lint import registry as neutral
+from eagle3_lint.deps import Answers
 from eagle3_lint.facts import ModuleFacts
 from eagle3_lint.graph import ClassGraph, ClassKey
-from eagle3_lint.queries import Queries
 from eagle3_lint.source import SourceTree
 
 ENTRY = "EntryClass"
@@ -92,7 +92,7 @@ def _elements(node: ast.AST | None) -> list[ast.AST]:
 
 
 def read_registry(source: SourceTree, graph: ClassGraph, load: Callable[[str], ModuleFacts | None],
-                  answers: Queries | None = None) -> Registry:
+                  answers: Answers | None = None) -> Registry:
     """Every registered architecture of the tree, in module order.
 
     With ``answers`` (the analysis' queries), each module's entries are one kept answer, resting on what
@@ -175,7 +175,7 @@ def _category(path: str) -> str:
 
 
 def derive(source: SourceTree, graph: ClassGraph, load: Callable[[str], ModuleFacts | None],
-           answers: Queries | None = None) -> neutral.Registry:
+           answers: Answers | None = None) -> neutral.Registry:
     """The neutral registry (``registry.Registry``): one entry per architecture, keyed by the class ``__name__``
     SGLang uses, pointing at the class itself (an alias or a re-export resolved); an element the graph cannot
     follow keeps the name as written, in the module that lists it, so the verdict says why it is unknown."""
