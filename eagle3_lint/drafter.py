@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eagle3_lint.model import Severity
+from eagle3_lint.modeldata import Capture, Where
 from eagle3_lint.runner import RunnerKind
-from eagle3_lint.semantic import Capture, Where
 
 INPUT, OUTPUT = 0, 1  # an id names the state entering layer k, or the state leaving layer k
 

@@ -46,6 +46,7 @@ from eagle3_lint.facts import (
 from eagle3_lint.graph import ClassKey, Delegation, DelegationHow
 from eagle3_lint.lazyimport import lazy
 from eagle3_lint.model import Finding, Location, Status
+from eagle3_lint.modeldata import Broken, Capture, Where
 from eagle3_lint.queries import Queries, query
 from eagle3_lint.source_ast import read_module
 
@@ -410,15 +411,6 @@ def reached(sm: Model, key: ClassKey) -> tuple[ClassKey, ...]:
 
     return sm.graph.queries.get(("reached", key), lambda: tuple(dict.fromkeys(walk(key, 0, frozenset()))),
                                  persist=True)
-
-
-@dataclass(frozen=True)
-class Broken:
-    """A model file the engine imports to serve an architecture that cannot be read or parsed."""
-
-    path: str
-    line: int
-    why: str  # "does not parse: invalid syntax" | "cannot be read: [Errno 13] Permission denied"
 
 
 # Import statements that run when a module is imported: the module body, a ``try`` body and its ``else``. Not
@@ -1188,13 +1180,6 @@ def facts(sm: Model, key: ClassKey) -> ClassFacts | None:
 
 
 
-@dataclass(frozen=True)
-class Where:
-    path: str
-    line: int
-    text: str = ""
-
-
 # -- the model default aux ids ----------------------------------------------------------------------------
 def same_default(sm: Model, key: ClassKey, a: str, b: str) -> bool | None:
     """Whether methods ``a`` and ``b`` of ``key`` return the same default aux ids (evaluated for 32 and 61 layers):
@@ -1408,48 +1393,6 @@ def rewrite_loop(sm: Model, key: ClassKey) -> Loop | None:
     if lp is not None:
         return lp
     return next((lp for lp in md.loops if lp.over_layers and lp.layer_var and lp.form is LoopForm.PLAIN), None)
-
-
-@dataclass
-class Capture:
-    """How the target decoder's forward collects aux hidden states."""
-
-    owner: ClassKey
-    path: str
-    forward_line: int
-    loop_line: int = 0
-    idiom: str = "none"  # explicit | mixin | none
-    shift: int | None = None  # id k -> state entering layer k + shift
-    # (before|after|pre-loop|post-loop, offset, line): a test or collector call in the loop before or after the
-    # layer call, a collector call before the loop, a membership test after it (the last layer's output).
-    sites: tuple[tuple[str, int, int], ...] = ()
-    # In-loop reads of the engine's per-layer capture flags (``layer._is_layer_to_capture``), as sites: the
-    # layers collected are those the setter flags, not an index compared with ids.
-    flag_sites: tuple[tuple[str, int, int], ...] = ()
-    absolute: bool = True  # enumerate(..., start=self.start_layer), range(start, end), islice(enumerate(...))
-    residual_none_at_start: bool = False  # explicit ``h + residual`` while residual is None before layer 0
-    residual_line: int = 0
-    order_dependent: bool = False
-    order_why: str = ""
-    relays_pp: bool | None = None
-    relay_why: str = ""
-    note: str = ""
-    # No capture point, but the forward reads the configured layers some other way: what it collects is unknown.
-    unread: bool = False
-
-    def valid_ids(self, n: int) -> set[int]:
-        """Ids this forward can capture with ``n`` layers (PP-independent, absolute indices)."""
-        out: set[int] = set()
-        for pos, off, _line in (*self.sites, *self.flag_sites):
-            if pos == "pre-loop":
-                out.add(0)
-            elif pos == "post-loop":
-                out.add(n)
-            elif pos in ("before", "after"):
-                out.update(range(off, n + off))
-        if self.residual_none_at_start:
-            out.discard(0)
-        return out
 
 
 def capture(sm: Model, key: ClassKey) -> Capture | None:
