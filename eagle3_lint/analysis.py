@@ -20,17 +20,16 @@ from eagle3_lint import engines
 from eagle3_lint.contract import CheckKind
 from eagle3_lint.graph import ClassGraph, ClassKey
 from eagle3_lint.model import Finding, Fix, Status, Verdict
-from eagle3_lint.queries import Queries
+from eagle3_lint.queries import Memo, Queries
 from eagle3_lint.rules import Each, Found, Rule, Scope
-from eagle3_lint.semantic import Memo
 from eagle3_lint.source import SourceTree
 from eagle3_lint.stages import Analysis, EngineData, Facts, InternalError, Keep, Model, Options
 from eagle3_lint.store import FactStore
 from eagle3_lint.verdict import Judge
 
 if TYPE_CHECKING:
+    from eagle3_lint.model import Suppression
     from eagle3_lint.serving import ServingVerdict
-    from eagle3_lint.suppress import Suppression
 
 _I = TypeVar("_I", bound=Hashable)
 _R = TypeVar("_R")
@@ -309,14 +308,14 @@ def serving_verdicts(sm: Model, findings: Sequence[Finding],
 def unreported_blockers(sm: Model, found: list[Finding], ran: set[str], errors: list[InternalError]) -> list[Finding]:
     """``found`` with the failing serving steps no rule that ran reports (EGL012's, if it ran), finished as the rules'
     findings are: whether a step is reported depends on every other rule's findings, so the pipeline makes them."""
-    from eagle3_lint import serving
+    from eagle3_lint import serving_steps
     from eagle3_lint.rules import Role, all_rules
 
     rule = next((r for r in all_rules() if r.meta.role is Role.UNREPORTED_BLOCKER and r.meta.id in ran), None)
     if rule is None or not sm.targeted:
         return found
     try:
-        extra = [rule.finish(sm, f).finding for f in serving.unreported_blockers(sm, found)]
+        extra = [rule.finish(sm, f).finding for f in serving_steps.unreported_blockers(sm, found)]
     except Exception as exc:  # noqa: BLE001 - a serving-chain bug must not lose the findings (the chain reports it)
         errors.append(InternalError(f"rule {rule.meta.id}", f"{type(exc).__name__}: {exc}", traceback.format_exc()))
         return found

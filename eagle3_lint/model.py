@@ -106,6 +106,15 @@ class Finding:
 
 
 @dataclass(frozen=True)
+class Suppression:
+    """Why a finding is not reported: ``inSource`` (a comment) or ``external`` (a baseline)."""
+
+    kind: str
+    justification: str = ""
+    location: Location | None = None
+
+
+@dataclass(frozen=True)
 class Verdict:
     architecture: str
     module: str

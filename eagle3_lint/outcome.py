@@ -19,9 +19,8 @@ from typing import TYPE_CHECKING, Any, overload
 from eagle3_lint import baseline as baseline_mod
 from eagle3_lint.config import Settings
 from eagle3_lint.fixes import Plan
-from eagle3_lint.model import Finding, Location
+from eagle3_lint.model import Finding, Location, Suppression
 from eagle3_lint.queries import query
-from eagle3_lint.suppress import Suppression
 
 if TYPE_CHECKING:
     from eagle3_lint.stages import Analysis, Model

@@ -668,3 +668,17 @@ def save(table: Table | None, head: str, files: dict[str, bytes | None], derived
             _trim(table.path)
     except OSError:
         pass  # a cache that cannot be written only costs time
+
+
+class Memo:
+    """Per-analysis answers, so ``fix(sm, finding)`` and the serving verdict reuse what a rule computed.
+
+    A view of the analysis' queries: an answer found here adds the files it read to whoever
+    asks, so answers kept between runs know what they rest on. These are not kept between runs themselves.
+    """
+
+    def __init__(self, queries: Queries | None = None) -> None:
+        self._queries = queries if queries is not None else Queries()
+
+    def get(self, name: str, compute: Callable[[], T]) -> T:
+        return self._queries.get(("memo", name), compute)

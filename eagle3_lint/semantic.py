@@ -17,7 +17,7 @@ mixin's setter.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -47,7 +47,7 @@ from eagle3_lint.graph import ClassKey, Delegation, DelegationHow
 from eagle3_lint.lazyimport import lazy
 from eagle3_lint.model import Finding, Location, Status
 from eagle3_lint.modeldata import Broken, Capture, Where
-from eagle3_lint.queries import Queries, query
+from eagle3_lint.queries import query
 from eagle3_lint.source_ast import read_module
 
 if TYPE_CHECKING:
@@ -76,20 +76,6 @@ _POOLING_DICT_WORDS = (
     "POOLING",
     "SCORING",
 )
-
-
-class Memo:
-    """Per-analysis answers, so ``fix(sm, finding)`` and the serving verdict reuse what a rule computed.
-
-    A view of the analysis' queries (queries.py): an answer found here adds the files it read to whoever
-    asks, so answers kept between runs know what they rest on. These are not kept between runs themselves.
-    """
-
-    def __init__(self, queries: Queries | None = None) -> None:
-        self._queries = queries if queries is not None else Queries()
-
-    def get(self, name: str, compute: Callable[[], T]) -> T:
-        return self._queries.get(("memo", name), compute)
 
 
 # -- classes by member -----------------------------------------------------------------------------
@@ -453,7 +439,7 @@ def concerns(sm: Model, f: Finding, arch: str) -> bool:
     """Whether ``arch``'s serving path runs through finding ``f``: it names the architecture; or it names none and
     sits outside the model files (the registry, the interfaces, the runner, a config: every target runs through
     them), or on a class the target reaches, or in a file on its import path that cannot be parsed (EGL000). The
-    verdict line (report.headline) and EGL012 (serving.unreported_blockers) count a finding the same way."""
+    verdict line (report.headline) and EGL012 (serving_steps.unreported_blockers) count a finding the same way."""
     if f.architecture is not None or f.architectures:
         return arch in (f.architectures or (f.architecture,))
     path = f.location.path

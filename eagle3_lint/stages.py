@@ -19,15 +19,13 @@ if TYPE_CHECKING:
     from eagle3_lint.contract import Contract
     from eagle3_lint.engine import Engine, ErrorRecord
     from eagle3_lint.graph import ClassGraph, ClassKey
-    from eagle3_lint.model import Finding, Verdict
-    from eagle3_lint.queries import Queries, Table
+    from eagle3_lint.model import Finding, Suppression, Verdict
+    from eagle3_lint.queries import Memo, Queries, Table
     from eagle3_lint.registry import Registry
     from eagle3_lint.runner import RunnerPath
-    from eagle3_lint.semantic import Memo
     from eagle3_lint.serving import ServingVerdict
     from eagle3_lint.source import SourceTree
     from eagle3_lint.store import FactStore
-    from eagle3_lint.suppress import Suppression
     from eagle3_lint.verdict import Judge
 
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from eagle3_lint.facts import SUPPRESSION_MARKER, decode_source
-from eagle3_lint.model import Edit, Finding, Fix, Location
+from eagle3_lint.model import Edit, Finding, Fix, Location, Suppression
 from eagle3_lint.rules import Role, make, with_role
 
 if TYPE_CHECKING:
@@ -42,15 +42,6 @@ DIRECTIVE = re.compile(r"#\s*eagle3-lint\s*:\s*ignore\b(?:\[(?P<codes>[^\]]*)\])
 _NEXT_COMMENT = re.compile(r"\s+#\s*[A-Za-z][\w-]*\s*:")
 _CODE_SPLIT = re.compile(r"[\s,]+")
 NOQA = re.compile(r"#\s*noqa\s*:\s*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*)", re.IGNORECASE)
-
-
-@dataclass(frozen=True)
-class Suppression:
-    """Why a finding is not reported: ``inSource`` (a comment) or ``external`` (a baseline)."""
-
-    kind: str
-    justification: str = ""
-    location: Location | None = None
 
 
 @dataclass

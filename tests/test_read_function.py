@@ -18,8 +18,7 @@ from eagle3_lint import minieval as me
 from eagle3_lint import source_ast as sem
 from eagle3_lint.engines import dir_source
 from eagle3_lint.facts import decode_source
-from eagle3_lint.queries import Queries
-from eagle3_lint.semantic import Memo
+from eagle3_lint.queries import Memo, Queries
 from eagle3_lint.store import FactStore
 
 # Shapes a span must survive: decorators over several lines with a comment between them, a body line less

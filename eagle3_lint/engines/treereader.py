@@ -17,8 +17,7 @@ if TYPE_CHECKING:
 
 class TreeReader:
     def __init__(self, source: SourceTree) -> None:
-        from eagle3_lint.queries import Queries
-        from eagle3_lint.semantic import Memo
+        from eagle3_lint.queries import Memo, Queries
 
         self.source = source
         self.queries = Queries()  # records nothing outside a computation: read_module's notes are no-ops here

@@ -17,9 +17,9 @@ from eagle3_lint.report import schema as rs
 
 if TYPE_CHECKING:
     from eagle3_lint.baseline import BaselineStatus
+    from eagle3_lint.model import Suppression
     from eagle3_lint.serving import ServingVerdict
     from eagle3_lint.stages import Analysis
-    from eagle3_lint.suppress import Suppression
 
 
 def _step(s: Any) -> rs.Step:

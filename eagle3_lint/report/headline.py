@@ -220,7 +220,7 @@ def next_step(an: Analysis, arch: str, findings: Sequence[Finding], invocation: 
     from eagle3_lint.serving import LOAD_FIRST
 
     if hint and getattr(sv, "outcome", None) in LOAD_FIRST:
-        return str(hint)  # serving.next_step's: nothing else matters until the engine can load the model
+        return str(hint)  # serving_steps.next_step's: nothing else matters until the engine can load the model
     mine = [f for f in findings if concerns(an, f, arch)]
     # A note's fix is there for who wants it (the summary line counts it); it is not the next thing to do.
     now, later = fixable([f for f in mine if f.severity is not Severity.NOTE], unsafe)

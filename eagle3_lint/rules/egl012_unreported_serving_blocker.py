@@ -48,6 +48,6 @@ META = RuleMeta("EGL012", "unreported-serving-blocker", Severity.ERROR, False,
 
 
 def check(sm: Model) -> Iterator[Finding]:
-    # The pipeline reports these once every other rule has run (serving.unreported_blockers): whether a failing
+    # The pipeline reports these once every other rule has run (serving_steps.unreported_blockers): whether a failing
     # step is reported depends on all the other findings.
     return iter(())

@@ -35,18 +35,16 @@ from eagle3_lint.engines.sglang import methods
 from eagle3_lint.engines.sglang import pp as pp_mod
 from eagle3_lint.engines.sglang import serving as ssv
 from eagle3_lint.model import Location
-from eagle3_lint.semantic import Where
+from eagle3_lint.modeldata import Where
 from eagle3_lint.serving import (
     Gate,
     Outcome,
     ServingStep,
     ServingVerdict,
     StepResult,
-    import_step,
-    next_step,
     outcome_of,
-    unregistered_step,
 )
+from eagle3_lint.serving_steps import import_step, next_step, unregistered_step
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

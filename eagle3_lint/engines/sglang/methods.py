@@ -43,7 +43,7 @@ from eagle3_lint.semantic import Where
 
 if TYPE_CHECKING:
     from eagle3_lint import minieval as me
-    from eagle3_lint.semantic import Memo
+    from eagle3_lint.queries import Memo
     from eagle3_lint.source import SourceTree
 else:
     me = lazy("eagle3_lint.minieval")  # imported on first use (lazyimport.py)

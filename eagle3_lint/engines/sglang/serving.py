@@ -46,11 +46,9 @@ from eagle3_lint.serving import (
     ServingStep,
     ServingVerdict,
     StepResult,
-    import_step,
-    next_step,
     outcome_of,
-    unregistered_step,
 )
+from eagle3_lint.serving_steps import import_step, next_step, unregistered_step
 
 if TYPE_CHECKING:
     from eagle3_lint.drafter import IgnoredKey

@@ -45,11 +45,9 @@ from eagle3_lint.serving import (
     ServingStep,
     ServingVerdict,
     StepResult,
-    import_step,
-    next_step,
     outcome_of,
-    unregistered_step,
 )
+from eagle3_lint.serving_steps import import_step, next_step, unregistered_step
 
 if TYPE_CHECKING:
     from eagle3_lint.model import Finding
@@ -699,7 +697,7 @@ def with_next_step(sm: Model, sv: ServingVerdict, findings: Sequence[Finding]) -
     return sv if nxt == sv.next_step else dataclasses.replace(sv, next_step=nxt)
 
 
-# What to do next, per outcome, where no fix applies (serving.next_step picks).
+# What to do next, per outcome, where no fix applies (serving_steps.next_step picks).
 HINTS = {
     Outcome.UNREGISTERED: "this vLLM does not know the architecture: register it (a plugin) or use a release "
     "that has it",

@@ -18,11 +18,9 @@ from eagle3_lint.serving import (
     ServingStep,
     ServingVerdict,
     StepResult,
-    import_step,
-    next_step,
     outcome_of,
-    unregistered_step,
 )
+from eagle3_lint.serving_steps import import_step, next_step, unregistered_step
 from eagle3_lint_toyengine import IDS_KEY, SETTER
 
 if TYPE_CHECKING:
