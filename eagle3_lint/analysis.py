@@ -16,7 +16,7 @@ import traceback
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from eagle3_lint import engines
+from eagle3_lint import engine_hooks, engines
 from eagle3_lint.contract import CheckKind
 from eagle3_lint.graph import ClassGraph, ClassKey
 from eagle3_lint.model import Finding, Fix, Status, Verdict
@@ -297,9 +297,9 @@ def serving_verdicts(sm: Model, findings: Sequence[Finding],
         try:
             # Rules (EGL007) may have asked for the chain already; its next step names fixes, so it is
             # worked out again now that every rule has run.
-            sv = sm.engine.serving_verdict(sm, arch)
+            sv = engine_hooks.serving_verdict(sm, arch)
             if sv is not None:
-                out[arch] = sm.engine.with_next_step(sm, sv, findings)
+                out[arch] = engine_hooks.with_next_step(sm, sv, findings)
         except Exception as exc:  # noqa: BLE001 - one architecture's chain must not sink the report
             errors.append(InternalError(f"serving {arch}", f"{type(exc).__name__}: {exc}", traceback.format_exc()))
     return out

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import traceback
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -21,13 +21,9 @@ if TYPE_CHECKING:
     import os
 
     from eagle3_lint.contract import Contract
-    from eagle3_lint.drafter import DraftAnalysis
-    from eagle3_lint.model import Finding
     from eagle3_lint.registry import Registry
-    from eagle3_lint.runner import Gate, RunnerKind, RunnerPath
-    from eagle3_lint.serving import ServingVerdict
+    from eagle3_lint.runner import RunnerPath
     from eagle3_lint.source import SourceTree
-    from eagle3_lint.stages import Model
     from eagle3_lint.store import FactStore
 
 
@@ -127,8 +123,15 @@ class EngineProtocol(Protocol):
     def with_plugins(self, source: SourceTree, specs: list[str]) -> SourceTree: ...
 
 
+# The methods of engine_hooks.ModelHooks, the hooks that take the semantic model (an engine's subclass of that class
+# defines them; ``Engine.__init_subclass__`` refuses one that defines them on its own).
+MODEL_HOOKS = ("config_refusal", "target_model_type", "pp_refused", "draft_analysis", "serving_verdict",
+               "with_next_step")
+
+
 class Engine(ABC):
-    """One serving engine, as the core sees it (``EngineProtocol``, plus the context-taking methods below)."""
+    """One serving engine, as the core sees it before the semantic model exists (``EngineProtocol``, plus what the
+    stages ask of configs and ``--method``); the hooks that read the model are ``engine_hooks.ModelHooks``'."""
 
     name: str  # the entry point's name (``eagle3_lint.engines``), the report's engine and ``--engine`` value
     display: str  # the engine's own spelling, for messages
@@ -159,6 +162,15 @@ class Engine(ABC):
     spec_methods: tuple[str, ...] = ()
     # The report's engine-specific version field this engine's reports carried before ``engine_version``.
     report_version_field: str | None = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # The hooks that read the Model are engine_hooks.ModelHooks' (they sit above the stages this module is
+        # below): one defined here without it would never be called, so the engine is refused as it is written.
+        stray = [h for h in MODEL_HOOKS if h in vars(cls)]
+        if stray and not getattr(cls, "models_hooks", False):
+            raise TypeError(f"{cls.__name__} defines {', '.join(stray)} without eagle3_lint.engine_hooks.ModelHooks "
+                            f"among its bases: the core would never call {'them' if len(stray) > 1 else 'it'}")
 
     def has(self, *caps: Capability) -> bool:
         return all(c in self.capabilities for c in caps)
@@ -201,26 +213,12 @@ class Engine(ABC):
 
         raise UsageError(f"--plugin: {self.display} has no out-of-tree model plugins this tool can read")
 
-    # -- config-time refusals (None: the engine has no such gate) ---------------------------------------------
+    # -- what the engine reads of configs and --method before any class is judged --------------------------------
     def unnamed_sub_config(self, source: SourceTree, sub: dict[str, Any]) -> tuple[str, ...]:
         """The architectures the engine gives a registered inner model whose sub-config names none (none here)."""
         del source, sub
         return ()
 
-    def config_refusal(self, sm: Model, arch: str) -> tuple[Gate, str] | None:
-        """The config-time gate that refuses EAGLE-3 for ``arch`` with no target config, and the model_type it
-        judged by (only to grade findings on untargeted architectures)."""
-        return None
-
-    def target_model_type(self, sm: Model, config_attr: str) -> Any:
-        """What ``<config_attr>.model_type`` the engine gives the ``--target-config`` (memoised per analysis)."""
-        return None
-
-    def pp_refused(self, sm: Model) -> str | None:
-        """Why this tree refuses every EAGLE-3 set-up with pipeline parallelism at config time, or None."""
-        return None
-
-    # -- what the engine makes of a drafter and of serving (None: this engine does not model it yet) --------
     def method_spelling(self, source: SourceTree, method: str) -> str:
         """``method`` (``--method``) as this release's own parser of the name reads it, so the tool accepts what the
         engine accepts (SGLang upper-cases ``--speculative-algorithm``); as given where the engine does not say."""
@@ -231,16 +229,3 @@ class Engine(ABC):
         """Why this release refuses speculative method ``method`` before anything loads (it does not have it), as a
         usage error; None when it has it or the engine does not say (``spec_methods`` is the tool's own list)."""
         return None
-
-    def draft_analysis(self, sm: Model, arch: str | None = None,
-                       kind: RunnerKind | None = None) -> DraftAnalysis | None:
-        """What ``--draft-config`` means to this tree for ``arch`` on runner ``kind`` (memoised per analysis)."""
-        return None
-
-    def serving_verdict(self, sm: Model, arch: str, kind: RunnerKind | None = None) -> ServingVerdict | None:
-        """The serving chain of ``arch`` (memoised per analysis), or None where the engine has none."""
-        return None
-
-    def with_next_step(self, sm: Model, sv: ServingVerdict, findings: Sequence[Finding]) -> ServingVerdict:
-        """``sv`` with its next step worked out from ``findings`` (the reported ones, once every rule ran)."""
-        return sv

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from eagle3_lint import engine_hooks
 from eagle3_lint.checkpoint import text_config
 from eagle3_lint.engine import Mechanism
 from eagle3_lint.facts import (
@@ -154,7 +155,7 @@ def unreachable(sm: Model, arch: str, past_interface: bool = True) -> str | None
     """Why the engine never gets this far with ``arch`` under EAGLE-3 (so a defect there cannot bite yet), or None:
     the config-time gate refuses it, or (for a step after the runner's interface check, ``past_interface``)
     the class fails that check first."""
-    refused = sm.engine.config_refusal(sm, arch)
+    refused = engine_hooks.config_refusal(sm, arch)
     if refused is not None:
         g, mt = refused
         return f"this {sm.engine.display} refuses EAGLE-3 for model_type {mt!r} at config time ({g.path}:{g.line})"

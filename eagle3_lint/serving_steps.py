@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from eagle3_lint import engine_hooks
 from eagle3_lint.model import Location
 from eagle3_lint.serving import LOAD_FIRST, RUNS, Gate, Outcome, ServingStep, StepResult
 
@@ -98,7 +99,7 @@ def unreported_blockers(sm: Model, findings: Sequence[Finding]) -> list[Finding]
     method = sm.options.method or (sm.engine.spec_methods[0] if sm.engine.spec_methods else "")
     out: list[Finding] = []
     for arch in sm.targeted:
-        sv = sm.engine.serving_verdict(sm, arch)
+        sv = engine_hooks.serving_verdict(sm, arch)
         if sv is None or sv.stage is None or sv.outcome in RUNS:
             continue
         step = next((s for s in sv.steps if s.gate is sv.stage and s.result is StepResult.FAIL), None)

@@ -22,7 +22,7 @@ from eagle3_lint import reportcache
 from eagle3_lint import store as store_mod
 from eagle3_lint.analysis import Analysis, Options, analyze
 from eagle3_lint.engines import dir_source
-from eagle3_lint.report import build_report
+from eagle3_lint.report.build import build_report
 from eagle3_lint.store import FactStore
 from tests.cihelp import run_cli
 from tests.conftest import SAMPLES, materialize

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from eagle3_lint import engine_hooks
 from eagle3_lint.analysis import Analysis, Options, analyze
 from eagle3_lint.engines import dir_source
 from eagle3_lint.engines import drafter_keys as dk
@@ -103,7 +104,7 @@ def test_real_vllm_norm_before_fc_first_read_in_0_18_0(real_trees: Any, tmp_path
     c17 = _ctx(old, EAGLE31, tmp_path)
     msg = _egl011(c17)["norm_before_fc"]
     assert "vLLM 0.18.0 reads it (vllm/model_executor/models/llama_eagle3.py:153; 0.17.1" in msg
-    sv = c17.engine.serving_verdict(c17.model, "LlamaForCausalLM")
+    sv = engine_hooks.serving_verdict(c17.model, "LlamaForCausalLM")
     assert sv is not None and sv.outcome is Outcome.DRAFTER_UNLOADABLE and sv.stage is Gate.DRAFTER_CLASS
     step = sv.step(Gate.DRAFTER_CLASS)
     assert step is not None and step.result is StepResult.FAIL and "norm_before_fc" in step.message
@@ -128,18 +129,18 @@ def test_real_vllm_fc_norm_and_norm_output_read_by_0_25_1_not_0_20_2(real_trees:
     assert "llama_eagle3.py:218" in got["norm_output"]
     # fc_norm's fc_norm.{i} tensors (0.25.1 llama_eagle3.py:197-206) have no parameter in 0.20.2's drafter model,
     # whose load_weights indexes params_dict[name] (0.20.2 llama_eagle3.py:266): the drafter does not load.
-    sv = c20.engine.serving_verdict(c20.model, "LlamaForCausalLM")
+    sv = engine_hooks.serving_verdict(c20.model, "LlamaForCausalLM")
     assert sv is not None and sv.outcome is Outcome.DRAFTER_UNLOADABLE
     # norm_output alone has no weights (0.25.1 :218, :251-252 choose which state the drafter returns): 0.20.2 loads
     # the checkpoint and runs the drafter on the pre-norm state, another drafter than the one trained.
     only = _ctx(old, {k: v for k, v in EAGLE31.items() if k != "fc_norm"}, tmp_path)
     assert set(_egl011(only)) == {"norm_output"}
-    sv = only.engine.serving_verdict(only.model, "LlamaForCausalLM")
+    sv = engine_hooks.serving_verdict(only.model, "LlamaForCausalLM")
     assert sv is not None and (sv.outcome, sv.stage) == (Outcome.DRAFTER_DIFFERS, Gate.DRAFTER_CLASS)
     assert sv.next_step is not None and "reads norm_output" in sv.next_step
     c25 = _ctx(new, EAGLE31, tmp_path)
     assert _egl011(c25) == {}
-    sv = c25.engine.serving_verdict(c25.model, "LlamaForCausalLM")
+    sv = engine_hooks.serving_verdict(c25.model, "LlamaForCausalLM")
     step = sv.step(Gate.DRAFTER_CLASS) if sv is not None else None
     assert step is not None and step.result is StepResult.PASS
 
@@ -175,7 +176,7 @@ def test_sample_tree_ignores_norm_before_fc_until_its_drafter_reads_it(tmp_path:
     assert "vLLM 0.18.0 reads it (vllm/model_executor/models/llama_eagle3.py:153; 0.17.1" in got["norm_before_fc"]
     f = next(f for f in ctx.findings if f.rule == "EGL011")
     assert f.severity.value == "error" and f.location.path == str(tdir / "draft.json")
-    sv = ctx.engine.serving_verdict(ctx.model, "ToyForCausalLM")
+    sv = engine_hooks.serving_verdict(ctx.model, "ToyForCausalLM")
     assert sv is not None and sv.outcome is Outcome.DRAFTER_UNLOADABLE and sv.next_step is not None
     assert "reads norm_before_fc" in sv.next_step
     # The tree's drafter starts reading the key: no finding, the drafter-class step passes.
@@ -187,7 +188,7 @@ def test_sample_tree_ignores_norm_before_fc_until_its_drafter_reads_it(tmp_path:
     ctx = _ctx(root, draft, tdir, target="../draft-layer-ids-invalid/count_mismatch_v016/configs/target.json",
                arch="ToyForCausalLM")
     assert _egl011(ctx) == {}
-    sv = ctx.engine.serving_verdict(ctx.model, "ToyForCausalLM")
+    sv = engine_hooks.serving_verdict(ctx.model, "ToyForCausalLM")
     step = sv.step(Gate.DRAFTER_CLASS) if sv is not None else None
     assert step is not None and step.result is StepResult.PASS
 
@@ -269,11 +270,11 @@ def test_real_vllm_num_aux_hidden_states_read_by_0_25_1_not_0_20_2(real_trees: A
     msg = _egl011(four)["num_aux_hidden_states"]
     assert "vLLM 0.25.1 reads it (vllm/model_executor/models/llama_eagle3.py:176; 0.20.2, the" in msg
     assert "the checkpoint's fc takes 16384 inputs" in msg and "the fc this release builds 12288" in msg
-    sv = four.engine.serving_verdict(four.model, "LlamaForCausalLM")
+    sv = engine_hooks.serving_verdict(four.model, "LlamaForCausalLM")
     assert sv is not None and (sv.outcome, sv.stage) == (Outcome.DRAFTER_UNLOADABLE, Gate.DRAFTER_CLASS)
     three = _ctx(old, {**REF, "num_aux_hidden_states": 3}, tmp_path)
     assert "num_aux_hidden_states" not in _egl011(three)
-    sv = three.engine.serving_verdict(three.model, "LlamaForCausalLM")
+    sv = engine_hooks.serving_verdict(three.model, "LlamaForCausalLM")
     assert sv is not None and sv.outcome is Outcome.SERVABLE
     # 0.25.1 reads it: never EGL011's, whatever the count (its fc step judges 4 states against 3 ids).
     assert _egl011(_ctx(new, {**REF, "num_aux_hidden_states": 4}, tmp_path)) == {}

@@ -127,6 +127,44 @@ def test_every_engine_is_reachable_through_the_interface() -> None:
         assert engines.for_spec(e.release_names[0]) is e
 
 
+def test_a_model_hook_needs_model_hooks_among_the_bases() -> None:
+    # The hooks that take the Model are engine_hooks.ModelHooks' (engine.py sits below the Model): an engine that
+    # defines one on Engine alone would never be asked, so it is refused where it is written.
+    from types import SimpleNamespace
+
+    from eagle3_lint import engine_hooks
+    from eagle3_lint.engine import MODEL_HOOKS, Derived, Engine
+    from eagle3_lint.engine_hooks import ModelHooks
+
+    assert set(MODEL_HOOKS) == {n for n in vars(ModelHooks) if not n.startswith("_") and callable(vars(ModelHooks)[n])}
+    with pytest.raises(TypeError, match="defines serving_verdict without eagle3_lint.engine_hooks.ModelHooks"):
+        class Stray(Engine):  # noqa: F841 - the class statement is what raises
+            def serving_verdict(self, sm: object, arch: str, kind: object = None) -> None:
+                return None
+
+    class Bare(Engine):  # the data an engine needs, and no hook: the defaults answer for it
+        name = display = package = "bare"
+        model_dirs = ("bare/models/",)
+        registry_module = "bare.registry"
+
+        def tree_root(self, path: Path) -> Path | None:
+            return None
+
+        def fetch_release(self, version: str, cache_dir: object, progress: object = None) -> Path:
+            raise AssertionError
+
+        def derive(self, source: object, store: object, preload: object) -> Derived:
+            raise AssertionError
+
+    class Kept(Bare, ModelHooks):
+        def pp_refused(self, sm: object) -> str | None:
+            return "kept's own"
+
+    assert engine_hooks.pp_refused(SimpleNamespace(engine=Kept())) == "kept's own"  # type: ignore[arg-type]
+    assert engine_hooks.pp_refused(SimpleNamespace(engine=Bare())) is None  # type: ignore[arg-type]
+    assert all(isinstance(e, ModelHooks) for e in engines.all_engines())
+
+
 def test_the_registry_reads_what_importlib_metadata_lists() -> None:
     """engines._entry_points (a scan that spares importlib.metadata's import) lists what importlib.metadata does."""
     assert engines._entry_points() == engines._metadata_entry_points()

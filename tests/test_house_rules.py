@@ -183,3 +183,71 @@ def test_no_module_after_the_facts_stage_imports_ast() -> None:
     assert sorted(importers - set(_AST_ALLOWED)) == [], "a module after the facts stage parses source"
     # A module that stopped needing ast leaves the list: the list says what is left, not what once was.
     assert sorted(set(_AST_ALLOWED) - importers) == []
+
+
+def _module_of(path: Path) -> str:
+    rel = path.relative_to(PKG.parent).with_suffix("")
+    parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+    return ".".join(parts)
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Each module of the package and the package's modules it imports: every import statement, at module level,
+    under ``if TYPE_CHECKING`` or inside a function (a type-only or lazy import still ties the two modules)."""
+    modules = {_module_of(p): p for p in PKG.rglob("*.py")}
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for mod, path in modules.items():
+        for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets: list[str] = []
+            if isinstance(n, ast.Import):
+                targets = [a.name for a in n.names]
+            elif isinstance(n, ast.ImportFrom) and n.module and n.level == 0:
+                # ``from eagle3_lint import semantic`` imports the submodule; ``from eagle3_lint.x import Name``, x.
+                targets = [f"{n.module}.{a.name}" if f"{n.module}.{a.name}" in modules else n.module for a in n.names]
+            graph[mod].update(t for t in targets if t in modules and t != mod)
+    return graph
+
+
+def test_the_package_imports_in_no_circle() -> None:
+    # Stages import only the stages before them (docs/architecture.md): a circle, even through a type-only import,
+    # is two modules that each need the other to be understood.
+    graph = _import_graph()
+    assert len(graph) > 90 and graph["eagle3_lint.analysis"], "the scan sees the package's imports"
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    circles: list[list[str]] = []
+
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                circles.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    assert circles == []
+
+
+def test_the_circle_check_sees_a_circle() -> None:
+    # The check above on a graph that has one: the two modules that named each other before engine_hooks.py.
+    graph = _import_graph()
+    assert "eagle3_lint.stages" in graph["eagle3_lint.engine_hooks"]
+    assert "eagle3_lint.engine" in graph["eagle3_lint.stages"]

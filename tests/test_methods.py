@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from eagle3_lint import engine_hooks
 from eagle3_lint.analysis import Analysis, Options, analyze
 from eagle3_lint.engines import dir_source
 from eagle3_lint.engines.vllm import methods
@@ -67,7 +68,7 @@ def test_real_0_33_eagle_given_an_eagle3_drafter(real_trees: Any, tmp_path: Path
     # architectures LlamaForCausalLMEagle3: EAGLEConfig's eagle branch (transformers_utils/configs/eagle.py:46-53)
     # gives EagleLlamaForCausalLMEagle3, which the registry lacks.
     ctx = _ctx(root, "eagle", ref, tmp_path)
-    sv = ctx.engine.serving_verdict(ctx.model, "LlamaForCausalLM")
+    sv = engine_hooks.serving_verdict(ctx.model, "LlamaForCausalLM")
     assert sv is not None and sv.outcome is Outcome.DRAFTER_UNLOADABLE
     step = sv.step(Gate.DRAFTER_CLASS)
     assert step is not None and "[EagleLlamaForCausalLMEagle3]" in step.message
@@ -76,7 +77,7 @@ def test_real_0_33_eagle_given_an_eagle3_drafter(real_trees: Any, tmp_path: Path
     # (With a plain architecture name, only the aux ids say the config is an EAGLE-3 drafter's.)
     plain = {**ref, "architectures": ["LlamaForCausalLM"], "eagle_aux_hidden_state_layer_ids": [2, 16, 29]}
     ctx = _ctx(root, "eagle", plain, tmp_path)
-    sv = ctx.engine.serving_verdict(ctx.model, "LlamaForCausalLM")
+    sv = engine_hooks.serving_verdict(ctx.model, "LlamaForCausalLM")
     assert sv is not None and sv.outcome is Outcome.DRAFTER_SHAPE_MISMATCH and sv.stage is Gate.DRAFTER_FC
     fc = sv.step(Gate.DRAFTER_FC)
     assert fc is not None and "takes 12288" in fc.message and "whose fc takes 8192" in fc.message
@@ -92,7 +93,7 @@ def test_real_0_33_eagle_given_an_eagle3_drafter(real_trees: Any, tmp_path: Path
     assert "serve it with method eagle3" in nxt, nxt
     # The same drafter as EAGLE-3 serves.
     ctx = _ctx(root, "eagle3", plain, tmp_path)
-    sv = ctx.engine.serving_verdict(ctx.model, "LlamaForCausalLM")
+    sv = engine_hooks.serving_verdict(ctx.model, "LlamaForCausalLM")
     assert sv is not None and sv.outcome is not Outcome.DRAFTER_SHAPE_MISMATCH
 
 
@@ -100,7 +101,7 @@ def test_real_0_33_eagle_given_an_eagle3_drafter(real_trees: Any, tmp_path: Path
 def test_real_methods_the_release_does_not_know(real_trees: Any, tmp_path: Path) -> None:
     # 0.16.0's config/speculative.py names neither "dflash" nor "extract_hidden_states": refused at config time.
     ctx = _ctx(real_trees.get("0.16.0"), "dflash", None, tmp_path)
-    sv = ctx.engine.serving_verdict(ctx.model, "LlamaForCausalLM")
+    sv = engine_hooks.serving_verdict(ctx.model, "LlamaForCausalLM")
     assert sv is not None and sv.outcome is Outcome.REFUSED_AT_CONFIG
     # 0.33.0 builds the dflash drafter through EAGLEConfig (speculative.py:1514 `self.method in ("eagle", "eagle3",
     # "dflash")`), its dflash branch keeping names that start with DFlash (eagle.py:64-74), and the registry maps
@@ -108,14 +109,14 @@ def test_real_methods_the_release_does_not_know(real_trees: Any, tmp_path: Path)
     dflash = {"architectures": ["DFlashDraftModel"], "model_type": "qwen3", "hidden_size": 4096,
               "num_hidden_layers": 1, "vocab_size": 151936}  # a config in DFlash's shape, for this test
     ctx = _ctx(real_trees.get("0.33.0"), "dflash", dflash, tmp_path, "qwen3-8b.json", "Qwen3ForCausalLM")
-    sv = ctx.engine.serving_verdict(ctx.model, "Qwen3ForCausalLM")
+    sv = engine_hooks.serving_verdict(ctx.model, "Qwen3ForCausalLM")
     step = sv.step(Gate.DRAFTER_CLASS) if sv is not None else None
     assert step is not None and step.result is StepResult.PASS and "DFlashDraftModel ->" in step.message
     iface = sv.step(Gate.RUNNER_INTERFACE) if sv is not None else None
     assert iface is not None and iface.result is StepResult.PASS
     ctx = _ctx(real_trees.get("0.33.0"), "extract_hidden_states", dflash, tmp_path, "qwen3-8b.json",
                "Qwen3ForCausalLM")
-    sv = ctx.engine.serving_verdict(ctx.model, "Qwen3ForCausalLM")
+    sv = engine_hooks.serving_verdict(ctx.model, "Qwen3ForCausalLM")
     step = sv.step(Gate.DRAFTER_CLASS) if sv is not None else None
     assert step is not None and step.result is StepResult.UNCHECKED
 
@@ -141,10 +142,10 @@ def test_real_0_33_egl011_on_the_dflash_drafter_class(real_trees: Any, tmp_path:
     dflash = {"architectures": ["DFlashDraftModel"], "model_type": "qwen3", "hidden_size": 4096,
               "num_hidden_layers": 1, "vocab_size": 151936, "eagle_config": {"target_layer_ids": [1, 17, 33]}}
     ctx = _ctx(real_trees.get("0.33.0"), "dflash", dflash, tmp_path, "qwen3-8b.json", "Qwen3ForCausalLM")
-    da = ctx.engine.draft_analysis(ctx.model, "Qwen3ForCausalLM")
+    da = engine_hooks.draft_analysis(ctx.model, "Qwen3ForCausalLM")
     assert da is not None and [(k.key, k.drafter_class, k.earlier) for k in da.ignored_keys or ()] == [
         ("eagle_config.target_layer_ids", "DFlashDraftModel", "0.25.1")]
-    sv = ctx.engine.serving_verdict(ctx.model, "Qwen3ForCausalLM")
+    sv = engine_hooks.serving_verdict(ctx.model, "Qwen3ForCausalLM")
     assert sv is not None and sv.outcome is Outcome.DRAFTER_UNLOADABLE and sv.stage is Gate.DRAFTER_CLASS
 
 
@@ -157,7 +158,7 @@ def test_real_0_33_extract_hidden_states_asks_for_the_final_layer(real_trees: An
     draft = {"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "num_hidden_layers": 1,
              "eagle_aux_hidden_state_layer_ids": [2, 16, 29, 32]}
     ctx = _ctx(real_trees.get("0.33.0"), "extract_hidden_states", draft, tmp_path)
-    sv = ctx.engine.serving_verdict(ctx.model, "LlamaForCausalLM")
+    sv = engine_hooks.serving_verdict(ctx.model, "LlamaForCausalLM")
     assert sv is not None and sv.captured_layers == (2, 16, 29, 32)
     cap = sv.step(Gate.CAPTURE)
     assert cap is not None and cap.result is StepResult.PASS

@@ -20,7 +20,7 @@ from eagle3_lint import queries
 from eagle3_lint import store as store_mod
 from eagle3_lint.analysis import Analysis, Options, analyze, keep_answers
 from eagle3_lint.engines import dir_source
-from eagle3_lint.report import build_report
+from eagle3_lint.report.build import build_report
 from tests.conftest import SAMPLES, materialize
 
 MODELS = "vllm/model_executor/models"

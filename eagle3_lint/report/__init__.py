@@ -1,15 +1,14 @@
 """Renderers: one module per output format; each takes the JSON-shaped report dict (or the context).
 
 The JSON report's shape is declared once, as the typed model in ``report/schema.py`` (which also
-generates its JSON Schema); ``report/build.py`` builds it from the context.
+generates its JSON Schema); ``report/build.py`` builds it from the analysis (``build_report``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from eagle3_lint.model import Finding, Status, Verdict
+from eagle3_lint.model import Status, Verdict
 
 if TYPE_CHECKING:
     from eagle3_lint.stages import Analysis
@@ -25,12 +24,3 @@ STATUS_ORDER = [Status.WRAPPER_GAP, Status.PARTIAL, Status.UNSUPPORTED, Status.U
 def sorted_verdicts(an: Analysis, only: tuple[str, ...] = ()) -> list[Verdict]:
     vs = [an.verdicts[a] for a in (only or tuple(an.verdicts)) if a in an.verdicts]
     return sorted(vs, key=lambda v: (STATUS_ORDER.index(v.status), v.architecture))
-
-
-def build_report(an: Analysis, findings: Sequence[Finding] | None = None) -> dict[str, Any]:
-    """The JSON-shaped report of the core's findings (no fingerprints, suppressions or baseline);
-    outcome.json_report adds those."""
-    from eagle3_lint.report.build import report_model
-    from eagle3_lint.report.schema import dump_object
-
-    return dump_object(report_model(an, findings))

@@ -183,3 +183,8 @@ def report_model(an: Analysis, findings: Sequence[Finding] | None = None, *,
         serving=[serving_model(sv) for sv in an.serving.values()] if an.serving else rs.ABSENT,
     )
 
+
+def build_report(an: Analysis, findings: Sequence[Finding] | None = None) -> dict[str, Any]:
+    """The JSON-shaped report of the core's findings (no fingerprints, suppressions or baseline);
+    outcome.json_report adds those."""
+    return rs.dump_object(report_model(an, findings))

@@ -66,6 +66,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from eagle3_lint import engine_hooks
 from eagle3_lint import semantic as sem
 from eagle3_lint.engine import Capability
 from eagle3_lint.graph import ClassKey
@@ -222,7 +223,7 @@ def _severity(sm: Model, key: ClassKey, runners: list[_Runner]) -> tuple[Severit
             f"runs; the index is wrong as soon as the flag is set{other}"
         )
         return Severity.WARNING, msg, related
-    refused = sm.engine.pp_refused(sm)
+    refused = engine_hooks.pp_refused(sm)
     if refused is not None:
         msg = f"latent: {refused}, so start_layer is 0 whenever this runs with EAGLE-3"
         return Severity.WARNING, msg, related
@@ -233,9 +234,9 @@ def _severity(sm: Model, key: ClassKey, runners: list[_Runner]) -> tuple[Severit
             related.append(Step("architecture", f"{r.arch} passes {sm.contract.check_name} and runs this forward",
                                 Location(sm.graph.path_of(k), class_facts.line)))
     pp_runners = [r for r in runners if r.pp is not False]
-    live = [r for r in pp_runners if sm.engine.config_refusal(sm, r.arch) is None]
+    live = [r for r in pp_runners if engine_hooks.config_refusal(sm, r.arch) is None]
     if pp_runners and not live:
-        g, _mt = sm.engine.config_refusal(sm, pp_runners[0].arch) or (None, "")
+        g, _mt = engine_hooks.config_refusal(sm, pp_runners[0].arch) or (None, "")
         msg = (f"latent: {_names(pp_runners)} run{'s' if len(pp_runners) == 1 else ''} this forward, "
                f"but this {sm.engine.display} "
                f"refuses EAGLE-3 for their model_type at config time ({g.path}:{g.line})" if g else "latent")

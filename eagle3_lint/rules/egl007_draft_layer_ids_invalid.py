@@ -87,6 +87,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
+from eagle3_lint import engine_hooks
 from eagle3_lint.engine import Capability
 from eagle3_lint.lazyimport import lazy
 from eagle3_lint.model import Finding, Location, Severity, Step
@@ -105,7 +106,7 @@ META = RuleMeta("EGL007", "draft-layer-ids-invalid", Severity.ERROR, False,
 
 def analysis(sm: Model) -> dr.DraftAnalysis | None:
     """The drafter analysis, computed once per context (the JSON and text reports reuse it)."""
-    return sm.engine.draft_analysis(sm)
+    return engine_hooks.draft_analysis(sm)
 
 
 def _ids(ids: Sequence[object] | None) -> str:
@@ -324,7 +325,7 @@ def _wrong_layers_severity(sm: Model, arch: str | None) -> Severity:
         return Severity.WARNING
     from eagle3_lint import serving
 
-    sv = sm.engine.serving_verdict(sm, arch)
+    sv = engine_hooks.serving_verdict(sm, arch)
     step = sv.step(serving.Gate.TRAINED_LAYERS) if sv is not None else None
     return Severity.ERROR if step is not None and step.result is serving.StepResult.FAIL else Severity.WARNING
 
@@ -333,7 +334,7 @@ def _serving_blockers(sm: Model, da: dr.DraftAnalysis, arch: str) -> Iterator[Fi
     from eagle3_lint import serving
     from eagle3_lint.runner import RunnerKind
 
-    sv = sm.engine.serving_verdict(sm, arch)
+    sv = engine_hooks.serving_verdict(sm, arch)
     if sv is None:
         return
     yield from _checkpoint(sm, arch)
@@ -366,7 +367,7 @@ def _serving_blockers(sm: Model, da: dr.DraftAnalysis, arch: str) -> Iterator[Fi
                        st.location or Location(da.draft_path, 1), architecture=arch, symbol="relay")
     # Where the release has two runners, say when they disagree about this drafter.
     if sv.runner is not None and len(sm.runner.kinds) == 2:
-        other = sm.engine.serving_verdict(sm, arch, RunnerKind.V2 if sv.runner is RunnerKind.V1 else RunnerKind.V1)
+        other = engine_hooks.serving_verdict(sm, arch, RunnerKind.V2 if sv.runner is RunnerKind.V1 else RunnerKind.V1)
         if other is not None and (other.aux_layer_ids, other.outcome) != (sv.aux_layer_ids, sv.outcome):
             def says(v: serving.ServingVerdict) -> str:
                 src = {"drafter-config": "from the drafter config", "model-default": "the model default"}
@@ -390,7 +391,7 @@ def _checkpoint(sm: Model, arch: str) -> Iterator[Finding]:
     from eagle3_lint import serving
 
     ck = sm.options.draft_weights
-    sv = sm.engine.serving_verdict(sm, arch) if ck is not None else None
+    sv = engine_hooks.serving_verdict(sm, arch) if ck is not None else None
     st = sv.step(serving.Gate.DRAFTER_FC) if sv is not None else None
     if st is None or st.result is not serving.StepResult.FAIL or st.location is None \
             or not st.location.path.startswith(ck.folder):

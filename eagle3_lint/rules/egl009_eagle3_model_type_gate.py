@@ -36,6 +36,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from eagle3_lint import engine_hooks
 from eagle3_lint.engine import Capability
 from eagle3_lint.lazyimport import lazy
 from eagle3_lint.model import (
@@ -109,7 +110,7 @@ def check(sm: Model) -> Iterator[Finding]:
     target_arch = _target_arch(sm)
     src = sm.options.target_config_path or "the target config"
     for g in gates:
-        res = sm.engine.target_model_type(sm, g.config_attr)
+        res = engine_hooks.target_model_type(sm, g.config_attr)
         related = tuple(Step("derivation", s) for s in res.steps) + (
             Step("gate", f"the allow-list {g.list_name or ''}".rstrip(), _where(g)),
             Step("gate", f"raises {g.error}", Location(g.path, g.line)))

@@ -46,6 +46,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from eagle3_lint import engine_hooks
 from eagle3_lint.engine import Capability
 from eagle3_lint.model import Finding, Location, Severity, Step
 from eagle3_lint.rules import RuleMeta, fit, make
@@ -81,7 +82,7 @@ def message(sm: Model, ik: IgnoredKey) -> str:
 def check(sm: Model) -> Iterator[Finding]:
     if sm.options.draft_config is None:
         return
-    da = sm.engine.draft_analysis(sm)
+    da = engine_hooks.draft_analysis(sm)
     if da is None or not da.ignored_keys:
         return
     for ik in da.ignored_keys:

@@ -141,11 +141,11 @@ def test_no_lm_head_and_no_d2t_with_a_smaller_draft_vocabulary(tmp_path: Path) -
 
 # -- the serving chain, on real releases ---------------------------------------------------------------------
 def _verdict(tree: Path, arch: str, target: str, folder: Path) -> Any:
-    from eagle3_lint import engines
+    from eagle3_lint import engine_hooks
     from eagle3_lint.app import CheckRequest, run_check
 
     ctx = run_check(CheckRequest(str(tree), (arch,), target_config=str(CKPTS / target), draft_config=str(folder)))
-    sv = engines.for_package(ctx.source.package).serving_verdict(ctx.model, arch)
+    sv = engine_hooks.serving_verdict(ctx.model, arch)
     # EGL007 reports a drafter-fc failure the headers decided, at the checkpoint's file (exit 1, not 0).
     mine = [f for f in ctx.findings if f.rule == "EGL007" and f.location.path.startswith(str(folder))]
     assert sv is not None, arch
@@ -253,14 +253,14 @@ def test_a_replayed_report_follows_the_headers(real_trees: Any, tmp_path: Path) 
 
 @pytest.mark.real
 def test_speculative_config_model_folder_has_its_headers_checked_too(real_trees: Any, tmp_path: Path) -> None:
-    from eagle3_lint import engines
+    from eagle3_lint import engine_hooks
     from eagle3_lint.app import CheckRequest, run_check
 
     folder = drafter_folder(tmp_path / "bad", YUHUILI, llama_drafter_tensors(states=2))
     spec = json.dumps({"method": "eagle3", "model": str(folder), "num_speculative_tokens": 3})
     ctx = run_check(CheckRequest(str(real_trees.get("0.33.0")), (LLAMA,),
                                  target_config=str(CKPTS / "llama-3.1-8b-instruct.json"), speculative_config=spec))
-    sv = engines.for_package(ctx.source.package).serving_verdict(ctx.model, LLAMA)
+    sv = engine_hooks.serving_verdict(ctx.model, LLAMA)
     assert sv is not None and sv.outcome is Outcome.DRAFTER_SHAPE_MISMATCH and sv.stage is Gate.DRAFTER_FC
     fc = sv.step(Gate.DRAFTER_FC)
     assert fc is not None and fc.message.startswith("fc.weight is [4096, 8192]")

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from eagle3_lint import engine_hooks
 from eagle3_lint.analysis import Analysis, Options, analyze
 from eagle3_lint.engines import dir_source
 from eagle3_lint.report.title import title
@@ -202,4 +203,4 @@ def test_pipeline_parallel_refused_at_launch(sglang_trees: Any, tmp_path: Path, 
     [f] = _egl007(ctx, DSV3)
     assert (f.location.path, f.location.line) == where and f.severity.value == "error"
     assert (f"in {via}()" in f.message) if via else "in check_" not in f.message
-    assert ctx.engine.pp_refused(ctx.model) is not None
+    assert engine_hooks.pp_refused(ctx.model) is not None

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from eagle3_lint import engine_hooks
 from eagle3_lint.engines import drafter_keys as dk
 from eagle3_lint.engines.sglang.drafter import DRAFTER_MODULE_GLOBS
 from eagle3_lint.serving import Gate, Outcome, StepResult
@@ -43,13 +44,13 @@ def test_real_sglang_norm_before_fc_first_read_in_0_5_17(sglang_trees: Any, tmp_
     assert "SGLang 0.5.17 reads it (sglang/srt/models/llama_eagle3.py:166; 0.5.16, the" in got["norm_before_fc"]
     # 0.5.16's load_weights loads only tensors with a parameter (llama_eagle3.py:334-349, ``if param_name in
     # params_dict``): input_norm's tensors are skipped, the checkpoint loads and another drafter runs.
-    sv = c16.engine.serving_verdict(c16.model, "LlamaForCausalLM")
+    sv = engine_hooks.serving_verdict(c16.model, "LlamaForCausalLM")
     assert sv is not None and sv.outcome is Outcome.DRAFTER_DIFFERS
     step = sv.step(Gate.DRAFTER_CLASS)
     assert step is not None and step.result is StepResult.FAIL
     c17 = _ctx(new, DRAFT, tmp_path)
     assert _egl011(c17) == {}
-    sv = c17.engine.serving_verdict(c17.model, "LlamaForCausalLM")
+    sv = engine_hooks.serving_verdict(c17.model, "LlamaForCausalLM")
     assert sv is not None and sv.step(Gate.DRAFTER_CLASS) is None  # shown only failing on SGLang
 
 
@@ -100,13 +101,13 @@ def test_real_sglang_num_aux_hidden_states_first_read_in_0_5_12(sglang_trees: An
     msg = _egl011(four)["num_aux_hidden_states"]
     assert "SGLang 0.5.12 reads it (sglang/srt/models/llama_eagle3.py:154; 0.5.11, the" in msg
     assert "the checkpoint's fc takes 16384 inputs" in msg and "the fc this release builds 12288" in msg
-    sv = four.engine.serving_verdict(four.model, "LlamaForCausalLM")
+    sv = engine_hooks.serving_verdict(four.model, "LlamaForCausalLM")
     assert sv is not None and (sv.outcome, sv.stage) == (Outcome.DRAFTER_UNLOADABLE, Gate.DRAFTER_CLASS)
     step = sv.step(Gate.DRAFTER_CLASS)
     assert step is not None and "default_weight_loader" in step.message
     three = _ctx(old, {**REF, "num_aux_hidden_states": 3}, tmp_path)
     assert _egl011(three) == {}
-    sv = three.engine.serving_verdict(three.model, "LlamaForCausalLM")
+    sv = engine_hooks.serving_verdict(three.model, "LlamaForCausalLM")
     assert sv is not None and sv.step(Gate.DRAFTER_CLASS) is None
     assert _egl011(_ctx(new, {**REF, "num_aux_hidden_states": 4}, tmp_path)) == {}
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from eagle3_lint import engine_hooks
 from eagle3_lint.analysis import Analysis, Options, analyze
 from eagle3_lint.engines import dir_source
 from eagle3_lint.engines.sglang import method_chain, methods
@@ -57,7 +58,7 @@ def _verdict(ctx: Analysis, arch: str = LLAMA, method: str | None = None,
     """The chain with the check's drafter, or (sharing the analysis: the tree's facts do not depend on the drafter)
     with another drafter config or method."""
     if draft == "check's" and method is None:
-        sv = ctx.engine.serving_verdict(ctx.model, arch)
+        sv = engine_hooks.serving_verdict(ctx.model, arch)
         assert sv is not None
         return sv
     d = ctx.options.draft_config if draft == "check's" else draft
@@ -268,7 +269,7 @@ def test_real_egl011_on_the_dflash_drafter_class(ctx_0_5_23: Analysis, sglang_tr
     no parameter for (0.5.23 dflash.py:943-945), so on 0.5.19 the drafter loads and another one runs."""
     keys = {**_dflash([1, 8, 15, 22, 29]), "use_gemma_norm": True}
     ctx = _ctx(sglang_trees.get("0.5.19"), "DFLASH", keys, tmp_path)
-    ik = ctx.engine.draft_analysis(ctx.model, LLAMA)
+    ik = engine_hooks.draft_analysis(ctx.model, LLAMA)
     assert ik is not None and [(k.key, k.reader, k.reader_where.path if k.reader_where else None)
                                for k in ik.ignored_keys or ()] == [
         ("use_gemma_norm", "0.5.23", "sglang/srt/models/dflash.py")]

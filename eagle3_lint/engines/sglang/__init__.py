@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from eagle3_lint.contract import ContractMember
 from eagle3_lint.engine import Capability, CollectionIdiom, Derived, Engine, ErrorRecord, safely
+from eagle3_lint.engine_hooks import ModelHooks
 
 if TYPE_CHECKING:
     import os
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 PACKAGE = "sglang"
 
 
-class SglangEngine(Engine):
+class SglangEngine(Engine, ModelHooks):
     name = "sglang"
     display = "SGLang"
     order = 1

@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
+from eagle3_lint import engine_hooks
 from eagle3_lint.drafter import DraftAnalysis, IdIssue
 from eagle3_lint.engines.drafter_fields import id_fields
 from eagle3_lint.engines.sglang import drafter as sdr
@@ -165,7 +166,7 @@ def analysis(sm: Model, arch: str | None) -> DraftAnalysis | None:
     if sm.options.draft_config is None:
         return None
     arch = arch or (sm.targeted[0] if sm.targeted else None)
-    sv = sm.engine.serving_verdict(sm, arch) if arch is not None else None
+    sv = engine_hooks.serving_verdict(sm, arch) if arch is not None else None
     da = DraftAnalysis(sm.options.draft_config_path or "<draft config>", arch, issues=[])
     # EGL011's keys: read off the drafter class SGLang builds for the config, as for EAGLE-3 (drafter.ignored_keys).
     da.ignored_keys = sdr.ignored_keys(sm, sm.options.draft_config, da.draft_path)

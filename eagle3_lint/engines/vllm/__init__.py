@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from eagle3_lint.engine import Capability, Derived, Engine, ErrorRecord, safely
+from eagle3_lint.engine_hooks import ModelHooks
 
 if TYPE_CHECKING:
     import os
@@ -33,7 +34,7 @@ PACKAGE = "vllm"
 MODEL_DIRS = ("vllm/model_executor/models/", "vllm/models/", "<plugin")
 
 
-class VllmEngine(Engine):
+class VllmEngine(Engine, ModelHooks):
     name = "vllm"
     display = "vLLM"
     order = 0  # the default engine: the first the tool was built for

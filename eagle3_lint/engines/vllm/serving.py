@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from eagle3_lint import drafter as dr
 from eagle3_lint import drafter_weights as dw
+from eagle3_lint import engine_hooks
 from eagle3_lint import semantic as sem
 from eagle3_lint.engines import drafter_classes, drafter_keys
 from eagle3_lint.engines.drafter_fields import trained as drafter_trained
@@ -725,14 +726,14 @@ def _next_step(sm: Model, arch: str, outcome: Outcome, stage: Gate | None, steps
         return next_step(sm, arch, outcome, stage, steps, {**HINTS, Outcome.PP_REFUSED: RANK_GUARD_HINT}, findings)
     method = sm.options.method or vmethods.DEFAULT
     if method != vmethods.DEFAULT and stage in (Gate.DRAFTER_CLASS, Gate.DRAFTER_FC):
-        da = sm.engine.draft_analysis(sm)
+        da = engine_hooks.draft_analysis(sm)
         if da is not None and _eagle3_drafter(da):
             # An EAGLE-3 checkpoint under another method: the class that method builds is not the one trained.
             hint = f"this is an EAGLE-3 drafter: serve it with method eagle3, not {method!r}"
             return next_step(sm, arch, outcome, stage, steps,
                              {**HINTS, Outcome.DRAFTER_UNLOADABLE: hint, Outcome.DRAFTER_SHAPE_MISMATCH: hint,
                               Outcome.DRAFTER_DIFFERS: hint}, findings)
-    da = sm.engine.draft_analysis(sm) if stage is Gate.DRAFTER_CLASS else None
+    da = engine_hooks.draft_analysis(sm) if stage is Gate.DRAFTER_CLASS else None
     if da is not None and da.ignored_keys:
         # The drafter class is built, without what the keys turn on: the release that reads them is the way out.
         hint = ignored_hint(da)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from eagle3_lint.contract import CheckKind, Contract, ContractMember
 from eagle3_lint.engine import Capability, CollectionIdiom, Derived, Engine, ErrorRecord, safely
+from eagle3_lint.engine_hooks import ModelHooks
 from eagle3_lint.errors import TargetError
 from eagle3_lint.registry import Entry, Registry
 from eagle3_lint.runner import MODEL_CLASS, RunnerPath, RunnerSite, SetterIds
@@ -48,7 +49,7 @@ IDS_KEY = "tap_ids"
 RELEASES_ENV = "TOYSERVE_RELEASES"
 
 
-class ToyServeEngine(Engine):
+class ToyServeEngine(Engine, ModelHooks):
     name = "toyserve"
     display = "ToyServe"
     package = PACKAGE
