@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from eagle3_lint import engines
+from eagle3_lint import engines, releases
 from eagle3_lint import target as target_mod
 from eagle3_lint.config import Settings
 from eagle3_lint.errors import UsageError
@@ -95,7 +95,7 @@ def open_target(req: CheckRequest) -> SourceTree:
 
 
 def cache_dir(req: CheckRequest) -> Path | None:
-    return None if req.no_cache else target_mod.cache_root(req.cache_dir)
+    return None if req.no_cache else releases.cache_root(req.cache_dir)
 
 
 def run_check(req: CheckRequest, source: SourceTree | None = None, store: FactStore | None = None,

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from eagle3_lint import releases
 from eagle3_lint import target as target_mod
 from eagle3_lint.engine import Engine
 from eagle3_lint.engines import all_engines
@@ -107,12 +108,12 @@ class Matrix:
 # -- targets ----------------------------------------------------------------------------------------
 def cached_releases(cache_dir: str | None = None, engine: Engine | None = None) -> list[str]:
     engine = engine or all_engines()[0]
-    root = target_mod.cache_root(cache_dir)
+    root = releases.cache_root(cache_dir)
     out = []
     prefix = f"{engine.package}-"
     try:
         for p in root.iterdir():
-            if p.name.startswith(prefix) and (p / target_mod.COMPLETE_MARKER).is_file():
+            if p.name.startswith(prefix) and (p / releases.COMPLETE_MARKER).is_file():
                 v = p.name[len(prefix):]
                 if version_key(v) is not None:
                     out.append(v)
@@ -153,7 +154,7 @@ def expand_range(spec: str, cache_dir: str | None = None, index: bool = False,
     picked = sorted((v for v in known if klo <= (version_key(v) or ()) <= khi), key=lambda v: version_key(v) or ())
     for end in (lo.strip(), hi.strip()):
         if end not in picked and not index:
-            raise UsageError(f"release {end} is not in the cache ({target_mod.cache_root(cache_dir)}); "
+            raise UsageError(f"release {end} is not in the cache ({releases.cache_root(cache_dir)}); "
                              f"fetch it with `eagle3-lint check {engine.release_names[0]}=={end}` or add --index to "
                              "ask PyPI")
     if not picked:
@@ -195,7 +196,7 @@ def analyse_one(spec: str, cache_dir: str | None, use_cache: bool) -> Release:
     t0 = time.perf_counter()
     try:
         source = target_mod.resolve(spec, cache_dir)
-        opts = Options(cache_dir=target_mod.cache_root(cache_dir) if use_cache else None)
+        opts = Options(cache_dir=releases.cache_root(cache_dir) if use_cache else None)
         an = build(source, opts)
         an.store.save()  # keeps the next sweep warm
     except Exception as exc:  # noqa: BLE001 - one broken release is a row of the matrix, not the end of it
@@ -234,7 +235,7 @@ def missing_releases(targets: list[str], cache_dir: str | None = None) -> list[t
         spec = target_mod.parse_spec(t)
         if spec is not None:
             engine, version = spec
-            done = target_mod.release_dir(version, cache_dir, engine.package) / target_mod.COMPLETE_MARKER
+            done = releases.release_dir(version, cache_dir, engine.package) / releases.COMPLETE_MARKER
             if not done.is_file():
                 out.append((engine, version))
     return out

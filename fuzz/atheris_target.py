@@ -46,9 +46,9 @@ def main() -> None:
     ap.add_argument("--release", default="0.16.0")
     ap.add_argument("--corpus", default="fuzz-corpus")
     ns, rest = ap.parse_known_args()
-    from eagle3_lint import target
+    from eagle3_lint import releases
 
-    BASE = BaseTree(target.fetch_release(ns.release))
+    BASE = BaseTree(releases.fetch_release(ns.release))
     FILES = [*BASE.drivers, *BASE.favourites]
     corpus = Path(ns.corpus)
     corpus.mkdir(parents=True, exist_ok=True)

@@ -47,9 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cases", type=int, default=1,
                     help="how many sample config pairs to sweep (one is 432 runs, about 4 minutes on 0.16.0)")
     ns = ap.parse_args(argv)
-    from eagle3_lint import target
+    from eagle3_lint import releases
 
-    base = BaseTree(target.fetch_release(ns.release))
+    base = BaseTree(releases.fetch_release(ns.release))
     failures = runs = 0
     seen: set[str] = set()
     with memoized_facts(base):

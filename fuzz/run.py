@@ -44,9 +44,9 @@ def make_case(base: BaseTree, release: str, seed: int, index: int
 
 
 def _root(release: str) -> Path:
-    from eagle3_lint import target
+    from eagle3_lint import releases
 
-    return target.fetch_release(release)
+    return releases.fetch_release(release)
 
 
 def worker(args: tuple[str, int, range, str]) -> dict[str, object]:

@@ -28,7 +28,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from eagle3_lint import target  # noqa: E402
+from eagle3_lint import releases  # noqa: E402
 from eagle3_lint.analysis import Options, build  # noqa: E402
 from eagle3_lint.engines import dir_source  # noqa: E402
 
@@ -203,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     except (OracleError, OSError, json.JSONDecodeError, subprocess.TimeoutExpired) as exc:
         print(f"differential: error: oracle for {args.version}: {exc}", file=sys.stderr)
         return 2
-    tree = args.patched_tree or target.fetch_release(args.version, package="vllm")
+    tree = args.patched_tree or releases.fetch_release(args.version, package="vllm")
     c = compare(args.version, tree, oracle, args.arch)
     print(render(c))
     if args.json:

@@ -25,7 +25,7 @@ import sys
 from eagle3_lint.engines import drafter_keys as dk
 from eagle3_lint.engines.sglang.drafter import DRAFTER_MODULE_GLOBS as SGLANG_GLOBS
 from eagle3_lint.engines.vllm.drafter import DRAFTER_MODULE_GLOBS as VLLM_GLOBS
-from eagle3_lint.target import COMPLETE_MARKER, cache_root
+from eagle3_lint.releases import COMPLETE_MARKER, cache_root
 
 DATA = dk.DATA_FILE
 GLOBS = {"vllm": VLLM_GLOBS, "sglang": SGLANG_GLOBS}

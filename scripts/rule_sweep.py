@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from eagle3_lint import target
+from eagle3_lint import releases
 from eagle3_lint.analysis import Options, analyze
 from eagle3_lint.engines import dir_source
 from eagle3_lint.model import Severity
@@ -40,7 +40,7 @@ def _vkey(v: str) -> tuple[int, ...]:
 def cached_versions(cache: Path) -> list[str]:
     out = []
     for d in cache.glob("vllm-*"):
-        if (d / target.COMPLETE_MARKER).exists():
+        if (d / releases.COMPLETE_MARKER).exists():
             out.append(d.name[len("vllm-"):])
     return sorted(out, key=_vkey)
 
@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--target-config", type=Path, default=None, help="the target's HF config.json (for EGL009)")
     args = ap.parse_args(argv)
 
-    cache = args.cache or target.cache_root()
+    cache = args.cache or releases.cache_root()
     versions = [v for v in args.versions.split(",") if v] or cached_versions(cache)
     rules = [r for r in args.rules.split(",") if r] or [r.meta.id for r in all_rules()]
     show = {r for r in args.show.split(",") if r}
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     details: list[dict[str, object]] = []
     errors = 0
     for v in versions:
-        root = target.release_dir(v, cache, "vllm")
+        root = releases.release_dir(v, cache, "vllm")
         t0 = time.perf_counter()
         opts = Options(cache_dir=cache, targets=tuple(x for x in args.arch.split(",") if x),
                        target_config=json.loads(args.target_config.read_text()) if args.target_config else None,

@@ -21,7 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from eagle3_lint import target  # noqa: E402
+from eagle3_lint import (
+    releases,  # noqa: E402
+)
 from eagle3_lint.engines.sglang import fetch  # noqa: E402
 from eagle3_lint.engines.sglang.setter import Heuristic  # noqa: E402
 from eagle3_lint.engines.sglang.verdicts import Status, contract  # noqa: E402
@@ -44,8 +46,8 @@ def check_row(v: str) -> tuple[str, bool]:
     t0 = time.monotonic()
     try:
         src = DirSource(fetch.fetch_release(v), "sglang")
-        plain = analyze(src, Options(cache_dir=target.cache_root()))
-        ctx = analyze(src, Options(cache_dir=target.cache_root(), targets=tuple(plain.verdicts)))
+        plain = analyze(src, Options(cache_dir=releases.cache_root()))
+        ctx = analyze(src, Options(cache_dir=releases.cache_root(), targets=tuple(plain.verdicts)))
     except Exception:  # noqa: BLE001 - a crash is a result of the sweep, recorded in the table
         return f"| {v} | CRASH: {traceback.format_exc().splitlines()[-1]} | | | | | | | | | | |", False
     n = collections.Counter(x.status for x in ctx.verdicts.values())
@@ -96,8 +98,8 @@ def main(argv: list[str]) -> int:
     setters = "--setters" in argv
     write = "--no-write" not in argv
     argv = [a for a in argv if not a.startswith("--")]
-    versions = argv or sorted((p.name[len("sglang-"):] for p in target.cache_root().glob("sglang-*")
-                               if (p / target.COMPLETE_MARKER).exists()), key=_key)
+    versions = argv or sorted((p.name[len("sglang-"):] for p in releases.cache_root().glob("sglang-*")
+                               if (p / releases.COMPLETE_MARKER).exists()), key=_key)
     if setters:
         return setter_table(versions)
     rows: list[str] = []

@@ -22,7 +22,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from eagle3_lint import target  # noqa: E402
+from eagle3_lint import releases  # noqa: E402
 from eagle3_lint.analysis import Options, analyze  # noqa: E402
 from eagle3_lint.engines import dir_source  # noqa: E402
 from eagle3_lint.model import Status  # noqa: E402
@@ -42,8 +42,8 @@ def sweep_one(version: str) -> dict[str, Any]:
     row: dict[str, Any] = {"release": version}
     t0 = time.perf_counter()
     try:
-        root = target.fetch_release(version, package="vllm")
-        ctx = analyze(dir_source(root), Options(cache_dir=target.cache_root()))
+        root = releases.fetch_release(version, package="vllm")
+        ctx = analyze(dir_source(root), Options(cache_dir=releases.cache_root()))
     except Exception as exc:  # noqa: BLE001 - a crash is a result of the sweep, recorded in the table
         row.update(crash=f"{type(exc).__name__}: {exc}", trace=traceback.format_exc(), seconds=time.perf_counter() - t0)
         return row

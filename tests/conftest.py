@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from eagle3_lint import target
+from eagle3_lint import releases
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "sample_trees"
@@ -22,7 +22,7 @@ os.environ.setdefault("EAGLE3_LINT_GUARD", "1")
 def real_cache_dir() -> Path:
     """Where real releases are cached; CI and developers share the user cache by default."""
     env = os.environ.get("EAGLE3_LINT_TEST_CACHE")
-    return Path(env) if env else target.cache_root()
+    return Path(env) if env else releases.cache_root()
 
 
 class RealTrees:
@@ -32,10 +32,10 @@ class RealTrees:
         self.cache = real_cache_dir()
 
     def get(self, version: str) -> Path:
-        cached = (target.release_dir(version, self.cache, "vllm") / target.COMPLETE_MARKER).exists()
+        cached = (releases.release_dir(version, self.cache, "vllm") / releases.COMPLETE_MARKER).exists()
         if os.environ.get("EAGLE3_LINT_OFFLINE") and not cached:
             pytest.skip(f"vllm=={version} not cached and EAGLE3_LINT_OFFLINE is set")
-        return target.fetch_release(version, self.cache, package="vllm")
+        return releases.fetch_release(version, self.cache, package="vllm")
 
 
 @pytest.fixture(scope="session")

@@ -23,9 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from eagle3_lint import fixes
+from eagle3_lint import fixes, releases
 from eagle3_lint import source as source_mod
-from eagle3_lint import target as target_mod
 from eagle3_lint.analysis import Options, analyze
 from eagle3_lint.app import CheckRequest, run_check
 from eagle3_lint.engines import dir_source
@@ -416,7 +415,7 @@ def test_wheel_members_cannot_escape_the_cache(tmp_path: Path) -> None:
         z.writestr("vllm/../../escape2.py", "x = 1\n")
         z.writestr("/abs_escape.py", "x = 1\n")
     dest = tmp_path / "cache" / "tree"
-    target_mod._extract_py(w, dest)  # noqa: SLF001 - the unpacking step on its own
+    releases._extract_py(w, dest)  # noqa: SLF001 - the unpacking step on its own
     assert (dest / "vllm" / "__init__.py").exists()
     assert not list(tmp_path.rglob("escape*.py")) and not Path("/abs_escape.py").exists()
 

@@ -1,5 +1,5 @@
 """Two runs that fetch the same release into an empty cache at once (two terminals, a matrix beside a check,
-two pytest-xdist workers) download it once and read the same whole tree (target.fetch_release's lock and rename).
+two pytest-xdist workers) download it once and read the same whole tree (releases.fetch_release's lock and rename).
 
 The release is a sample tree packaged as a wheel, ``vllm==9.9.9``, offered to pip by a local find-links folder
 (``PIP_NO_INDEX``): no network. pip's own log (``PIP_LOG``, which pip appends to) counts the downloads.
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from eagle3_lint import target
+from eagle3_lint import releases
 from tests.conftest import SAMPLES, materialize
 from tests.hostile import cli_env
 
@@ -59,11 +59,11 @@ def assert_cache_holds_the_wheel(cache: Path, wheel: Path) -> None:
     """The cache holds one whole tree of the release, byte for byte the wheel's .py and dist-info members, and
     nothing half-made beside it (no download folder, no second copy)."""
     tree = cache / f"vllm-{VERSION}"
-    assert (tree / target.COMPLETE_MARKER).read_text() == VERSION
+    assert (tree / releases.COMPLETE_MARKER).read_text() == VERSION
     with zipfile.ZipFile(wheel) as z:
         members = {n: z.read(n) for n in z.namelist()}
     got = {p.relative_to(tree).as_posix(): p.read_bytes() for p in tree.rglob("*")
-           if p.is_file() and p.name != target.COMPLETE_MARKER}
+           if p.is_file() and p.name != releases.COMPLETE_MARKER}
     assert got == members
     assert sorted(p.name for p in cache.iterdir() if not p.name.endswith(".lock")
                   and p.name != "trees") == [f"vllm-{VERSION}"]  # trees/: the analysis caches
@@ -103,12 +103,12 @@ def test_a_fetch_waits_for_the_one_under_way_and_reuses_its_tree(tmp_path: Path,
         monkeypatch.setenv(k, v)
     cache = tmp_path / "cache"
     cache.mkdir()
-    dest = target.release_dir(VERSION, cache, "vllm")
+    dest = releases.release_dir(VERSION, cache, "vllm")
     said: list[str] = []
     got: list[Path] = []
-    with target.cache_lock(dest, "the test's holder"):
+    with releases.cache_lock(dest, "the test's holder"):
         waiter = threading.Thread(target=lambda: got.append(
-            target.fetch_release(VERSION, cache, said.append, package="vllm")))
+            releases.fetch_release(VERSION, cache, said.append, package="vllm")))
         waiter.start()
         deadline = time.monotonic() + 60
         while not said and time.monotonic() < deadline:
@@ -117,8 +117,8 @@ def test_a_fetch_waits_for_the_one_under_way_and_reuses_its_tree(tmp_path: Path,
         assert waiter.is_alive() and not dest.exists()
         # The holder's own fetch, as another process would make it: unpacked aside, renamed into place.
         staging = tmp_path / "cache" / ".staging"
-        target._extract_py(wheel, staging)  # noqa: SLF001 - the unpacking step on its own
-        (staging / target.COMPLETE_MARKER).write_text(VERSION)
+        releases._extract_py(wheel, staging)  # noqa: SLF001 - the unpacking step on its own
+        (staging / releases.COMPLETE_MARKER).write_text(VERSION)
         os.replace(staging, dest)
     waiter.join(60)
     assert got == [dest] and said == [said[0]]  # no "downloading" line
@@ -133,9 +133,9 @@ def test_an_incomplete_tree_left_in_the_cache_is_replaced_whole(tmp_path: Path, 
     for k, v in offline_env(tmp_path, links).items():
         monkeypatch.setenv(k, v)
     cache = tmp_path / "cache"
-    half = target.release_dir(VERSION, cache, "vllm") / "vllm"
+    half = releases.release_dir(VERSION, cache, "vllm") / "vllm"
     half.mkdir(parents=True)
     (half / "left_over.py").write_text("x = 1\n")
-    assert target.fetch_release(VERSION, cache, package="vllm") == half.parent
+    assert releases.fetch_release(VERSION, cache, package="vllm") == half.parent
     assert downloads(tmp_path) == 1
     assert_cache_holds_the_wheel(cache, wheel)

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from eagle3_lint import matrix, target
+from eagle3_lint import releases as release_cache  # the module: ``releases`` is a fixture here
 from eagle3_lint.errors import UsageError
 from tests.cihelp import run_cli
 from tests.conftest import SAMPLES
@@ -121,7 +122,7 @@ def test_release_range_from_the_cache(tmp_path: Path) -> None:
         d = tmp_path / f"vllm-{v}"
         d.mkdir()
         if v != "0.12.0":
-            (d / target.COMPLETE_MARKER).write_text(v)  # 0.12.0 is an interrupted download
+            (d / release_cache.COMPLETE_MARKER).write_text(v)  # 0.12.0 is an interrupted download
     assert matrix.expand_range("0.10.0..0.11.0", str(tmp_path)) == ["0.10.0", "0.10.1.1", "0.11.0"]
     with pytest.raises(UsageError, match="not in the cache"):
         matrix.expand_range("0.10.0..0.12.0", str(tmp_path))
@@ -177,7 +178,7 @@ def test_missing_releases_are_named_and_fetched_once_in_order(tmp_path: Path, mo
     a second attempt in a worker."""
     done = tmp_path / "vllm-0.10.0"
     done.mkdir()
-    (done / target.COMPLETE_MARKER).write_text("0.10.0")
+    (done / release_cache.COMPLETE_MARKER).write_text("0.10.0")
     (tmp_path / "vllm-0.11.0").mkdir()  # an interrupted download is still missing
     specs = ["vllm==0.10.0", "vllm==0.11.0", "sglang==0.5.1", str(tmp_path)]
     missing = matrix.missing_releases(specs, str(tmp_path))
@@ -192,7 +193,7 @@ def test_missing_releases_are_named_and_fetched_once_in_order(tmp_path: Path, mo
             raise target.TargetError("cannot fetch sglang==0.5.1: offline")
         return tmp_path / f"{package}-{version}"
 
-    monkeypatch.setattr(target, "fetch_release", fake_fetch)
+    monkeypatch.setattr(release_cache, "fetch_release", fake_fetch)
     said: list[str] = []
     failed = matrix.prefetch(missing, str(tmp_path), said.append)
     assert calls == [("vllm", "0.11.0"), ("sglang", "0.5.1")]

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import yaml
 
-from eagle3_lint import target as target_mod
+from eagle3_lint import releases
 from tests.cihelp import REPO, cli, cli_json, sample
 
 KIMI = "KimiK25ForConditionalGeneration"
@@ -95,7 +95,7 @@ def screen_rows(text: str, cols: int = 80) -> list[str]:
 def released_copy(real_trees: object, version: str, cache: Path) -> Path:
     """A private cache holding ``vllm==version`` as eagle3-lint fetched it (the shared cache stays untouched)."""
     src = real_trees.get(version)  # type: ignore[attr-defined]
-    dest = target_mod.release_dir(version, cache, "vllm")
+    dest = releases.release_dir(version, cache, "vllm")
     shutil.copytree(src, dest)
     return dest
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from eagle3_lint import target
+from eagle3_lint import releases
 from eagle3_lint.analysis import Analysis, Options, analyze
 from eagle3_lint.engines import dir_source
 from eagle3_lint.engines.vllm import plugins
@@ -414,14 +414,14 @@ def test_call_depth_is_bounded_and_recursion_is_safe(tmp_path: Path) -> None:
 def _real_plugin(dist: str, version: str, platform: str, python: str) -> Path:
     """The unpacked wheel (only .py files and dist-info) of ``dist==version``, fetched once into the user cache."""
     dest = real_cache_dir() / "plugins" / f"{dist}-{version}"
-    if (dest / target.COMPLETE_MARKER).is_file():
+    if (dest / releases.COMPLETE_MARKER).is_file():
         return dest
     if os.environ.get("EAGLE3_LINT_OFFLINE"):
         pytest.skip(f"{dist}=={version} not cached and EAGLE3_LINT_OFFLINE is set")
     dest.parent.mkdir(parents=True, exist_ok=True)
-    # As target.fetch_release does: one fetch at a time (xdist workers share the cache), the tree renamed in whole.
-    with target.cache_lock(dest, f"{dist}=={version}"):
-        if (dest / target.COMPLETE_MARKER).is_file():
+    # As releases.fetch_release does: one fetch at a time (xdist workers share the cache), the tree renamed in whole.
+    with releases.cache_lock(dest, f"{dist}=={version}"):
+        if (dest / releases.COMPLETE_MARKER).is_file():
             return dest
         with tempfile.TemporaryDirectory(dir=dest.parent, prefix=".dl-") as td:
             # --only-binary: pip never runs the plugin's build backend; --platform: the Ascend wheel is not for
@@ -431,9 +431,9 @@ def _real_plugin(dist: str, version: str, platform: str, python: str) -> Path:
                             f"{dist}=={version}", "-d", td], check=True, capture_output=True, timeout=1800)
             (wheel,) = Path(td).glob("*.whl")
             staging = Path(td) / "tree"
-            target._extract_py(wheel, staging)
-            (staging / target.COMPLETE_MARKER).write_text(version)
-            target.publish(staging, dest, Path(td))
+            releases._extract_py(wheel, staging)
+            (staging / releases.COMPLETE_MARKER).write_text(version)
+            releases.publish(staging, dest, Path(td))
     return dest
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from eagle3_lint import target
+from eagle3_lint import releases
 from eagle3_lint.engines.sglang import fetch
 from tests.conftest import real_cache_dir
 
@@ -20,7 +20,7 @@ class SglangTrees:
 
     def get(self, version: str) -> Path:
         if os.environ.get("EAGLE3_LINT_OFFLINE") and \
-                not (fetch.release_dir(version, self.cache) / target.COMPLETE_MARKER).exists():
+                not (fetch.release_dir(version, self.cache) / releases.COMPLETE_MARKER).exists():
             pytest.skip(f"sglang=={version} not cached and EAGLE3_LINT_OFFLINE is set")
         return fetch.fetch_release(version, self.cache)
 

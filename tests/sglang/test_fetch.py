@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from eagle3_lint import target
+from eagle3_lint import releases
 from eagle3_lint.engines.sglang import fetch
 from eagle3_lint.errors import TargetError
 
@@ -18,7 +18,7 @@ from eagle3_lint.errors import TargetError
 @pytest.mark.parametrize("version, tag", [("0.5.10", "py3-none-any"), ("0.5.23", "cp311-cp311-manylinux_2_34_x86_64")])
 def test_release_tree_holds_only_python_and_metadata(sglang_trees, version: str, tag: str) -> None:
     root = sglang_trees.get(version)
-    assert root.name == f"sglang-{version}" and (root / target.COMPLETE_MARKER).read_text() == version
+    assert root.name == f"sglang-{version}" and (root / releases.COMPLETE_MARKER).read_text() == version
     assert (root / "sglang" / "srt" / "models" / "registry.py").is_file()
     wheel_meta = next(root.glob("sglang-*.dist-info")) / "WHEEL"
     assert f"Tag: {tag}" in wheel_meta.read_text()
@@ -52,7 +52,7 @@ def test_pip_gets_the_wheel_tags(tmp_path: Path, monkeypatch) -> None:
         seen.append(list(cmd))
         return subprocess.CompletedProcess(cmd, 1, "", "ERROR: No matching distribution found")
 
-    monkeypatch.setattr(target.subprocess, "run", fake_run)
+    monkeypatch.setattr(releases.subprocess, "run", fake_run)
     with pytest.raises(TargetError):
         fetch.fetch_release("0.5.23", tmp_path)
     cmd = seen[0]

@@ -1,6 +1,6 @@
 """``sglang==X`` as a read-only tree, fetched and cached like ``vllm==X``.
 
-The download, the ``.py``-only extraction and the ``.complete`` marker are ``target.fetch_release``'s;
+The download, the ``.py``-only extraction and the ``.complete`` marker are ``releases.fetch_release``'s;
 this module only says which package and which wheel tags. Up to about 0.5.14 SGLang ships pure
 Python wheels; from 0.5.11 on (seen on PyPI) only CPython manylinux builds, tagged
 ``cp3XX-cp3XX-manylinux_2_34_x86_64`` (cp311 and newer from 0.5.22), which pip picks for another
@@ -17,19 +17,19 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from eagle3_lint import target
+from eagle3_lint import releases
 
 PACKAGE = "sglang"
 SPEC_RE = re.compile(r"^sglang==(?P<ver>[0-9][0-9A-Za-z.+\-]*)$")
 # The interpreter and platform the compiled SGLang wheels are built for; ``--only-binary=:all:``
-# (which target.fetch_release always passes) is what pip requires alongside these.
+# (which releases.fetch_release always passes) is what pip requires alongside these.
 WHEEL_TAGS = ("--python-version", "3.11", "--platform", "manylinux_2_34_x86_64",
               "--implementation", "cp", "--abi", "cp311")
 
 
 def release_dir(version: str, cache_dir: str | os.PathLike[str] | None = None) -> Path:
     """``$XDG_CACHE_HOME/eagle3-lint/sglang-<version>/`` (or under ``cache_dir``)."""
-    return target.release_dir(version, cache_dir, PACKAGE)
+    return releases.release_dir(version, cache_dir, PACKAGE)
 
 
 def fetch_release(
@@ -38,7 +38,7 @@ def fetch_release(
     progress: Callable[[str], None] | None = None,
 ) -> Path:
     """The cached source tree (``.py`` files and dist-info) of ``sglang==version``; downloads it once."""
-    return target.fetch_release(version, cache_dir, progress, package=PACKAGE, pip_args=WHEEL_TAGS)
+    return releases.fetch_release(version, cache_dir, progress, package=PACKAGE, pip_args=WHEEL_TAGS)
 
 
 def parse_spec(text: str) -> str | None:

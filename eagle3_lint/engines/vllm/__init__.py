@@ -63,9 +63,9 @@ class VllmEngine(Engine, ModelHooks):
 
     def fetch_release(self, version: str, cache_dir: str | os.PathLike[str] | None,
                       progress: Callable[[str], None] | None = None) -> Path:
-        from eagle3_lint import target
+        from eagle3_lint import releases
 
-        return target.fetch_release(version, cache_dir, progress, package=PACKAGE)
+        return releases.fetch_release(version, cache_dir, progress, package=PACKAGE)
 
     def derive(self, source: SourceTree, store: FactStore, preload: Callable[[], None]) -> Derived:
         from eagle3_lint.contract import CheckKind, Contract
