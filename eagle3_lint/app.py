@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from eagle3_lint import engines, releases
 from eagle3_lint import target as target_mod
+from eagle3_lint.checkpoint import load_json_file
 from eagle3_lint.config import Settings
 from eagle3_lint.errors import UsageError
 from eagle3_lint.model import Finding, Severity
@@ -56,25 +57,6 @@ class CheckRequest:
     speculative_config: str | None = None  # --speculative-config JSON, as `vllm serve` takes it
     method: str | None = None  # --method: the speculative method (default: the engine's EAGLE-3), engine.spec_methods
     tensor_parallel: int | None = None  # --tensor-parallel-size: recorded, it does not change what is captured
-
-
-def load_json_file(path: str, what: str) -> dict[str, Any]:
-    """A config.json, or a model folder holding one (a local Hugging Face snapshot)."""
-    if os.path.isdir(path):
-        inner = os.path.join(path, "config.json")
-        if not os.path.isfile(inner):
-            raise UsageError(f"{what} is a folder without a config.json: {path}")
-        path = inner
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except FileNotFoundError:
-        raise UsageError(f"{what} not found: {path}") from None
-    except (OSError, UnicodeError, json.JSONDecodeError) as exc:
-        raise UsageError(f"{what} is not readable JSON: {path}: {exc}") from None
-    if not isinstance(data, dict):
-        raise UsageError(f"{what} must be a JSON object: {path}")
-    return data
 
 
 def load_weights(path: str | None) -> Checkpoint | None:

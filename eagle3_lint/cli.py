@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
     from eagle3_lint import outcome as outcome_mod
     from eagle3_lint.fixes import Plan
-    from eagle3_lint.stages import Analysis
+    from eagle3_lint.stages import Analysis, Model
 
 # rich, the analysis, fixes and report builders are imported where they are used: a replayed
 # ``check --format json`` (reportcache.py) needs none of them, and importing them was most of its time.
@@ -886,8 +886,11 @@ def layers(targets: tuple[str, ...], target_config: str | None, arch: str | None
 
         if fmt_old is not None:
             _deprecated("--format", "--output-format")
-        ans = layers_mod.answer(layers_mod.Request(targets, arch, target_config, num_layers, trained_on, draft_config,
-                                                   cache_dir, no_cache))
+        def model_of(target: str, archs: tuple[str, ...]) -> Model:
+            return run_check(CheckRequest(target, archs, cache_dir, no_cache, target_config, None)).model
+
+        ans = layers_mod.answer(layers_mod.Request(targets, arch, target_config, num_layers, trained_on, draft_config),
+                                model_of)
         # On a terminal the text is word-wrapped to its width (a hard wrap splits names and paths mid-word).
         width = shutil.get_terminal_size().columns if output is None and sys.stdout.isatty() else None
         write_output(ans.to_json() if (fmt or fmt_old) == "json" else ans.to_text(width), output)

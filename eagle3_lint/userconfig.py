@@ -4,7 +4,7 @@
 A config the tool reads with a wrong type must not be read around: a ``num_hidden_layers`` of ``"sixty"`` would
 drop the layer count and the gates that need it, and ``"eagle_aux_hidden_state_layer_ids": "2,16"`` would let the
 model default stand in for ids the user meant to give. Each key the tool reads (and the id fields drafter configs
-are known to carry, ``engines/drafter_fields.ID_FIELDS``) has a declared type, checked by msgspec (a typed decoder
+are known to carry, ``drafter_fields.ID_FIELDS``) has a declared type, checked by msgspec (a typed decoder
 of JSON values: a schema written as classes, about 50 ms to import, and imported only when a config is given);
 unknown keys are allowed, since a Hugging Face config carries dozens the tool never reads. A wrong value is one
 line, ``FILE: KEY: expected TYPE, found VALUE``, and exit 2 (errors.UsageError).
@@ -24,7 +24,7 @@ from typing import Annotated, Any, TypeVar
 import msgspec
 
 from eagle3_lint.checkpoint import TEXT_CONFIG_KEYS
-from eagle3_lint.engines.drafter_fields import ID_FIELDS, dig
+from eagle3_lint.drafter_fields import ID_FIELDS, dig
 from eagle3_lint.errors import UsageError
 
 Count = Annotated[int, msgspec.Meta(ge=0)]

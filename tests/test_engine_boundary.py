@@ -35,7 +35,7 @@ ENGINE_NAMES = re.compile(
 BETWEEN = {
     "engines/layers.py": "`eagle3-lint layers` turns trained layers into each engine's ids, TensorRT-LLM's from its "
                          "public sources (no tree): it dispatches on the engine's name (issue 22 debt)",
-    "engines/drafter_fields.py": "drafter checkpoints' id fields, named after the formats that define them",
+    "drafter_fields.py": "drafter checkpoints' id fields, named after the formats that define them",
 }
 
 # (module, text it may contain, why)

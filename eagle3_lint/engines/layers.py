@@ -30,8 +30,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from eagle3_lint.checkpoint import text_config
-from eagle3_lint.engines.drafter_fields import id_fields, trained
+from eagle3_lint.checkpoint import load_json_file, text_config
+from eagle3_lint.drafter_fields import id_fields, trained
 from eagle3_lint.errors import UsageError
 
 if TYPE_CHECKING:
@@ -336,17 +336,15 @@ class Request:
     num_layers: int | None
     trained_on: str | None
     draft_config: str | None
-    cache_dir: str | None
-    no_cache: bool
 
 
 # The engines whose trees `layers` reads ids from, by engine name (the engines between which this module translates).
 _READERS: dict[str, Callable[[Model, str, int], _Tree]] = {"vllm": _Vllm, "sglang": _Sglang}
 
 
-def answer(req: Request) -> Answer:
-    from eagle3_lint.app import CheckRequest, load_json_file, run_check
-
+def answer(req: Request, model_of: Callable[[str, tuple[str, ...]], Model]) -> Answer:
+    """The answer for ``req``; ``model_of(target, archs)`` is the semantic model of each target tree with ``archs``
+    targeted (the caller's check: ``cli.layers`` runs it, as ``check`` would, with the request's cache and config)."""
     tcfg = load_json_file(req.target_config, "--target-config") if req.target_config else None
     text = text_config(tcfg) if tcfg else None
     n = req.num_layers
@@ -365,8 +363,7 @@ def answer(req: Request) -> Answer:
         raise UsageError("give the layers the drafter was trained on: --trained-on ENGINE:IDS or --draft-config")
     trees: list[_Tree] = []
     for t in req.targets:
-        sm = run_check(CheckRequest(t, (arch,) if arch else (), req.cache_dir, req.no_cache, req.target_config,
-                                    None)).model
+        sm = model_of(t, (arch,) if arch else ())
         reader = _READERS.get(sm.engine.name)
         if reader is None:  # a plugin engine: its id reading is not modelled here (yet), so no answer is made up
             raise UsageError(f"layers: how {sm.engine.display} turns drafter ids into layers is not modelled; "

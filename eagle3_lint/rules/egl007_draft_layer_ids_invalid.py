@@ -406,7 +406,7 @@ def _intended(sm: Model, da: dr.DraftAnalysis) -> tuple[list[int], str] | None:
     """The layers the drafter was trained on in vLLM's numbering (the state entering layer k) and how that was
     decided, when its ids say: the one reading of a drafter config the serving chains and ``layers`` use
     (``drafter_fields.trained``)."""
-    from eagle3_lint.engines.drafter_fields import trained
+    from eagle3_lint.drafter_fields import trained
 
     tr = trained(da.fields, sm.options.drafter_convention, da.num_layers)
     return (list(tr.layers), tr.why) if tr.layers is not None and tr.convention is not None else None

@@ -26,23 +26,33 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from eagle3_lint.app import CheckRequest, run_check
 from eagle3_lint.engines import layers
 from eagle3_lint.errors import UsageError
 from tests.drafter.ckpt import CKPTS
+
+if TYPE_CHECKING:
+    from eagle3_lint.stages import Model
 
 LLAMA_CFG = str(CKPTS / "llama-3.1-8b-instruct.json")
 KIMI_CFG = str(CKPTS / "kimi-k2.5.json")
 
 
+def _model_of(target_config: str) -> Callable[[str, tuple[str, ...]], Model]:
+    """What ``eagle3-lint layers`` hands ``layers.answer``: each target's model from the check, no cache."""
+    return lambda tree, archs: run_check(CheckRequest(tree, archs, None, False, target_config, None)).model
+
+
 def _answer(targets: list[Path], target_config: str, trained_on: str | None = None,
             draft_config: str | None = None) -> dict[str, Any]:
     ans = layers.answer(layers.Request(tuple(str(t) for t in targets), None, target_config, None, trained_on,
-                                       draft_config, None, False))
+                                       draft_config), _model_of(target_config))
     return dict(json.loads(ans.to_json()))
 
 
@@ -178,7 +188,7 @@ def test_text_on_a_terminal_is_word_wrapped_with_the_answer_first() -> None:
     """On an 80-column terminal every line fits and no name or path is split (a hard wrap at 80 cut
     ``eagle_config.eagle_aux...`` into ``eagl`` / ``e_config``); each engine's setting is a line of its own at the
     top. Piped, the same words, and the answer stays one line."""
-    ans = layers.answer(layers.Request((), None, KIMI_CFG, None, "trtllm:1,29,57", None, None, False))
+    ans = layers.answer(layers.Request((), None, KIMI_CFG, None, "trtllm:1,29,57", None), _model_of(KIMI_CFG))
     piped, tty = ans.to_text(), ans.to_text(80)
     assert _words(piped) == _words(tty)
     assert all(len(line) <= 80 for line in tty.splitlines()), tty

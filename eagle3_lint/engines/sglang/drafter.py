@@ -42,10 +42,10 @@ from typing import TYPE_CHECKING, Any
 
 from eagle3_lint.checkpoint import text_config
 from eagle3_lint.drafter import DraftAnalysis, IdIssue, IgnoredKey, PPLayout, Split
+from eagle3_lint.drafter_fields import ID_FIELDS, Trained, id_fields, trained
 from eagle3_lint.engine import Mechanism
 from eagle3_lint.engines import drafter_classes
 from eagle3_lint.engines import drafter_keys as dk
-from eagle3_lint.engines.drafter_fields import ID_FIELDS, Trained, id_fields, trained
 from eagle3_lint.engines.sglang import pp as pp_mod
 from eagle3_lint.engines.sglang.runner import IDS_KEY, SETTER, IdSource, id_sources
 from eagle3_lint.engines.sglang.setter import IdTransform, capture_indices, default_indices, read_setter

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from eagle3_lint import engine_hooks
 from eagle3_lint.drafter import DraftAnalysis, IdIssue
-from eagle3_lint.engines.drafter_fields import id_fields
+from eagle3_lint.drafter_fields import id_fields
 from eagle3_lint.engines.sglang import drafter as sdr
 from eagle3_lint.engines.sglang import methods
 from eagle3_lint.engines.sglang import pp as pp_mod

@@ -39,9 +39,9 @@ from typing import TYPE_CHECKING, Any
 
 from eagle3_lint.checkpoint import text_config
 from eagle3_lint.drafter import DraftAnalysis, FcInfo, IgnoredKey, PPLayout
+from eagle3_lint.drafter_fields import ID_FIELDS, id_fields
 from eagle3_lint.engines import drafter_classes
 from eagle3_lint.engines import drafter_keys as dk
-from eagle3_lint.engines.drafter_fields import ID_FIELDS, id_fields
 from eagle3_lint.engines.vllm import pp as pp_mod
 from eagle3_lint.engines.vllm import runnerchoice
 from eagle3_lint.lazyimport import lazy

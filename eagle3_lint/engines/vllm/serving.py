@@ -31,8 +31,8 @@ from eagle3_lint import drafter as dr
 from eagle3_lint import drafter_weights as dw
 from eagle3_lint import engine_hooks
 from eagle3_lint import semantic as sem
+from eagle3_lint.drafter_fields import trained as drafter_trained
 from eagle3_lint.engines import drafter_classes, drafter_keys
-from eagle3_lint.engines.drafter_fields import trained as drafter_trained
 from eagle3_lint.engines.vllm import drafter as vdr
 from eagle3_lint.engines.vllm import gates as vgates
 from eagle3_lint.engines.vllm import methods as vmethods

@@ -5,7 +5,7 @@ field each engine reads and what it does with the ids (``engines/<engine>/drafte
 about the files: the field, the training code or format that writes it, and its numbering (``INPUT``:
 id k is the state entering layer k, vLLM's and the speculators format's convention; ``OUTPUT``: id k
 is the output of layer k, SpecForge's, which SGLang turns into k + 1). Both engines' drafter readers
-use it, so it lives beside them rather than in either.
+use it, and so do the user-config reader and EGL007, so it stands below the engines rather than in either.
 """
 
 from __future__ import annotations
