@@ -25,6 +25,7 @@ from typing import Any
 
 from eagle3_lint import __version__
 from eagle3_lint.errors import UsageError
+from eagle3_lint.jsonfile import read_json
 from eagle3_lint.model import Finding
 from eagle3_lint.source import SourceTree
 
@@ -112,13 +113,7 @@ def entry(f: Finding, fp: str, snippet: str) -> dict[str, Any]:
 
 
 def read(path: str) -> Baseline:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except FileNotFoundError:
-        raise UsageError(f"baseline file not found: {path} (create it with --write-baseline {path})") from None
-    except (OSError, UnicodeError, json.JSONDecodeError) as exc:
-        raise UsageError(f"baseline file is not readable JSON: {path}: {exc}") from None
+    data = read_json(path, "baseline file", f" (create it with --write-baseline {path})")
     if (not isinstance(data, dict) or data.get("eagle3_lint_baseline") != BASELINE_VERSION
             or not isinstance(data.get("findings"), list)
             or not all(isinstance(e, dict) and isinstance(e.get("fingerprint"), str) for e in data["findings"])):

@@ -3,11 +3,11 @@ the one reader of such a file the commands share (``load_json_file``: a bad file
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
 from eagle3_lint.errors import UsageError
+from eagle3_lint.jsonfile import read_json
 
 # Sub-configs that hold the language model's config, in the order HF's ``get_text_config()``
 # tries them (``decoder``, ``generator``, ``text_config``), then names multimodal configs use.
@@ -34,13 +34,7 @@ def load_json_file(path: str, what: str) -> dict[str, Any]:
         if not os.path.isfile(inner):
             raise UsageError(f"{what} is a folder without a config.json: {path}")
         path = inner
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except FileNotFoundError:
-        raise UsageError(f"{what} not found: {path}") from None
-    except (OSError, UnicodeError, json.JSONDecodeError) as exc:
-        raise UsageError(f"{what} is not readable JSON: {path}: {exc}") from None
+    data = read_json(path, what)
     if not isinstance(data, dict):
         raise UsageError(f"{what} must be a JSON object: {path}")
     return data
