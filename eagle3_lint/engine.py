@@ -93,8 +93,9 @@ class Derived:
 class EngineProtocol(Protocol):
     """What an engine plugin is to the registry and the target resolver: data in, data out. An engine's identity,
     its release spellings, the test of a folder, its version, its fetch and its derivation (registry, contract and
-    runner path as plain data); ``Engine`` below implements it and adds what the pipeline still asks through the
-    analysis context (config gates, drafter, serving chain), with defaults for an engine that models none of it."""
+    runner path as plain data); ``Engine`` below implements it and adds what configs and ``--method`` mean before
+    any class is judged. Config gates, the drafter and the serving chain read the model: ``engine_hooks.ModelHooks``,
+    with defaults for an engine that models none of it."""
 
     name: str
     display: str
