@@ -178,7 +178,7 @@ def speculative_draft(text: str, display: str = "", methods: tuple[str, ...] = (
     """
     try:
         spec = json.loads(text)
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, RecursionError) as exc:  # nested too deep for the decoder: as jsonfile.read_json
         raise UsageError(f"--speculative-config is not JSON: {exc}") from None
     if not isinstance(spec, dict):
         raise UsageError("--speculative-config must be a JSON object")
@@ -213,7 +213,7 @@ def _config_file(path: str | None) -> str | None:
 def _spec_model(text: str | None) -> str | None:
     try:
         model = json.loads(text).get("model") if text else None
-    except (json.JSONDecodeError, AttributeError):
+    except (json.JSONDecodeError, RecursionError, AttributeError):
         return None
     return model if isinstance(model, str) else None
 

@@ -16,5 +16,7 @@ def read_json(path: str, what: str, not_found_hint: str = "") -> Any:
             return json.load(fh)
     except FileNotFoundError:
         raise UsageError(f"{what} not found: {path}{not_found_hint}") from None
-    except (OSError, UnicodeError, json.JSONDecodeError) as exc:
+    # RecursionError: json's decoder recurses per nesting level, so a document nested some thousand deep is one the
+    # user must mend, not a bug of ours (weights.py reads safetensors index files the same way).
+    except (OSError, UnicodeError, json.JSONDecodeError, RecursionError) as exc:
         raise UsageError(f"{what} is not readable JSON: {path}: {exc}") from None

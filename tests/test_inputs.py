@@ -72,6 +72,21 @@ def test_bad_speculative_config_is_one_line_exit_2(tree: Path, tmp_path: Path, s
     assert p.returncode == 2 and needle in p.stderr and p.stderr.count("\n") == 1, p.stderr
 
 
+def test_json_nested_too_deep_is_one_line_exit_2(tree: Path, tmp_path: Path) -> None:
+    # json's decoder recurses once per level: a file nested 200,000 deep raised RecursionError, which the CLI
+    # reported as an internal error of ours; it is the user's file that cannot be read, as for any bad JSON.
+    deep = "[" * 200_000 + "]" * 200_000
+    bad = tmp_path / "deep.json"
+    bad.write_text(deep)
+    for args, needle in ((["--target-config", str(bad)], "--target-config is not readable JSON"),
+                         (["--draft-config", str(bad)], "--draft-config is not readable JSON"),
+                         (["--baseline", str(bad)], "baseline file is not readable JSON"),
+                         (["--speculative-config", deep], "--speculative-config is not JSON")):
+        p = _run(str(tree), *args, cwd=tmp_path)
+        assert p.returncode == 2 and needle in p.stderr and "internal error" not in p.stderr, (args, p.stderr)
+        assert p.stderr.count("\n") == 1, p.stderr
+
+
 def test_folder_without_config_json_is_one_line_exit_2(tree: Path, tmp_path: Path) -> None:
     p = _run(str(tree), "--target-config", str(tmp_path), cwd=tmp_path)
     assert p.returncode == 2 and "is a folder without a config.json" in p.stderr
