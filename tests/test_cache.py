@@ -302,6 +302,20 @@ def test_parallel_parse_equals_serial(sample: Path, monkeypatch: pytest.MonkeyPa
     assert len(calls) == 2 and calls[0] > 1
 
 
+def test_parallel_parse_files_the_facts_in_the_order_asked(sample: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The processes of a parallel parse take files from one shared counter, so which process parses which file
+    changes from run to run: the store still holds them in the order asked, and each file exactly once."""
+    monkeypatch.setenv(store_mod.JOBS_ENV, "3")
+    monkeypatch.setattr(store_mod, "_PARALLEL_MIN_FILES", 1)
+    monkeypatch.setattr(store_mod, "_PARALLEL_MIN_BYTES", 0)
+    src = dir_source(sample)
+    asked = list(reversed(src.py_files()))  # neither the listing's order nor the largest-first order of the shares
+    st = FactStore(src, None)
+    st.preload(asked)
+    assert [mf.path for mf in st.loaded()] == asked
+    assert st.misses == len(asked)
+
+
 # -- --cache-dir and --no-cache, for releases and facts --------------------------------------------
 def test_cache_dir_holds_releases_and_facts(sample: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
