@@ -658,9 +658,48 @@ def _walk(node: ast.AST) -> list[ast.AST]:
     return todo
 
 
-# The node classes ``_Extractor._method`` records besides attribute reads.
-_METHOD_NODES = frozenset({ast.Assign, ast.AnnAssign, ast.Call, ast.Compare, ast.For, ast.Return, ast.ImportFrom,
-                           ast.Import})
+# The node kinds a ``def``'s records are made of (``_walk_kinds``): each kind's nodes in ``_walk`` order. Calls and
+# assignments share one list, imports one, loops and comprehensions one, where a record interleaves them.
+ATTR, NAME, CALL_ASSIGN, IMPORT, COMPARE, BINOP, LOOP, RETURN, ARG = range(9)
+_KIND_OF: dict[type, int] = {
+    ast.Attribute: ATTR, ast.Name: NAME, ast.Call: CALL_ASSIGN, ast.Assign: CALL_ASSIGN, ast.AnnAssign: CALL_ASSIGN,
+    ast.Import: IMPORT, ast.ImportFrom: IMPORT, ast.Compare: COMPARE, ast.BinOp: BINOP, ast.For: LOOP,
+    ast.comprehension: LOOP, ast.Return: RETURN, ast.arg: ARG,
+}
+Kinds = list[list[Any]]  # indexed by the kinds above
+
+
+def _walk_kinds(node: ast.AST) -> tuple[list[ast.AST], Kinds]:
+    """``_walk(node)``, and its nodes of each kind that ``_body`` and ``_Extractor._method`` read, in the same order.
+
+    The two records of a ``def`` read a few node classes of every ``def`` of every class; sorting them out in the
+    walk, which visits each node anyway, spares each record a pass over all of them testing classes."""
+    todo: list[ast.AST] = [node]
+    kinds: Kinds = [[] for _ in range(9)]
+    i = 0
+    AST = ast.AST
+    fields = _CHILD_FIELDS
+    kind_of = _KIND_OF
+    append = todo.append
+    while i < len(todo):
+        n = todo[i]
+        i += 1
+        cls = n.__class__
+        k = kind_of.get(cls)
+        if k is not None:
+            kinds[k].append(n)
+        names = fields.get(cls)
+        if names is None:
+            names = _child_fields(cls)
+        for name in names:
+            v = getattr(n, name, None)
+            if v.__class__ is list:
+                for x in v:
+                    if isinstance(x, AST):
+                        append(x)
+            elif isinstance(v, AST):
+                append(v)
+    return todo, kinds
 
 
 def _rooted_at(node: ast.Attribute, name: str) -> bool:
@@ -1089,10 +1128,10 @@ class _Extractor:
             members[st.name] = Member(st.name, "def", st.lineno, st.end_lineno or st.lineno, stub, None,
                                       first_line=st.decorator_list[0].lineno if st.decorator_list else 0,
                                       body_line=st.body[0].lineno, last=self.stmt(st.body[-1]), header=self._header(st))
-            nodes = _walk(st)
-            bodies[st.name] = _body(st, nodes, direct)
+            nodes, kinds = _walk_kinds(st)
+            bodies[st.name] = _body(st, kinds, direct)
             if _is_interesting(st.name):
-                methods[st.name] = self._method(st, stub, direct, nodes)
+                methods[st.name] = self._method(st, stub, direct, nodes, kinds)
         elif isinstance(st, ast.Assign):
             for t in st.targets:
                 for n in (t.elts if isinstance(t, ast.Tuple) else [t]):
@@ -1110,8 +1149,8 @@ class _Extractor:
             for sub in (*st.body, *st.orelse):
                 self._class_member(sub, members, methods, bodies, direct=False)
 
-    def _method(self, fn: ast.FunctionDef | ast.AsyncFunctionDef, stub: bool, direct: bool = True,
-                nodes: list[ast.AST] | None = None) -> Method:
+    def _method(self, fn: ast.FunctionDef | ast.AsyncFunctionDef, stub: bool, direct: bool,
+                nodes: list[ast.AST], kinds: Kinds) -> Method:
         params = tuple(a.arg for a in (*fn.args.posonlyargs, *fn.args.args))
         self_name = params[0] if params else "self"
         assigns: list[SelfAssign] = []
@@ -1124,75 +1163,70 @@ class _Extractor:
         local_imports: list[tuple[str, Binding]] = []
         handoffs: list[tuple[str, str, str, int]] = []
         forward = "forward" in fn.name
-        nodes = _walk(fn) if nodes is None else nodes
-        Attribute, Load, prefix = ast.Attribute, ast.Load, self_name + "."
+        Load, Call, prefix = ast.Load, ast.Call, self_name + "."
+        for node in kinds[ATTR]:
+            if node.ctx.__class__ is Load and _rooted_at(node, self_name):
+                d = dotted(node)
+                if d.startswith(prefix):
+                    reads.add(d)
         assign_nodes: list[ast.Assign] = []
-        for node in nodes:
-            # Exact classes (ast.parse makes no subclasses): most nodes are attribute reads or match nothing.
-            cls = node.__class__
-            if cls is Attribute:
-                # ignore below: cls is Attribute (exact class test, faster than isinstance), so node is one
-                if node.ctx.__class__ is Load and _rooted_at(node, self_name):  # type: ignore[attr-defined,arg-type]
-                    d = dotted(node)
-                    if d.startswith(prefix):
-                        reads.add(d)
-                continue
-            if cls not in _METHOD_NODES:
-                continue
-            if isinstance(node, (ast.Assign, ast.AnnAssign)):
-                if cls is ast.Assign:
-                    assign_nodes.append(node)  # type: ignore[arg-type]  # cls is ast.Assign: node is one
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                for t in targets:
-                    if isinstance(t, ast.Tuple) and node.value is not None:
-                        # ``self.start_layer, self.end_layer, self.layers = make_layers(...)``
-                        f = dotted(node.value.func) if isinstance(node.value, ast.Call) else ""
-                        for el in t.elts:
-                            de = dotted(el)
-                            if de.startswith(self_name + "."):
-                                assigns.append(SelfAssign(de, "unpack", f, (), {}, node.lineno))
-                        continue
-                    d = dotted(t)
-                    if d.startswith(self_name + ".") and node.value is not None:
-                        v = node.value
-                        if isinstance(v, ast.Call):
-                            assigns.append(SelfAssign(
-                                d, "call", dotted(v.func), tuple(self._arg_text(a) for a in v.args),
-                                {k.arg: self.seg(k.value)[:200] for k in v.keywords if k.arg}, node.lineno,
-                            ))
-                        else:
-                            dv = dotted(v)
-                            kind = (
-                                "name"
-                                if isinstance(v, ast.Name)
-                                else "attr"
-                                if dv
-                                else "const"
-                                if isinstance(v, ast.Constant)
-                                else "other"
-                            )
-                            assigns.append(SelfAssign(d, kind, dv or self.seg(v)[:200], (), {}, node.lineno))
-            elif isinstance(node, ast.Call):
+        for node in kinds[CALL_ASSIGN]:
+            if node.__class__ is Call:
                 f = dotted(node.func)
                 if f:
                     calls.append((f, tuple(self._arg_text(a) for a in node.args), node.lineno))
                     if forward:
                         handoffs.extend((f, k.arg, d, node.lineno) for k in node.keywords
                                         if k.arg and (d := dotted(k.value)).startswith(prefix))
-            elif isinstance(node, ast.ImportFrom):
+                continue
+            if node.__class__ is ast.Assign:
+                assign_nodes.append(node)
+            targets = node.targets if node.__class__ is ast.Assign else [node.target]
+            for t in targets:
+                if isinstance(t, ast.Tuple) and node.value is not None:
+                    # ``self.start_layer, self.end_layer, self.layers = make_layers(...)``
+                    f = dotted(node.value.func) if isinstance(node.value, ast.Call) else ""
+                    for el in t.elts:
+                        de = dotted(el)
+                        if de.startswith(prefix):
+                            assigns.append(SelfAssign(de, "unpack", f, (), {}, node.lineno))
+                    continue
+                d = dotted(t)
+                if d.startswith(prefix) and node.value is not None:
+                    v = node.value
+                    if isinstance(v, ast.Call):
+                        assigns.append(SelfAssign(
+                            d, "call", dotted(v.func), tuple(self._arg_text(a) for a in v.args),
+                            {k.arg: self.seg(k.value)[:200] for k in v.keywords if k.arg}, node.lineno,
+                        ))
+                    else:
+                        dv = dotted(v)
+                        kind = (
+                            "name"
+                            if isinstance(v, ast.Name)
+                            else "attr"
+                            if dv
+                            else "const"
+                            if isinstance(v, ast.Constant)
+                            else "other"
+                        )
+                        assigns.append(SelfAssign(d, kind, dv or self.seg(v)[:200], (), {}, node.lineno))
+        for node in kinds[IMPORT]:
+            if node.__class__ is ast.ImportFrom:
                 mod = self.abs_module(node.level, node.module)
                 local_imports.extend((a.asname or a.name, Binding("import", mod, attr=a.name, line=node.lineno))
                                      for a in node.names if a.name != "*")
-            elif isinstance(node, ast.Import):
+            else:
                 local_imports.extend((a.asname, Binding("import", a.name, line=node.lineno)) if a.asname else
                                      (a.name.split(".")[0], Binding("import", a.name.split(".")[0], line=node.lineno))
                                      for a in node.names)
-            elif isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)):
+        for node in kinds[COMPARE]:
+            if len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)):
                 left = dotted(node.left) or self.seg(node.left)[:80]
                 members.append((left, dotted(node.comparators[0]), node.lineno))
-            elif isinstance(node, ast.For):
-                loop_nodes.append(node)
-            elif isinstance(node, ast.Return) and node.value is not None:
+        loop_nodes.extend(n for n in kinds[LOOP] if n.__class__ is ast.For)
+        for node in kinds[RETURN]:
+            if node.value is not None:
                 v = node.value
                 kind = (
                     "tuple"
@@ -1214,8 +1248,7 @@ class _Extractor:
             if lp is not None:
                 loops.append(lp)
         # What a forward that iterates the configured ids walks (the capture's order), where it loops over layers.
-        iterates = tuple((head_dotted(n.iter), n.iter.lineno) for n in nodes
-                         if isinstance(n, (ast.For, ast.comprehension))) \
+        iterates = tuple((head_dotted(n.iter), n.iter.lineno) for n in kinds[LOOP]) \
             if "forward" in fn.name and any(lp.over_layers for lp in loops) else ()
         body0 = fn.body[0]
         pos = [*fn.args.posonlyargs, *fn.args.args]
@@ -1229,11 +1262,11 @@ class _Extractor:
             calls=tuple(calls), memberships=tuple(members), loops=tuple(loops), returns=tuple(returns),
             defaults=defaults, iterates=iterates, local_imports=tuple(local_imports), handoffs=tuple(handoffs),
             direct=direct,
-            own_calls=tuple((self.seg(n.func.value), *self._end(n.func)) for n in nodes if isinstance(n, ast.Call)
-                            and isinstance(n.func, ast.Attribute) and n.func.attr == fn.name),
+            own_calls=tuple((self.seg(n.func.value), *self._end(n.func)) for n in kinds[CALL_ASSIGN]
+                            if n.__class__ is Call and isinstance(n.func, ast.Attribute) and n.func.attr == fn.name),
             layers_stmt=_layers_stmt(fn, nodes) if fn.name == "__init__" else (0, 0),
-            taken=tuple(sorted(FIX_NAMES & ({n.id for n in nodes if isinstance(n, ast.Name)}
-                                            | {a.arg for a in nodes if isinstance(a, ast.arg)}))) if forward and loops
+            taken=tuple(sorted(FIX_NAMES & ({n.id for n in kinds[NAME]} | {a.arg for a in kinds[ARG]})))
+            if forward and loops
             else (),
         )
 
@@ -1533,27 +1566,23 @@ def _layers_of(node: ast.AST, loops: dict[str, str]) -> str | None:
     return text[: -len(".layers")] if text.endswith(".layers") else None
 
 
-def _body(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST], direct: bool) -> Body:
-    """``fn``'s ``Body`` from its nodes (``_walk`` order, which is ``ast.walk``'s)."""
+def _body(fn: ast.FunctionDef | ast.AsyncFunctionDef, kinds: Kinds, direct: bool) -> Body:
+    """``fn``'s ``Body`` from its nodes of each kind (``_walk_kinds``, in ``_walk`` order, which is ``ast.walk``'s)."""
     args = fn.args.args
     me = args[0].arg if args else "self"
     rooted = me + "."
     stmts = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
     empty = not stmts or all(isinstance(s, ast.Pass) for s in stmts)
-    loops = {n.target.id: head_dotted(n.iter) for n in nodes
-             if isinstance(n, ast.For) and isinstance(n.target, ast.Name)}
+    For, Call, Load = ast.For, ast.Call, ast.Load
+    loops = {n.target.id: head_dotted(n.iter) for n in kinds[LOOP]
+             if n.__class__ is For and isinstance(n.target, ast.Name)}
     events: list[tuple[str, str, str, int]] = []
-    loaded: set[str] = set()
+    loaded = {n.attr for n in kinds[ATTR] if n.ctx.__class__ is Load}
+    names = {n.id for n in kinds[NAME]}
     in_self: list[str] = []
-    names: set[str] = set()
-    adds_one = sorts = False
-    for n in nodes:
-        if isinstance(n, ast.Attribute):
-            if isinstance(n.ctx, ast.Load):
-                loaded.add(n.attr)
-        elif isinstance(n, ast.Name):
-            names.add(n.id)
-        elif isinstance(n, ast.Call):
+    sorts = False
+    for n in kinds[CALL_ASSIGN]:
+        if n.__class__ is Call:
             func = n.func
             f = head_dotted(func)
             cargs = n.args
@@ -1575,7 +1604,7 @@ def _body(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST], dire
                     prefix = head_dotted(recv)
                     if prefix == me or prefix.startswith(rooted):
                         events.append((SELF_CALL, func.attr, prefix, n.lineno))
-        elif isinstance(n, ast.Assign):
+        elif n.__class__ is ast.Assign:
             for t in n.targets:
                 if isinstance(t, ast.Attribute):
                     prefix = head_dotted(t.value)
@@ -1584,15 +1613,14 @@ def _body(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST], dire
                     lp = _layers_of(t.value, loops)
                     if lp is not None:
                         events.append((LAYER_STORE, t.attr, lp, n.lineno))
-        elif isinstance(n, ast.Compare):
-            ops = n.ops
-            if len(ops) == 1 and isinstance(ops[0], ast.In):
-                c = head_dotted(n.comparators[0])
-                if c.startswith("self."):
-                    in_self.append(c[5:])
-        elif isinstance(n, ast.BinOp) and isinstance(n.op, ast.Add) and isinstance(n.right, ast.Constant) \
-                and n.right.value == 1 and isinstance(n.left, ast.Name):
-            adds_one = True
+    for n in kinds[COMPARE]:
+        ops = n.ops
+        if len(ops) == 1 and isinstance(ops[0], ast.In):
+            c = head_dotted(n.comparators[0])
+            if c.startswith("self."):
+                in_self.append(c[5:])
+    adds_one = any(isinstance(n.op, ast.Add) and isinstance(n.right, ast.Constant) and n.right.value == 1
+                   and isinstance(n.left, ast.Name) for n in kinds[BINOP])
     return Body(fn.lineno, me, len(args), len(fn.args.defaults), empty, tuple(events), tuple(sorted(loaded)),
                 tuple(dict.fromkeys(in_self)), adds_one, len(args) >= 2 and args[1].arg in names, sorts, direct,
                 isinstance(fn, ast.AsyncFunctionDef))
