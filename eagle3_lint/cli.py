@@ -892,8 +892,9 @@ def layers(targets: tuple[str, ...], target_config: str | None, arch: str | None
         ans = layers_mod.answer(layers_mod.Request(targets, arch, target_config, num_layers, trained_on, draft_config),
                                 model_of)
         # On a terminal the text is word-wrapped to its width (a hard wrap splits names and paths mid-word).
-        width = shutil.get_terminal_size().columns if output is None and sys.stdout.isatty() else None
-        write_output(ans.to_json() if (fmt or fmt_old) == "json" else ans.to_text(width), output)
+        size = shutil.get_terminal_size() if output is None and sys.stdout.isatty() else None
+        write_output(ans.to_json() if (fmt or fmt_old) == "json"
+                     else ans.to_text(size.columns if size else None, size.lines if size else None), output)
         return 0
 
     _guard(debug, run)

@@ -84,9 +84,11 @@ class Answer:
     def to_json(self) -> str:
         return json.dumps({"schema": "eagle3-lint-layers/1", **asdict(self)}, indent=2) + "\n"
 
-    def to_text(self, width: int | None = None) -> str:
+    def to_text(self, width: int | None = None, height: int | None = None) -> str:
         """The answer first (each engine's setting), then how it was derived. ``width``: a terminal's, to wrap each
-        line at word boundaries with its continuation indented under it; None (a pipe, a file): a line each."""
+        line at word boundaries with its continuation indented under it; None (a pipe, a file): a line each.
+        ``height``: the terminal's rows; where the text is taller, the answer comes again at its end, so that the
+        screen the command leaves shows it (what scrolled off was the answer)."""
         # The answer: one line on a pipe (for grep), a line per engine on a terminal (for the eye).
         head = ["; ".join(_setting(r) for r in self.rows)] if not width else [_setting(r) for r in self.rows]
         outs = _ids(i - 1 for i in self.trained_layers)
@@ -105,6 +107,8 @@ class Answer:
                 lines.append(f"      note: {r.note}")
         if width:
             lines = [w for ln in lines for w in _wrap(ln, width)]
+            if height and len(lines) >= height:  # the shell's prompt takes the last row
+                lines += ["", "so set:", *(w for ln in head for w in _wrap("  " + ln, width))]
         return "\n".join(lines) + "\n"
 
 
@@ -112,8 +116,12 @@ def _wrap(line: str, width: int) -> list[str]:
     """``line`` in lines of at most ``width`` columns, broken at spaces only (never inside a name or a path), the
     continuation 4 columns deeper than the line's own indent."""
     indent = " " * (len(line) - len(line.lstrip(" ")))
-    return textwrap.wrap(line, width=max(width, 40), initial_indent="", subsequent_indent=indent + "    ",
-                         break_long_words=False, break_on_hyphens=False) or [line]
+    width = max(width, 40)
+    out = textwrap.wrap(line, width=width, initial_indent="", subsequent_indent=indent + "    ",
+                        break_long_words=False, break_on_hyphens=False) or [line]
+    # A path too long for its indent (it is alone on its line, never split): moved left as far as it must go to fit,
+    # where the terminal would otherwise cut it at the edge.
+    return [w if len(w) <= width else " " * max(0, width - len(w.lstrip(" "))) + w.lstrip(" ") for w in out]
 
 
 def _ids(ids: Any) -> str:

@@ -201,6 +201,22 @@ def test_text_on_a_terminal_is_word_wrapped_with_the_answer_first() -> None:
         assert any(p.startswith(line) for p in starts) or line.startswith("    "), line
 
 
+def test_text_taller_than_the_terminal_ends_with_the_answer() -> None:
+    """On a terminal the command leaves its last rows on the screen: where the wrapped text is taller than the
+    terminal, the settings come again at its end, so the answer is on the screen (here an 80x12 window; two engines
+    and TensorRT-LLM fill more than 24 rows); a path longer than its indent allows is moved left to fit instead of
+    being cut at the edge. Not on a taller terminal."""
+    ans = layers.answer(layers.Request((), None, KIMI_CFG, None, "trtllm:1,29,57", None), _model_of(KIMI_CFG))
+    lines = ans.to_text(80, 12).splitlines()
+    assert len(ans.to_text(80).splitlines()) >= 12  # the case is taller than the window
+    assert lines[-2:] == ["so set:", "  trtllm: EagleDecodingConfig.eagle3_layers_to_capture = {1, 29, 57}"]
+    assert all(len(line) <= 80 for line in lines)
+    assert ans.to_text(80, 200) == ans.to_text(80)
+    path = "x/" * 36 + "y.py:1"  # 78 columns: too long under the continuation's 10-column indent
+    wrapped = layers._wrap("      read at " + path, 80)
+    assert wrapped == ["      read at", "  " + path]
+
+
 def test_cli_wraps_on_a_terminal_only() -> None:
     """Through a pseudo-terminal of 60 columns (COLUMNS) the CLI wraps to 60; into a pipe it does not."""
     import os
