@@ -631,33 +631,6 @@ def _child_fields(cls: type) -> tuple[str, ...]:
     return f
 
 
-def _walk(node: ast.AST) -> list[ast.AST]:
-    """``list(ast.walk(node))`` in the same breadth-first order, without expression contexts and operators
-    (``Load``, ``Add``, ``Eq``...: leaves no caller looks for). About three times as fast (no generators,
-    no per-node scan of identifier fields); the cold parse spends most of its non-``ast.parse`` time here."""
-    todo: list[ast.AST] = [node]
-    i = 0
-    AST = ast.AST
-    fields = _CHILD_FIELDS
-    append = todo.append
-    while i < len(todo):
-        n = todo[i]
-        i += 1
-        cls = n.__class__
-        names = fields.get(cls)
-        if names is None:
-            names = _child_fields(cls)
-        for name in names:
-            v = getattr(n, name, None)
-            if v.__class__ is list:
-                for x in v:
-                    if isinstance(x, AST):
-                        append(x)
-            elif isinstance(v, AST):
-                append(v)
-    return todo
-
-
 # The node kinds a ``def``'s records are made of (``_walk_kinds``): each kind's nodes in ``_walk`` order. Calls and
 # assignments share one list, imports one, loops and comprehensions one, where a record interleaves them.
 ATTR, NAME, CALL_ASSIGN, IMPORT, COMPARE, BINOP, LOOP, RETURN, ARG = range(9)
@@ -670,7 +643,8 @@ Kinds = list[list[Any]]  # indexed by the kinds above
 
 
 def _walk_kinds(node: ast.AST) -> tuple[list[ast.AST], Kinds]:
-    """``_walk(node)``, and its nodes of each kind that ``_body`` and ``_Extractor._method`` read, in the same order.
+    """Every node under ``node`` (``_walk``), and its nodes of each kind that ``_body`` and ``_Extractor._method``
+    read, in the same order.
 
     The two records of a ``def`` read a few node classes of every ``def`` of every class; sorting them out in the
     walk, which visits each node anyway, spares each record a pass over all of them testing classes."""
@@ -700,6 +674,14 @@ def _walk_kinds(node: ast.AST) -> tuple[list[ast.AST], Kinds]:
             elif isinstance(v, AST):
                 append(v)
     return todo, kinds
+
+
+def _walk(node: ast.AST) -> list[ast.AST]:
+    """``list(ast.walk(node))`` in the same breadth-first order, without expression contexts and operators
+    (``Load``, ``Add``, ``Eq``...: leaves no caller looks for). About three times as fast (no generators,
+    no per-node scan of identifier fields). One walk with ``_walk_kinds``, whose sorting of the nodes costs the
+    engines' few walks of their own files little."""
+    return _walk_kinds(node)[0]
 
 
 def _rooted_at(node: ast.Attribute, name: str) -> bool:
