@@ -893,8 +893,8 @@ def layers(targets: tuple[str, ...], target_config: str | None, arch: str | None
                                 model_of)
         # On a terminal the text is word-wrapped to its width (a hard wrap splits names and paths mid-word).
         size = shutil.get_terminal_size() if output is None and sys.stdout.isatty() else None
-        write_output(ans.to_json() if (fmt or fmt_old) == "json"
-                     else ans.to_text(size.columns if size else None, size.lines if size else None), output)
+        write_output(ans.to_json() if (fmt or fmt_old) == "json" else ans.to_text(*size) if size else ans.to_text(),
+                     output)
         return 0
 
     _guard(debug, run)

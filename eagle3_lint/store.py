@@ -592,11 +592,7 @@ class FactStore:
         global _WORKER_STORE, _WORKER_ORDER, _WORKER_NEXT
         try:
             counter = ctx.Value("i", 0)
-        except (OSError, ValueError):
-            yield from ((rel, self._extract(rel)) for rel in order)
-            return
-        _WORKER_STORE, _WORKER_ORDER, _WORKER_NEXT = self, order, counter  # what the forked children inherit
-        try:
+            _WORKER_STORE, _WORKER_ORDER, _WORKER_NEXT = self, order, counter  # what the forked children inherit
             pool = ctx.Pool(n - 1)
         except (OSError, ValueError):
             _WORKER_STORE, _WORKER_ORDER, _WORKER_NEXT = None, [], None
